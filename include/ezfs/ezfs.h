@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ezfs.h - public API of libezfs: read EROFS images.
+ *
+ * Conventions
+ *  - Every function returning int returns 0 (or a non-negative count) on
+ *    success and a negative errno value on failure: -EUCLEAN for a corrupt
+ *    image, -EOPNOTSUPP for a feature ezfs does not know, -EIO for an I/O
+ *    error, -ENOMEM, -ENOENT, -ENOTDIR, -EINVAL, -ERANGE, -ENODATA.
+ *  - The library never prints and never exits. Details of an error (the nid,
+ *    the field, the reason) go to the log callback in ezfs_open_params.
+ *  - An ezfs_image and every ezfs_inode handle may be used from many threads
+ *    at once; all reading functions are thread-safe.
+ *  - "nid" is the EROFS inode number: the kernel's st_ino.
+ *  - Free functions accept NULL.
+ */
+#ifndef EZFS_EZFS_H
+#define EZFS_EZFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define EZFS_API __attribute__((visibility("default")))
+#else
+#define EZFS_API
+#endif
+
+#define EZFS_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                             */
+
+enum ezfs_log_level {
+	EZFS_LOG_ERROR = 0,
+	EZFS_LOG_WARN = 1,
+	EZFS_LOG_INFO = 2,
+	EZFS_LOG_DEBUG = 3,
+};
+
+/* One complete line, without trailing newline. */
+typedef void (*ezfs_log_fn)(void *arg, int level, const char *msg);
+
+/* ------------------------------------------------------------------ */
+/* I/O backends: where image bytes come from                           */
+
+/*
+ * A custom source of image bytes (a test backend that fails on chosen
+ * offsets, a remote object store...). pread must be thread-safe and return
+ * the number of bytes read (short only at end of image) or a negative errno.
+ */
+struct ezfs_io_ops {
+	ssize_t (*pread)(void *arg, void *buf, size_t len, uint64_t off);
+	void (*close)(void *arg); /* may be NULL */
+};
+
+/* ------------------------------------------------------------------ */
+/* Opening an image                                                    */
+
+typedef struct ezfs_image ezfs_image;
+typedef struct ezfs_inode ezfs_inode;
+
+struct ezfs_open_params {
+	ezfs_log_fn log;         /* NULL: silent */
+	void *log_arg;
+	uint64_t offset;         /* image starts at this byte of the file */
+	size_t cache_bytes;      /* decompressed pcluster cache; 0 = 64 MiB */
+	size_t meta_cache_bytes; /* metadata block cache; 0 = 4 MiB */
+	unsigned verbose;        /* log level threshold: 0 = errors only */
+};
+
+/* Zero-initialise, then set what you need. */
+EZFS_API void ezfs_open_params_init(struct ezfs_open_params *p);
+
+/* Open an image file (or block device) read-only. *out is set on success. */
+EZFS_API int ezfs_image_open(const char *path,
+			     const struct ezfs_open_params *p,
+			     ezfs_image **out);
+/* Open an image held in memory; buf must outlive the image. */
+EZFS_API int ezfs_image_open_mem(const void *buf, size_t len,
+				 const struct ezfs_open_params *p,
+				 ezfs_image **out);
+/* Open an image read through custom ops; ops->close(arg) is called by
+ * ezfs_image_close (also when open fails). size = image length in bytes. */
+EZFS_API int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
+				uint64_t size,
+				const struct ezfs_open_params *p,
+				ezfs_image **out);
+EZFS_API void ezfs_image_close(ezfs_image *img);
+
+/* ------------------------------------------------------------------ */
+/* Superblock information                                              */
+
+enum ezfs_alg {
+	EZFS_ALG_LZ4 = 0,
+	EZFS_ALG_LZMA = 1,
+	EZFS_ALG_DEFLATE = 2,
+	EZFS_ALG_ZSTD = 3,
+	EZFS_ALG_MAX = 4,
+	/* pseudo algorithms of uncompressed pclusters (never on disk) */
+	EZFS_ALG_SHIFTED = 14,
+	EZFS_ALG_INTERLACED = 15,
+};
+
+/* "lz4", "lzma", "deflate", "zstd", "plain", "interlaced", or "?" */
+EZFS_API const char *ezfs_alg_name(int alg);
+
+struct ezfs_sb_info {
+	uint32_t feature_compat;
+	uint32_t feature_incompat;
+	unsigned blkszbits;
+	uint32_t blksz;
+	unsigned sb_size;
+	uint64_t root_nid;
+	uint64_t inos;
+	uint64_t blocks;         /* image size in blocks */
+	int64_t epoch;
+	uint32_t fixed_nsec;
+	uint32_t build_time;
+	uint64_t meta_blkaddr;
+	uint64_t xattr_blkaddr;
+	uint8_t uuid[16];
+	char volume_name[17];    /* NUL terminated */
+	uint16_t available_algs; /* bitmap of enum ezfs_alg (lz4 only: 1) */
+	uint16_t lz4_max_distance;
+	uint16_t lz4_max_pclusterblks;
+	uint32_t lzma_dict_size;
+	uint8_t deflate_windowbits;
+	uint8_t zstd_windowlog;
+	uint16_t extra_devices;
+	uint8_t xattr_prefix_count;
+	uint64_t packed_nid;     /* 0 = none */
+	uint64_t metabox_nid;    /* 0 = none */
+	uint64_t image_bytes;    /* size of the image source */
+};
+
+EZFS_API void ezfs_get_sb_info(const ezfs_image *img, struct ezfs_sb_info *si);
+
+/* Comma-separated names of the set feature bits, e.g.
+ * "sb_csum,mtime,lz4_0padding,compr_cfgs". Unknown bits as "compat:0x..". */
+EZFS_API void ezfs_feature_string(const ezfs_image *img, char *buf, size_t size);
+
+/* ------------------------------------------------------------------ */
+/* Inodes                                                              */
+
+enum ezfs_layout {
+	EZFS_LAYOUT_FLAT_PLAIN = 0,
+	EZFS_LAYOUT_COMPRESSED_FULL = 1,
+	EZFS_LAYOUT_FLAT_INLINE = 2,
+	EZFS_LAYOUT_COMPRESSED_COMPACT = 3,
+	EZFS_LAYOUT_CHUNK_BASED = 4,
+};
+
+/* "flat_plain", "compressed_full", "flat_inline", "compressed_compact",
+ * "chunk_based", or "?" */
+EZFS_API const char *ezfs_layout_name(int layout);
+
+struct ezfs_stat {
+	uint64_t nid;
+	uint32_t mode;       /* type and permission bits, as st_mode */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;
+	int64_t mtime;       /* seconds */
+	uint32_t mtime_nsec;
+	uint32_t rdev_major, rdev_minor;
+	uint8_t layout;      /* enum ezfs_layout */
+	uint8_t extended;    /* 1: 64-byte inode core */
+	uint16_t xattr_isize;
+	uint64_t blocks;     /* i_u blocks for compressed inodes; data blocks
+			      * of flat inodes (informational) */
+	uint32_t ino32;      /* i_ino field */
+};
+
+/* Get a handle on inode nid. The handle is immutable and thread-safe. */
+EZFS_API int ezfs_inode_get(ezfs_image *img, uint64_t nid, ezfs_inode **out);
+EZFS_API void ezfs_inode_put(ezfs_inode *ino);
+EZFS_API void ezfs_inode_stat(const ezfs_inode *ino, struct ezfs_stat *st);
+EZFS_API uint64_t ezfs_inode_nid(const ezfs_inode *ino);
+
+/* Convenience: stat by nid. */
+EZFS_API int ezfs_stat_nid(ezfs_image *img, uint64_t nid, struct ezfs_stat *st);
+
+/* Root directory nid. */
+EZFS_API uint64_t ezfs_root_nid(const ezfs_image *img);
+
+/* ------------------------------------------------------------------ */
+/* Directories                                                         */
+
+/* Dirent file types (as on disk and as the kernel's DT_ mapping). */
+enum ezfs_ftype {
+	EZFS_FT_UNKNOWN = 0,
+	EZFS_FT_REG = 1,
+	EZFS_FT_DIR = 2,
+	EZFS_FT_CHR = 3,
+	EZFS_FT_BLK = 4,
+	EZFS_FT_FIFO = 5,
+	EZFS_FT_SOCK = 6,
+	EZFS_FT_SYMLINK = 7,
+};
+
+/*
+ * Called for each entry; name is NOT NUL terminated (namelen bytes).
+ * next_pos is the position to resume after this entry. Return 0 to go on,
+ * a positive value to stop (returned by ezfs_readdir), or a negative errno
+ * to abort with that error.
+ */
+typedef int (*ezfs_dirent_fn)(void *arg, const char *name, size_t namelen,
+			      uint64_t nid, unsigned ftype, uint64_t next_pos);
+
+/*
+ * Iterate directory dir from position pos (0 = start). "." and ".." are
+ * reported like any entry (a dot-omitted directory gets a synthesised ".").
+ * Returns 0 at the end, the callback's positive value if it stopped, or a
+ * negative errno.
+ */
+EZFS_API int ezfs_readdir(ezfs_inode *dir, uint64_t pos, ezfs_dirent_fn fn,
+			  void *arg);
+
+/* Look up one name in a directory (binary search, like the kernel). */
+EZFS_API int ezfs_lookup(ezfs_inode *dir, const char *name, size_t namelen,
+			 uint64_t *nid, unsigned *ftype);
+
+/* Resolve a path relative to the root ("/a/b", "a/b", "" or "/" = root).
+ * Symlinks are not followed. */
+EZFS_API int ezfs_resolve(ezfs_image *img, const char *path, uint64_t *nid);
+
+/* ------------------------------------------------------------------ */
+/* File data                                                           */
+
+/*
+ * Read up to len bytes at off. Returns the number of bytes read (0 at or
+ * past EOF) or a negative errno. Works for regular files, directories and
+ * symlinks.
+ */
+EZFS_API ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len,
+			    uint64_t off);
+
+/* Symlink target into buf (NUL terminated). Returns its length, -ERANGE if
+ * size is too small, -EINVAL if not a symlink. */
+EZFS_API ssize_t ezfs_readlink(ezfs_inode *ino, char *buf, size_t size);
+
+/* ------------------------------------------------------------------ */
+/* Extent maps (ezfs stat -e, fsck)                                    */
+
+enum ezfs_extent_flags {
+	EZFS_EXTENT_MAPPED = 1 << 0,     /* has data (else a hole) */
+	EZFS_EXTENT_INLINE = 1 << 1,     /* tail inline in the metadata */
+	EZFS_EXTENT_FRAGMENT = 1 << 2,   /* in the packed inode */
+	EZFS_EXTENT_PARTIAL_REF = 1 << 3,/* decodes to more than it uses */
+	EZFS_EXTENT_ENCODED = 1 << 4,    /* compressed */
+	EZFS_EXTENT_META = 1 << 5,       /* pa is in metabox space */
+};
+
+struct ezfs_extent {
+	uint64_t la;      /* logical start */
+	uint64_t llen;    /* logical length */
+	uint64_t pa;      /* physical byte address (or fragment offset) */
+	uint64_t plen;    /* physical length in bytes */
+	int alg;          /* enum ezfs_alg (SHIFTED/INTERLACED when raw) */
+	unsigned flags;   /* enum ezfs_extent_flags */
+};
+
+/* Map the extent containing logical offset la (< size). */
+EZFS_API int ezfs_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
+
+/* ------------------------------------------------------------------ */
+/* Extended attributes                                                 */
+
+/* Names, each NUL terminated, back to back, like listxattr(2). size 0:
+ * return the size needed. -ERANGE if too small. */
+EZFS_API ssize_t ezfs_listxattr(ezfs_inode *ino, char *buf, size_t size);
+/* Value of one xattr by full name. size 0: return the size needed.
+ * -ENODATA if absent, -ERANGE if too small. */
+EZFS_API ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf,
+			       size_t size);
+
+/* ------------------------------------------------------------------ */
+/* Statistics of the caches                                            */
+
+struct ezfs_cache_stats {
+	uint64_t hits, misses, decoded_bytes, evictions;
+	uint64_t bytes_now, bytes_max;
+};
+EZFS_API void ezfs_cache_stats(ezfs_image *img, struct ezfs_cache_stats *st);
+
+/* ------------------------------------------------------------------ */
+/* fsck                                                                */
+
+struct ezfs_fsck_params {
+	/* Called once per problem: a one-line message naming the nid, the
+	 * path where known, and the field. */
+	void (*problem)(void *arg, uint64_t nid, const char *path,
+			const char *msg);
+	/* Called now and then with progress (inodes checked, data bytes
+	 * decoded so far). May be NULL. */
+	void (*progress)(void *arg, uint64_t inodes, uint64_t bytes);
+	void *arg;
+	unsigned threads;        /* data decoding threads; 0 = 1 */
+	int skip_data;           /* 1: metadata only */
+};
+
+struct ezfs_fsck_result {
+	uint64_t inodes, dirs, files, symlinks, specials, xattrs;
+	uint64_t data_bytes;     /* logical bytes decoded */
+	uint64_t problems;
+};
+
+/* Check the whole image. Returns 0 when clean, -EUCLEAN if any problem
+ * was found (each reported through params->problem), other negative errno
+ * on fatal errors. */
+EZFS_API int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
+		       struct ezfs_fsck_result *res);
+
+/* Human-readable text for an ezfs error code (like strerror, with
+ * -EUCLEAN reported as "corrupt image"). */
+EZFS_API const char *ezfs_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
