@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The fixtures are the compatibility contract: every image in shared/fixtures
+# (made by erofs-utils 1.9.3) must pass `ezfs fsck`, and its extraction must
+# describe exactly like the kernel's view of it (NAME.manifest.jsonl).
+#
+# usage: tests/interop/fixtures.sh [NAME...]     (default: every fixture)
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+t_init
+t_need_shared
+[ -d "$SHARED/fixtures" ] || t_skip "no fixtures at $SHARED/fixtures"
+t_need_cmd zstd python3
+
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+	for z in "$SHARED"/fixtures/*.img.zst; do
+		[ -e "$z" ] && names+=("$(basename "$z" .img.zst)")
+	done
+fi
+[ ${#names[@]} -gt 0 ] || t_skip "no *.img.zst in $SHARED/fixtures"
+
+extract=1
+if ! t_is_root; then
+	extract=0
+	echo "SKIP: extract comparison needs root (owners, devices, trusted.* xattrs); running fsck only"
+fi
+tmo=${EZFS_TEST_TIMEOUT:-120}
+
+for name in "${names[@]}"; do
+	z=$SHARED/fixtures/$name.img.zst
+	want=$SHARED/fixtures/$name.manifest.jsonl
+	img=$TMP/$name.img
+	if [ ! -f "$z" ]; then
+		t_fail "$name: no such fixture ($z)"
+		continue
+	fi
+	zstd -q -d -f "$z" -o "$img"
+
+	t_run fsck timeout "$tmo" "$EZFS" fsck -q "$img"
+	if [ "$RC" -eq 0 ]; then
+		t_pass "$name: fsck"
+	else
+		t_fail "$name: ezfs fsck -q exited $RC"
+		head -n 5 "$ERR" "$OUT" | cut -c1-300
+	fi
+
+	if [ $extract = 1 ]; then
+		rm -rf "$TMP/x"
+		t_run extract timeout "$tmo" "$EZFS" extract -q "$img" "$TMP/x"
+		if [ "$RC" -ne 0 ]; then
+			t_fail "$name: ezfs extract -q exited $RC"
+			head -n 5 "$ERR" | cut -c1-300
+		elif [ ! -d "$TMP/x" ]; then
+			t_fail "$name: ezfs extract made no directory"
+		else
+			t_manifest "$TMP/x" > "$TMP/got.jsonl"
+			t_same_manifest "$name: extract" "$want" "$TMP/got.jsonl"
+		fi
+		rm -rf "$TMP/x"
+	fi
+	rm -f "$img"
+done
+t_done

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash disable=SC2034  # RC, OUT, ERR... are for the tests
+# Shell helpers for the interop tests: source it, then call t_init.
+#
+# Environment (ctest sets the first three; by hand they default sensibly):
+#   EZFS_BIN     the ezfs binary            (default: $SRC/build/tools/ezfs/ezfs)
+#   EZFS_SRC     the source tree            (default: the folder above tests/)
+#   EZFS_SHARED  the shared material        (default: $EZFS_SRC/../shared)
+#   EZFS_KEEP=1  keep the temporary folder of a run (its path is printed)
+#   EZFS_TEST_NO_KMOUNT=1  act as if the kernel could not mount erofs images
+#   EZFS_TEST_TIMEOUT      seconds allowed to one ezfs command (default 120)
+#
+# A test exits 0 when it passed, 1 when it failed and 77 when it could not
+# run here (ctest shows that as "Skipped"); it prints "SKIP: reason" first.
+
+T_SKIP=77
+
+t_init() {
+	SRC=${EZFS_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+	EZFS=${EZFS_BIN:-$SRC/build/tools/ezfs/ezfs}
+	SHARED=${EZFS_SHARED:-$SRC/../shared}
+	[ -d "$SHARED" ] && SHARED=$(cd "$SHARED" && pwd)
+	T_FAILS=0
+	T_PASSES=0
+	T_MOUNTS=()
+	TMP=$(mktemp -d "${TMPDIR:-/tmp}/ezfs-test.XXXXXX")
+	trap t_cleanup EXIT
+	trap 'exit 130' INT TERM
+	[ -x "$EZFS" ] || { echo "FAIL: no ezfs binary at $EZFS (build first)"; exit 1; }
+}
+
+t_cleanup() {
+	local m
+	for m in "${T_MOUNTS[@]}"; do
+		mountpoint -q "$m" 2>/dev/null && umount "$m" 2>/dev/null
+	done
+	if [ -n "${EZFS_KEEP:-}" ]; then
+		echo "kept: $TMP"
+	else
+		rm -rf "$TMP"
+	fi
+}
+
+t_skip() { echo "SKIP: $*"; exit $T_SKIP; }
+t_pass() { T_PASSES=$((T_PASSES + 1)); echo "ok: $*"; }
+t_fail() { T_FAILS=$((T_FAILS + 1)); echo "FAIL: $*"; }
+# t_expect WHAT CMD...: pass if CMD succeeds, fail otherwise.
+t_expect() {
+	local what=$1
+	shift
+	if "$@"; then t_pass "$what"; else t_fail "$what"; fi
+}
+
+# Print the closing line; exit 0 if nothing failed, 1 otherwise.
+t_done() {
+	echo "$T_PASSES passed, $T_FAILS failed"
+	[ "$T_FAILS" -eq 0 ] || exit 1
+	exit 0
+}
+
+t_is_root() { [ "$(id -u)" = 0 ]; }
+t_need_cmd() {
+	local c
+	for c; do
+		command -v "$c" >/dev/null || t_skip "'$c' is not installed (scripts/deps.sh installs it)"
+	done
+}
+t_need_shared() {
+	[ -d "$SHARED/tools" ] || t_skip "shared material not found at $SHARED (set EZFS_SHARED)"
+}
+
+# manifest DIR [--no-times] [--no-owner]: the tree as JSON lines.
+t_manifest() { python3 "$SHARED/tools/manifest.py" "$@"; }
+
+# t_same_manifest WHAT EXPECTED_FILE ACTUAL_FILE: compare, show a short diff.
+t_same_manifest() {
+	if cmp -s "$2" "$3"; then
+		t_pass "$1"
+	else
+		t_fail "$1: manifests differ in $(diff "$2" "$3" | grep -c '^[<>]') lines (- expected, + actual):"
+		diff -U0 "$2" "$3" | grep -E '^[-+][^-+]' | head -n 10 | cut -c1-400
+	fi
+}
+
+# Mount IMG read-only at DIR with the kernel's erofs driver; unmounted on exit.
+t_kmount() {
+	mkdir -p "$2"
+	mount -t erofs -o loop,ro "$1" "$2" 2>/dev/null || return 1
+	T_MOUNTS+=("$2")
+}
+t_kumount() { umount "$1"; }
+
+# Can this machine mount an erofs image through a loop device?
+t_can_kmount() {
+	[ -z "${EZFS_TEST_NO_KMOUNT:-}" ] || return 1
+	t_is_root || return 1
+	grep -qw erofs /proc/filesystems 2>/dev/null || modprobe erofs 2>/dev/null || return 1
+	mkdir -p "$TMP/probe.d"
+	echo probe > "$TMP/probe.d/f"
+	mkfs.erofs --quiet "$TMP/probe.img" "$TMP/probe.d" >/dev/null 2>&1 || return 1
+	t_kmount "$TMP/probe.img" "$TMP/probe.mnt" || return 1
+	t_kumount "$TMP/probe.mnt"
+}
+
+# run_cmd NAME CMD...: run, keep stdout/stderr in $TMP/NAME.{out,err}, set RC.
+t_run() {
+	local name=$1
+	shift
+	RC=0
+	"$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || RC=$?
+	OUT=$TMP/$name.out
+	ERR=$TMP/$name.err
+}
