@@ -7,6 +7,18 @@
  * make that list selectable at run time); the first usable one runs, and a
  * codec that cannot serve a request (e.g. it cannot stop early) hands it to
  * the next one in the list.
+ *
+ * The writer uses the same ops structs: cctx_new() + compress_destsize()
+ * ("fill this many output bytes with as much input as fits"), see 9.14 of
+ * docs/erofs-format.md.
+ *
+ * Which codecs decode partially (EZFS_CODEC_PARTIAL):
+ *   lz4, zlib, isal, zstd, lzma: yes.  libdeflate: no (returns -EOPNOTSUPP
+ *   for a partial request; the default deflate list falls back to isal or
+ *   zlib).
+ *
+ * All ops tables are const and there is no global mutable state: contexts
+ * belong to the caller (or to a pool, one per image).
  */
 #ifndef EZFS_CODEC_H
 #define EZFS_CODEC_H
@@ -17,12 +29,17 @@
 
 /* Algorithm ids are enum ezfs_alg (include/ezfs/ezfs.h). */
 
-/* Per-image parameters from the superblock's compression records. */
+/*
+ * Per-image parameters from the superblock's compression records (section 3
+ * of the format notes). Decoders read them per request (rq->cfg); encoders
+ * take them once in cctx_new() and must produce streams that a reader with
+ * the same cfg accepts, so a writer fills in what it records on disk.
+ */
 struct ezfs_codec_cfg {
-	uint32_t lzma_dict_size;   /* bytes */
-	unsigned deflate_windowbits;
+	uint32_t lzma_dict_size;   /* bytes; 0 (decode) = the output size */
+	unsigned deflate_windowbits; /* 0 = 15 */
 	unsigned zstd_windowlog;   /* window = 1 << (windowlog + 10) */
-	uint32_t lz4_max_distance;
+	uint32_t lz4_max_distance; /* 0 = 65535 */
 };
 
 /* One decompression request. */
@@ -33,10 +50,13 @@ struct ezfs_dreq {
 	uint8_t *out;        /* room for outlen bytes */
 	size_t outlen;       /* bytes wanted (the decoded prefix) */
 	/*
-	 * true: the stream decodes to more than outlen bytes (partial decoding:
-	 * a PARTIAL_REF extent, or only the head of an extent is needed);
-	 * produce exactly the first outlen bytes.
-	 * false: the stream must decode to exactly outlen bytes.
+	 * true: the stream decodes to at least outlen bytes (partial decoding:
+	 * a PARTIAL_REF extent, or only the head of an extent is needed, or a
+	 * legacy LZ4 pcluster with trailing garbage); produce exactly the
+	 * first outlen bytes. Bytes of input after the point where outlen
+	 * bytes are reached are not checked.
+	 * false: the stream must decode to exactly outlen bytes, else
+	 * -EUCLEAN (zstd: the frame must also end exactly at in + inlen).
 	 */
 	bool partial;
 	const struct ezfs_codec_cfg *cfg;
@@ -44,53 +64,110 @@ struct ezfs_dreq {
 
 enum ezfs_codec_flags {
 	EZFS_CODEC_PARTIAL = 1 << 0, /* can stop after outlen bytes */
+	EZFS_CODEC_DECODE = 1 << 1,  /* has decompress */
+	EZFS_CODEC_ENCODE = 1 << 2,  /* has cctx_new + compress_destsize */
 };
 
 struct ezfs_codec_ops {
-	const char *name;  /* "lz4", "libdeflate", "zlib", "isal", "zstd", "lzma" */
+	const char *name;  /* "lz4", "lz4hc", "libdeflate", "zlib", "isal",
+			    * "zstd", "lzma" */
 	int alg;           /* enum ezfs_alg */
 	unsigned flags;    /* enum ezfs_codec_flags */
 	/* 0 if usable on this machine, else a negative errno. May be NULL. */
 	int (*probe)(void);
+
+	/* ---- decoding (NULL decompress: encode-only codec) ---- */
+
 	/* Per-thread state. Sets *err = 0 and may return NULL for a stateless
 	 * codec; on failure returns NULL with *err a negative errno. NULL
-	 * function pointer = stateless. */
+	 * function pointer = stateless. A context serves one request at a
+	 * time and may be reused for any number of requests. */
 	void *(*ctx_new)(int *err);
-	void (*ctx_free)(void *ctx);
+	void (*ctx_free)(void *ctx);   /* accepts NULL */
 	/*
 	 * Decode. Returns 0 on success, -EUCLEAN for a corrupt stream (wrong
 	 * decoded length included), -EOPNOTSUPP if this codec cannot serve the
-	 * request (the caller then tries the next codec), -ENOMEM.
+	 * request (the caller then tries the next codec), -ENOMEM. Never
+	 * reads outside in[0..inlen) nor writes outside out[0..outlen), also
+	 * on hostile input; bytes of out past a failure are unspecified.
 	 */
 	int (*decompress)(void *ctx, const struct ezfs_dreq *rq);
+
+	/* ---- encoding (all NULL / 0: decode-only codec) ---- */
+
+	/* Valid levels; level < 0 in cctx_new means default_level. */
+	int min_level, max_level, default_level;
+	/*
+	 * Per-thread compression state for one level and one cfg (cfg may be
+	 * NULL where the codec needs no parameter: lz4, lz4hc, libdeflate;
+	 * lzma needs cfg->lzma_dict_size, zstd uses cfg->zstd_windowlog).
+	 * The cfg is copied. Returns NULL with *err = -EINVAL (bad level or
+	 * cfg the codec cannot honour) or -ENOMEM.
+	 */
+	void *(*cctx_new)(int level, const struct ezfs_codec_cfg *cfg,
+			  int *err);
+	void (*cctx_free)(void *cctx);   /* accepts NULL */
+	/*
+	 * Compress the longest prefix of in[0..*inlen) whose compressed
+	 * stream fits in outcap bytes (for libdeflate and zstd: close to the
+	 * longest, see their files). On return *inlen = bytes consumed (> 0).
+	 * Returns the compressed length (<= outcap, and the stream never
+	 * starts with 0x00) or a negative errno: -ENOSPC if not even one byte
+	 * of input fits (*inlen = 0), -EINVAL for *inlen == 0, -ENOMEM.
+	 * The stream decodes (full decode) to exactly in[0..*inlen).
+	 * Not thread-safe per cctx; the cctx remembers the last ratio to
+	 * make the next call cheaper.
+	 */
+	int (*compress_destsize)(void *cctx, const uint8_t *in, size_t *inlen,
+				 uint8_t *out, size_t outcap);
 };
 
 extern const struct ezfs_codec_ops ezfs_codec_lz4;
+extern const struct ezfs_codec_ops ezfs_codec_lz4hc;  /* encode only */
 extern const struct ezfs_codec_ops ezfs_codec_libdeflate;
 extern const struct ezfs_codec_ops ezfs_codec_zlib;
-extern const struct ezfs_codec_ops ezfs_codec_isal;
+extern const struct ezfs_codec_ops ezfs_codec_isal;   /* EZFS_HAVE_ISAL */
 extern const struct ezfs_codec_ops ezfs_codec_zstd;
 extern const struct ezfs_codec_ops ezfs_codec_lzma;
 
-/* NULL-terminated default order per algorithm (first = preferred). The
- * reference (fallback) codec of an algorithm is the last in its list. */
+/* NULL-terminated default decoding order per algorithm (first = preferred).
+ * The reference (fallback) codec of an algorithm is the last in its list.
+ * NULL for an unknown alg. deflate: libdeflate, isal (if built), zlib. */
 const struct ezfs_codec_ops *const *ezfs_codec_list(int alg);
+
+/* Every codec built in (decoders and encoders), NULL-terminated. */
+const struct ezfs_codec_ops *const *ezfs_codec_all(void);
 
 /* Find a codec by name, NULL if none. */
 const struct ezfs_codec_ops *ezfs_codec_find(const char *name);
 
 /*
  * A small pool of per-thread codec contexts, one pool per image, so that
- * decoders are not re-created for each pcluster.
+ * decoders are not re-created for each pcluster. cfg is copied (NULL = all
+ * zero). Returns NULL on allocation failure.
  */
 struct ezfs_codec_pool;
 struct ezfs_codec_pool *ezfs_codec_pool_new(const struct ezfs_codec_cfg *cfg);
 void ezfs_codec_pool_free(struct ezfs_codec_pool *pool);
 
 /*
+ * Replace the decoding order of alg in this pool (NULL-terminated list of
+ * codecs of that alg with a decompress op; NULL = back to the default).
+ * Used to force one codec (tests, the engine's run-time choice). Not
+ * thread-safe against concurrent ezfs_codec_decompress on the same pool:
+ * call it before the pool is in use. Returns 0, or -EINVAL for a bad alg,
+ * a codec of another alg or without decompress, or a too long list.
+ */
+int ezfs_codec_pool_set_list(struct ezfs_codec_pool *pool, int alg,
+			     const struct ezfs_codec_ops *const *list);
+
+/*
  * Decompress with the first codec of rq's algorithm that accepts the
  * request, falling back along the list on -EOPNOTSUPP. rq->cfg is filled
- * from the pool's cfg if NULL. Thread-safe.
+ * from the pool's cfg if NULL. Thread-safe. Returns 0, -EUCLEAN (corrupt
+ * stream, inlen == 0 included), -EOPNOTSUPP (unknown alg, or no codec in
+ * the list can serve the request), -ENOMEM. A partial request with
+ * outlen == 0 succeeds without decoding.
  */
 int ezfs_codec_decompress(struct ezfs_codec_pool *pool, int alg,
 			  struct ezfs_dreq *rq);

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/* test_codec.c - unit test of lib/codec: every codec decodes each library's own streams. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libdeflate.h>
+#include <lz4.h>
+#include <lzma.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <ezfs/ezfs.h>
+#include "codec/codec.h"
+
+static unsigned passed, failed;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (cond) {						\
+			passed++;					\
+		} else {						\
+			failed++;					\
+			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,	\
+				__LINE__, #cond);			\
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+		}							\
+	} while (0)
+
+static const struct ezfs_codec_cfg test_cfg = {
+	.lzma_dict_size = 1u << 20,
+	.deflate_windowbits = 15,
+	.zstd_windowlog = 10,
+	.lz4_max_distance = 65535,
+};
+
+/* ---- sample data ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state >> 16);
+}
+
+/* Text-like data: words from a small vocabulary, some random bytes. */
+static void make_text(uint8_t *buf, size_t len)
+{
+	static const char *const words[] = {
+		"erofs ", "pcluster ", "lcluster ", "the ", "of ", "and ",
+		"compressed ", "block ", "inode ", "xattr ", "\n", "0x",
+		"read-only ", "filesystem ", "kernel ", "mkfs ", ", ",
+	};
+	size_t i = 0;
+
+	while (i < len) {
+		const char *w;
+		size_t n;
+
+		if (rnd() % 16 == 0) {
+			buf[i++] = (uint8_t)rnd();
+			continue;
+		}
+		w = words[rnd() % (sizeof(words) / sizeof(words[0]))];
+		n = strlen(w);
+		if (n > len - i)
+			n = len - i;
+		memcpy(buf + i, w, n);
+		i += n;
+	}
+}
+
+static void make_random(uint8_t *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (uint8_t)rnd();
+}
+
+/* ---- reference compressors (each library's own) ---- */
+
+struct stream {
+	uint8_t *p;
+	size_t len;
+};
+
+static struct stream comp_lz4(const uint8_t *in, size_t len)
+{
+	struct stream s;
+	int cap = LZ4_compressBound((int)len);
+
+	s.p = malloc((size_t)cap);
+	s.len = (size_t)LZ4_compress_default((const char *)in, (char *)s.p,
+					     (int)len, cap);
+	return s;
+}
+
+static struct stream comp_libdeflate(const uint8_t *in, size_t len)
+{
+	struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+	struct stream s;
+	size_t cap = libdeflate_deflate_compress_bound(c, len);
+
+	s.p = malloc(cap);
+	s.len = libdeflate_deflate_compress(c, in, len, s.p, cap);
+	libdeflate_free_compressor(c);
+	return s;
+}
+
+static struct stream comp_zlib(const uint8_t *in, size_t len)
+{
+	z_stream zs;
+	struct stream s;
+	size_t cap;
+
+	memset(&zs, 0, sizeof(zs));
+	deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
+	cap = deflateBound(&zs, len);
+	s.p = malloc(cap);
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)len;
+	zs.next_out = s.p;
+	zs.avail_out = (uInt)cap;
+	if (deflate(&zs, Z_FINISH) != Z_STREAM_END)
+		zs.total_out = 0;
+	s.len = zs.total_out;
+	deflateEnd(&zs);
+	return s;
+}
+
+static struct stream comp_zstd(const uint8_t *in, size_t len)
+{
+	struct stream s;
+	size_t cap = ZSTD_compressBound(len);
+
+	s.p = malloc(cap);
+	s.len = ZSTD_compress(s.p, cap, in, len, 3);
+	if (ZSTD_isError(s.len))
+		s.len = 0;
+	return s;
+}
+
+static struct stream comp_lzma(const uint8_t *in, size_t len)
+{
+	lzma_stream strm = LZMA_STREAM_INIT;
+	lzma_options_lzma opt;
+	struct stream s;
+	size_t cap = len + len / 2 + 64;
+
+	s.p = malloc(cap);
+	s.len = 0;
+	lzma_lzma_preset(&opt, 6);
+	opt.dict_size = test_cfg.lzma_dict_size;
+	if (lzma_microlzma_encoder(&strm, &opt) == LZMA_OK) {
+		strm.next_in = in;
+		strm.avail_in = len;
+		strm.next_out = s.p;
+		strm.avail_out = cap;
+		if (lzma_code(&strm, LZMA_FINISH) == LZMA_STREAM_END &&
+		    strm.total_in == len)
+			s.len = (size_t)strm.total_out;
+	}
+	lzma_end(&strm);
+	return s;
+}
+
+/* ---- decoding helpers ---- */
+
+/* Decode through one codec directly, with a fresh context, into an exact-size
+ * heap buffer (so that ASan sees overruns). */
+static int direct(const struct ezfs_codec_ops *ops, const uint8_t *in,
+		  size_t inlen, size_t outlen, bool partial, uint8_t **outp)
+{
+	struct ezfs_dreq rq = {
+		.in = in, .inlen = inlen, .outlen = outlen,
+		.partial = partial, .cfg = &test_cfg,
+	};
+	void *ctx = NULL;
+	int err = 0;
+
+	rq.out = malloc(outlen ? outlen : 1);
+	if (ops->ctx_new) {
+		ctx = ops->ctx_new(&err);
+		if (!ctx && err) {
+			free(rq.out);
+			return err;
+		}
+	}
+	err = ops->decompress(ctx, &rq);
+	if (ops->ctx_free)
+		ops->ctx_free(ctx);
+	if (outp)
+		*outp = rq.out;
+	else
+		free(rq.out);
+	return err;
+}
+
+static int via_pool(struct ezfs_codec_pool *pool, int alg, const uint8_t *in,
+		    size_t inlen, size_t outlen, bool partial, uint8_t **outp)
+{
+	struct ezfs_dreq rq = {
+		.in = in, .inlen = inlen, .outlen = outlen,
+		.partial = partial,
+	};
+	int err;
+
+	rq.out = malloc(outlen ? outlen : 1);
+	err = ezfs_codec_decompress(pool, alg, &rq);
+	if (outp)
+		*outp = rq.out;
+	else
+		free(rq.out);
+	return err;
+}
+
+static bool err_ok(int err)
+{
+	return err == 0 || err == -EUCLEAN || err == -EOPNOTSUPP;
+}
+
+/* One codec, forced, against one (data, stream) pair. */
+static void check_codec(struct ezfs_codec_pool *pool,
+			const struct ezfs_codec_ops *ops, const uint8_t *data,
+			size_t len, const struct stream *s, const char *what)
+{
+	const struct ezfs_codec_ops *only[2] = { ops, NULL };
+	const size_t prefixes[] = { 1, 2, 7, 100, 4096, len / 3, len / 2,
+				    len - 1, len };
+	bool can_partial = ops->flags & EZFS_CODEC_PARTIAL;
+	uint8_t *out;
+	size_t i;
+	int err;
+
+	CHECK(!ezfs_codec_pool_set_list(pool, ops->alg, only), "%s", ops->name);
+
+	/* full decode, pool and direct */
+	err = via_pool(pool, ops->alg, s->p, s->len, len, false, &out);
+	CHECK(!err && !memcmp(out, data, len), "%s %s full: %d", ops->name,
+	      what, err);
+	free(out);
+	err = direct(ops, s->p, s->len, len, false, &out);
+	CHECK(!err && !memcmp(out, data, len), "%s %s direct full: %d",
+	      ops->name, what, err);
+	free(out);
+
+	/* partial decodes */
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t n = prefixes[i];
+
+		if (!n || n > len)
+			continue;
+		err = via_pool(pool, ops->alg, s->p, s->len, n, true, &out);
+		if (can_partial)
+			CHECK(!err && !memcmp(out, data, n),
+			      "%s %s partial %zu: %d", ops->name, what, n, err);
+		else
+			CHECK(err == -EOPNOTSUPP, "%s %s partial %zu: %d",
+			      ops->name, what, n, err);
+		free(out);
+		err = direct(ops, s->p, s->len, n, true, &out);
+		if (can_partial)
+			CHECK(!err && !memcmp(out, data, n),
+			      "%s %s direct partial %zu: %d", ops->name, what,
+			      n, err);
+		free(out);
+	}
+
+	/* wrong output length for a full decode */
+	err = direct(ops, s->p, s->len, len - 1, false, NULL);
+	CHECK(err == -EUCLEAN, "%s %s outlen-1: %d", ops->name, what, err);
+	err = direct(ops, s->p, s->len, len + 1, false, NULL);
+	CHECK(err == -EUCLEAN, "%s %s outlen+1: %d", ops->name, what, err);
+	err = direct(ops, s->p, s->len, len / 2, false, NULL);
+	CHECK(err == -EUCLEAN, "%s %s outlen/2: %d", ops->name, what, err);
+
+	/* truncated input, full decode */
+	err = direct(ops, s->p, s->len - 1, len, false, NULL);
+	CHECK(err == -EUCLEAN, "%s %s truncated by 1: %d", ops->name, what, err);
+	err = direct(ops, s->p, s->len / 2, len, false, NULL);
+	CHECK(err == -EUCLEAN, "%s %s truncated to half: %d", ops->name, what,
+	      err);
+	/* truncated, partial: whatever it says, no crash */
+	err = direct(ops, s->p, s->len / 2, len, true, NULL);
+	CHECK(err_ok(err), "%s %s truncated partial: %d", ops->name, what, err);
+
+	/* corrupted copies: any verdict but a crash or a strange errno */
+	for (i = 0; i < 40; i++) {
+		uint8_t *bad = malloc(s->len);
+		size_t j, nflip = 1 + rnd() % 4;
+
+		memcpy(bad, s->p, s->len);
+		for (j = 0; j < nflip; j++)
+			bad[rnd() % s->len] ^= (uint8_t)(1 + rnd() % 255);
+		err = direct(ops, bad, s->len, len, i & 1, NULL);
+		CHECK(err_ok(err), "%s %s corrupt #%zu: %d", ops->name, what,
+		      i, err);
+		free(bad);
+	}
+	CHECK(!ezfs_codec_pool_set_list(pool, ops->alg, NULL), "%s", ops->name);
+}
+
+/* Garbage of many sizes through every codec. */
+static void check_garbage(const struct ezfs_codec_ops *ops)
+{
+	size_t i;
+
+	for (i = 0; i < 300; i++) {
+		size_t inlen = 1 + rnd() % 3000, outlen = 1 + rnd() % 70000;
+		uint8_t *in = malloc(inlen);
+		int err;
+
+		make_random(in, inlen);
+		if (i % 3 == 0 && inlen > 4) {
+			/* plausible headers */
+			static const uint8_t zmagic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+
+			if (ops->alg == EZFS_ALG_ZSTD)
+				memcpy(in, zmagic, 4);
+			else if (ops->alg == EZFS_ALG_LZMA)
+				in[0] = 0xa2;
+		}
+		err = direct(ops, in, inlen, outlen, i & 1, NULL);
+		CHECK(err_ok(err),
+		      "%s garbage #%zu: %d", ops->name, i, err);
+		free(in);
+	}
+}
+
+typedef struct stream (*compress_fn)(const uint8_t *, size_t);
+
+static void check_alg(struct ezfs_codec_pool *pool, int alg, compress_fn comp,
+		      const uint8_t *data, size_t len, const char *what)
+{
+	const struct ezfs_codec_ops *const *list = ezfs_codec_list(alg);
+	struct stream s = comp(data, len);
+	uint8_t *out;
+	int err;
+
+	CHECK(s.len > 0, "%s %s: reference compressor failed",
+	      ezfs_alg_name(alg), what);
+	if (!s.len) {
+		free(s.p);
+		return;
+	}
+	/* default list: full and partial */
+	err = via_pool(pool, alg, s.p, s.len, len, false, &out);
+	CHECK(!err && !memcmp(out, data, len), "%s %s default full: %d",
+	      ezfs_alg_name(alg), what, err);
+	free(out);
+	err = via_pool(pool, alg, s.p, s.len, len / 2 + 1, true, &out);
+	CHECK(!err && !memcmp(out, data, len / 2 + 1),
+	      "%s %s default partial: %d", ezfs_alg_name(alg), what, err);
+	free(out);
+
+	for (; *list; list++)
+		check_codec(pool, *list, data, len, &s, what);
+	free(s.p);
+}
+
+static void test_decode(void)
+{
+	static const size_t sizes[] = { 1, 5, 300, 4096, 65536, 200000 };
+	struct ezfs_codec_pool *pool = ezfs_codec_pool_new(&test_cfg);
+	static const compress_fn comps[EZFS_ALG_MAX] = {
+		[EZFS_ALG_LZ4] = comp_lz4,
+		[EZFS_ALG_LZMA] = comp_lzma,
+		[EZFS_ALG_ZSTD] = comp_zstd,
+	};
+	uint8_t *data = malloc(200000);
+	size_t i;
+	int alg;
+
+	CHECK(pool != NULL, "pool");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t len = sizes[i];
+		char what[64];
+
+		snprintf(what, sizeof(what), "text %zu", len);
+		make_text(data, len);
+		for (alg = 0; alg < EZFS_ALG_MAX; alg++) {
+			if (alg == EZFS_ALG_DEFLATE) {
+				check_alg(pool, alg, comp_libdeflate, data, len,
+					  what);
+				check_alg(pool, alg, comp_zlib, data, len,
+					  what);
+			} else {
+				check_alg(pool, alg, comps[alg], data, len,
+					  what);
+			}
+		}
+		snprintf(what, sizeof(what), "random %zu", len);
+		make_random(data, len);
+		check_alg(pool, EZFS_ALG_DEFLATE, comp_zlib, data, len, what);
+		check_alg(pool, EZFS_ALG_ZSTD, comp_zstd, data, len, what);
+	}
+	free(data);
+	ezfs_codec_pool_free(pool);
+}
+
+/* Dispatcher edge cases and registry. */
+static void test_dispatch(void)
+{
+	struct ezfs_codec_pool *pool = ezfs_codec_pool_new(NULL);
+	const struct ezfs_codec_ops *const *all = ezfs_codec_all();
+	const struct ezfs_codec_ops *bad[2] = { &ezfs_codec_zstd, NULL };
+	uint8_t in[8] = { 1, 2, 3 }, out[8];
+	struct ezfs_dreq rq = { .in = in, .inlen = 3, .out = out, .outlen = 8 };
+	int alg;
+
+	CHECK(pool != NULL, "pool");
+	CHECK(ezfs_codec_decompress(pool, 7, &rq) == -EOPNOTSUPP, "bad alg");
+	CHECK(ezfs_codec_decompress(pool, -1, &rq) == -EOPNOTSUPP, "bad alg");
+	CHECK(ezfs_codec_decompress(pool, EZFS_ALG_MAX, &rq) == -EOPNOTSUPP,
+	      "bad alg");
+	rq.inlen = 0;
+	CHECK(ezfs_codec_decompress(pool, EZFS_ALG_LZ4, &rq) == -EUCLEAN,
+	      "empty input");
+	rq.inlen = 3;
+	rq.outlen = 0;
+	rq.partial = true;
+	CHECK(ezfs_codec_decompress(pool, EZFS_ALG_LZ4, &rq) == 0,
+	      "empty partial");
+	CHECK(ezfs_codec_pool_set_list(pool, EZFS_ALG_LZ4, bad) == -EINVAL,
+	      "foreign codec in list");
+	CHECK(ezfs_codec_pool_set_list(pool, 9, NULL) == -EINVAL, "bad alg");
+	for (; *all; all++)
+		CHECK(ezfs_codec_find((*all)->name) == *all, "%s", (*all)->name);
+	CHECK(ezfs_codec_find("nope") == NULL, "find nope");
+	CHECK(ezfs_codec_find("lz4hc") == &ezfs_codec_lz4hc, "find lz4hc");
+	for (alg = 0; alg < EZFS_ALG_MAX; alg++) {
+		const struct ezfs_codec_ops *const *l = ezfs_codec_list(alg);
+
+		CHECK(l && l[0], "list %d", alg);
+		for (; l && *l; l++) {
+			CHECK((*l)->alg == alg && (*l)->decompress, "%s",
+			      (*l)->name);
+			check_garbage(*l);
+		}
+	}
+	/* the reference deflate codec is last and decodes partially */
+	{
+		const struct ezfs_codec_ops *const *l =
+			ezfs_codec_list(EZFS_ALG_DEFLATE);
+
+		while (l[1])
+			l++;
+		CHECK(*l == &ezfs_codec_zlib, "zlib last");
+	}
+	CHECK(ezfs_codec_list(EZFS_ALG_MAX) == NULL, "list of bad alg");
+	ezfs_codec_pool_free(pool);
+}
+
+/* zstd specifics: trailing bytes, window limit, concatenated frames. */
+static void test_zstd_rules(void)
+{
+	static uint8_t data[200000];
+	struct ezfs_codec_cfg small = test_cfg;
+	struct stream s;
+	uint8_t *in2;
+	struct ezfs_dreq rq;
+	uint8_t *out = malloc(sizeof(data));
+	void *ctx;
+	int err = 0;
+
+	make_text(data, sizeof(data));
+	s = comp_zstd(data, sizeof(data));
+	ctx = ezfs_codec_zstd.ctx_new(&err);
+	in2 = malloc(2 * s.len);
+	memcpy(in2, s.p, s.len);
+	in2[s.len] = 0x55;
+	rq = (struct ezfs_dreq){ .in = in2, .inlen = s.len + 1, .out = out,
+				 .outlen = sizeof(data), .cfg = &test_cfg };
+	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
+	      "zstd trailing byte");
+	memcpy(in2 + s.len, s.p, s.len);
+	rq.inlen = 2 * s.len;
+	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
+	      "zstd two frames");
+	rq.inlen = s.len;
+	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == 0, "zstd one frame");
+	/* a 200 KB single-segment frame needs a 256 KiB window */
+	small.zstd_windowlog = 7;	/* 128 KiB */
+	rq.cfg = &small;
+	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
+	      "zstd window too large");
+	small.zstd_windowlog = 8;
+	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == 0, "zstd window ok");
+	ezfs_codec_zstd.ctx_free(ctx);
+	free(in2);
+	free(out);
+	free(s.p);
+}
+
+int main(void)
+{
+	test_dispatch();
+	test_decode();
+	test_zstd_rules();
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
