@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * build.h - public API of the ezfs image builder: directory tree -> EROFS.
+ *
+ * Usage:
+ *	struct ezfs_build_params p;
+ *	ezfs_build_params_init(&p);
+ *	p.alg = EZFS_ALG_LZ4; ...
+ *	ezfs_builder *b;
+ *	err = ezfs_builder_new(&p, &b);
+ *	if (!err) err = ezfs_builder_scan(b, "/src/dir");
+ *	if (!err) err = ezfs_builder_write(b, "out.img");
+ *	ezfs_builder_stats(b, &st);
+ *	ezfs_builder_free(b);
+ *
+ * Conventions are those of ezfs.h: negative errno on failure, details (the
+ * source path and the reason) through the log callback, no printing, no
+ * global state. One builder is used by one thread at a time; several
+ * builders may run concurrently. The builder uses its own worker threads.
+ *
+ * Output is deterministic: the same tree, parameters, timestamp and UUID
+ * give byte-identical images for any number of workers.
+ */
+#ifndef EZFS_BUILD_H
+#define EZFS_BUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ezfs/ezfs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ezfs_builder ezfs_builder;
+
+/* How file mtimes relate to the build timestamp (superblock epoch). */
+enum ezfs_build_time_mode {
+	EZFS_TIME_SOURCE = 0, /* keep every file's mtime (default) */
+	EZFS_TIME_FIXED = 1,  /* every file gets the timestamp (-T, --all-time) */
+	EZFS_TIME_CLAMP = 2,  /* mtimes later than the timestamp are clamped
+			       * to it (SOURCE_DATE_EPOCH) */
+};
+
+/* Flags (struct ezfs_build_params.flags). */
+enum ezfs_build_flags {
+	EZFS_BUILD_NOINLINE_DATA = 1 << 0,  /* regular files FLAT_PLAIN */
+	EZFS_BUILD_FORCE_COMPACT = 1 << 1,  /* 32-byte inodes where they fit */
+	EZFS_BUILD_FORCE_EXTENDED = 1 << 2, /* 64-byte inodes everywhere */
+	EZFS_BUILD_NO_SBCRC = 1 << 3,       /* no superblock checksum */
+	EZFS_BUILD_LEGACY_COMPRESS = 1 << 4,/* full (8-byte) lcluster indexes */
+	EZFS_BUILD_ALL_ROOT = 1 << 5,       /* uid = gid = 0 */
+	EZFS_BUILD_NO_FSYNC = 1 << 6,       /* skip fsync before rename */
+};
+
+/* Phases reported to the progress callback. */
+enum ezfs_build_phase {
+	EZFS_BUILD_SCAN = 0,   /* items = inodes found so far */
+	EZFS_BUILD_DATA = 1,   /* items = files written, bytes = input bytes */
+	EZFS_BUILD_META = 2,   /* writing inodes and directories */
+};
+
+struct ezfs_build_progress {
+	int phase;             /* enum ezfs_build_phase */
+	uint64_t items, items_total;  /* total 0 = unknown */
+	uint64_t bytes, bytes_total;
+};
+
+struct ezfs_build_params {
+	ezfs_log_fn log;         /* NULL: silent */
+	void *log_arg;
+	unsigned verbose;        /* log threshold (enum ezfs_log_level) */
+	/* Called from the calling thread now and then; may be NULL. */
+	void (*progress)(void *arg, const struct ezfs_build_progress *p);
+	void *progress_arg;
+
+	unsigned blksz;          /* 512..4096, power of two; 0 = 4096 */
+	unsigned flags;          /* enum ezfs_build_flags */
+
+	/* Timestamp: has_timestamp = 0 -> "now" and EZFS_TIME_SOURCE. */
+	int has_timestamp;
+	int64_t timestamp;
+	int time_mode;           /* enum ezfs_build_time_mode */
+
+	int has_uuid;            /* 0: random UUID */
+	uint8_t uuid[16];
+	char label[16];          /* volume name, at most 15 bytes + NUL */
+
+	int64_t force_uid;       /* -1: keep */
+	int64_t force_gid;       /* -1: keep */
+	int xattr_tolerance;     /* -x: > N users -> shared; < 0: no xattrs */
+
+	/* Excluded paths, relative to the source root ("a/b" or "/a/b"),
+	 * and POSIX extended regexes matched against the relative path. */
+	const char *const *exclude_paths;
+	size_t n_exclude_paths;
+	const char *const *exclude_regex;
+	size_t n_exclude_regex;
+
+	/* Compression: alg < 0 = none; else enum ezfs_alg, with lz4hc given
+	 * as EZFS_ALG_LZ4 + hc = 1. level < 0 = the codec's default. */
+	int alg;
+	int hc;
+	int level;
+	uint32_t pcluster_size;  /* bytes, 0 = one block; <= 1 MiB */
+
+	unsigned workers;        /* compression threads; 0 = online CPUs */
+};
+
+struct ezfs_build_stats {
+	uint64_t inodes, files, dirs, symlinks, specials, hardlinks;
+	uint64_t bytes_in;        /* regular file bytes read */
+	uint64_t image_bytes;
+	uint64_t compressed_files; /* stored compressed */
+	uint64_t xattrs, shared_xattrs;
+	double seconds;
+};
+
+/* Defaults: 4096-byte blocks, no compression, -x 2, no uid/gid forcing. */
+EZFS_API void ezfs_build_params_init(struct ezfs_build_params *p);
+
+/* Create a builder. Validates p (-EINVAL with a log line if invalid). The
+ * params struct and the strings it points to must outlive the builder. */
+EZFS_API int ezfs_builder_new(const struct ezfs_build_params *p,
+			      ezfs_builder **out);
+
+/* Scan the source directory (lstat, xattrs, hardlinks). Once per builder. */
+EZFS_API int ezfs_builder_scan(ezfs_builder *b, const char *srcdir);
+
+/*
+ * Lay out and write the image to path: a temporary file beside it is
+ * written, synced and renamed only when complete; on failure neither the
+ * temporary file nor path is left behind (an existing file at path stays
+ * untouched).
+ */
+EZFS_API int ezfs_builder_write(ezfs_builder *b, const char *path);
+
+EZFS_API void ezfs_builder_stats(const ezfs_builder *b,
+				 struct ezfs_build_stats *st);
+EZFS_API void ezfs_builder_free(ezfs_builder *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

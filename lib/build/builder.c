@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/* builder.c - the public builder API: params, temp file, superblock. */
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "build/internal.h"
+#include "format/erofs_fs.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!b->p.log || level > (int)b->p.verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	b->p.log(b->p.log_arg, level, msg);
+}
+
+void bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
+		  uint64_t items_total, uint64_t bytes, uint64_t bytes_total)
+{
+	struct ezfs_build_progress pr = {
+		.phase = phase,
+		.items = items,
+		.items_total = items_total,
+		.bytes = bytes,
+		.bytes_total = bytes_total,
+	};
+
+	if (b->p.progress)
+		b->p.progress(b->p.progress_arg, &pr);
+}
+
+int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
+	       uint64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(b->fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? -errno : -EIO;
+
+			bld_log(b, EZFS_LOG_ERROR, "image: write: %s",
+				strerror(-err));
+			return err;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+void ezfs_build_params_init(struct ezfs_build_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->blksz = 4096;
+	p->force_uid = -1;
+	p->force_gid = -1;
+	p->xattr_tolerance = 2;
+	p->alg = -1;
+	p->level = -1;
+}
+
+int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
+{
+	struct ezfs_builder *b;
+	size_t i;
+
+	*out = NULL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->p = *p;
+	b->fd = -1;
+	b->blksz = p->blksz ? p->blksz : 4096;
+	if (b->blksz < 512 || b->blksz > 4096 || (b->blksz & (b->blksz - 1))) {
+		bld_log(b, EZFS_LOG_ERROR,
+			"block size %u: must be a power of two in 512..4096",
+			b->blksz);
+		free(b);
+		return -EINVAL;
+	}
+	while ((1u << b->blkszbits) < b->blksz)
+		b->blkszbits++;
+	if ((p->flags & EZFS_BUILD_FORCE_COMPACT) &&
+	    (p->flags & EZFS_BUILD_FORCE_EXTENDED)) {
+		bld_log(b, EZFS_LOG_ERROR,
+			"force-inode-compact and force-inode-extended exclude each other");
+		free(b);
+		return -EINVAL;
+	}
+	if (p->alg >= EZFS_ALG_MAX) {
+		bld_log(b, EZFS_LOG_ERROR, "unknown compression algorithm %d",
+			p->alg);
+		free(b);
+		return -EINVAL;
+	}
+	if (p->alg >= 0) {
+		uint32_t pcs = p->pcluster_size ? p->pcluster_size : b->blksz;
+
+		if (pcs % b->blksz || pcs > EROFS_PCLUSTER_MAX_SIZE) {
+			bld_log(b, EZFS_LOG_ERROR,
+				"pcluster size %u: must be a multiple of the block size, at most 1 MiB",
+				pcs);
+			free(b);
+			return -EINVAL;
+		}
+		b->pclusterblks = pcs / b->blksz;
+		/* CBLKCNT holds 11 bits */
+		if (b->pclusterblks > 0x7FF)
+			b->pclusterblks = 0x7FF;
+		b->big_pcluster = b->pclusterblks > 1 || p->alg != EZFS_ALG_LZ4;
+	}
+	if (p->has_timestamp) {
+		b->epoch = p->timestamp;
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		b->epoch = ts.tv_sec;
+	}
+	if (p->has_uuid) {
+		memcpy(b->uuid, p->uuid, 16);
+	} else {
+		if (getrandom(b->uuid, 16, 0) != 16) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			memcpy(b->uuid, &ts, sizeof(ts) < 16 ? sizeof(ts) : 16);
+		}
+		b->uuid[6] = (b->uuid[6] & 0x0F) | 0x40;	/* version 4 */
+		b->uuid[8] = (b->uuid[8] & 0x3F) | 0x80;
+	}
+	if (p->n_exclude_regex) {
+		regex_t *re = calloc(p->n_exclude_regex, sizeof(*re));
+
+		if (!re) {
+			free(b);
+			return -ENOMEM;
+		}
+		b->regex = re;
+		for (i = 0; i < p->n_exclude_regex; i++) {
+			if (regcomp(&re[i], p->exclude_regex[i],
+				    REG_EXTENDED | REG_NOSUB)) {
+				bld_log(b, EZFS_LOG_ERROR, "invalid regex '%s'",
+					p->exclude_regex[i]);
+				ezfs_builder_free(b);
+				return -EINVAL;
+			}
+			b->nregex++;
+		}
+	}
+	b->t0 = now_s();
+	*out = b;
+	return 0;
+}
+
+void ezfs_builder_free(ezfs_builder *b)
+{
+	size_t i;
+
+	if (!b)
+		return;
+	bld_free_inodes(b);
+	for (i = 0; i < b->nregex; i++)
+		regfree(&((regex_t *)b->regex)[i]);
+	free(b->regex);
+	free(b->shared);
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
+}
+
+int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
+{
+	int err;
+
+	if (b->scanned)
+		return -EINVAL;
+	b->scanned = true;
+	err = bld_scan(b, srcdir);
+	if (err)
+		return err;
+	/* config records follow the superblock; shared xattrs follow them */
+	if (b->p.alg >= 0 && b->big_pcluster)
+		b->cfgs_len = 16;	/* every record: le16 size + 14 or 6 */
+	b->shared_start = (EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE +
+			   b->cfgs_len + 3) & ~3u;
+	return bld_xattrs_share(b);
+}
+
+void ezfs_builder_stats(const ezfs_builder *b, struct ezfs_build_stats *st)
+{
+	*st = b->st;
+}
+
+/* Make a temporary file name beside path: DIR/.NAME.XXXXXX */
+static char *temp_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+	char *t = malloc(strlen(path) + 16);
+
+	if (!t)
+		return NULL;
+	memcpy(t, path, dlen);
+	sprintf(t + dlen, ".%s.XXXXXX", path + dlen);
+	return t;
+}
+
+int ezfs_builder_write(ezfs_builder *b, const char *path)
+{
+	char *tmp;
+	int err;
+
+	if (!b->scanned || b->fd >= 0)
+		return -EINVAL;
+	tmp = temp_name(path);
+	if (!tmp)
+		return -ENOMEM;
+	b->fd = mkstemp(tmp);
+	if (b->fd < 0) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: cannot create: %s", tmp,
+			strerror(errno));
+		free(tmp);
+		return err;
+	}
+	err = bld_write_data(b);
+	if (!err)
+		err = bld_write_meta(b);
+	if (!err && fchmod(b->fd, 0644))
+		err = -errno;
+	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(b->fd)) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", tmp,
+			strerror(errno));
+	}
+	if (close(b->fd) && !err) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: close: %s", tmp,
+			strerror(errno));
+	}
+	b->fd = -1;
+	if (!err && rename(tmp, path)) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", path,
+			strerror(errno));
+	}
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	b->st.seconds = now_s() - b->t0;
+	return err;
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h - builder state shared by the files of lib/build/. */
+#ifndef EZFS_BUILD_INTERNAL_H
+#define EZFS_BUILD_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ezfs/build.h"
+
+struct bxattr {
+	char *name;              /* full name, NUL terminated */
+	const char *suffix;      /* name after the short prefix */
+	uint8_t index;           /* short prefix index (8.4) */
+	uint8_t suffix_len;
+	uint16_t vlen;
+	uint8_t *value;
+	int32_t shared_id;       /* -1: inline */
+};
+
+struct bdentry {
+	char *name;
+	unsigned namelen;
+	struct binode *inode;
+};
+
+/* One compressed extent of a file (before the index is encoded). */
+struct bextent {
+	uint64_t la;             /* logical start */
+	uint32_t blocks;         /* pcluster size in blocks */
+	uint32_t blkaddr;        /* pcluster start block (absolute) */
+	uint8_t type;            /* Z_EROFS_LCLUSTER_TYPE_PLAIN / _HEAD1 */
+};
+
+/* Result of compressing one file (see compress.c). */
+struct bzfile {
+	struct bextent *ext;
+	uint32_t next, cap;
+	uint8_t *data;           /* pclusters back to back, block aligned */
+	uint64_t datalen;        /* bytes = blocks * blksz */
+	uint32_t blocks;
+	bool compact;            /* COMPRESSED_COMPACT vs FULL */
+	uint32_t idx_size;       /* map header + index bytes */
+	uint8_t *idx;            /* encoded, filled once blkaddrs are known */
+};
+
+struct binode {
+	char *srcpath;           /* source path, for reading the data */
+	uint32_t mode;
+	uint32_t uid, gid;
+	int64_t mtime;
+	uint32_t mtime_ns;
+	uint64_t size;
+	uint32_t rdev;
+	uint32_t nlink;
+	dev_t dev;
+	ino_t ino;
+	char *symlink;           /* target (symlinks) */
+
+	struct bxattr *xattrs;   /* sorted by (name, value) */
+	unsigned nxattrs;
+	unsigned nshared;
+	uint32_t xattr_isize;
+	uint32_t xattr_filter;
+
+	/* directories */
+	struct bdentry *dents;   /* sorted, including "." and ".." */
+	unsigned ndents, capdents;
+	struct binode *parent;
+
+	/* layout */
+	bool extended;
+	uint8_t datalayout;
+	uint32_t ino32;
+	uint64_t nid;
+	uint64_t meta_off;       /* byte offset of the inode in the image */
+	uint32_t unit_size;      /* core + xattrs + index + inline bytes */
+	uint64_t startblk;       /* first data block, EROFS_NULL_ADDR32 if none */
+	uint64_t nblocks;        /* data blocks (flat layouts) */
+	uint32_t tail_len;       /* inline tail bytes */
+	uint8_t *tail;           /* inline tail (regular files, symlinks) */
+	struct bzfile *z;        /* compressed files */
+};
+
+struct ezfs_builder {
+	struct ezfs_build_params p;
+	unsigned blksz, blkszbits;
+	int64_t epoch;
+	uint8_t uuid[16];
+	void *regex;             /* regex_t array */
+	size_t nregex;
+	bool scanned;
+
+	struct binode **inodes;  /* BFS order; [0] = root */
+	size_t ninodes, capinodes;
+	void *hlmap;             /* (dev,ino) -> binode, hardlink table */
+	size_t hlcap, hlcount;
+
+	/* shared xattrs: encoded area and size */
+	uint8_t *shared;
+	uint32_t shared_len;
+	uint32_t nshared;
+	uint32_t shared_start;   /* byte offset of the area in the image */
+
+	/* compression */
+	uint32_t pclusterblks;   /* max pcluster size in blocks */
+	bool big_pcluster;       /* COMPR_CFGS / BIG_PCLUSTER */
+	uint32_t cfgs_len;       /* bytes of config records after the sb */
+	uint16_t lz4_maxdist;
+
+	uint64_t data_start;     /* first data block */
+	uint64_t cursor;         /* next free block */
+	int fd;                  /* output (temp) file */
+	struct ezfs_build_stats st;
+	double t0;
+};
+
+/* builder.c */
+void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
+		  uint64_t items_total, uint64_t bytes, uint64_t bytes_total);
+int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
+	       uint64_t off);
+
+/* scan.c */
+int bld_scan(struct ezfs_builder *b, const char *srcdir);
+void bld_free_inodes(struct ezfs_builder *b);
+
+/* xattr.c */
+int bld_xattrs_read(struct ezfs_builder *b, struct binode *in);
+int bld_xattrs_share(struct ezfs_builder *b);
+/* Write the inode's xattr ibody (xattr_isize bytes) at out. */
+void bld_xattrs_encode(const struct binode *in, uint8_t *out);
+
+/* layout.c */
+int bld_write_data(struct ezfs_builder *b);
+int bld_write_meta(struct ezfs_builder *b);
+
+/* super.c */
+int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
+		    uint64_t blocks);
+uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
+uint32_t bld_lzma_dict_size(const struct ezfs_builder *b);
+unsigned bld_zstd_windowlog(const struct ezfs_builder *b);
+
+/* compress.c: per-file compression into buffers */
+bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in);
+void bld_zfile_free(struct bzfile *z);
+/* zindex.c: encode the map header and lcluster indexes at h */
+int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
+		      uint8_t *h);
+uint32_t bld_zindex_size(const struct ezfs_builder *b, uint32_t hoff,
+			 uint64_t size, bool compact);
+
+/* zjobs.c: compression jobs on worker threads, results in inode order */
+int bld_zjobs_start(struct ezfs_builder *b);
+/* Result for in (the next compressible file in inode order): *z = NULL
+ * when the file is better stored uncompressed. */
+int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
+		   struct bzfile **z);
+void bld_zjobs_stop(struct ezfs_builder *b);
+
+#endif

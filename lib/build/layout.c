@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * layout.c - place file data, inodes and directories, and write them.
+ *
+ * Image layout (all addresses deterministic, independent of thread count):
+ *   block 0..      zeros, superblock at 1024, compression configs, shared
+ *                  xattrs
+ *   data_start..   file data (flat blocks and pclusters) in inode order
+ *   meta..         inodes, each followed by its xattrs, compressed index and
+ *                  inline tail; meta_blkaddr = first metadata block - 1 so
+ *                  that the root NID is small and non-zero
+ *   after meta     full blocks of directories (they need the NIDs)
+ * Without any file data the inodes follow the shared xattrs in block 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "build/internal.h"
+#include "format/erofs_fs.h"
+
+#define COPY_BUF (1u << 20)
+
+static unsigned core_size(const struct binode *in)
+{
+	return in->extended ? sizeof(struct erofs_inode_extended)
+			    : sizeof(struct erofs_inode_compact);
+}
+
+static bool need_extended(const struct ezfs_builder *b,
+			  const struct binode *in)
+{
+	unsigned f = b->p.flags;
+
+	if (f & EZFS_BUILD_FORCE_EXTENDED)
+		return true;
+	if (in->size > 0xFFFFFFFFull || in->uid > 0xFFFF ||
+	    in->gid > 0xFFFF || in->nlink > 0xFFFF)
+		return true;
+	if (f & EZFS_BUILD_FORCE_COMPACT)
+		return false;
+	return in->mtime != b->epoch || in->mtime_ns != 0;
+}
+
+static uint64_t dir_size(const struct ezfs_builder *b, const struct binode *in)
+{
+	uint64_t size = 0;
+	uint32_t used = 0;
+	unsigned k;
+
+	for (k = 0; k < in->ndents; k++) {
+		uint32_t need = sizeof(struct erofs_dirent) +
+				in->dents[k].namelen;
+
+		if (used + need > b->blksz) {
+			size += b->blksz;
+			used = 0;
+		}
+		used += need;
+	}
+	return size + used;
+}
+
+/* FLAT_INLINE if the tail fits in one block with the inode, else PLAIN. */
+static void plan_flat(const struct ezfs_builder *b, struct binode *in,
+		      bool allow_inline)
+{
+	uint32_t meta = core_size(in) + in->xattr_isize;
+	uint32_t tail = (uint32_t)(in->size & (b->blksz - 1));
+
+	if (tail && allow_inline && meta + tail <= b->blksz) {
+		in->datalayout = EROFS_INODE_FLAT_INLINE;
+		in->nblocks = in->size >> b->blkszbits;
+		in->tail_len = tail;
+	} else {
+		in->datalayout = EROFS_INODE_FLAT_PLAIN;
+		in->nblocks = (in->size + b->blksz - 1) >> b->blkszbits;
+		in->tail_len = 0;
+	}
+	in->unit_size = meta + in->tail_len;
+}
+
+/* Read exactly len bytes (short only at EOF: returns bytes read). */
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* Copy a regular file as a flat inode: full blocks at the cursor, tail. */
+static int write_flat_file(struct ezfs_builder *b, struct binode *in,
+			   uint8_t *buf)
+{
+	uint64_t full = in->nblocks << b->blkszbits, done = 0;
+	int fd, err = 0;
+	ssize_t n;
+
+	fd = open(in->srcpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
+			strerror(errno));
+		return err;
+	}
+	if (in->nblocks)
+		in->startblk = b->cursor;
+	while (done < full) {
+		size_t want = full - done < COPY_BUF ? (size_t)(full - done)
+						     : COPY_BUF;
+		n = read_full(fd, buf, want);
+		if (n < 0) {
+			err = (int)n;
+			goto rerr;
+		}
+		if (done + (uint64_t)n < in->size && (size_t)n < want)
+			goto changed;
+		memset(buf + n, 0, want - (size_t)n);
+		err = bld_pwrite(b, buf, want,
+				 (b->cursor << b->blkszbits) + done);
+		if (err)
+			goto out;
+		done += want;
+	}
+	b->cursor += in->nblocks;
+	if (in->tail_len) {
+		in->tail = malloc(in->tail_len);
+		if (!in->tail) {
+			err = -ENOMEM;
+			goto out;
+		}
+		n = read_full(fd, in->tail, in->tail_len);
+		if (n < 0) {
+			err = (int)n;
+			goto rerr;
+		}
+		if ((uint32_t)n != in->tail_len)
+			goto changed;
+	}
+	goto out;
+rerr:
+	bld_log(b, EZFS_LOG_ERROR, "%s: read: %s", in->srcpath,
+		strerror(-err));
+	goto out;
+changed:
+	err = -EAGAIN;
+	bld_log(b, EZFS_LOG_ERROR, "%s: file shrank while building",
+		in->srcpath);
+out:
+	close(fd);
+	return err;
+}
+
+static int write_symlink_blocks(struct ezfs_builder *b, struct binode *in)
+{
+	uint64_t full = in->nblocks << b->blkszbits;
+	uint8_t *blk;
+	int err;
+
+	if (!in->nblocks)
+		return 0;
+	blk = calloc(1, full);
+	if (!blk)
+		return -ENOMEM;
+	memcpy(blk, in->symlink, in->size < full ? in->size : full);
+	in->startblk = b->cursor;
+	err = bld_pwrite(b, blk, full, b->cursor << b->blkszbits);
+	b->cursor += in->nblocks;
+	free(blk);
+	return err;
+}
+
+/* Place one regular file whose compression result (or NULL) is known. */
+static int place_file(struct ezfs_builder *b, struct binode *in,
+		      struct bzfile *z, uint8_t *buf)
+{
+	int err;
+
+	if (z) {
+		uint32_t k;
+
+		in->z = z;
+		in->datalayout = z->compact ? EROFS_INODE_COMPRESSED_COMPACT
+					    : EROFS_INODE_COMPRESSED_FULL;
+		for (k = 0; k < z->next; k++)
+			z->ext[k].blkaddr += (uint32_t)b->cursor;
+		err = bld_pwrite(b, z->data, z->datalen,
+				 b->cursor << b->blkszbits);
+		b->cursor += z->blocks;
+		free(z->data);
+		z->data = NULL;
+		in->unit_size = ((core_size(in) + in->xattr_isize + 7) & ~7u) +
+				z->idx_size;
+		b->st.compressed_files++;
+		return err;
+	}
+	plan_flat(b, in, !(b->p.flags & EZFS_BUILD_NOINLINE_DATA));
+	return write_flat_file(b, in, buf);
+}
+
+int bld_write_data(struct ezfs_builder *b)
+{
+	uint64_t shared_end = b->shared_start + b->shared_len, bytes = 0;
+	uint64_t total_bytes = 0, files = 0;
+	uint8_t *buf;
+	size_t i;
+	int err = 0;
+
+	b->data_start = (shared_end + b->blksz - 1) >> b->blkszbits;
+	b->cursor = b->data_start;
+	for (i = 0; i < b->ninodes; i++) {
+		struct binode *in = b->inodes[i];
+
+		in->extended = need_extended(b, in);
+		if (S_ISREG(in->mode))
+			total_bytes += in->size;
+	}
+	buf = malloc(COPY_BUF);
+	if (!buf)
+		return -ENOMEM;
+	err = bld_zjobs_start(b);
+	for (i = 0; i < b->ninodes && !err; i++) {
+		struct binode *in = b->inodes[i];
+
+		if (S_ISREG(in->mode)) {
+			struct bzfile *z = NULL;
+
+			if (in->size && bld_compress_wanted(b, in)) {
+				err = bld_zjobs_take(b, in, &z);
+				if (err)
+					break;
+			}
+			if (in->size)
+				err = place_file(b, in, z, buf);
+			else
+				plan_flat(b, in, false);
+			bytes += in->size;
+			files++;
+			if ((files & 255) == 0 || in->size > COPY_BUF)
+				bld_progress(b, EZFS_BUILD_DATA, files,
+					     b->st.files, bytes, total_bytes);
+		} else if (S_ISLNK(in->mode)) {
+			plan_flat(b, in, true);
+			err = write_symlink_blocks(b, in);
+			if (!err && in->tail_len) {
+				in->tail = malloc(in->tail_len);
+				if (!in->tail)
+					err = -ENOMEM;
+				else
+					memcpy(in->tail, in->symlink +
+					       (in->nblocks << b->blkszbits),
+					       in->tail_len);
+			}
+		} else if (S_ISDIR(in->mode)) {
+			in->size = dir_size(b, in);
+			if (in->size > 0xFFFFFFFFull)
+				in->extended = true;
+			plan_flat(b, in, true);
+		} else {
+			plan_flat(b, in, false);
+		}
+	}
+	bld_zjobs_stop(b);
+	b->st.bytes_in = bytes;
+	bld_progress(b, EZFS_BUILD_DATA, files, b->st.files, bytes,
+		     total_bytes);
+	free(buf);
+	return err;
+}
+
+static uint8_t ftype_of(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return EROFS_FT_REG_FILE;
+	case S_IFDIR: return EROFS_FT_DIR;
+	case S_IFCHR: return EROFS_FT_CHRDEV;
+	case S_IFBLK: return EROFS_FT_BLKDEV;
+	case S_IFIFO: return EROFS_FT_FIFO;
+	case S_IFSOCK: return EROFS_FT_SOCK;
+	case S_IFLNK: return EROFS_FT_SYMLINK;
+	}
+	return EROFS_FT_UNKNOWN;
+}
+
+/* Directory contents (in->size bytes, zeroed buffer): chunks of blksz. */
+static void build_dir(const struct ezfs_builder *b, const struct binode *in,
+		      uint8_t *buf)
+{
+	unsigned i = 0, j, k;
+	uint64_t chunk = 0;
+
+	while (i < in->ndents) {
+		uint32_t used = 0, nameoff;
+
+		for (j = i; j < in->ndents; j++) {
+			uint32_t need = sizeof(struct erofs_dirent) +
+					in->dents[j].namelen;
+
+			if (used + need > b->blksz)
+				break;
+			used += need;
+		}
+		nameoff = (j - i) * (uint32_t)sizeof(struct erofs_dirent);
+		for (k = i; k < j; k++) {
+			uint8_t *de = buf + chunk + (k - i) *
+				      sizeof(struct erofs_dirent);
+
+			put_le64(de, in->dents[k].inode->nid);
+			put_le16(de + 8, (uint16_t)nameoff);
+			de[10] = ftype_of(in->dents[k].inode->mode);
+			de[11] = 0;
+			memcpy(buf + chunk + nameoff, in->dents[k].name,
+			       in->dents[k].namelen);
+			nameoff += in->dents[k].namelen;
+		}
+		chunk += b->blksz;
+		i = j;
+	}
+}
+
+static int encode_core(const struct ezfs_builder *b, const struct binode *in,
+		       uint8_t *p)
+{
+	uint16_t icount = in->xattr_isize ? (uint16_t)((in->xattr_isize - 12) / 4 + 1) : 0;
+	uint16_t fmt = (uint16_t)((in->extended ? EROFS_INODE_EXTENDED
+						: EROFS_INODE_COMPACT) |
+				  (in->datalayout << EROFS_I_DATALAYOUT_SHIFT));
+	uint64_t u;
+
+	if (in->z)
+		u = in->z->blocks;
+	else if (S_ISCHR(in->mode) || S_ISBLK(in->mode))
+		u = in->rdev;
+	else if (S_ISFIFO(in->mode) || S_ISSOCK(in->mode))
+		u = 0;
+	else if (in->nblocks)
+		u = in->startblk;
+	else
+		u = in->datalayout == EROFS_INODE_FLAT_INLINE ?
+			EROFS_NULL_ADDR32 : 0;
+	if (u > 0xFFFFFFFFull) {
+		bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond 32 bits",
+			in->srcpath);
+		return -EFBIG;
+	}
+	put_le16(p, fmt);
+	put_le16(p + 2, icount);
+	put_le16(p + 4, (uint16_t)in->mode);
+	if (in->extended) {
+		put_le16(p + 6, 0);
+		put_le64(p + 8, in->size);
+		put_le32(p + 16, (uint32_t)u);
+		put_le32(p + 20, in->ino32);
+		put_le32(p + 24, in->uid);
+		put_le32(p + 28, in->gid);
+		put_le64(p + 32, (uint64_t)in->mtime);
+		put_le32(p + 40, in->mtime_ns);
+		put_le32(p + 44, in->nlink);
+		memset(p + 48, 0, 16);
+	} else {
+		put_le16(p + 6, (uint16_t)in->nlink);
+		put_le32(p + 8, (uint32_t)in->size);
+		put_le32(p + 12, 0);	/* mtime == epoch */
+		put_le32(p + 16, (uint32_t)u);
+		put_le32(p + 20, in->ino32);
+		put_le16(p + 24, (uint16_t)in->uid);
+		put_le16(p + 26, (uint16_t)in->gid);
+		put_le32(p + 28, 0);
+	}
+	return 0;
+}
+
+int bld_write_meta(struct ezfs_builder *b)
+{
+	uint64_t shared_end = b->shared_start + b->shared_len;
+	uint64_t base, pos, meta_blkaddr, blk, end;
+	uint8_t *meta = NULL, *dbuf = NULL;
+	size_t i;
+	int err = 0;
+
+	/* 1. NIDs */
+	if (b->cursor == b->data_start)
+		base = (shared_end + 31) & ~31ull;
+	else
+		base = b->cursor << b->blkszbits;
+	meta_blkaddr = (base - 1) >> b->blkszbits;
+	pos = base;
+	for (i = 0; i < b->ninodes; i++) {
+		struct binode *in = b->inodes[i];
+		uint64_t inblk = pos & (b->blksz - 1);
+
+		if (in->tail_len && inblk + in->unit_size > b->blksz)
+			pos = (pos + b->blksz - 1) & ~(uint64_t)(b->blksz - 1);
+		else if (in->extended && inblk + 64 > b->blksz)
+			pos += 32;
+		in->meta_off = pos;
+		in->nid = (pos - (meta_blkaddr << b->blkszbits)) >> EROFS_ISLOTBITS;
+		in->ino32 = (uint32_t)(i + 1);
+		pos = (pos + in->unit_size + 31) & ~31ull;
+	}
+	if (b->inodes[0]->nid > 0xFFFF) {
+		bld_log(b, EZFS_LOG_ERROR, "root nid %llu beyond 16 bits",
+			(unsigned long long)b->inodes[0]->nid);
+		return -EFBIG;
+	}
+	end = pos;
+
+	/* 2. directory blocks after the metadata */
+	blk = (end + b->blksz - 1) >> b->blkszbits;
+	for (i = 0; i < b->ninodes; i++) {
+		struct binode *in = b->inodes[i];
+
+		if (S_ISDIR(in->mode) && in->nblocks) {
+			in->startblk = blk;
+			blk += in->nblocks;
+		}
+	}
+
+	/* 3. encode inodes into one metadata buffer, directory blocks */
+	meta = calloc(1, end - base ? end - base : 1);
+	if (!meta)
+		return -ENOMEM;
+	for (i = 0; i < b->ninodes && !err; i++) {
+		struct binode *in = b->inodes[i];
+		uint8_t *p = meta + (in->meta_off - base);
+		uint32_t hdr = core_size(in) + in->xattr_isize;
+
+		err = encode_core(b, in, p);
+		if (err)
+			break;
+		if (in->xattr_isize)
+			bld_xattrs_encode(in, p + core_size(in));
+		if (in->z) {
+			uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
+
+			err = bld_zindex_encode(b, in, meta + (h - base));
+			continue;
+		}
+		if (S_ISDIR(in->mode)) {
+			free(dbuf);
+			dbuf = calloc(1, in->size);
+			if (!dbuf) {
+				err = -ENOMEM;
+				break;
+			}
+			build_dir(b, in, dbuf);
+			if (in->nblocks)
+				err = bld_pwrite(b, dbuf,
+						 in->nblocks << b->blkszbits,
+						 in->startblk << b->blkszbits);
+			if (in->tail_len)
+				memcpy(p + hdr, dbuf + (in->nblocks << b->blkszbits),
+				       in->tail_len);
+		} else if (in->tail_len) {
+			memcpy(p + hdr, in->tail, in->tail_len);
+		}
+		if ((i & 1023) == 0)
+			bld_progress(b, EZFS_BUILD_META, i, b->ninodes, 0, 0);
+	}
+	free(dbuf);
+	if (!err && end > base)
+		err = bld_pwrite(b, meta, end - base, base);
+	free(meta);
+	if (err)
+		return err;
+	return bld_write_super(b, meta_blkaddr, blk);
+}

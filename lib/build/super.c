@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/* super.c - superblock, compression config records and the checksum. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build/internal.h"
+#include "format/erofs_fs.h"
+
+uint32_t bld_lzma_dict_size(const struct ezfs_builder *b)
+{
+	uint32_t d = 4 * b->pclusterblks * b->blksz;
+
+	if (d > (8u << 20))
+		d = 8u << 20;
+	if (d < (32u << 10))
+		d = 32u << 10;
+	return d;
+}
+
+unsigned bld_zstd_windowlog(const struct ezfs_builder *b)
+{
+	uint32_t w = 8 * b->pclusterblks * b->blksz;
+	unsigned log = 10;
+
+	if (w > (1u << 20))
+		w = 1u << 20;
+	while ((2u << log) <= w)
+		log++;
+	return log;	/* window = 1 << log; on disk log - 10 */
+}
+
+/* Config record of the algorithm at p (le16 size + payload); its length. */
+uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
+{
+	switch (b->p.alg) {
+	case EZFS_ALG_LZ4:
+		put_le16(p, 14);
+		put_le16(p + 2, b->lz4_maxdist);
+		put_le16(p + 4, (uint16_t)b->pclusterblks);
+		return 16;
+	case EZFS_ALG_LZMA:
+		put_le16(p, 14);
+		put_le32(p + 2, bld_lzma_dict_size(b));
+		put_le16(p + 6, 0);
+		return 16;
+	case EZFS_ALG_DEFLATE:
+		put_le16(p, 6);
+		p[2] = 15;
+		return 8;
+	case EZFS_ALG_ZSTD:
+		put_le16(p, 6);
+		p[2] = 0;
+		p[3] = (uint8_t)(bld_zstd_windowlog(b) - 10);
+		return 8;
+	}
+	return 0;
+}
+
+int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
+		    uint64_t blocks)
+{
+	size_t len = b->shared_start + b->shared_len, clen;
+	uint32_t compat = EROFS_FEATURE_COMPAT_MTIME, incompat = 0;
+	uint8_t *buf, *sb, *crcbuf;
+	uint16_t u1 = 0;
+	ssize_t n;
+	int err;
+
+	if (blocks > 0xFFFFFFFFull) {
+		bld_log(b, EZFS_LOG_ERROR, "image too large (%llu blocks)",
+			(unsigned long long)blocks);
+		return -EFBIG;
+	}
+	buf = calloc(1, len);
+	if (!buf)
+		return -ENOMEM;
+	sb = buf + EROFS_SUPER_OFFSET;
+	if (!(b->p.flags & EZFS_BUILD_NO_SBCRC))
+		compat |= EROFS_FEATURE_COMPAT_SB_CHKSUM;
+	if (b->st.xattrs)
+		compat |= EROFS_FEATURE_COMPAT_XATTR_FILTER;
+	if (b->p.alg >= 0) {
+		incompat |= EROFS_FEATURE_INCOMPAT_ZERO_PADDING;
+		if (b->big_pcluster) {
+			incompat |= EROFS_FEATURE_INCOMPAT_COMPR_CFGS;
+			u1 = (uint16_t)(1u << b->p.alg);
+			bld_cfgs_encode(b, sb + EROFS_SB_BASE_SIZE);
+		} else {
+			u1 = b->lz4_maxdist;
+		}
+	}
+	put_le32(sb + 0, EROFS_SUPER_MAGIC);
+	put_le32(sb + 8, compat);
+	sb[12] = (uint8_t)b->blkszbits;
+	sb[13] = 0;
+	put_le16(sb + 14, (uint16_t)b->inodes[0]->nid);
+	put_le64(sb + 16, b->ninodes);
+	put_le64(sb + 24, (uint64_t)b->epoch);
+	put_le32(sb + 32, 0);
+	put_le32(sb + 36, (uint32_t)blocks);
+	put_le32(sb + 40, (uint32_t)meta_blkaddr);
+	put_le32(sb + 44, 0);	/* xattr_blkaddr: ids are absolute / 4 */
+	memcpy(sb + 48, b->uuid, 16);
+	memcpy(sb + 64, b->p.label, strnlen(b->p.label, 15));
+	put_le32(sb + 80, incompat);
+	put_le16(sb + 84, u1);
+	if (b->shared_len)
+		memcpy(buf + b->shared_start, b->shared, b->shared_len);
+	err = bld_pwrite(b, buf, len, 0);
+	free(buf);
+	if (err)
+		return err;
+	if (ftruncate(b->fd, (off_t)(blocks << b->blkszbits))) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "image: truncate: %s",
+			strerror(errno));
+		return err;
+	}
+	b->st.image_bytes = blocks << b->blkszbits;
+	if (b->p.flags & EZFS_BUILD_NO_SBCRC)
+		return 0;
+
+	/* 2.3: CRC32C of 1024..end of block 0 (or one block), computed last */
+	clen = b->blksz > EROFS_SUPER_OFFSET ? b->blksz - EROFS_SUPER_OFFSET
+					     : b->blksz;
+	crcbuf = malloc(clen);
+	if (!crcbuf)
+		return -ENOMEM;
+	n = pread(b->fd, crcbuf, clen, EROFS_SUPER_OFFSET);
+	if (n != (ssize_t)clen) {
+		free(crcbuf);
+		bld_log(b, EZFS_LOG_ERROR, "image: read back failed");
+		return -EIO;
+	}
+	memset(crcbuf + 4, 0, 4);
+	put_le32(crcbuf, ezfs_crc32c(0xFFFFFFFFu, crcbuf, clen));
+	err = bld_pwrite(b, crcbuf, 4, EROFS_SUPER_OFFSET + 4);
+	free(crcbuf);
+	return err;
+}

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* xattr.c - read xattrs, pick shared ones, encode inode xattr bodies. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "build/internal.h"
+#include "format/erofs_fs.h"
+
+static const struct {
+	const char *prefix;
+	uint8_t index;
+	bool exact;
+} prefixes[] = {
+	{ "user.", EROFS_XATTR_INDEX_USER, false },
+	{ "system.posix_acl_access", EROFS_XATTR_INDEX_POSIX_ACL_ACCESS, true },
+	{ "system.posix_acl_default", EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT, true },
+	{ "trusted.", EROFS_XATTR_INDEX_TRUSTED, false },
+	{ "security.", EROFS_XATTR_INDEX_SECURITY, false },
+};
+
+/* Sets index and suffix offset; false if the name cannot be stored. */
+static bool classify(const char *name, uint8_t *index, size_t *skip)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t n = strlen(prefixes[i].prefix);
+
+		if (prefixes[i].exact ? !strcmp(name, prefixes[i].prefix)
+				      : !strncmp(name, prefixes[i].prefix, n)) {
+			*index = prefixes[i].index;
+			*skip = n;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int cmp_xattr(const struct bxattr *a, const struct bxattr *b)
+{
+	int c = strcmp(a->name, b->name);
+	size_t n = a->vlen < b->vlen ? a->vlen : b->vlen;
+
+	if (c)
+		return c;
+	c = n ? memcmp(a->value, b->value, n) : 0;
+	if (c)
+		return c;
+	return (int)a->vlen - (int)b->vlen;
+}
+
+static int cmp_xattr_q(const void *a, const void *b)
+{
+	return cmp_xattr(a, b);
+}
+
+static int cmp_xattr_pq(const void *a, const void *b)
+{
+	return cmp_xattr(*(struct bxattr *const *)a, *(struct bxattr *const *)b);
+}
+
+int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
+{
+	ssize_t len, vlen;
+	char *list = NULL, *name;
+	int err = 0;
+
+	len = llistxattr(in->srcpath, NULL, 0);
+	if (len < 0) {
+		if (errno == ENOTSUP || errno == ENOSYS)
+			return 0;
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: listxattr: %s", in->srcpath,
+			strerror(errno));
+		return err;
+	}
+	if (!len)
+		return 0;
+	list = malloc((size_t)len);
+	if (!list)
+		return -ENOMEM;
+	len = llistxattr(in->srcpath, list, (size_t)len);
+	if (len < 0) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: listxattr: %s", in->srcpath,
+			strerror(errno));
+		goto out;
+	}
+	for (name = list; name < list + len; name += strlen(name) + 1) {
+		struct bxattr *x, *nx;
+		uint8_t index;
+		size_t skip;
+
+		if (!classify(name, &index, &skip)) {
+			bld_log(b, EZFS_LOG_WARN,
+				"%s: xattr %s: prefix not storable in EROFS, skipped",
+				in->srcpath, name);
+			continue;
+		}
+		vlen = lgetxattr(in->srcpath, name, NULL, 0);
+		if (vlen < 0) {
+			err = -errno;
+			bld_log(b, EZFS_LOG_ERROR, "%s: getxattr %s: %s",
+				in->srcpath, name, strerror(errno));
+			goto out;
+		}
+		if (vlen > 0xFFFF || strlen(name) - skip > 255) {
+			err = -E2BIG;
+			bld_log(b, EZFS_LOG_ERROR, "%s: xattr %s too large",
+				in->srcpath, name);
+			goto out;
+		}
+		nx = realloc(in->xattrs, (in->nxattrs + 1) * sizeof(*nx));
+		if (!nx) {
+			err = -ENOMEM;
+			goto out;
+		}
+		in->xattrs = nx;
+		x = &nx[in->nxattrs];
+		memset(x, 0, sizeof(*x));
+		x->name = strdup(name);
+		x->value = malloc((size_t)vlen + 1);
+		if (!x->name || !x->value) {
+			free(x->name);
+			free(x->value);
+			err = -ENOMEM;
+			goto out;
+		}
+		in->nxattrs++;
+		vlen = lgetxattr(in->srcpath, name, x->value, (size_t)vlen);
+		if (vlen < 0) {
+			err = -errno;
+			bld_log(b, EZFS_LOG_ERROR, "%s: getxattr %s: %s",
+				in->srcpath, name, strerror(errno));
+			goto out;
+		}
+		x->vlen = (uint16_t)vlen;
+		x->index = index;
+		x->suffix = x->name + skip;
+		x->suffix_len = (uint8_t)(strlen(name) - skip);
+		x->shared_id = -1;
+		b->st.xattrs++;
+	}
+	qsort(in->xattrs, in->nxattrs, sizeof(*in->xattrs), cmp_xattr_q);
+out:
+	free(list);
+	return err;
+}
+
+static uint32_t entry_size(const struct bxattr *x)
+{
+	return erofs_xattr_entry_size(x->suffix_len, x->vlen);
+}
+
+static void encode_entry(const struct bxattr *x, uint8_t *out)
+{
+	out[0] = x->suffix_len;
+	out[1] = x->index;
+	put_le16(out + 2, x->vlen);
+	memcpy(out + 4, x->suffix, x->suffix_len);
+	memcpy(out + 4 + x->suffix_len, x->value, x->vlen);
+	memset(out + 4 + x->suffix_len + x->vlen, 0,
+	       entry_size(x) - 4 - x->suffix_len - x->vlen);
+}
+
+/*
+ * Decide which (name, value) pairs are shared (used by more than
+ * xattr_tolerance inodes), encode the shared area (at b->shared_start),
+ * then size every inode's xattr body and name filter.
+ */
+int bld_xattrs_share(struct ezfs_builder *b)
+{
+	struct bxattr **all = NULL;
+	size_t n = 0, i, j, k;
+	uint32_t off = 0;
+	int err = 0;
+
+	for (i = 0; i < b->ninodes; i++)
+		n += b->inodes[i]->nxattrs;
+	if (n) {
+		all = malloc(n * sizeof(*all));
+		if (!all)
+			return -ENOMEM;
+	}
+	n = 0;
+	for (i = 0; i < b->ninodes; i++)
+		for (k = 0; k < b->inodes[i]->nxattrs; k++)
+			all[n++] = &b->inodes[i]->xattrs[k];
+	qsort(all, n, sizeof(*all), cmp_xattr_pq);
+
+	/* pass 1: size, pass 2: encode */
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !cmp_xattr(all[i], all[j]); j++)
+			;
+		if (j - i > (size_t)b->p.xattr_tolerance)
+			off += entry_size(all[i]);
+	}
+	if (off) {
+		b->shared = calloc(1, off);
+		if (!b->shared) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	b->shared_len = off;
+	off = 0;
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !cmp_xattr(all[i], all[j]); j++)
+			;
+		if (j - i <= (size_t)b->p.xattr_tolerance)
+			continue;
+		encode_entry(all[i], b->shared + off);
+		for (k = i; k < j; k++)
+			all[k]->shared_id = (int32_t)((b->shared_start + off) / 4);
+		off += entry_size(all[i]);
+		b->nshared++;
+	}
+	b->st.shared_xattrs = b->nshared;
+
+	for (i = 0; i < b->ninodes; i++) {
+		struct binode *in = b->inodes[i];
+		uint32_t isize = 12, filter = 0;
+
+		if (!in->nxattrs)
+			continue;
+		in->nshared = 0;
+		for (k = 0; k < in->nxattrs; k++) {
+			struct bxattr *x = &in->xattrs[k];
+
+			if (x->shared_id >= 0 && in->nshared == 255)
+				x->shared_id = -1;	/* at most 255 ids */
+			if (x->shared_id >= 0) {
+				in->nshared++;
+				isize += 4;
+			} else {
+				isize += entry_size(x);
+			}
+			filter |= 1u << (ezfs_xxh32(x->suffix, x->suffix_len,
+						    EROFS_XATTR_FILTER_SEED +
+						    x->index) &
+					 (EROFS_XATTR_FILTER_BITS - 1));
+		}
+		if (isize > 12 + 4u * 0xFFFE) {
+			bld_log(b, EZFS_LOG_ERROR, "%s: xattrs too large",
+				in->srcpath);
+			err = -E2BIG;
+			goto out;
+		}
+		in->xattr_isize = isize;
+		in->xattr_filter = EROFS_XATTR_FILTER_DEFAULT & ~filter;
+	}
+out:
+	free(all);
+	return err;
+}
+
+void bld_xattrs_encode(const struct binode *in, uint8_t *out)
+{
+	uint8_t *p = out + 12;
+	unsigned k;
+
+	memset(out, 0, 12);
+	put_le32(out, in->xattr_filter);
+	out[4] = (uint8_t)in->nshared;
+	for (k = 0; k < in->nxattrs; k++) {
+		if (in->xattrs[k].shared_id < 0)
+			continue;
+		put_le32(p, (uint32_t)in->xattrs[k].shared_id);
+		p += 4;
+	}
+	for (k = 0; k < in->nxattrs; k++) {
+		if (in->xattrs[k].shared_id >= 0)
+			continue;
+		encode_entry(&in->xattrs[k], p);
+		p += entry_size(&in->xattrs[k]);
+	}
+}
