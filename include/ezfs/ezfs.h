@@ -171,7 +171,7 @@ struct ezfs_stat {
 	uint32_t rdev_major, rdev_minor;
 	uint8_t layout;      /* enum ezfs_layout */
 	uint8_t extended;    /* 1: 64-byte inode core */
-	uint16_t xattr_isize;
+	uint32_t xattr_isize;
 	uint64_t blocks;     /* i_u blocks for compressed inodes; data blocks
 			      * of flat inodes (informational) */
 	uint32_t ino32;      /* i_ino field */

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/* io.c - where image bytes come from: a file, a memory buffer, custom ops. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/fs.h>
+
+#include "read/internal.h"
+
+struct file_io {
+	int fd;
+};
+
+static ssize_t file_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct file_io *f = arg;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(f->fd, (char *)buf + done, len - done,
+				  (off_t)(off + done));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static void file_close(void *arg)
+{
+	struct file_io *f = arg;
+
+	close(f->fd);
+	free(f);
+}
+
+static const struct ezfs_io_ops file_ops = {
+	.pread = file_pread,
+	.close = file_close,
+};
+
+struct mem_io {
+	const uint8_t *buf;
+	size_t len;
+};
+
+static ssize_t mem_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct mem_io *m = arg;
+
+	if (off >= m->len)
+		return 0;
+	if (len > m->len - off)
+		len = m->len - (size_t)off;
+	memcpy(buf, m->buf + off, len);
+	return (ssize_t)len;
+}
+
+static const struct ezfs_io_ops mem_ops = {
+	.pread = mem_pread,
+	.close = free,
+};
+
+int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
+		    ezfs_image **out)
+{
+	struct file_io *f;
+	struct stat st;
+	uint64_t size;
+	int fd;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, &size) < 0) {
+			int err = -errno;
+			close(fd);
+			return err;
+		}
+	} else if (S_ISREG(st.st_mode)) {
+		size = (uint64_t)st.st_size;
+	} else {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	f = malloc(sizeof(*f));
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f->fd = fd;
+	return ezfs_image_open_io(&file_ops, f, size, p, out);
+}
+
+int ezfs_image_open_mem(const void *buf, size_t len,
+			const struct ezfs_open_params *p, ezfs_image **out)
+{
+	struct mem_io *m = malloc(sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	m->buf = buf;
+	m->len = len;
+	return ezfs_image_open_io(&mem_ops, m, len, p, out);
+}
+
+/* Read exactly len bytes at image offset off. A range past the end of the
+ * image is corruption (something in the image pointed there). */
+int ezfs_io_read(ezfs_image *img, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n;
+
+	if (off > img->io_size || len > img->io_size - off) {
+		ezfs_err(img, "read of %zu bytes at %llu is beyond the end of "
+			 "the image (%llu bytes)", len, (unsigned long long)off,
+			 (unsigned long long)img->io_size);
+		return -EUCLEAN;
+	}
+	if (!len)
+		return 0;
+	n = img->io_ops->pread(img->io_arg, buf, len, img->io_base + off);
+	if (n < 0) {
+		ezfs_err(img, "read of %zu bytes at %llu failed: %s", len,
+			 (unsigned long long)off, strerror((int)-n));
+		return n == -ENOMEM ? -ENOMEM : -EIO;
+	}
+	if ((size_t)n != len) {
+		ezfs_err(img, "short read at %llu: %zd of %zu bytes",
+			 (unsigned long long)off, n, len);
+		return -EIO;
+	}
+	return 0;
+}

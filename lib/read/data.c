@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/* data.c - file reads: flat, chunk-based and compressed layouts. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "read/internal.h"
+
+#define NID(ino) ((unsigned long long)(ino)->nid)
+
+/* [6.3] flat inodes: blocks from startblk, plus an inline tail. */
+int ezfs_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
+{
+	ezfs_image *img = ino->img;
+	uint64_t nblocks = (ino->size + img->blksz - 1) >> img->blkbits;
+	uint64_t lastblk = nblocks;
+
+	memset(ext, 0, sizeof(*ext));
+	ext->alg = EZFS_ALG_SHIFTED;
+	if (ino->layout == EROFS_INODE_FLAT_INLINE && nblocks)
+		lastblk = nblocks - 1;
+	if (la < lastblk << img->blkbits) {
+		ext->la = 0;
+		ext->llen = lastblk << img->blkbits;
+		if (ext->llen > ino->size)
+			ext->llen = ino->size;
+		if (ino->startblk == UINT64_MAX) {
+			/* 48-bit sparse file (or corrupt): a hole */
+			EZFS_CHECK(img, img->is48,
+				   "nid %llu: data blocks at a NULL address",
+				   NID(ino));
+			return 0;
+		}
+		EZFS_CHECK(img, ino->startblk <= (UINT64_MAX >> img->blkbits) -
+							 nblocks,
+			   "nid %llu: start block out of range", NID(ino));
+		ext->pa = ino->startblk << img->blkbits;
+		ext->plen = ext->llen;
+		ext->flags = EZFS_EXTENT_MAPPED;
+		return 0;
+	}
+	ext->la = lastblk << img->blkbits;
+	ext->llen = ino->size - ext->la;
+	ext->pa = ezfs_inode_datapos(ino);
+	ext->plen = ext->llen;
+	ext->flags = EZFS_EXTENT_MAPPED | EZFS_EXTENT_INLINE |
+		     (ino->in_metabox ? EZFS_EXTENT_META : 0);
+	EZFS_CHECK(img, (ext->pa & (img->blksz - 1)) + ext->llen <= img->blksz,
+		   "nid %llu: inline data crosses a block boundary", NID(ino));
+	return 0;
+}
+
+/* [6.4] chunk-based inodes: a block map or chunk indexes. */
+int ezfs_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
+{
+	ezfs_image *img = ino->img;
+	const bool indexes = ino->chunkformat & EROFS_CHUNK_FORMAT_INDEXES;
+	const unsigned unit = indexes ? 8 : 4;
+	uint64_t chunk = la >> ino->chunkbits, blk;
+	uint64_t pos = (ezfs_inode_datapos(ino) + unit - 1) & ~(uint64_t)(unit - 1);
+	uint8_t e[8];
+	int err;
+
+	memset(ext, 0, sizeof(*ext));
+	ext->alg = EZFS_ALG_SHIFTED;
+	ext->la = chunk << ino->chunkbits;
+	ext->llen = 1ull << ino->chunkbits;
+	if (ext->llen > ino->size - ext->la)
+		ext->llen = ino->size - ext->la;
+	err = ezfs_meta_read(img, ino->in_metabox, pos + chunk * unit, e, unit);
+	if (err)
+		return err;
+	if (indexes) {
+		uint16_t dev = get_le16(e + 2);
+
+		blk = get_le32(e + 4);
+		if (ino->chunkformat & EROFS_CHUNK_FORMAT_48BIT)
+			blk |= (uint64_t)get_le16(e) << 32;
+		if ((ino->chunkformat & EROFS_CHUNK_FORMAT_48BIT) ?
+			    blk == EROFS_NULL_ADDR48 :
+			    blk == EROFS_NULL_ADDR32)
+			return 0;
+		EZFS_CHECK(img, dev == 0,
+			   "nid %llu: chunk %llu on extra device %u",
+			   NID(ino), (unsigned long long)chunk, dev);
+	} else {
+		blk = get_le32(e);
+		if (blk == EROFS_NULL_ADDR32)
+			return 0;
+	}
+	EZFS_CHECK(img, blk <= (UINT64_MAX >> img->blkbits) - 1,
+		   "nid %llu: chunk address out of range", NID(ino));
+	ext->pa = blk << img->blkbits;
+	ext->plen = ext->llen;
+	ext->flags = EZFS_EXTENT_MAPPED;
+	return 0;
+}
+
+static bool is_compressed(const ezfs_inode *ino)
+{
+	return ino->layout == EROFS_INODE_COMPRESSED_FULL ||
+	       ino->layout == EROFS_INODE_COMPRESSED_COMPACT;
+}
+
+int ezfs_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
+{
+	struct zmap m;
+	int err;
+
+	if (la >= ino->size)
+		return -EINVAL;
+	if (!S_ISREG(ino->mode) && !S_ISDIR(ino->mode) && !S_ISLNK(ino->mode))
+		return -EINVAL;
+	if (ino->layout == EROFS_INODE_CHUNK_BASED)
+		return ezfs_chunk_map(ino, la, ext);
+	if (!is_compressed(ino))
+		return ezfs_flat_map(ino, la, ext);
+	err = ezfs_z_map(ino, la, &m);
+	if (err)
+		return err;
+	ext->la = m.la;
+	ext->llen = m.llen;
+	ext->pa = m.pa;
+	ext->plen = m.plen;
+	ext->alg = m.alg;
+	ext->flags = m.flags;
+	return 0;
+}
+
+/* Copy a raw extent (SHIFTED or INTERLACED) part [from, from+len). */
+static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
+		    uint8_t *dst, size_t len)
+{
+	ezfs_image *img = ino->img;
+	bool meta = m->flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_META);
+	uint64_t off = from;
+
+	if (m->alg == EZFS_ALG_INTERLACED) {
+		/* byte i of the extent is at (la + i) mod blksz, wrapping */
+		uint64_t shift = m->la & (img->blksz - 1);
+		uint64_t right = img->blksz - shift;
+
+		EZFS_CHECK(img, m->plen >= img->blksz,
+			   "nid %llu: interlaced pcluster smaller than a block",
+			   NID(ino));
+		if (from < right) {
+			size_t n = len < right - from ? len : (size_t)(right - from);
+			int err = ezfs_io_read(img, dst, n, m->pa + shift + from);
+
+			if (err || n == len)
+				return err;
+			dst += n;
+			len -= n;
+			from += n;
+		}
+		off = from - right;
+	}
+	if (meta)
+		return ezfs_meta_read(img, m->flags & EZFS_EXTENT_META,
+				      m->pa + off, dst, len);
+	return ezfs_io_read(img, dst, len, m->pa + off);
+}
+
+static int read_fragment(ezfs_inode *ino, uint64_t pos, uint8_t *dst,
+			 size_t len)
+{
+	ssize_t n = ezfs_pread(ino->img->packed, dst, len, pos);
+
+	if (n < 0)
+		return (int)n;
+	EZFS_CHECK(ino->img, (size_t)n == len,
+		   "nid %llu: fragment at %llu beyond the packed inode",
+		   NID(ino), (unsigned long long)pos);
+	return 0;
+}
+
+/* Read [pos, pos+len) which lies inside compressed-layout extent m. */
+static int read_zextent(ezfs_inode *ino, const struct zmap *m, uint64_t pos,
+			uint8_t *dst, size_t len)
+{
+	struct pcache_entry *e;
+	const uint8_t *data;
+	uint64_t from = pos - m->la;
+	int err;
+
+	if (!(m->flags & EZFS_EXTENT_MAPPED)) {
+		memset(dst, 0, len);
+		return 0;
+	}
+	if (m->flags & EZFS_EXTENT_FRAGMENT) {
+		EZFS_CHECK(ino->img, m->pa <= UINT64_MAX - m->llen,
+			   "nid %llu: fragment offset out of range", NID(ino));
+		return read_fragment(ino, m->pa + from, dst, len);
+	}
+	if (!(m->flags & EZFS_EXTENT_ENCODED))
+		return read_raw(ino, m, from, dst, len);
+	/* Whole extent requested: decode straight into the caller's buffer. */
+	if (!from && len == m->llen && !(m->flags & EZFS_EXTENT_PARTIAL_REF))
+		return ezfs_z_decode(ino, m, dst, len, false);
+	err = ezfs_pcache_get(ino, m, from + len, &e, &data);
+	if (err)
+		return err;
+	memcpy(dst, data + from, len);
+	ezfs_pcache_put(ino->img, e);
+	return 0;
+}
+
+ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *dst = buf;
+	uint64_t end, pos;
+
+	if (S_ISDIR(ino->mode) || S_ISREG(ino->mode) || S_ISLNK(ino->mode)) {
+		if (off >= ino->size)
+			return 0;
+	} else {
+		return -EINVAL;
+	}
+	end = ino->size - off < len ? ino->size : off + len;
+	pos = off;
+	while (pos < end) {
+		uint64_t seg_end;
+		int err;
+
+		if (is_compressed(ino)) {
+			struct zmap m;
+
+			err = ezfs_z_map(ino, pos, &m);
+			if (!err && (pos < m.la || pos - m.la >= m.llen)) {
+				ezfs_err(ino->img, "nid %llu: extent map does "
+					 "not cover %llu", NID(ino),
+					 (unsigned long long)pos);
+				err = -EUCLEAN;
+			}
+			if (err)
+				return err;
+			seg_end = m.la + m.llen < end ? m.la + m.llen : end;
+			err = read_zextent(ino, &m, pos, dst + (pos - off),
+					   (size_t)(seg_end - pos));
+		} else {
+			struct ezfs_extent ext;
+
+			err = ino->layout == EROFS_INODE_CHUNK_BASED ?
+				      ezfs_chunk_map(ino, pos, &ext) :
+				      ezfs_flat_map(ino, pos, &ext);
+			if (err)
+				return err;
+			seg_end = ext.la + ext.llen < end ? ext.la + ext.llen :
+							    end;
+			if (seg_end <= pos)
+				return -EUCLEAN;
+			if (!(ext.flags & EZFS_EXTENT_MAPPED))
+				memset(dst + (pos - off), 0, seg_end - pos);
+			else if (ext.flags & EZFS_EXTENT_INLINE)
+				err = ezfs_meta_read(ino->img,
+						     ext.flags & EZFS_EXTENT_META,
+						     ext.pa + (pos - ext.la),
+						     dst + (pos - off),
+						     (size_t)(seg_end - pos));
+			else
+				err = ezfs_io_read(ino->img, dst + (pos - off),
+						   (size_t)(seg_end - pos),
+						   ext.pa + (pos - ext.la));
+		}
+		if (err)
+			return err;
+		pos = seg_end;
+	}
+	return (ssize_t)(end - off);
+}
+
+ssize_t ezfs_readlink(ezfs_inode *ino, char *buf, size_t size)
+{
+	ssize_t n;
+
+	if (!S_ISLNK(ino->mode))
+		return -EINVAL;
+	if (ino->size >= size)
+		return -ERANGE;
+	n = ezfs_pread(ino, buf, (size_t)ino->size, 0);
+	if (n < 0)
+		return n;
+	if ((uint64_t)n != ino->size)
+		return -EUCLEAN;
+	buf[n] = '\0';
+	/* like the kernel, a target ends at its first NUL */
+	return (ssize_t)strlen(buf);
+}

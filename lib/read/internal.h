@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h - the read layer's private state: image, inode, caches, maps. */
+#ifndef EZFS_READ_INTERNAL_H
+#define EZFS_READ_INTERNAL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ezfs/ezfs.h"
+#include "format/erofs_fs.h"
+#include "codec/codec.h"
+
+#ifndef EUCLEAN
+#define EUCLEAN 117
+#endif
+
+struct ezfs_long_prefix {
+	uint8_t base_index;
+	uint16_t infix_len;
+	char *infix;
+};
+
+/* Direct-mapped metadata block cache: one mutex per slot. */
+struct meta_slot {
+	pthread_mutex_t lock;
+	uint64_t blk;     /* UINT64_MAX = empty */
+	uint32_t valid;   /* bytes valid (short at end of image) */
+	uint8_t *data;
+};
+struct meta_cache {
+	unsigned nslots;
+	struct meta_slot *slots;
+};
+
+struct pcache_entry;
+struct pcache {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned nbuckets;
+	struct pcache_entry **buckets;
+	struct pcache_entry *lru_head, *lru_tail; /* head = most recent */
+	size_t bytes, budget;
+	struct ezfs_cache_stats st;
+};
+
+struct ezfs_image {
+	/* I/O */
+	const struct ezfs_io_ops *io_ops;
+	void *io_arg;
+	uint64_t io_size;    /* bytes available from io_base on */
+	uint64_t io_base;    /* params.offset */
+
+	ezfs_log_fn log;
+	void *log_arg;
+	unsigned verbose;
+
+	struct ezfs_sb_info si;
+	unsigned blkbits;
+	uint32_t blksz;
+	bool is48;
+	uint64_t meta_base;  /* meta_blkaddr << blkbits */
+	uint64_t xattr_base; /* xattr_blkaddr << blkbits */
+	bool filter_ok;      /* xattr name filter usable */
+	bool zero_padding;
+	bool prefixes_plain; /* long prefix table location */
+
+	ezfs_inode *packed;  /* NULL if none */
+	ezfs_inode *metabox; /* NULL if none */
+	struct ezfs_long_prefix *prefixes;
+	unsigned nprefixes;
+
+	struct ezfs_codec_cfg ccfg;
+	struct ezfs_codec_pool *codecs;
+	struct meta_cache mc;
+	struct pcache pc;
+};
+
+struct ezfs_inode {
+	ezfs_image *img;
+	uint64_t nid;
+	uint64_t ipos;        /* byte position of the inode core */
+	bool in_metabox;      /* ipos is in metabox space */
+	uint8_t layout;
+	uint8_t extended;
+	uint8_t dot_omitted;
+	uint8_t core_size;    /* 32 or 64 */
+	uint16_t xattr_icount;
+	uint32_t xattr_isize;
+	uint32_t mode, nlink, uid, gid, ino32, rdev;
+	uint64_t size;
+	int64_t mtime;
+	uint32_t mtime_nsec;
+	uint64_t startblk;    /* flat: first block, or UINT64_MAX = none */
+	uint64_t zblocks;     /* compressed: i_u block count */
+	uint16_t chunkformat;
+	unsigned chunkbits;
+
+	/* compressed inodes (filled at load) */
+	struct {
+		uint16_t advise;
+		uint8_t algs[2];
+		uint8_t lclusterbits;
+		bool whole_fragment;
+		bool extents;
+		uint64_t nextents;     /* extents with recsz >= 16 */
+		uint32_t idata_size;   /* ztailpacking */
+		uint64_t idata_pos;    /* where the inline tail pcluster is */
+		uint64_t fragmentoff;
+		uint64_t tail_headlcn; /* HEAD lcn of the tail extent */
+		uint64_t hpos;         /* map header position */
+	} z;
+};
+
+/* io.c */
+int ezfs_io_read(ezfs_image *img, void *buf, size_t len, uint64_t off);
+
+/* log.c */
+void ezfs_log(const ezfs_image *img, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define ezfs_err(img, ...) ezfs_log(img, EZFS_LOG_ERROR, __VA_ARGS__)
+#define ezfs_dbg(img, ...) ezfs_log(img, EZFS_LOG_DEBUG, __VA_ARGS__)
+
+/* meta.c: metadata reads (device space or metabox space) */
+int ezfs_meta_cache_init(ezfs_image *img, size_t bytes);
+void ezfs_meta_cache_fini(ezfs_image *img);
+int ezfs_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
+		   size_t len);
+
+/* inode.c */
+int ezfs_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out);
+static inline uint64_t ezfs_inode_datapos(const ezfs_inode *ino)
+{
+	return ino->ipos + ino->core_size + ino->xattr_isize;
+}
+
+/* zmap.c: compressed extent maps */
+struct zmap {
+	uint64_t la, llen;   /* llen: full decoded length of the extent */
+	uint64_t pa, plen;
+	int alg;             /* enum ezfs_alg incl. SHIFTED/INTERLACED */
+	unsigned flags;      /* enum ezfs_extent_flags */
+};
+int ezfs_z_init(ezfs_inode *ino);
+int ezfs_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m);
+
+/* data.c */
+int ezfs_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
+int ezfs_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
+
+/* pcache.c: decoded pcluster cache */
+int ezfs_pcache_init(ezfs_image *img, size_t budget);
+void ezfs_pcache_fini(ezfs_image *img);
+struct pcache_entry;
+/* Get a decoded copy of the extent m with at least need bytes. */
+int ezfs_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
+		    struct pcache_entry **out, const uint8_t **data);
+void ezfs_pcache_put(ezfs_image *img, struct pcache_entry *e);
+/* Decode extent m's first outlen bytes into out (no cache). */
+int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
+		  size_t outlen, bool partial);
+
+/* xattr.c */
+int ezfs_xattr_prefixes_init(ezfs_image *img);
+void ezfs_xattr_prefixes_fini(ezfs_image *img);
+
+#define EZFS_CHECK(img, cond, ...)                                             \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			ezfs_err(img, __VA_ARGS__);                            \
+			return -EUCLEAN;                                       \
+		}                                                              \
+	} while (0)
+
+#endif

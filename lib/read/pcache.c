@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pcache.c - decoded pcluster cache and the decode step itself.
+ *
+ * Entries are keyed by physical address (inline pclusters and metabox space
+ * are tagged), hold a decoded prefix of the extent, live on an LRU list within
+ * a byte budget, and are reference counted so that eviction never frees a
+ * buffer a reader is copying from. Two readers of one pcluster wait on one
+ * decode (in-flight deduplication).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "read/internal.h"
+
+enum { PC_LOADING, PC_READY };
+
+struct pcache_entry {
+	struct pcache_entry *hnext;
+	struct pcache_entry *prev, *next; /* LRU */
+	uint64_t key;
+	uint8_t *data;
+	size_t dlen;
+	unsigned refs;
+	int state;
+	bool dead; /* unhashed: free when the last reference goes */
+};
+
+int ezfs_pcache_init(ezfs_image *img, size_t budget)
+{
+	struct pcache *pc = &img->pc;
+
+	pc->nbuckets = 1024;
+	pc->buckets = calloc(pc->nbuckets, sizeof(*pc->buckets));
+	if (!pc->buckets)
+		return -ENOMEM;
+	pthread_mutex_init(&pc->lock, NULL);
+	pthread_cond_init(&pc->cond, NULL);
+	pc->budget = budget;
+	pc->st.bytes_max = budget;
+	return 0;
+}
+
+static void entry_free(struct pcache_entry *e)
+{
+	free(e->data);
+	free(e);
+}
+
+void ezfs_pcache_fini(ezfs_image *img)
+{
+	struct pcache *pc = &img->pc;
+
+	if (!pc->buckets)
+		return;
+	for (unsigned i = 0; i < pc->nbuckets; i++) {
+		struct pcache_entry *e = pc->buckets[i], *n;
+
+		for (; e; e = n) {
+			n = e->hnext;
+			entry_free(e);
+		}
+	}
+	free(pc->buckets);
+	pc->buckets = NULL;
+	pthread_mutex_destroy(&pc->lock);
+	pthread_cond_destroy(&pc->cond);
+}
+
+static struct pcache_entry **bucket(struct pcache *pc, uint64_t key)
+{
+	uint64_t h = key * 0x9E3779B97F4A7C15ull;
+
+	return &pc->buckets[(h >> 40) & (pc->nbuckets - 1)];
+}
+
+static void lru_unlink(struct pcache *pc, struct pcache_entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else if (pc->lru_head == e)
+		pc->lru_head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else if (pc->lru_tail == e)
+		pc->lru_tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push(struct pcache *pc, struct pcache_entry *e)
+{
+	e->prev = NULL;
+	e->next = pc->lru_head;
+	if (pc->lru_head)
+		pc->lru_head->prev = e;
+	pc->lru_head = e;
+	if (!pc->lru_tail)
+		pc->lru_tail = e;
+}
+
+static void unhash(struct pcache *pc, struct pcache_entry *e)
+{
+	struct pcache_entry **pp = bucket(pc, e->key);
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == e) {
+			*pp = e->hnext;
+			break;
+		}
+	}
+	if (e->state == PC_READY) {
+		lru_unlink(pc, e);
+		pc->bytes -= e->dlen;
+	}
+	e->dead = true;
+}
+
+/* Evict unreferenced entries from the LRU tail while over budget. */
+static void shrink(struct pcache *pc)
+{
+	struct pcache_entry *e = pc->lru_tail, *prev;
+
+	for (; e && pc->bytes > pc->budget; e = prev) {
+		prev = e->prev;
+		if (e->refs)
+			continue;
+		unhash(pc, e);
+		entry_free(e);
+		pc->st.evictions++;
+	}
+}
+
+int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
+		  size_t outlen, bool partial)
+{
+	ezfs_image *img = ino->img;
+	struct ezfs_dreq rq = { 0 };
+	uint8_t *in;
+	size_t skip = 0, scan;
+	int err;
+
+	EZFS_CHECK(img, m->plen && m->plen <= EROFS_PCLUSTER_MAX_SIZE,
+		   "nid %llu: bad pcluster size %llu",
+		   (unsigned long long)ino->nid, (unsigned long long)m->plen);
+	in = malloc(m->plen);
+	if (!in)
+		return -ENOMEM;
+	if (m->flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_META))
+		err = ezfs_meta_read(img, m->flags & EZFS_EXTENT_META, m->pa,
+				     in, m->plen);
+	else
+		err = ezfs_io_read(img, in, m->plen, m->pa);
+	if (err)
+		goto out;
+	/* [9.8] 0padding: the stream is right-aligned; the kernel scans only
+	 * up to the end of the first block for its start. */
+	if (img->zero_padding || m->alg != EZFS_ALG_LZ4) {
+		scan = img->blksz - (m->pa & (img->blksz - 1));
+		if (scan > m->plen)
+			scan = m->plen;
+		while (skip < scan && !in[skip])
+			skip++;
+		if (skip == scan) {
+			ezfs_err(img, "nid %llu: pcluster at %llu starts with "
+				 "a block of zeros", (unsigned long long)ino->nid,
+				 (unsigned long long)m->pa);
+			err = -EUCLEAN;
+			goto out;
+		}
+	} else {
+		partial = true; /* legacy lz4: trailing bytes undefined */
+	}
+	rq.in = in + skip;
+	rq.inlen = m->plen - skip;
+	rq.out = out;
+	rq.outlen = outlen;
+	rq.partial = partial || outlen < m->llen ||
+		     (m->flags & EZFS_EXTENT_PARTIAL_REF);
+	err = ezfs_codec_decompress(img->codecs, m->alg, &rq);
+	if (err == -EUCLEAN || err == -EINVAL)
+		ezfs_err(img, "nid %llu: cannot decode %s pcluster at %llu "
+			 "(%llu bytes -> %zu)", (unsigned long long)ino->nid,
+			 ezfs_alg_name(m->alg), (unsigned long long)m->pa,
+			 (unsigned long long)m->plen, outlen);
+	if (err == -EINVAL)
+		err = -EUCLEAN;
+out:
+	free(in);
+	return err;
+}
+
+int ezfs_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
+		    struct pcache_entry **out, const uint8_t **data)
+{
+	ezfs_image *img = ino->img;
+	struct pcache *pc = &img->pc;
+	uint64_t key = m->pa << 1;
+	struct pcache_entry *e;
+	size_t dlen = (size_t)m->llen;
+	int err;
+
+	if (m->flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_META))
+		key |= 1; /* metadata space: not a device pcluster */
+	if (m->flags & EZFS_EXTENT_META)
+		key |= 1ull << 63;
+	pthread_mutex_lock(&pc->lock);
+again:
+	for (e = *bucket(pc, key); e; e = e->hnext)
+		if (e->key == key)
+			break;
+	if (e) {
+		if (e->state == PC_LOADING) {
+			pthread_cond_wait(&pc->cond, &pc->lock);
+			goto again;
+		}
+		if (e->dlen >= need) {
+			e->refs++;
+			lru_unlink(pc, e);
+			lru_push(pc, e);
+			pc->st.hits++;
+			pthread_mutex_unlock(&pc->lock);
+			*out = e;
+			*data = e->data;
+			return 0;
+		}
+		/* cached prefix too short (a longer extent shares it) */
+		unhash(pc, e);
+		if (!e->refs)
+			entry_free(e);
+	}
+	e = calloc(1, sizeof(*e));
+	if (e)
+		e->data = malloc(dlen ? dlen : 1);
+	if (!e || !e->data) {
+		free(e);
+		pthread_mutex_unlock(&pc->lock);
+		return -ENOMEM;
+	}
+	e->key = key;
+	e->refs = 1;
+	e->state = PC_LOADING;
+	e->hnext = *bucket(pc, key);
+	*bucket(pc, key) = e;
+	pc->st.misses++;
+	pthread_mutex_unlock(&pc->lock);
+
+	err = ezfs_z_decode(ino, m, e->data, dlen, false);
+
+	pthread_mutex_lock(&pc->lock);
+	if (err) {
+		struct pcache_entry **pp = bucket(pc, key);
+
+		for (; *pp; pp = &(*pp)->hnext) {
+			if (*pp == e) {
+				*pp = e->hnext;
+				break;
+			}
+		}
+		pthread_cond_broadcast(&pc->cond);
+		pthread_mutex_unlock(&pc->lock);
+		entry_free(e);
+		return err;
+	}
+	e->dlen = dlen;
+	e->state = PC_READY;
+	lru_push(pc, e);
+	pc->bytes += dlen;
+	pc->st.decoded_bytes += dlen;
+	if (pc->bytes > pc->st.bytes_now)
+		pc->st.bytes_now = pc->bytes;
+	shrink(pc);
+	pthread_cond_broadcast(&pc->cond);
+	pthread_mutex_unlock(&pc->lock);
+	*out = e;
+	*data = e->data;
+	return 0;
+}
+
+void ezfs_pcache_put(ezfs_image *img, struct pcache_entry *e)
+{
+	struct pcache *pc = &img->pc;
+
+	pthread_mutex_lock(&pc->lock);
+	if (--e->refs == 0) {
+		if (e->dead)
+			entry_free(e);
+		else
+			shrink(pc);
+	}
+	pthread_mutex_unlock(&pc->lock);
+}
+
+void ezfs_cache_stats(ezfs_image *img, struct ezfs_cache_stats *st)
+{
+	struct pcache *pc = &img->pc;
+
+	pthread_mutex_lock(&pc->lock);
+	*st = pc->st;
+	st->bytes_now = pc->bytes;
+	st->bytes_max = pc->budget;
+	pthread_mutex_unlock(&pc->lock);
+}

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: MIT */
+/* super.c - open an image: superblock, compression records, special inodes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "read/internal.h"
+
+#define DEFAULT_CACHE_BYTES (64u << 20)
+#define DEFAULT_META_CACHE_BYTES (4u << 20)
+
+void ezfs_open_params_init(struct ezfs_open_params *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+static const char *const compat_names[] = {
+	"sb_csum", "mtime", "xattr_filter", "shared_ea_in_metabox",
+	"plain_xattr_pfx", "ishare_xattrs",
+};
+static const char *const incompat_names[] = {
+	"0padding", "compr_cfgs/big_pcluster", "chunked_file",
+	"device_table/compr_head2", "ztailpacking", "fragments/dedupe",
+	"xattr_prefixes", "48bit", "metabox",
+};
+
+static void feature_names(char *buf, size_t size, uint32_t bits,
+			  const char *const *names, unsigned nnames,
+			  const char *kind, size_t *used)
+{
+	for (unsigned i = 0; i < 32; i++) {
+		int n;
+
+		if (!(bits & (1u << i)))
+			continue;
+		if (i < nnames)
+			n = snprintf(buf + *used, size - *used, "%s%s",
+				     *used ? "," : "", names[i]);
+		else
+			n = snprintf(buf + *used, size - *used, "%s%s:0x%x",
+				     *used ? "," : "", kind, 1u << i);
+		if (n < 0 || (size_t)n >= size - *used) {
+			*used = size - 1;
+			return;
+		}
+		*used += (size_t)n;
+	}
+}
+
+void ezfs_feature_string(const ezfs_image *img, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	feature_names(buf, size, img->si.feature_compat, compat_names,
+		      sizeof(compat_names) / sizeof(compat_names[0]), "compat",
+		      &used);
+	feature_names(buf, size, img->si.feature_incompat, incompat_names,
+		      sizeof(incompat_names) / sizeof(incompat_names[0]),
+		      "incompat", &used);
+}
+
+const char *ezfs_alg_name(int alg)
+{
+	switch (alg) {
+	case EZFS_ALG_LZ4: return "lz4";
+	case EZFS_ALG_LZMA: return "lzma";
+	case EZFS_ALG_DEFLATE: return "deflate";
+	case EZFS_ALG_ZSTD: return "zstd";
+	case EZFS_ALG_SHIFTED: return "plain";
+	case EZFS_ALG_INTERLACED: return "interlaced";
+	default: return "?";
+	}
+}
+
+const char *ezfs_layout_name(int layout)
+{
+	static const char *const names[] = {
+		"flat_plain", "compressed_full", "flat_inline",
+		"compressed_compact", "chunk_based",
+	};
+
+	if (layout < 0 || layout > 4)
+		return "?";
+	return names[layout];
+}
+
+void ezfs_get_sb_info(const ezfs_image *img, struct ezfs_sb_info *si)
+{
+	*si = img->si;
+}
+
+uint64_t ezfs_root_nid(const ezfs_image *img)
+{
+	return img->si.root_nid;
+}
+
+/* [2.3] The checksum covers 1024..end of block 0 with the field zeroed. */
+static int check_sb_crc(ezfs_image *img, uint32_t expect)
+{
+	uint32_t len = img->blksz > EROFS_SUPER_OFFSET ?
+			       img->blksz - EROFS_SUPER_OFFSET : img->blksz;
+	uint8_t *buf = malloc(len);
+	uint32_t crc;
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = ezfs_io_read(img, buf, len, EROFS_SUPER_OFFSET);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	memset(buf + 4, 0, 4);
+	crc = ezfs_crc32c(0xFFFFFFFFu, buf, len);
+	free(buf);
+	if (crc != expect) {
+		ezfs_err(img, "superblock checksum mismatch: stored 0x%08x, "
+			 "computed 0x%08x", expect, crc);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* [3] Compression configuration records after the superblock. */
+static int parse_compr_cfgs(ezfs_image *img, uint16_t algs)
+{
+	uint64_t pos = EROFS_SUPER_OFFSET + img->si.sb_size;
+
+	for (unsigned alg = 0; alg < 16; alg++) {
+		uint8_t rec[64];
+		uint16_t size;
+		int err;
+
+		if (!(algs & (1u << alg)))
+			continue;
+		if (alg >= Z_EROFS_COMPRESSION_MAX) {
+			ezfs_err(img, "unknown compression algorithm %u in the "
+				 "superblock", alg);
+			return -EOPNOTSUPP;
+		}
+		pos = (pos + 3) & ~3ull;
+		err = ezfs_io_read(img, rec, 2, pos);
+		if (err)
+			return err;
+		size = get_le16(rec);
+		EZFS_CHECK(img, size && size <= sizeof(rec),
+			   "invalid %s config record size %u",
+			   ezfs_alg_name((int)alg), size);
+		err = ezfs_io_read(img, rec, size, pos + 2);
+		if (err)
+			return err;
+		pos += 2 + size;
+		switch (alg) {
+		case Z_EROFS_COMPRESSION_LZ4:
+			EZFS_CHECK(img, size >= sizeof(struct z_erofs_lz4_cfgs),
+				   "short lz4 config record (%u bytes)", size);
+			img->si.lz4_max_distance = get_le16(rec);
+			img->si.lz4_max_pclusterblks = get_le16(rec + 2);
+			break;
+		case Z_EROFS_COMPRESSION_LZMA:
+			EZFS_CHECK(img, size >= sizeof(struct z_erofs_lzma_cfgs),
+				   "short lzma config record (%u bytes)", size);
+			img->si.lzma_dict_size = get_le32(rec);
+			if (get_le16(rec + 4)) {
+				ezfs_err(img, "unknown lzma format %u",
+					 get_le16(rec + 4));
+				return -EOPNOTSUPP;
+			}
+			EZFS_CHECK(img, img->si.lzma_dict_size <= (8u << 20),
+				   "lzma dictionary too large (%u bytes)",
+				   img->si.lzma_dict_size);
+			break;
+		case Z_EROFS_COMPRESSION_DEFLATE:
+			img->si.deflate_windowbits = rec[0];
+			EZFS_CHECK(img, rec[0] <= 15,
+				   "deflate window bits %u > 15", rec[0]);
+			break;
+		case Z_EROFS_COMPRESSION_ZSTD:
+			if (rec[0]) {
+				ezfs_err(img, "unknown zstd format %u", rec[0]);
+				return -EOPNOTSUPP;
+			}
+			img->si.zstd_windowlog = rec[1];
+			EZFS_CHECK(img, rec[1] <= 17,
+				   "zstd window log %u too large", rec[1]);
+			break;
+		}
+	}
+	return 0;
+}
+
+static int parse_super(ezfs_image *img)
+{
+	struct ezfs_sb_info *si = &img->si;
+	uint8_t raw[sizeof(struct erofs_super_block)];
+	const struct erofs_super_block *sb = (const void *)raw;
+	uint32_t unknown;
+	int err;
+
+	memset(raw, 0, sizeof(raw));
+	if (img->io_size < EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE) {
+		ezfs_err(img, "image too small (%llu bytes) to hold a superblock",
+			 (unsigned long long)img->io_size);
+		return -EUCLEAN;
+	}
+	err = ezfs_io_read(img, raw, EROFS_SB_BASE_SIZE, EROFS_SUPER_OFFSET);
+	if (err)
+		return err;
+	if (get_le32(&sb->magic) != EROFS_SUPER_MAGIC) {
+		ezfs_err(img, "not an EROFS image (bad magic 0x%08x)",
+			 get_le32(&sb->magic));
+		return -EINVAL;
+	}
+	si->blkszbits = sb->blkszbits;
+	if (si->blkszbits < EROFS_MIN_BLKSZBITS ||
+	    si->blkszbits > EROFS_MAX_BLKSZBITS) {
+		ezfs_err(img, "unsupported block size 2^%u", si->blkszbits);
+		return -EOPNOTSUPP;
+	}
+	img->blkbits = si->blkszbits;
+	img->blksz = si->blksz = 1u << si->blkszbits;
+	si->sb_size = EROFS_SB_BASE_SIZE + 16u * sb->sb_extslots;
+	EZFS_CHECK(img, EROFS_SUPER_OFFSET + si->sb_size <= 4096,
+		   "superblock extension slots (%u) too large",
+		   sb->sb_extslots);
+	if (si->sb_size > EROFS_SB_BASE_SIZE) {
+		size_t more = si->sb_size > sizeof(raw) ? sizeof(raw) :
+							  si->sb_size;
+		err = ezfs_io_read(img, raw, more, EROFS_SUPER_OFFSET);
+		if (err)
+			return err;
+	}
+	EZFS_CHECK(img, sb->dirblkbits == 0, "dirblkbits %u is not 0",
+		   sb->dirblkbits);
+	si->feature_compat = get_le32(&sb->feature_compat);
+	si->feature_incompat = get_le32(&sb->feature_incompat);
+	if (si->feature_compat & EROFS_FEATURE_COMPAT_SB_CHKSUM) {
+		err = check_sb_crc(img, get_le32(&sb->checksum));
+		if (err)
+			return err;
+	}
+	unknown = si->feature_incompat & ~(uint32_t)EROFS_ALL_FEATURE_INCOMPAT;
+	if (unknown) {
+		ezfs_err(img, "unknown incompatible feature bits 0x%x", unknown);
+		return -EOPNOTSUPP;
+	}
+	img->is48 = si->feature_incompat & EROFS_FEATURE_INCOMPAT_48BIT;
+	img->zero_padding = si->feature_incompat &
+			    EROFS_FEATURE_INCOMPAT_ZERO_PADDING;
+	si->inos = get_le64(&sb->inos);
+	si->epoch = (int64_t)get_le64(&sb->epoch);
+	si->fixed_nsec = get_le32(&sb->fixed_nsec);
+	si->build_time = get_le32(&sb->build_time);
+	si->blocks = get_le32(&sb->blocks_lo);
+	si->root_nid = get_le16(&sb->rootnid_2b);
+	if (img->is48 && get_le64(&sb->rootnid_8b)) {
+		si->root_nid = get_le64(&sb->rootnid_8b);
+		si->blocks |= (uint64_t)get_le16(&sb->rootnid_2b) << 32;
+	}
+	si->meta_blkaddr = get_le32(&sb->meta_blkaddr);
+	si->xattr_blkaddr = get_le32(&sb->xattr_blkaddr);
+	img->meta_base = si->meta_blkaddr << img->blkbits;
+	img->xattr_base = si->xattr_blkaddr << img->blkbits;
+	memcpy(si->uuid, sb->uuid, 16);
+	memcpy(si->volume_name, sb->volume_name, 16);
+	si->volume_name[16] = '\0';
+	si->extra_devices = get_le16(&sb->extra_devices);
+	si->xattr_prefix_count = sb->xattr_prefix_count;
+	si->packed_nid = get_le64(&sb->packed_nid);
+	img->filter_ok = (si->feature_compat &
+			  EROFS_FEATURE_COMPAT_XATTR_FILTER) &&
+			 !sb->xattr_filter_reserved;
+	if (si->feature_incompat & EROFS_FEATURE_INCOMPAT_METABOX) {
+		EZFS_CHECK(img, si->sb_size > EROFS_SB_BASE_SIZE,
+			   "metabox feature without superblock extension");
+		si->metabox_nid = get_le64(&sb->metabox_nid);
+		EZFS_CHECK(img, !(si->metabox_nid & EROFS_NID_METABOX),
+			   "metabox nid has bit 63 set");
+	}
+	EZFS_CHECK(img, !(si->packed_nid & EROFS_NID_METABOX),
+		   "packed nid has bit 63 set");
+	if ((si->feature_incompat & EROFS_FEATURE_INCOMPAT_DEVICE_TABLE) &&
+	    si->extra_devices) {
+		ezfs_err(img, "image needs %u extra device(s) (blobs), which "
+			 "ezfs cannot attach yet", si->extra_devices);
+		return -EOPNOTSUPP;
+	}
+	if (si->feature_incompat & EROFS_FEATURE_INCOMPAT_COMPR_CFGS) {
+		si->available_algs = get_le16(&sb->u1);
+		err = parse_compr_cfgs(img, si->available_algs);
+		if (err)
+			return err;
+	} else {
+		si->lz4_max_distance = get_le16(&sb->u1);
+		si->available_algs = 1u << Z_EROFS_COMPRESSION_LZ4;
+	}
+	img->ccfg.lz4_max_distance = si->lz4_max_distance ?
+					     si->lz4_max_distance :
+					     Z_EROFS_LZ4_MAX_DISTANCE;
+	img->ccfg.lzma_dict_size = si->lzma_dict_size ? si->lzma_dict_size :
+							 (8u << 20);
+	img->ccfg.deflate_windowbits = si->deflate_windowbits ?
+					       si->deflate_windowbits : 15;
+	img->ccfg.zstd_windowlog = si->zstd_windowlog;
+	return 0;
+}
+
+static int load_special(ezfs_image *img)
+{
+	struct ezfs_sb_info *si = &img->si;
+	ezfs_inode *root;
+	int err;
+
+	if (si->metabox_nid ||
+	    (si->feature_incompat & EROFS_FEATURE_INCOMPAT_METABOX)) {
+		err = ezfs_inode_load(img, si->metabox_nid, &img->metabox);
+		if (err) {
+			ezfs_err(img, "cannot load the metabox inode %llu",
+				 (unsigned long long)si->metabox_nid);
+			return err;
+		}
+		EZFS_CHECK(img, S_ISREG(img->metabox->mode),
+			   "metabox inode is not a regular file");
+	}
+	if (si->packed_nid) {
+		err = ezfs_inode_load(img, si->packed_nid, &img->packed);
+		if (err) {
+			ezfs_err(img, "cannot load the packed inode %llu",
+				 (unsigned long long)si->packed_nid);
+			return err;
+		}
+		EZFS_CHECK(img, S_ISREG(img->packed->mode),
+			   "packed inode is not a regular file");
+	}
+	err = ezfs_inode_load(img, si->root_nid, &root);
+	if (err) {
+		ezfs_err(img, "cannot load the root inode %llu",
+			 (unsigned long long)si->root_nid);
+		return err;
+	}
+	if (!S_ISDIR(root->mode)) {
+		ezfs_inode_put(root);
+		ezfs_err(img, "root inode %llu is not a directory",
+			 (unsigned long long)si->root_nid);
+		return -EUCLEAN;
+	}
+	ezfs_inode_put(root);
+	return ezfs_xattr_prefixes_init(img);
+}
+
+int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
+		       uint64_t size, const struct ezfs_open_params *p,
+		       ezfs_image **out)
+{
+	struct ezfs_open_params defaults;
+	ezfs_image *img;
+	int err;
+
+	*out = NULL;
+	if (!p) {
+		ezfs_open_params_init(&defaults);
+		p = &defaults;
+	}
+	img = calloc(1, sizeof(*img));
+	if (!img) {
+		if (ops->close)
+			ops->close(arg);
+		return -ENOMEM;
+	}
+	img->io_ops = ops;
+	img->io_arg = arg;
+	img->io_base = p->offset;
+	img->io_size = size > p->offset ? size - p->offset : 0;
+	img->log = p->log;
+	img->log_arg = p->log_arg;
+	img->verbose = p->verbose;
+	img->si.image_bytes = img->io_size;
+
+	err = parse_super(img);
+	if (!err)
+		err = ezfs_meta_cache_init(img, p->meta_cache_bytes ?
+							p->meta_cache_bytes :
+							DEFAULT_META_CACHE_BYTES);
+	if (!err)
+		err = ezfs_pcache_init(img, p->cache_bytes ? p->cache_bytes :
+							     DEFAULT_CACHE_BYTES);
+	if (!err) {
+		img->codecs = ezfs_codec_pool_new(&img->ccfg);
+		if (!img->codecs)
+			err = -ENOMEM;
+	}
+	if (!err)
+		err = load_special(img);
+	if (err) {
+		ezfs_image_close(img);
+		return err;
+	}
+	*out = img;
+	return 0;
+}
+
+void ezfs_image_close(ezfs_image *img)
+{
+	if (!img)
+		return;
+	ezfs_xattr_prefixes_fini(img);
+	ezfs_inode_put(img->packed);
+	ezfs_inode_put(img->metabox);
+	ezfs_pcache_fini(img);
+	ezfs_meta_cache_fini(img);
+	ezfs_codec_pool_free(img->codecs);
+	if (img->io_ops && img->io_ops->close)
+		img->io_ops->close(img->io_arg);
+	free(img);
+}

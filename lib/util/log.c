@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* log.c - format a message and hand it to the caller's log callback. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "read/internal.h"
+
+void ezfs_log(const ezfs_image *img, int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!img || !img->log || level > (int)img->verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	img->log(img->log_arg, level, msg);
+}
+
+const char *ezfs_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case EUCLEAN:
+		return "corrupt image";
+	case EOPNOTSUPP:
+		return "unsupported feature";
+	default:
+		return strerror(err);
+	}
+}
