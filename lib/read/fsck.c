@@ -1,0 +1,839 @@
+/* SPDX-License-Identifier: MIT */
+/* fsck.c - ezfs_fsck(): check a whole image through the public API only. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ezfs/ezfs.h"
+
+#ifndef EUCLEAN
+#define EUCLEAN 117
+#endif
+
+#define FSCK_CHUNK (4u << 20)            /* data read size */
+#define FSCK_PROGRESS_INODES 64
+#define FSCK_PROGRESS_BYTES (64ull << 20)
+
+/*
+ * What we know of each nid reached from the root: directories must be
+ * reached once; other inodes are counted to compare with their nlink.
+ */
+struct node {
+	uint64_t key;       /* nid + 1; 0 = empty slot */
+	uint32_t nlink;
+	uint32_t refs;
+	uint8_t isdir;
+	char *path;         /* first path, kept when it may be reported */
+};
+
+struct dentry {
+	char *name;
+	size_t namelen;
+	uint64_t nid;
+	unsigned ftype;
+};
+
+/* A directory waiting to be scanned. */
+struct pending {
+	uint64_t nid, parent;
+	char *path;
+};
+
+/* A regular file waiting for its data check. */
+struct djob {
+	struct djob *next;
+	ezfs_inode *ino;
+	uint64_t nid, size;
+	char *path;
+};
+
+struct fsck {
+	ezfs_image *img;
+	const struct ezfs_fsck_params *p;
+	struct ezfs_fsck_result *res;
+	struct ezfs_sb_info si;
+
+	pthread_mutex_t lock;         /* res, problem and progress callbacks */
+	uint64_t last_inodes, last_bytes;
+
+	struct node *nodes;
+	size_t ncap, ncount;
+
+	struct pending *stack;
+	size_t depth, scap;
+
+	/* data queue */
+	pthread_mutex_t qlock;
+	pthread_cond_t more, space;
+	struct djob *head, *tail;
+	unsigned queued, maxq;
+	int closing;
+	unsigned nthreads;
+	pthread_t *tids;
+	char *buf;                    /* inline data checks (no threads) */
+};
+
+static void problem(struct fsck *f, uint64_t nid, const char *path,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void problem(struct fsck *f, uint64_t nid, const char *path,
+		    const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&f->lock);
+	f->res->problems++;
+	if (f->p && f->p->problem)
+		f->p->problem(f->p->arg, nid, path, msg);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void progress(struct fsck *f, uint64_t inodes, uint64_t bytes)
+{
+	struct ezfs_fsck_result *r = f->res;
+
+	pthread_mutex_lock(&f->lock);
+	r->inodes += inodes;
+	r->data_bytes += bytes;
+	if (f->p && f->p->progress &&
+	    (r->inodes - f->last_inodes >= FSCK_PROGRESS_INODES ||
+	     r->data_bytes - f->last_bytes >= FSCK_PROGRESS_BYTES)) {
+		f->last_inodes = r->inodes;
+		f->last_bytes = r->data_bytes;
+		f->p->progress(f->p->arg, r->inodes, r->data_bytes);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+static const char *err_str(int err)
+{
+	return ezfs_strerror(err);
+}
+
+/* ---- nid table ---- */
+
+static size_t hash(uint64_t nid, size_t cap)
+{
+	nid *= 0x9e3779b97f4a7c15ULL;
+	return (size_t)(nid >> 19) & (cap - 1);
+}
+
+/* The node of nid; *added = 1 when it was just created. NULL: ENOMEM. */
+static struct node *node_get(struct fsck *f, uint64_t nid, int *added)
+{
+	size_t i;
+
+	*added = 0;
+	if ((f->ncount + 1) * 2 > f->ncap) {
+		size_t ncap = f->ncap ? f->ncap * 2 : 1024, j;
+		struct node *n = calloc(ncap, sizeof(*n));
+
+		if (!n)
+			return NULL;
+		for (j = 0; j < f->ncap; j++) {
+			if (!f->nodes[j].key)
+				continue;
+			i = hash(f->nodes[j].key - 1, ncap);
+			while (n[i].key)
+				i = (i + 1) & (ncap - 1);
+			n[i] = f->nodes[j];
+		}
+		free(f->nodes);
+		f->nodes = n;
+		f->ncap = ncap;
+	}
+	i = hash(nid, f->ncap);
+	while (f->nodes[i].key) {
+		if (f->nodes[i].key == nid + 1)
+			return &f->nodes[i];
+		i = (i + 1) & (f->ncap - 1);
+	}
+	memset(&f->nodes[i], 0, sizeof(f->nodes[i]));
+	f->nodes[i].key = nid + 1;
+	f->ncount++;
+	*added = 1;
+	return &f->nodes[i];
+}
+
+/* ---- per-inode checks ---- */
+
+static unsigned mode_ftype(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return EZFS_FT_REG;
+	case S_IFDIR: return EZFS_FT_DIR;
+	case S_IFCHR: return EZFS_FT_CHR;
+	case S_IFBLK: return EZFS_FT_BLK;
+	case S_IFIFO: return EZFS_FT_FIFO;
+	case S_IFSOCK: return EZFS_FT_SOCK;
+	case S_IFLNK: return EZFS_FT_SYMLINK;
+	}
+	return EZFS_FT_UNKNOWN;
+}
+
+static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
+			 const char *path)
+{
+	ssize_t n, n2, vn, vn2;
+	char *names, *k, *end;
+	uint64_t count = 0;
+	void *val;
+
+	n = ezfs_listxattr(ino, NULL, 0);
+	if (n < 0) {
+		problem(f, nid, path, "listing xattrs: %s", err_str((int)n));
+		return;
+	}
+	if (!n)
+		return;
+	names = malloc(n);
+	if (!names) {
+		problem(f, nid, path, "listing xattrs: %s", err_str(-ENOMEM));
+		return;
+	}
+	n2 = ezfs_listxattr(ino, names, n);
+	if (n2 != n) {
+		problem(f, nid, path, "listing xattrs: size %zd, then %zd%s%s",
+			n, n2, n2 < 0 ? ": " : "", n2 < 0 ? err_str((int)n2) : "");
+		free(names);
+		return;
+	}
+	if (names[n - 1] != '\0') {
+		problem(f, nid, path, "xattr name list not NUL terminated");
+		free(names);
+		return;
+	}
+	end = names + n;
+	for (k = names; k < end; k += strlen(k) + 1) {
+		if (!*k) {
+			problem(f, nid, path, "empty xattr name");
+			continue;
+		}
+		count++;
+		vn = ezfs_getxattr(ino, k, NULL, 0);
+		if (vn < 0) {
+			problem(f, nid, path, "xattr %s: %s", k, err_str((int)vn));
+			continue;
+		}
+		val = malloc(vn ? vn : 1);
+		if (!val) {
+			problem(f, nid, path, "xattr %s: %s", k, err_str(-ENOMEM));
+			continue;
+		}
+		vn2 = ezfs_getxattr(ino, k, val, vn);
+		if (vn2 != vn)
+			problem(f, nid, path, "xattr %s: value size %zd, then %zd%s%s",
+				k, vn, vn2, vn2 < 0 ? ": " : "",
+				vn2 < 0 ? err_str((int)vn2) : "");
+		free(val);
+	}
+	free(names);
+	pthread_mutex_lock(&f->lock);
+	f->res->xattrs += count;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* The extent map must tile [0, size) without gaps or overlaps. */
+static void check_extents(struct fsck *f, ezfs_inode *ino, uint64_t nid,
+			  uint64_t size, const char *path)
+{
+	struct ezfs_extent e;
+	uint64_t la = 0;
+	int ret;
+
+	while (la < size) {
+		ret = ezfs_map(ino, la, &e);
+		if (ret < 0) {
+			problem(f, nid, path, "extent map at %" PRIu64 ": %s", la,
+				err_str(ret));
+			return;
+		}
+		if (e.la > la || e.la + e.llen <= la) {
+			problem(f, nid, path, "extent map at %" PRIu64
+				": extent %" PRIu64 "+%" PRIu64
+				" does not contain it", la, e.la, e.llen);
+			return;
+		}
+		if (e.la < la) {
+			problem(f, nid, path, "extent %" PRIu64 "+%" PRIu64
+				" overlaps the previous one ending at %" PRIu64,
+				e.la, e.llen, la);
+			return;
+		}
+		if ((e.flags & EZFS_EXTENT_MAPPED) &&
+		    !(e.flags & (EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_META)) &&
+		    (e.pa > f->si.image_bytes ||
+		     e.plen > f->si.image_bytes - e.pa))
+			problem(f, nid, path, "extent %" PRIu64 "+%" PRIu64
+				": physical %" PRIu64 "+%" PRIu64
+				" beyond the end of the image", e.la, e.llen,
+				e.pa, e.plen);
+		la = e.la + e.llen;
+	}
+}
+
+/* Decode every byte of a regular file. */
+static void check_data(struct fsck *f, struct djob *j, char *buf)
+{
+	uint64_t off = 0, pending = 0;
+
+	check_extents(f, j->ino, j->nid, j->size, j->path);
+	while (off < j->size) {
+		size_t want = j->size - off < FSCK_CHUNK ?
+			      (size_t)(j->size - off) : FSCK_CHUNK;
+		ssize_t n = ezfs_pread(j->ino, buf, want, off);
+
+		if (n < 0) {
+			problem(f, j->nid, j->path, "reading data at %" PRIu64
+				": %s", off, err_str((int)n));
+			break;
+		}
+		if (n == 0) {
+			problem(f, j->nid, j->path, "data ends at %" PRIu64
+				", size %" PRIu64, off, j->size);
+			break;
+		}
+		off += n;
+		pending += n;
+		if (pending >= FSCK_PROGRESS_BYTES / 4) {
+			progress(f, 0, pending);
+			pending = 0;
+		}
+	}
+	if (off >= j->size) {
+		char c;
+		ssize_t n = ezfs_pread(j->ino, &c, 1, j->size);
+
+		if (n != 0)
+			problem(f, j->nid, j->path, "read at EOF returned %zd", n);
+	}
+	progress(f, 0, pending);
+}
+
+static void djob_free(struct djob *j)
+{
+	ezfs_inode_put(j->ino);
+	free(j->path);
+	free(j);
+}
+
+static void *worker(void *arg)
+{
+	struct fsck *f = arg;
+	char *buf = malloc(FSCK_CHUNK);
+
+	for (;;) {
+		struct djob *j;
+
+		pthread_mutex_lock(&f->qlock);
+		while (!f->head && !f->closing)
+			pthread_cond_wait(&f->more, &f->qlock);
+		j = f->head;
+		if (j) {
+			f->head = j->next;
+			if (!f->head)
+				f->tail = NULL;
+			f->queued--;
+			pthread_cond_signal(&f->space);
+		}
+		pthread_mutex_unlock(&f->qlock);
+		if (!j)
+			break;
+		if (buf)
+			check_data(f, j, buf);
+		else
+			problem(f, j->nid, j->path, "data check: %s",
+				err_str(-ENOMEM));
+		djob_free(j);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Check the data of a regular file, now or on a worker. Takes ino. */
+static void submit_data(struct fsck *f, ezfs_inode *ino, uint64_t nid,
+			uint64_t size, const char *path)
+{
+	struct djob *j = calloc(1, sizeof(*j));
+
+	if (j)
+		j->path = strdup(path);
+	if (!j || !j->path || (!f->nthreads && !f->buf)) {
+		problem(f, nid, path, "data check: %s", err_str(-ENOMEM));
+		ezfs_inode_put(ino);
+		if (j)
+			free(j->path);
+		free(j);
+		return;
+	}
+	j->ino = ino;
+	j->nid = nid;
+	j->size = size;
+	if (!f->nthreads) {
+		check_data(f, j, f->buf);
+		djob_free(j);
+		return;
+	}
+	pthread_mutex_lock(&f->qlock);
+	while (f->queued >= f->maxq)
+		pthread_cond_wait(&f->space, &f->qlock);
+	if (f->tail)
+		f->tail->next = j;
+	else
+		f->head = j;
+	f->tail = j;
+	f->queued++;
+	pthread_cond_signal(&f->more);
+	pthread_mutex_unlock(&f->qlock);
+}
+
+/*
+ * First sight of an inode: type-specific checks, xattrs, counters. Takes
+ * ino (regular files hand it on to the data check).
+ */
+static void check_inode(struct fsck *f, ezfs_inode *ino,
+			const struct ezfs_stat *st, const char *path)
+{
+	struct ezfs_fsck_result *r = f->res;
+	uint64_t *counter = &r->specials;
+
+	check_xattrs(f, ino, st->nid, path);
+	switch (st->mode & S_IFMT) {
+	case S_IFDIR:
+		counter = &r->dirs;
+		check_extents(f, ino, st->nid, st->size, path);
+		break;
+	case S_IFREG:
+		counter = &r->files;
+		break;
+	case S_IFLNK: {
+		char *buf = malloc(st->size + 1);
+		ssize_t n;
+
+		counter = &r->symlinks;
+		n = buf ? ezfs_readlink(ino, buf, st->size + 1) : -ENOMEM;
+		if (n < 0)
+			problem(f, st->nid, path, "symlink target: %s",
+				err_str((int)n));
+		else if ((uint64_t)n != st->size)
+			problem(f, st->nid, path, "symlink target has %zd bytes, "
+				"inode size %" PRIu64, n, st->size);
+		else if (!n)
+			problem(f, st->nid, path, "empty symlink target");
+		free(buf);
+		break;
+	}
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		break;
+	default:
+		problem(f, st->nid, path, "unknown file type in mode 0%o",
+			st->mode);
+		break;
+	}
+	pthread_mutex_lock(&f->lock);
+	(*counter)++;
+	pthread_mutex_unlock(&f->lock);
+	progress(f, 1, 0);
+	if (S_ISREG(st->mode) && !f->p->skip_data) {
+		submit_data(f, ino, st->nid, st->size, path);
+		return;
+	}
+	if (S_ISREG(st->mode))
+		check_extents(f, ino, st->nid, st->size, path);
+	ezfs_inode_put(ino);
+}
+
+/* ---- directories ---- */
+
+static int collect_cb(void *arg, const char *name, size_t namelen,
+		      uint64_t nid, unsigned ftype, uint64_t next_pos)
+{
+	struct {
+		struct dentry *v;
+		size_t n, cap;
+	} *l = arg;
+	struct dentry *e;
+
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 64;
+		struct dentry *nv = realloc(l->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->cap = ncap;
+	}
+	e = &l->v[l->n];
+	e->name = malloc(namelen + 1);
+	if (!e->name)
+		return -ENOMEM;
+	memcpy(e->name, name, namelen);
+	e->name[namelen] = '\0';
+	e->namelen = namelen;
+	e->nid = nid;
+	e->ftype = ftype;
+	l->n++;
+	return 0;
+}
+
+static int name_cmp(const struct dentry *a, const struct dentry *b)
+{
+	size_t n = a->namelen < b->namelen ? a->namelen : b->namelen;
+	int c = memcmp(a->name, b->name, n);
+
+	if (c)
+		return c;
+	return a->namelen < b->namelen ? -1 : a->namelen > b->namelen;
+}
+
+static char *join(const char *dir, const char *name, size_t namelen)
+{
+	size_t a = strlen(dir);
+	char *p = malloc(a + namelen + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, a);
+	if (!a || dir[a - 1] != '/')
+		p[a++] = '/';
+	memcpy(p + a, name, namelen);
+	p[a + namelen] = '\0';
+	return p;
+}
+
+static int push_dir(struct fsck *f, uint64_t nid, uint64_t parent, char *path)
+{
+	if (f->depth == f->scap) {
+		size_t ncap = f->scap ? f->scap * 2 : 64;
+		struct pending *n = realloc(f->stack, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		f->stack = n;
+		f->scap = ncap;
+	}
+	f->stack[f->depth].nid = nid;
+	f->stack[f->depth].parent = parent;
+	f->stack[f->depth].path = path;
+	f->depth++;
+	return 0;
+}
+
+/* One entry of directory dnid (not "." or ".."). Returns 1 if it is a
+ * directory, 0 otherwise, -1 if it could not be checked. */
+static int check_entry(struct fsck *f, uint64_t dnid, const struct dentry *e,
+		       char *cpath)
+{
+	struct ezfs_stat st;
+	ezfs_inode *ino;
+	struct node *nd;
+	int ret, added;
+
+	ret = ezfs_inode_get(f->img, e->nid, &ino);
+	if (ret < 0) {
+		problem(f, e->nid, cpath, "inode: %s", err_str(ret));
+		free(cpath);
+		return -1;
+	}
+	ezfs_inode_stat(ino, &st);
+	if (e->ftype != mode_ftype(st.mode))
+		problem(f, e->nid, cpath, "directory entry file type %u does not "
+			"match inode mode 0%o", e->ftype, st.mode);
+	nd = node_get(f, e->nid, &added);
+	if (!nd) {
+		problem(f, e->nid, cpath, "%s", err_str(-ENOMEM));
+		ezfs_inode_put(ino);
+		free(cpath);
+		return -1;
+	}
+	if (!added) {
+		if (nd->isdir || S_ISDIR(st.mode)) {
+			problem(f, e->nid, cpath, "directory reached twice "
+				"(first at %s): loop or hard-linked directory",
+				nd->path ? nd->path : "?");
+			ezfs_inode_put(ino);
+			free(cpath);
+			return S_ISDIR(st.mode);
+		}
+		if (++nd->refs > nd->nlink && !nd->path)
+			nd->path = cpath;   /* report it at the end */
+		else
+			free(cpath);
+		ezfs_inode_put(ino);
+		return 0;
+	}
+	nd->isdir = S_ISDIR(st.mode);
+	nd->nlink = st.nlink;
+	nd->refs = 1;
+	if (nd->isdir) {
+		nd->path = strdup(cpath);
+		check_inode(f, ino, &st, cpath);
+		if (push_dir(f, e->nid, dnid, cpath) < 0) {
+			problem(f, e->nid, cpath, "%s", err_str(-ENOMEM));
+			free(cpath);
+		}
+		return 1;
+	}
+	if (st.nlink > 1)
+		nd->path = strdup(cpath);
+	check_inode(f, ino, &st, cpath);
+	free(cpath);
+	return 0;
+}
+
+static void scan_dir(struct fsck *f, struct pending *d)
+{
+	struct {
+		struct dentry *v;
+		size_t n, cap;
+	} l = { NULL, 0, 0 };
+	const struct dentry *prev = NULL;
+	int ret, bad = 0, dot = 0, dotdot = 0;
+	uint64_t subdirs = 0, nid;
+	struct ezfs_stat st;
+	ezfs_inode *dir;
+	unsigned ft;
+	size_t i;
+
+	ret = ezfs_inode_get(f->img, d->nid, &dir);
+	if (ret < 0) {
+		problem(f, d->nid, d->path, "inode: %s", err_str(ret));
+		return;
+	}
+	ezfs_inode_stat(dir, &st);
+	ret = ezfs_readdir(dir, 0, collect_cb, &l);
+	if (ret < 0) {
+		problem(f, d->nid, d->path, "reading the directory: %s",
+			err_str(ret));
+		bad = 1;
+	}
+	for (i = 0; i < l.n; i++) {
+		const struct dentry *e = &l.v[i];
+		int isdot = e->namelen == 1 && e->name[0] == '.';
+		int isdotdot = e->namelen == 2 && !memcmp(e->name, "..", 2);
+		char *cpath;
+
+		if (!e->namelen || memchr(e->name, '/', e->namelen) ||
+		    memchr(e->name, '\0', e->namelen)) {
+			problem(f, d->nid, d->path, "invalid entry name '%.*s' "
+				"(nid %" PRIu64 ")", (int)e->namelen, e->name,
+				e->nid);
+			bad = 1;
+			continue;
+		}
+		/* a dot-omitted directory's "." is synthesised up front */
+		if (!(isdot && i == 0)) {
+			if (prev && name_cmp(prev, e) >= 0) {
+				problem(f, d->nid, d->path, "entry '%.*s' not "
+					"after '%.*s': names not strictly sorted",
+					(int)e->namelen, e->name,
+					(int)prev->namelen, prev->name);
+				bad = 1;
+			}
+			prev = e;
+		}
+		if (isdot) {
+			if (dot++)
+				continue;
+			if (e->nid != d->nid) {
+				problem(f, d->nid, d->path, "'.' points to nid %"
+					PRIu64, e->nid);
+				bad = 1;
+			}
+			continue;
+		}
+		if (isdotdot) {
+			if (dotdot++)
+				continue;
+			if (e->nid != d->parent) {
+				problem(f, d->nid, d->path, "'..' points to nid %"
+					PRIu64 ", parent is %" PRIu64, e->nid,
+					d->parent);
+				bad = 1;
+			}
+			continue;
+		}
+		if (!bad) {
+			ret = ezfs_lookup(dir, e->name, e->namelen, &nid, &ft);
+			if (ret < 0 || nid != e->nid) {
+				problem(f, d->nid, d->path, "lookup of '%.*s': %s",
+					(int)e->namelen, e->name, ret < 0 ?
+					err_str(ret) : "finds another nid");
+				bad = 1;
+			}
+		}
+		cpath = join(d->path, e->name, e->namelen);
+		if (!cpath) {
+			problem(f, e->nid, d->path, "%s", err_str(-ENOMEM));
+			bad = 1;
+			continue;
+		}
+		ret = check_entry(f, d->nid, e, cpath);
+		if (ret < 0)
+			bad = 1;
+		else
+			subdirs += ret;
+	}
+	if (!dot) {
+		problem(f, d->nid, d->path, "no '.' entry");
+		bad = 1;
+	}
+	if (!dotdot) {
+		problem(f, d->nid, d->path, "no '..' entry");
+		bad = 1;
+	}
+	/* erofs-utils writes 2 + subdirectories (1 if that overflows) */
+	if (!bad && st.nlink != 2 + subdirs &&
+	    !(st.nlink == 1 && 2 + subdirs > 65535))
+		problem(f, d->nid, d->path, "nlink %u, expected %" PRIu64
+			" (2 + %" PRIu64 " subdirectories)", st.nlink,
+			2 + subdirs, subdirs);
+	for (i = 0; i < l.n; i++)
+		free(l.v[i].name);
+	free(l.v);
+	ezfs_inode_put(dir);
+}
+
+static void check_links(struct fsck *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->ncap; i++) {
+		struct node *n = &f->nodes[i];
+
+		if (!n->key || n->isdir || n->refs == n->nlink)
+			continue;
+		problem(f, n->key - 1, n->path, "nlink %u, but %u directory "
+			"entries refer to it", n->nlink, n->refs);
+	}
+}
+
+static void start_threads(struct fsck *f, unsigned n)
+{
+	unsigned i;
+
+	if (n <= 1)
+		return;
+	f->tids = calloc(n, sizeof(*f->tids));
+	if (!f->tids)
+		return;
+	f->maxq = n * 8 + 16;
+	for (i = 0; i < n; i++)
+		if (pthread_create(&f->tids[i], NULL, worker, f))
+			break;
+	f->nthreads = i;
+}
+
+static void stop_threads(struct fsck *f)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&f->qlock);
+	f->closing = 1;
+	pthread_cond_broadcast(&f->more);
+	pthread_mutex_unlock(&f->qlock);
+	for (i = 0; i < f->nthreads; i++)
+		pthread_join(f->tids[i], NULL);
+	free(f->tids);
+}
+
+int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
+	      struct ezfs_fsck_result *res)
+{
+	static const struct ezfs_fsck_params noparams;
+	struct ezfs_fsck_result local;
+	struct ezfs_stat st;
+	struct fsck f;
+	ezfs_inode *root;
+	struct node *nd;
+	uint64_t rnid;
+	int ret, added;
+	size_t i;
+
+	if (!img)
+		return -EINVAL;
+	if (!res)
+		res = &local;
+	memset(res, 0, sizeof(*res));
+	memset(&f, 0, sizeof(f));
+	f.img = img;
+	f.p = p ? p : &noparams;
+	f.res = res;
+	ezfs_get_sb_info(img, &f.si);
+	pthread_mutex_init(&f.lock, NULL);
+	pthread_mutex_init(&f.qlock, NULL);
+	pthread_cond_init(&f.more, NULL);
+	pthread_cond_init(&f.space, NULL);
+
+	rnid = ezfs_root_nid(img);
+	ret = ezfs_inode_get(img, rnid, &root);
+	if (ret < 0) {
+		problem(&f, rnid, "/", "root inode: %s", err_str(ret));
+		goto out;
+	}
+	ezfs_inode_stat(root, &st);
+	if (!S_ISDIR(st.mode)) {
+		problem(&f, rnid, "/", "root is not a directory (mode 0%o)",
+			st.mode);
+		ezfs_inode_put(root);
+		goto out;
+	}
+	if (!f.p->skip_data)
+		start_threads(&f, f.p->threads);
+	if (!f.nthreads && !f.p->skip_data)
+		f.buf = malloc(FSCK_CHUNK);
+	nd = node_get(&f, rnid, &added);
+	if (!nd || push_dir(&f, rnid, rnid, strdup("/")) < 0 ||
+	    !f.stack[0].path) {
+		ezfs_inode_put(root);
+		ret = -ENOMEM;
+		goto stop;
+	}
+	nd->isdir = 1;
+	nd->nlink = st.nlink;
+	nd->refs = 1;
+	nd->path = strdup("/");
+	check_inode(&f, root, &st, "/");
+
+	/* depth first over the pending directories */
+	while (f.depth) {
+		struct pending d = f.stack[--f.depth];
+
+		scan_dir(&f, &d);
+		free(d.path);
+	}
+	ret = 0;
+stop:
+	stop_threads(&f);
+	if (!ret)
+		check_links(&f);
+out:
+	if (f.p->progress)
+		f.p->progress(f.p->arg, res->inodes, res->data_bytes);
+	for (i = 0; i < f.depth; i++)
+		free(f.stack[i].path);
+	free(f.stack);
+	for (i = 0; i < f.ncap; i++)
+		free(f.nodes[i].path);
+	free(f.nodes);
+	free(f.buf);
+	pthread_mutex_destroy(&f.lock);
+	pthread_mutex_destroy(&f.qlock);
+	pthread_cond_destroy(&f.more);
+	pthread_cond_destroy(&f.space);
+	if (ret < 0)
+		return ret;
+	return res->problems ? -EUCLEAN : 0;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* cat.c - ezfs cat: write file contents to stdout. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "cmd.h"
+
+#define CAT_BUF (4u << 20)
+#define CAT_MAX_LINKS 40
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ezfs cat IMG PATH...\n"
+		   "Write the contents of files of the image to stdout\n"
+		   "(symbolic links are followed inside the image).\n");
+}
+
+/* Write all of buf; returns 0, or -errno. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Resolve path, following symlinks inside the image. */
+static int resolve_follow(ezfs_image *fs, const char *path, ezfs_inode **out)
+{
+	char *cur = strdup(path);
+	int hops, ret = -ENOMEM;
+
+	for (hops = 0; cur && hops <= CAT_MAX_LINKS; hops++) {
+		struct ezfs_stat st;
+		uint64_t nid;
+		ezfs_inode *ino;
+		char *target, *next, *slash;
+		ssize_t n;
+
+		ret = ezfs_resolve(fs, cur, &nid);
+		if (!ret)
+			ret = ezfs_inode_get(fs, nid, &ino);
+		if (ret < 0)
+			break;
+		ezfs_inode_stat(ino, &st);
+		if (!S_ISLNK(st.mode)) {
+			*out = ino;
+			free(cur);
+			return 0;
+		}
+		target = malloc(st.size + 1);
+		n = target ? ezfs_readlink(ino, target, st.size + 1) : -ENOMEM;
+		ezfs_inode_put(ino);
+		if (n < 0) {
+			free(target);
+			ret = (int)n;
+			break;
+		}
+		slash = strrchr(cur, '/');
+		if (target[0] == '/' || !slash) {
+			next = target;
+		} else {
+			size_t dl = slash - cur + 1;
+
+			next = malloc(dl + n + 1);
+			if (next) {
+				memcpy(next, cur, dl);
+				memcpy(next + dl, target, n + 1);
+			}
+			free(target);
+		}
+		free(cur);
+		cur = next;
+		ret = -ENOMEM;
+	}
+	if (cur && hops > CAT_MAX_LINKS)
+		ret = -ELOOP;
+	free(cur);
+	return ret;
+}
+
+int cmd_cat(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *img;
+	ezfs_image *fs;
+	char *buf;
+	int c, i, status = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		return cli_opt_error("cat", c, argv);
+	}
+	if (argc - optind < 2)
+		return cli_usage_error("cat", "missing IMG or PATH");
+	img = argv[optind];
+	if (cli_open("cat", img, &fs) < 0)
+		return 1;
+	buf = malloc(CAT_BUF);
+	if (!buf) {
+		cli_error("cat", "%s: %s", img, strerror(ENOMEM));
+		ezfs_image_close(fs);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	for (i = optind + 1; i < argc; i++) {
+		struct ezfs_stat st;
+		ezfs_inode *ino = NULL;
+		uint64_t off = 0;
+		int ret;
+
+		ret = resolve_follow(fs, argv[i], &ino);
+		if (ret < 0) {
+			cli_fail("cat", img, argv[i], ret);
+			status = 1;
+			continue;
+		}
+		ezfs_inode_stat(ino, &st);
+		if (!S_ISREG(st.mode)) {
+			cli_error("cat", "%s: %s: %s", img, argv[i],
+				  S_ISDIR(st.mode) ? "is a directory" :
+				  "not a regular file");
+			ezfs_inode_put(ino);
+			status = 1;
+			continue;
+		}
+		while (off < st.size) {
+			size_t want = st.size - off < CAT_BUF ?
+				      (size_t)(st.size - off) : CAT_BUF;
+			ssize_t n = ezfs_pread(ino, buf, want, off);
+
+			if (n <= 0) {
+				cli_error("cat", "%s: %s: read at %llu: %s", img,
+					  argv[i], (unsigned long long)off,
+					  n ? ezfs_strerror((int)n) :
+					  "unexpected end of data");
+				status = 1;
+				break;
+			}
+			ret = write_all(STDOUT_FILENO, buf, n);
+			if (ret == -EPIPE) {
+				/* reader went away: stop quietly */
+				ezfs_inode_put(ino);
+				status = 1;
+				goto out;
+			}
+			if (ret < 0) {
+				cli_error("cat", "stdout: %s", strerror(-ret));
+				ezfs_inode_put(ino);
+				status = 1;
+				goto out;
+			}
+			off += n;
+		}
+		ezfs_inode_put(ino);
+	}
+out:
+	free(buf);
+	ezfs_image_close(fs);
+	return status;
+}

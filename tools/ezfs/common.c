@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/* common.c - error printing, image opening, formatting and progress bars. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* A progress line is on the terminal: clear it before printing a message. */
+static int progress_dirty;
+
+static void clear_progress(void)
+{
+	if (progress_dirty) {
+		fputs("\r\033[K", stderr);
+		progress_dirty = 0;
+	}
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+
+	clear_progress();
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "ezfs %s: %s\n", cmd, msg);
+}
+
+void cli_fail(const char *cmd, const char *img, const char *path, int err)
+{
+	if (path)
+		cli_error(cmd, "%s: %s: %s", img, path, ezfs_strerror(err));
+	else
+		cli_error(cmd, "%s: %s", img, ezfs_strerror(err));
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "ezfs %s: %s\nTry 'ezfs %s --help'.\n", cmd, msg, cmd);
+	return 2;
+}
+
+int cli_opt_error(const char *cmd, int c, char **argv)
+{
+	const char *bad = argv[optind - 1];
+
+	if (c == ':' && optopt)
+		return cli_usage_error(cmd, "option '-%c' needs an argument",
+				       optopt);
+	if (c == ':')
+		return cli_usage_error(cmd, "option '%s' needs an argument", bad);
+	if (optopt)
+		return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+	return cli_usage_error(cmd, "unknown option '%s'", bad);
+}
+
+static void log_cb(void *arg, int level, const char *msg)
+{
+	clear_progress();
+	fprintf(stderr, "ezfs: %s: %s\n", (const char *)arg, msg);
+}
+
+int cli_open(const char *cmd, const char *img, ezfs_image **out)
+{
+	struct ezfs_open_params p;
+	const char *v = getenv("EZFS_VERBOSE");
+	int ret;
+
+	ezfs_open_params_init(&p);
+	p.log = log_cb;
+	p.log_arg = (void *)img;
+	if (v && *v)
+		p.verbose = (unsigned)atoi(v);
+	ret = ezfs_image_open(img, &p, out);
+	if (ret < 0)
+		cli_fail(cmd, img, NULL, ret);
+	return ret;
+}
+
+int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,
+		 const char *path, ezfs_inode **out)
+{
+	uint64_t nid;
+	int ret;
+
+	ret = ezfs_resolve(fs, path, &nid);
+	if (!ret)
+		ret = ezfs_inode_get(fs, nid, out);
+	if (ret < 0)
+		cli_fail(cmd, img, path, ret);
+	return ret;
+}
+
+char *cli_fmt_size(uint64_t n, char *buf, size_t size)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)n;
+	int u = -1;
+
+	if (n < 1024) {
+		snprintf(buf, size, "%llu B", (unsigned long long)n);
+		return buf;
+	}
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s",
+		 v, units[u]);
+	return buf;
+}
+
+void cli_mode_string(uint32_t mode, char buf[11])
+{
+	static const char rwx[] = "rwxrwxrwx";
+	int i;
+
+	switch (mode & S_IFMT) {
+	case S_IFDIR: buf[0] = 'd'; break;
+	case S_IFLNK: buf[0] = 'l'; break;
+	case S_IFCHR: buf[0] = 'c'; break;
+	case S_IFBLK: buf[0] = 'b'; break;
+	case S_IFIFO: buf[0] = 'p'; break;
+	case S_IFSOCK: buf[0] = 's'; break;
+	case S_IFREG: buf[0] = '-'; break;
+	default: buf[0] = '?'; break;
+	}
+	for (i = 0; i < 9; i++)
+		buf[1 + i] = (mode & (0400 >> i)) ? rwx[i] : '-';
+	if (mode & S_ISUID)
+		buf[3] = (mode & S_IXUSR) ? 's' : 'S';
+	if (mode & S_ISGID)
+		buf[6] = (mode & S_IXGRP) ? 's' : 'S';
+	if (mode & S_ISVTX)
+		buf[9] = (mode & S_IXOTH) ? 't' : 'T';
+	buf[10] = '\0';
+}
+
+const char *cli_type_name(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "regular file";
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symbolic link";
+	case S_IFCHR: return "character device";
+	case S_IFBLK: return "block device";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	}
+	return "unknown";
+}
+
+unsigned cli_mode_ftype(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return EZFS_FT_REG;
+	case S_IFDIR: return EZFS_FT_DIR;
+	case S_IFCHR: return EZFS_FT_CHR;
+	case S_IFBLK: return EZFS_FT_BLK;
+	case S_IFIFO: return EZFS_FT_FIFO;
+	case S_IFSOCK: return EZFS_FT_SOCK;
+	case S_IFLNK: return EZFS_FT_SYMLINK;
+	}
+	return EZFS_FT_UNKNOWN;
+}
+
+char *cli_fmt_time(int64_t sec, char *buf, size_t size)
+{
+	time_t t = (time_t)sec;
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, size, "@%lld", (long long)sec);
+	return buf;
+}
+
+unsigned cli_online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
+}
+
+unsigned cli_parse_threads(const char *s)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > 1024 || *s == '-')
+		return 0;
+	return (unsigned)v;
+}
+
+char *cli_quote(const char *s, size_t n, char *buf, size_t size)
+{
+	size_t i, o = 0;
+
+	if (!size)
+		return buf;
+	for (i = 0; i < n && o + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch < 0x20 || ch == 0x7f || ch == '\\')
+			o += snprintf(buf + o, size - o, "\\x%02x", ch);
+		else
+			buf[o++] = (char)ch;
+	}
+	if (i < n && o + 4 <= size) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+
+/* ---- progress bar ---- */
+
+double cli_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void cli_progress_init(struct cli_progress *p, int quiet, const char *label,
+		       const char *item_name, uint64_t total_bytes,
+		       uint64_t total_items)
+{
+	memset(p, 0, sizeof(*p));
+	p->on = !quiet && isatty(STDERR_FILENO);
+	p->label = label;
+	p->item_name = item_name;
+	p->total_bytes = total_bytes;
+	p->total_items = total_items;
+	p->start = p->last = cli_now();
+}
+
+static void fmt_eta(double s, char *buf, size_t size)
+{
+	unsigned long t = s > 359999 ? 359999 : (unsigned long)(s + 0.5);
+
+	if (t >= 3600)
+		snprintf(buf, size, "%lu:%02lu:%02lu", t / 3600, t / 60 % 60,
+			 t % 60);
+	else
+		snprintf(buf, size, "%lu:%02lu", t / 60, t % 60);
+}
+
+void cli_progress_update(struct cli_progress *p, uint64_t bytes,
+			 uint64_t items, int force)
+{
+	char bar[24], sz[32], rate[32], eta[32] = "", line[256];
+	double now, el, frac = -1;
+	int i, fill;
+
+	if (!p->on)
+		return;
+	now = cli_now();
+	if (!force && now - p->last < 0.1)
+		return;
+	p->last = now;
+	el = now - p->start;
+	if (p->total_bytes)
+		frac = (double)bytes / p->total_bytes;
+	else if (p->total_items)
+		frac = (double)items / p->total_items;
+	if (frac > 1)
+		frac = 1;
+	cli_fmt_size(bytes, sz, sizeof(sz));
+	cli_fmt_size(el > 0.05 ? (uint64_t)(bytes / el) : 0, rate, sizeof(rate));
+	if (frac >= 0) {
+		fill = (int)(frac * 20);
+		for (i = 0; i < 20; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[20] = '\0';
+		if (frac > 0.001 && frac < 1 && el > 0.5) {
+			memcpy(eta, " ETA ", 6);
+			fmt_eta(el / frac - el, eta + 5, sizeof(eta) - 5);
+		}
+		snprintf(line, sizeof(line),
+			 "%s [%s] %3d%% %s, %llu %s, %s/s%s", p->label, bar,
+			 (int)(frac * 100), sz, (unsigned long long)items,
+			 p->item_name, rate, eta);
+	} else {
+		snprintf(line, sizeof(line), "%s %s, %llu %s, %s/s", p->label,
+			 sz, (unsigned long long)items, p->item_name, rate);
+	}
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
+	p->drawn = 1;
+	progress_dirty = 1;
+}
+
+void cli_progress_clear(struct cli_progress *p)
+{
+	if (p->on && p->drawn)
+		clear_progress();
+	p->drawn = 0;
+}
+
+void cli_progress_end(struct cli_progress *p, uint64_t bytes, uint64_t items)
+{
+	if (!p->on)
+		return;
+	cli_progress_update(p, bytes, items, 1);
+	if (p->drawn)
+		fputc('\n', stderr);
+	p->drawn = 0;
+	progress_dirty = 0;
+}

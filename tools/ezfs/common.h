@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* common.h - helpers shared by the ezfs subcommands. */
+#ifndef EZFS_TOOL_COMMON_H
+#define EZFS_TOOL_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "ezfs/ezfs.h"
+
+#define CLI_ATTR_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* "ezfs CMD: <formatted>" on stderr, one line. */
+void cli_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3);
+/* "ezfs CMD: IMG: [PATH: ]reason" where reason = ezfs_strerror(err). */
+void cli_fail(const char *cmd, const char *img, const char *path, int err);
+/* Unknown option / wrong arguments: error line plus a usage hint; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3);
+
+/*
+ * getopt_long (optstring starting with ':') returned '?' or ':': print
+ * "unknown option" / "option needs an argument" plus a hint; returns 2.
+ * Call with the getopt globals as they are.
+ */
+int cli_opt_error(const char *cmd, int c, char **argv);
+
+/*
+ * Open img read-only with a log callback printing "ezfs: IMG: message".
+ * On failure prints "ezfs CMD: IMG: reason" and returns the negative errno.
+ */
+int cli_open(const char *cmd, const char *img, ezfs_image **out);
+
+/* Resolve path and get its inode; prints an error naming path on failure. */
+int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,
+		 const char *path, ezfs_inode **out);
+
+/* "1.5 MiB" style; returns buf. */
+char *cli_fmt_size(uint64_t n, char *buf, size_t size);
+/* "drwxr-xr-x" (11 bytes incl. NUL). */
+void cli_mode_string(uint32_t mode, char buf[11]);
+/* "regular file", "directory", ... */
+const char *cli_type_name(uint32_t mode);
+/* enum ezfs_ftype for a st_mode. */
+unsigned cli_mode_ftype(uint32_t mode);
+/* "2009-02-13 23:31:30" in UTC. */
+char *cli_fmt_time(int64_t sec, char *buf, size_t size);
+/* Number of online CPUs (at least 1). */
+unsigned cli_online_cpus(void);
+/* Parse a positive thread count; returns 0 on error. */
+unsigned cli_parse_threads(const char *s);
+
+/* Collect a directory's entries (except "." and ".."). */
+struct cli_dirent {
+	char *name;           /* NUL terminated copy */
+	size_t namelen;
+	uint64_t nid;
+	unsigned ftype;
+};
+struct cli_dirlist {
+	struct cli_dirent *ents;
+	size_t n, cap;
+};
+int cli_readdir_all(ezfs_inode *dir, struct cli_dirlist *dl);
+void cli_dirlist_free(struct cli_dirlist *dl);
+
+/* A set of nids (open addressing). */
+struct cli_nidset {
+	uint64_t *slots;      /* nid + 1; 0 = empty */
+	size_t cap, count;
+};
+/* Returns 1 if newly added, 0 if present, -ENOMEM. */
+int cli_nidset_add(struct cli_nidset *s, uint64_t nid);
+int cli_nidset_has(const struct cli_nidset *s, uint64_t nid);
+void cli_nidset_free(struct cli_nidset *s);
+
+/*
+ * Depth-first walk of the tree under nid (path "" = the root). fn is called
+ * for every entry below the start (not for the start itself), parents
+ * before children, entries in directory order; path is relative ("a/b").
+ * A non-zero return of fn stops the walk and is returned. Directories seen
+ * twice are not entered again.
+ */
+typedef int (*cli_walk_fn)(void *arg, const char *path, uint64_t nid,
+			   const struct ezfs_stat *st, ezfs_inode *ino);
+int cli_walk(ezfs_image *fs, uint64_t nid, cli_walk_fn fn, void *arg);
+
+/* A map nid -> pointer (open addressing). */
+struct cli_nidmap {
+	uint64_t *keys;       /* nid + 1; 0 = empty */
+	void **vals;
+	size_t cap, count;
+};
+/* Slot of nid's value (NULL until set); *added = 1 if just inserted.
+ * Returns NULL on ENOMEM. */
+void **cli_nidmap_slot(struct cli_nidmap *m, uint64_t nid, int *added);
+/* Frees the table, and each value with free_val when not NULL. */
+void cli_nidmap_free(struct cli_nidmap *m, void (*free_val)(void *));
+
+/* Copy s (n bytes) into buf for a one-line message: control bytes and
+ * backslashes as \xNN escapes. Returns buf. */
+char *cli_quote(const char *s, size_t n, char *buf, size_t size);
+
+/* Terminal progress bar on stderr, drawn only when stderr is a tty. */
+struct cli_progress {
+	int on;
+	const char *label;
+	uint64_t total_bytes;    /* 0: unknown */
+	uint64_t total_items;    /* 0: unknown */
+	const char *item_name;   /* "files", "inodes" */
+	double start, last;
+	int drawn;
+};
+void cli_progress_init(struct cli_progress *p, int quiet, const char *label,
+		       const char *item_name, uint64_t total_bytes,
+		       uint64_t total_items);
+/* Redraws at most ~10 times per second unless force. */
+void cli_progress_update(struct cli_progress *p, uint64_t bytes,
+			 uint64_t items, int force);
+/* Final draw and newline (if anything was drawn). */
+void cli_progress_end(struct cli_progress *p, uint64_t bytes, uint64_t items);
+/* Erase the bar (on errors). */
+void cli_progress_clear(struct cli_progress *p);
+double cli_now(void);
+
+#endif

@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/* extract.c - ezfs extract: restore a tree from an image into a directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "extract.h"
+#include "cmd.h"
+
+#define X_MAX_DEPTH 4096
+
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ezfs extract [-q] [-f|--force] [-j N] IMG DIR [PATH]\n"
+		   "Restore the image's tree (or the directory or file PATH) into\n"
+		   "DIR with contents, modes, owners (as root), times, xattrs,\n"
+		   "links and special files. A directory PATH's contents go into\n"
+		   "DIR; a file PATH becomes DIR/its name.\n"
+		   "  -f, --force    extract into a non-empty DIR, replacing files\n"
+		   "  -j, --jobs N   data threads (default: online CPUs)\n"
+		   "  -q, --quiet    no progress bar\n");
+}
+
+static char *join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	char *p = malloc(a + b + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, a);
+	if (a)
+		p[a++] = '/';
+	memcpy(p + a, name, b + 1);
+	return p;
+}
+
+
+static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
+		    const char *path, unsigned depth);
+
+static int do_dir(struct walker *w, int dirfd, const char *name,
+		  ezfs_inode *ino, const struct ezfs_stat *st,
+		  const char *path, unsigned depth)
+{
+	struct xctx *x = w->x;
+	struct stat sb;
+	int fd, ret;
+
+	ret = cli_nidset_add(&w->dirs_seen, st->nid);
+	if (ret == 0) {
+		x_error(x, path, "directory loop in the image", -EUCLEAN);
+		return -EUCLEAN;
+	}
+	if (ret < 0 || depth > X_MAX_DEPTH) {
+		ret = ret < 0 ? ret : -ELOOP;
+		x_error(x, path, "directory", ret);
+		return ret;
+	}
+	while (mkdirat(dirfd, name, 0700) < 0) {
+		ret = -errno;
+		if (ret == -EEXIST && x->force &&
+		    !fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISDIR(sb.st_mode))
+			break;  /* reuse an existing directory */
+		if (ret != -EEXIST || (ret = x_remove_existing(x, dirfd, name))) {
+			x_error(x, path, "creating the directory", ret);
+			return ret;
+		}
+	}
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		x_error(x, path, "opening the directory", ret);
+		return ret;
+	}
+	if (w->ndirs == w->capdirs) {
+		size_t ncap = w->capdirs ? w->capdirs * 2 : 64;
+		struct xdir *n = realloc(w->dirs, ncap * sizeof(*n));
+
+		if (!n) {
+			close(fd);
+			x_error(x, path, "directory", -ENOMEM);
+			return -ENOMEM;
+		}
+		w->dirs = n;
+		w->capdirs = ncap;
+	}
+	w->dirs[w->ndirs].path = strdup(path);
+	w->dirs[w->ndirs].depth = depth;
+	w->dirs[w->ndirs].nid = st->nid;
+	w->ndirs++;
+	ret = walk_dir(w, fd, ino, path, depth);
+	close(fd);
+	return ret;
+}
+
+static int add_link(struct walker *w, const char *oldpath, const char *path)
+{
+	if (w->nlnks == w->caplnks) {
+		size_t ncap = w->caplnks ? w->caplnks * 2 : 32;
+		struct xlink *n = realloc(w->lnks, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->lnks = n;
+		w->caplnks = ncap;
+	}
+	w->lnks[w->nlnks].oldpath = strdup(oldpath);
+	w->lnks[w->nlnks].newpath = strdup(path);
+	w->nlnks++;
+	return 0;
+}
+
+static int extract_entry(struct walker *w, int dirfd, const char *name,
+			 uint64_t nid, const char *path, unsigned depth)
+{
+	struct xctx *x = w->x;
+	struct ezfs_stat st;
+	ezfs_inode *ino;
+	int ret, added;
+
+	ret = ezfs_inode_get(x->fs, nid, &ino);
+	if (ret < 0) {
+		x_error(x, path, "reading the inode", ret);
+		return ret;
+	}
+	ezfs_inode_stat(ino, &st);
+	if (!S_ISDIR(st.mode) && st.nlink > 1) {
+		void **slot = cli_nidmap_slot(&w->links, nid, &added);
+
+		if (!slot) {
+			ret = -ENOMEM;
+		} else if (!added) {
+			ret = add_link(w, *slot, path);
+			ezfs_inode_put(ino);
+			if (ret < 0)
+				x_error(x, path, "hard link", ret);
+			return ret;
+		} else if (!(*slot = strdup(path))) {
+			ret = -ENOMEM;
+		}
+		if (ret < 0) {
+			x_error(x, path, "hard link", ret);
+			ezfs_inode_put(ino);
+			return ret;
+		}
+	}
+	switch (st.mode & S_IFMT) {
+	case S_IFDIR:
+		ret = do_dir(w, dirfd, name, ino, &st, path, depth);
+		break;
+	case S_IFREG:
+		ret = x_do_file(x, dirfd, name, &ino, &st, path);
+		break;
+	case S_IFLNK:
+		ret = x_do_symlink(x, dirfd, name, ino, &st, path);
+		break;
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		ret = x_do_special(x, dirfd, name, ino, &st, path);
+		break;
+	default:
+		ret = -EUCLEAN;
+		x_error(x, path, "unknown file type", ret);
+		break;
+	}
+	if (!ret && !S_ISREG(st.mode))
+		x_entry_done(x);
+	ezfs_inode_put(ino);
+	return ret;
+}
+
+/* Directory listing with name checks: no entry may leave its directory. */
+struct xlist {
+	struct cli_dirlist dl;
+	int dots, dotdots;
+	char bad[768];
+};
+
+static int xlist_cb(void *arg, const char *name, size_t namelen, uint64_t nid,
+		    unsigned ftype, uint64_t next_pos)
+{
+	struct xlist *l = arg;
+	struct cli_dirlist *dl = &l->dl;
+	struct cli_dirent *e;
+
+	if (namelen == 1 && name[0] == '.' && !l->dots++)
+		return 0;
+	if (namelen == 2 && name[0] == '.' && name[1] == '.' && !l->dotdots++)
+		return 0;
+	if (!namelen || (namelen == 1 && name[0] == '.') ||
+	    (namelen == 2 && name[0] == '.' && name[1] == '.') ||
+	    memchr(name, '/', namelen) || memchr(name, '\0', namelen)) {
+		cli_quote(name, namelen, l->bad, sizeof(l->bad));
+		return 1;
+	}
+	if (dl->n == dl->cap) {
+		size_t ncap = dl->cap ? dl->cap * 2 : 64;
+		struct cli_dirent *n = realloc(dl->ents, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		dl->ents = n;
+		dl->cap = ncap;
+	}
+	e = &dl->ents[dl->n];
+	e->name = malloc(namelen + 1);
+	if (!e->name)
+		return -ENOMEM;
+	memcpy(e->name, name, namelen);
+	e->name[namelen] = '\0';
+	e->namelen = namelen;
+	e->nid = nid;
+	e->ftype = ftype;
+	dl->n++;
+	return 0;
+}
+
+static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
+		    const char *path, unsigned depth)
+{
+	struct xctx *x = w->x;
+	struct xlist l;
+	size_t i;
+	int ret;
+
+	memset(&l, 0, sizeof(l));
+	ret = ezfs_readdir(dir, 0, xlist_cb, &l);
+	if (ret > 0) {
+		char what[900];
+
+		snprintf(what, sizeof(what), "invalid entry name '%s'", l.bad);
+		x_error(x, path, what, 0);
+		ret = -EUCLEAN;
+	} else if (ret < 0) {
+		x_error(x, path, "reading the directory", ret);
+	}
+	for (i = 0; !ret && i < l.dl.n; i++) {
+		struct cli_dirent *e = &l.dl.ents[i];
+		char *child = join(path, e->name);
+
+		if (!child) {
+			ret = -ENOMEM;
+			x_error(x, path, "directory", ret);
+			break;
+		}
+		ret = extract_entry(w, dirfd, e->name, e->nid, child, depth + 1);
+		free(child);
+		if (!ret && x_failed(x))
+			ret = -ECANCELED;
+	}
+	cli_dirlist_free(&l.dl);
+	return ret;
+}
+
+struct totals {
+	struct cli_nidset seen;
+	uint64_t bytes, entries;
+};
+
+static int total_cb(void *arg, const char *path, uint64_t nid,
+		    const struct ezfs_stat *st, ezfs_inode *ino)
+{
+	struct totals *t = arg;
+
+	t->entries++;
+	if (S_ISREG(st->mode) && cli_nidset_add(&t->seen, nid) > 0)
+		t->bytes += st->size;
+	return 0;
+}
+
+/* Create DEST if needed, refuse a non-empty one without --force. */
+static int open_dest(struct xctx *x)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, nonempty = 0;
+
+	if (mkdir(x->dest, 0700) < 0 && errno != EEXIST) {
+		cli_error("extract", "%s: %s", x->dest, strerror(errno));
+		return -1;
+	}
+	x->rootfd = open(x->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (x->rootfd < 0) {
+		cli_error("extract", "%s: %s", x->dest, strerror(errno));
+		return -1;
+	}
+	if (x->force)
+		return 0;
+	fd = dup(x->rootfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		cli_error("extract", "%s: %s", x->dest, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			nonempty = 1;
+	closedir(d);
+	if (nonempty) {
+		cli_error("extract", "%s: directory not empty (use --force)",
+			  x->dest);
+		return -1;
+	}
+	return 0;
+}
+
+static int run(struct xctx *x, struct walker *w, const char *subpath)
+{
+	struct ezfs_stat st;
+	pthread_t *tids;
+	ezfs_inode *ino;
+	uint64_t nid;
+	int ret;
+
+	ret = ezfs_resolve(x->fs, subpath, &nid);
+	if (!ret)
+		ret = ezfs_inode_get(x->fs, nid, &ino);
+	if (ret < 0) {
+		cli_fail("extract", x->img, subpath, ret);
+		return ret;
+	}
+	ezfs_inode_stat(ino, &st);
+	if (open_dest(x) < 0) {
+		ezfs_inode_put(ino);
+		return -1;
+	}
+	cli_progress_init(&x->prog, x->quiet, "extract", "entries", 0, 0);
+	if (x->prog.on) {
+		struct totals t;
+
+		memset(&t, 0, sizeof(t));
+		if (S_ISDIR(st.mode)) {
+			cli_walk(x->fs, nid, total_cb, &t);
+		} else {
+			t.entries = 1;
+			t.bytes = S_ISREG(st.mode) ? st.size : 0;
+		}
+		cli_nidset_free(&t.seen);
+		x->prog.total_bytes = t.bytes;
+		x->prog.total_items = t.entries;
+	}
+	tids = calloc(x->threads, sizeof(*tids));
+	ret = tids ? x_workers_start(x, tids) : -ENOMEM;
+	if (ret < 0) {
+		cli_error("extract", "starting threads: %s", strerror(-ret));
+		x_set_failed(x);
+	} else if (S_ISDIR(st.mode)) {
+		cli_nidset_add(&w->dirs_seen, nid);
+		w->dirs = calloc(64, sizeof(*w->dirs));
+		if (w->dirs) {
+			w->capdirs = 64;
+			w->dirs[0].path = strdup("");
+			w->dirs[0].nid = nid;
+			w->ndirs = 1;
+			ret = walk_dir(w, x->rootfd, ino, "", 0);
+		} else {
+			ret = -ENOMEM;
+		}
+	} else {
+		const char *base = strrchr(subpath, '/');
+
+		base = base ? base + 1 : subpath;
+		ret = extract_entry(w, x->rootfd, base, nid, base, 1);
+	}
+	if (ret < 0)
+		x_set_failed(x);
+	ezfs_inode_put(ino);
+	if (tids)
+		x_workers_finish(x, tids, x->threads);
+	free(tids);
+	if (x_failed(x))
+		return -1;
+	ret = x_link_phase(w);
+	if (!ret)
+		ret = x_dir_phase(w);
+	cli_progress_end(&x->prog, x->bytes_done, x->entries_done);
+	return ret;
+}
+
+static void free_walker(struct walker *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->ndirs; i++)
+		free(w->dirs[i].path);
+	free(w->dirs);
+	for (i = 0; i < w->nlnks; i++) {
+		free(w->lnks[i].oldpath);
+		free(w->lnks[i].newpath);
+	}
+	free(w->lnks);
+	cli_nidset_free(&w->dirs_seen);
+	cli_nidmap_free(&w->links, free);
+}
+
+int cmd_extract(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct walker w;
+	struct xctx x;
+	struct rlimit rl;
+	int c, ret;
+
+	memset(&x, 0, sizeof(x));
+	memset(&w, 0, sizeof(w));
+	x.rootfd = -1;
+	x.threads = cli_online_cpus();
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":fj:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			x.force = 1;
+			break;
+		case 'j':
+			x.threads = cli_parse_threads(optarg);
+			if (!x.threads)
+				return cli_usage_error("extract",
+						       "invalid thread count '%s'",
+						       optarg);
+			break;
+		case 'q':
+			x.quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return cli_opt_error("extract", c, argv);
+		}
+	}
+	if (argc - optind < 2)
+		return cli_usage_error("extract", "missing IMG or DIR");
+	if (argc - optind > 3)
+		return cli_usage_error("extract", "too many arguments");
+	x.img = argv[optind];
+	x.dest = argv[optind + 1];
+	x.is_root = geteuid() == 0;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (cli_open("extract", x.img, &x.fs) < 0)
+		return 1;
+	pthread_mutex_init(&x.lock, NULL);
+	pthread_cond_init(&x.more, NULL);
+	pthread_cond_init(&x.space, NULL);
+	pthread_cond_init(&x.idle, NULL);
+	w.x = &x;
+	ret = run(&x, &w, argc - optind == 3 ? argv[optind + 2] : "/");
+	cli_progress_clear(&x.prog);
+	free_walker(&w);
+	if (x.rootfd >= 0)
+		close(x.rootfd);
+	pthread_mutex_destroy(&x.lock);
+	pthread_cond_destroy(&x.more);
+	pthread_cond_destroy(&x.space);
+	pthread_cond_destroy(&x.idle);
+	ezfs_image_close(x.fs);
+	return ret < 0 ? 1 : 0;
+}

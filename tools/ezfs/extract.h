@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* extract.h - shared state of ezfs extract (tree walker and data workers). */
+#ifndef EZFS_TOOL_EXTRACT_H
+#define EZFS_TOOL_EXTRACT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "common.h"
+
+#define XBUF_SIZE (4u << 20)   /* data chunk: whole pclusters decode in place */
+
+/* A regular file whose contents a worker writes. */
+struct xjob {
+	struct xjob *next;
+	ezfs_inode *ino;
+	struct ezfs_stat st;
+	int fd;                 /* the new file, opened for writing */
+	int dirfd;              /* its directory (to remove it on error) */
+	char *name;             /* entry name in dirfd */
+	char *path;             /* DEST-relative path, for messages */
+};
+
+struct xctx {
+	const char *img, *dest;
+	ezfs_image *fs;
+	int force, quiet, is_root;
+	unsigned threads;
+	int rootfd;             /* DEST */
+
+	/* work queue */
+	pthread_mutex_t lock;
+	pthread_cond_t more, space, idle;
+	struct xjob *head, *tail;
+	unsigned queued, active, maxq;
+	int closing;
+	int failed;             /* set once; everyone stops */
+	int warned_xattr;
+
+	uint64_t bytes_done, entries_done;   /* atomics */
+	struct cli_progress prog;
+};
+
+struct xdir {
+	char *path;
+	unsigned depth;
+	uint64_t nid;
+};
+
+struct xlink {
+	char *oldpath, *newpath;
+};
+
+struct walker {
+	struct xctx *x;
+	struct cli_nidset dirs_seen;
+	struct cli_nidmap links;        /* nid -> first extracted path */
+	struct xdir *dirs;
+	size_t ndirs, capdirs;
+	struct xlink *lnks;
+	size_t nlnks, caplnks;
+};
+
+/* Print "ezfs extract: DEST/path: what[: reason]" (path quoted). */
+void x_error(struct xctx *x, const char *path, const char *what, int err);
+int x_failed(struct xctx *x);
+void x_set_failed(struct xctx *x);
+
+/* Remove an existing entry name in dirfd when --force (never following a
+ * link); -EEXIST otherwise. */
+int x_remove_existing(struct xctx *x, int dirfd, const char *name);
+/* Open relpath ("" = DEST) as a directory, component by component with
+ * O_NOFOLLOW. If name is set, open the parent and point *name at the last
+ * component. Returns an fd or -errno. */
+int x_open_path(struct xctx *x, const char *relpath, int parent,
+		const char **name);
+
+/*
+ * Copy the inode's xattrs. fd >= 0: fsetxattr on it; else lsetxattr on
+ * name inside dirfd (through /proc/self/fd). Returns 0 or -errno (already
+ * reported).
+ */
+int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
+		   int fd, int dirfd, const char *name, const char *path);
+
+/* Count one finished entry and redraw the progress bar. */
+void x_entry_done(struct xctx *x);
+
+/* Create one entry in dirfd (errors reported; 0 or -errno). do_file
+ * queues the contents for a worker and takes *ino. */
+int x_do_symlink(struct xctx *x, int dirfd, const char *name, ezfs_inode *ino,
+		 const struct ezfs_stat *st, const char *path);
+int x_do_special(struct xctx *x, int dirfd, const char *name, ezfs_inode *ino,
+		 const struct ezfs_stat *st, const char *path);
+int x_do_file(struct xctx *x, int dirfd, const char *name, ezfs_inode **ino,
+	      const struct ezfs_stat *st, const char *path);
+/* After the data: hard links, then directories deepest first. */
+int x_link_phase(struct walker *w);
+int x_dir_phase(struct walker *w);
+
+/* Worker pool. */
+int x_workers_start(struct xctx *x, pthread_t *tids);
+/* Queue a job (blocks while the queue is full). Takes ownership. */
+void x_enqueue(struct xctx *x, struct xjob *job);
+/* Wait until the queue is drained (redrawing progress), stop and join. */
+void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n);
+void x_job_free(struct xjob *job);
+
+#endif

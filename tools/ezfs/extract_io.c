@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/* extract_io.c - ezfs extract: data workers, xattrs and safe path helpers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "extract.h"
+
+void x_error(struct xctx *x, const char *path, const char *what, int err)
+{
+	char q[1024];
+
+	cli_quote(path, strlen(path), q, sizeof(q));
+	if (err)
+		cli_error("extract", "%s%s%s: %s: %s", x->dest,
+			  *path ? "/" : "", q, what, ezfs_strerror(err));
+	else
+		cli_error("extract", "%s%s%s: %s", x->dest, *path ? "/" : "", q,
+			  what);
+}
+
+int x_failed(struct xctx *x)
+{
+	return __atomic_load_n(&x->failed, __ATOMIC_ACQUIRE);
+}
+
+void x_set_failed(struct xctx *x)
+{
+	__atomic_store_n(&x->failed, 1, __ATOMIC_RELEASE);
+}
+
+int x_remove_existing(struct xctx *x, int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (!x->force)
+		return -EEXIST;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (unlinkat(dirfd, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
+		return -errno;
+	return 0;
+}
+
+int x_open_path(struct xctx *x, const char *relpath, int parent,
+		const char **name)
+{
+	const char *p = relpath, *slash;
+	int fd = dup(x->rootfd), nfd;
+	char comp[256];
+
+	if (fd < 0)
+		return -errno;
+	while (*p) {
+		size_t len;
+
+		slash = strchr(p, '/');
+		if (!slash && parent) {
+			*name = p;
+			return fd;
+		}
+		len = slash ? (size_t)(slash - p) : strlen(p);
+		if (len >= sizeof(comp)) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			     O_CLOEXEC);
+		close(fd);
+		if (nfd < 0)
+			return -errno;
+		fd = nfd;
+		p += len;
+		if (*p == '/')
+			p++;
+	}
+	if (parent) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+static int set_one(int fd, int dirfd, const char *name, const char *key,
+		   const void *val, size_t len)
+{
+	char proc[64 + 256];
+
+	if (fd >= 0)
+		return fsetxattr(fd, key, val, len, 0) < 0 ? -errno : 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", dirfd, name);
+	return lsetxattr(proc, key, val, len, 0) < 0 ? -errno : 0;
+}
+
+int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
+		   int fd, int dirfd, const char *name, const char *path)
+{
+	char *names = NULL, *k, what[600];
+	void *val = NULL;
+	size_t vcap = 0;
+	ssize_t n, vn;
+	int ret = 0;
+
+	if (!st->xattr_isize)
+		return 0;
+	n = ezfs_listxattr(ino, NULL, 0);
+	if (n > 0) {
+		names = malloc(n);
+		n = names ? ezfs_listxattr(ino, names, n) : -ENOMEM;
+	}
+	if (n < 0) {
+		x_error(x, path, "listing xattrs", (int)n);
+		free(names);
+		return (int)n;
+	}
+	for (k = names; n > 0 && k < names + n; k += strlen(k) + 1) {
+		int user = !strncmp(k, "user.", 5);
+
+		if (!x->is_root && !user)
+			continue;   /* trusted., security.: root only */
+		vn = ezfs_getxattr(ino, k, NULL, 0);
+		if (vn >= 0 && (size_t)vn + 1 > vcap) {
+			void *nv = realloc(val, vn + 1);
+
+			if (!nv)
+				vn = -ENOMEM;
+			else
+				val = nv, vcap = vn + 1;
+		}
+		if (vn >= 0)
+			vn = ezfs_getxattr(ino, k, val, vcap);
+		if (vn < 0) {
+			snprintf(what, sizeof(what), "reading xattr %s", k);
+			x_error(x, path, what, (int)vn);
+			ret = (int)vn;
+			break;
+		}
+		ret = set_one(fd, dirfd, name, k, val, vn);
+		if (ret == -EPERM && user && !S_ISREG(st->mode) &&
+		    !S_ISDIR(st->mode)) {
+			/* Linux allows user.* only on files and directories */
+			if (!__atomic_fetch_add(&x->warned_xattr, 1, __ATOMIC_RELAXED))
+				x_error(x, path, "user.* xattrs not possible on this file type here; skipped", 0);
+			ret = 0;
+			continue;
+		}
+		if (ret == -ENOTSUP && !x->is_root) {
+			if (!__atomic_fetch_add(&x->warned_xattr, 1, __ATOMIC_RELAXED))
+				x_error(x, path, "xattrs not supported by the destination; skipped", 0);
+			ret = 0;
+			continue;
+		}
+		if (ret < 0) {
+			snprintf(what, sizeof(what), "setting xattr %s", k);
+			x_error(x, path, what, ret);
+			break;
+		}
+	}
+	free(val);
+	free(names);
+	return ret;
+}
+
+/* ---- workers ---- */
+
+void x_job_free(struct xjob *job)
+{
+	if (!job)
+		return;
+	ezfs_inode_put(job->ino);
+	if (job->fd >= 0)
+		close(job->fd);
+	if (job->dirfd >= 0)
+		close(job->dirfd);
+	free(job->name);
+	free(job->path);
+	free(job);
+}
+
+static int all_zero(const char *b, size_t n)
+{
+	static const char z[64];
+
+	while (n >= 64) {
+		if (memcmp(b, z, 64))
+			return 0;
+		b += 64;
+		n -= 64;
+	}
+	return !n || !memcmp(b, z, n);
+}
+
+/* Write the file's contents and metadata; 0 or -errno (reported). */
+static int do_job(struct xctx *x, struct xjob *j, char *buf)
+{
+	const struct ezfs_stat *st = &j->st;
+	struct timespec ts[2];
+	uint64_t off = 0;
+	int sparse = 0;
+
+	while (off < st->size) {
+		size_t want = st->size - off < XBUF_SIZE ?
+			      (size_t)(st->size - off) : XBUF_SIZE;
+		ssize_t n = ezfs_pread(j->ino, buf, want, off), w;
+		size_t done = 0;
+
+		if (x_failed(x))
+			return -ECANCELED;
+		if (n < 0) {
+			x_error(x, j->path, "reading from the image", (int)n);
+			return (int)n;
+		}
+		if (n == 0) {
+			x_error(x, j->path, "reading from the image: unexpected end of data", 0);
+			return -EIO;
+		}
+		if (all_zero(buf, n)) {
+			sparse = 1;
+		} else {
+			while (done < (size_t)n) {
+				w = pwrite(j->fd, buf + done, n - done, off + done);
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0) {
+					int err = w < 0 ? -errno : -EIO;
+
+					x_error(x, j->path, "write", err);
+					return err;
+				}
+				done += w;
+			}
+		}
+		off += n;
+		__atomic_add_fetch(&x->bytes_done, n, __ATOMIC_RELAXED);
+	}
+	if (sparse && ftruncate(j->fd, st->size) < 0)
+		goto fail;
+	if (x->is_root && fchown(j->fd, st->uid, st->gid) < 0)
+		goto fail;
+	if (x_apply_xattrs(x, j->ino, st, j->fd, -1, NULL, j->path) < 0)
+		return -EIO;
+	if (fchmod(j->fd, st->mode & 07777) < 0)
+		goto fail;
+	ts[0].tv_sec = ts[1].tv_sec = st->mtime;
+	ts[0].tv_nsec = ts[1].tv_nsec = st->mtime_nsec;
+	if (futimens(j->fd, ts) < 0)
+		goto fail;
+	if (close(j->fd) < 0) {
+		j->fd = -1;
+		goto fail;
+	}
+	j->fd = -1;
+	return 0;
+fail:
+	{
+		int err = -errno;
+
+		x_error(x, j->path, "setting metadata", err);
+		return err;
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct xctx *x = arg;
+	char *buf = malloc(XBUF_SIZE);
+
+	for (;;) {
+		struct xjob *j;
+		int ret;
+
+		pthread_mutex_lock(&x->lock);
+		while (!x->head && !x->closing)
+			pthread_cond_wait(&x->more, &x->lock);
+		j = x->head;
+		if (!j) {
+			pthread_mutex_unlock(&x->lock);
+			break;
+		}
+		x->head = j->next;
+		if (!x->head)
+			x->tail = NULL;
+		x->queued--;
+		x->active++;
+		pthread_cond_signal(&x->space);
+		pthread_mutex_unlock(&x->lock);
+
+		if (x_failed(x)) {
+			ret = -ECANCELED;
+		} else if (!buf) {
+			x_error(x, j->path, "buffer", -ENOMEM);
+			ret = -ENOMEM;
+		} else {
+			ret = do_job(x, j, buf);
+		}
+		if (ret < 0) {
+			/* never leave a half-written file behind */
+			x_set_failed(x);
+			if (j->fd >= 0) {
+				close(j->fd);
+				j->fd = -1;
+			}
+			unlinkat(j->dirfd, j->name, 0);
+		} else {
+			__atomic_add_fetch(&x->entries_done, 1,
+					   __ATOMIC_RELAXED);
+		}
+		x_job_free(j);
+
+		pthread_mutex_lock(&x->lock);
+		x->active--;
+		if (!x->head && !x->active)
+			pthread_cond_broadcast(&x->idle);
+		pthread_mutex_unlock(&x->lock);
+	}
+	free(buf);
+	return NULL;
+}
+
+int x_workers_start(struct xctx *x, pthread_t *tids)
+{
+	unsigned i;
+	int ret;
+
+	x->maxq = x->threads * 4 + 16;
+	for (i = 0; i < x->threads; i++) {
+		ret = pthread_create(&tids[i], NULL, worker, x);
+		if (ret) {
+			x->threads = i;
+			return -ret;
+		}
+	}
+	return 0;
+}
+
+void x_enqueue(struct xctx *x, struct xjob *job)
+{
+	pthread_mutex_lock(&x->lock);
+	while (x->queued >= x->maxq)
+		pthread_cond_wait(&x->space, &x->lock);
+	job->next = NULL;
+	if (x->tail)
+		x->tail->next = job;
+	else
+		x->head = job;
+	x->tail = job;
+	x->queued++;
+	pthread_cond_signal(&x->more);
+	pthread_mutex_unlock(&x->lock);
+}
+
+void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&x->lock);
+	while (x->head || x->active) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&x->idle, &x->lock, &ts);
+		pthread_mutex_unlock(&x->lock);
+		cli_progress_update(&x->prog,
+				    __atomic_load_n(&x->bytes_done, __ATOMIC_RELAXED),
+				    __atomic_load_n(&x->entries_done, __ATOMIC_RELAXED),
+				    0);
+		pthread_mutex_lock(&x->lock);
+	}
+	x->closing = 1;
+	pthread_cond_broadcast(&x->more);
+	pthread_mutex_unlock(&x->lock);
+	for (i = 0; i < n; i++)
+		pthread_join(tids[i], NULL);
+}

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/* info.c - ezfs info: superblock, features, sizes and (-S) statistics. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "cmd.h"
+
+#define NBUCKETS 66
+#define NALGS 16
+
+struct alg_stat {
+	uint64_t extents, pclusters, plen, llen;
+};
+
+struct info_stats {
+	int detailed;
+	struct cli_nidset files;     /* regular files with nlink > 1 seen */
+	struct cli_nidset pas;       /* physical pclusters seen (dedupe) */
+	uint64_t ntype[8];           /* by enum ezfs_ftype */
+	uint64_t nfiles, file_bytes;
+	uint64_t hist_n[NBUCKETS], hist_bytes[NBUCKETS];
+	struct alg_stat alg[NALGS];
+	uint64_t inline_n, inline_bytes, frag_n, frag_bytes;
+	uint64_t hole_bytes, dedup_bytes;
+	const char *img;
+	int err_reported;
+};
+
+static const char *const ftype_names[8] = {
+	"unknown", "regular files", "directories", "character devices",
+	"block devices", "fifos", "sockets", "symlinks",
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ezfs info [-S] IMG\n"
+		   "Show the superblock, features, algorithms and sizes.\n"
+		   "  -S, --stats   also show statistics: files by type, a size\n"
+		   "                histogram, bytes per compression algorithm\n");
+}
+
+static int bucket_of(uint64_t size)
+{
+	int b = 0;
+
+	if (!size)
+		return 0;
+	while (size) {
+		b++;
+		size >>= 1;
+	}
+	return b; /* [2^(b-1), 2^b) */
+}
+
+static int map_file(struct info_stats *s, ezfs_inode *ino, uint64_t size,
+		    const char *path)
+{
+	struct ezfs_extent ext;
+	uint64_t la = 0;
+	int ret;
+
+	while (la < size) {
+		ret = ezfs_map(ino, la, &ext);
+		if (ret < 0) {
+			cli_error("info", "%s: %s: map at %" PRIu64 ": %s", s->img,
+				  path, la, ezfs_strerror(ret));
+			return ret;
+		}
+		if (ext.la + ext.llen <= la) {
+			cli_error("info", "%s: %s: extent map does not advance at %"
+				  PRIu64, s->img, path, la);
+			return -EUCLEAN;
+		}
+		{
+			uint64_t end = ext.la + ext.llen > size ? size :
+				       ext.la + ext.llen;
+			uint64_t len = end - la;
+
+			if (!(ext.flags & EZFS_EXTENT_MAPPED)) {
+				s->hole_bytes += len;
+			} else if (ext.flags & EZFS_EXTENT_INLINE) {
+				s->inline_n++;
+				s->inline_bytes += len;
+			} else if (ext.flags & EZFS_EXTENT_FRAGMENT) {
+				s->frag_n++;
+				s->frag_bytes += len;
+			} else {
+				struct alg_stat *a = &s->alg[ext.alg & (NALGS - 1)];
+
+				a->extents++;
+				a->llen += len;
+				ret = cli_nidset_add(&s->pas, ext.pa);
+				if (ret < 0)
+					return ret;
+				if (ret) {
+					a->pclusters++;
+					a->plen += ext.plen;
+				} else {
+					s->dedup_bytes += len;
+				}
+			}
+			la = end;
+		}
+	}
+	return 0;
+}
+
+static int stats_cb(void *arg, const char *path, uint64_t nid,
+		    const struct ezfs_stat *st, ezfs_inode *ino)
+{
+	struct info_stats *s = arg;
+	int b, ret;
+
+	if (S_ISREG(st->mode) && st->nlink > 1) {
+		ret = cli_nidset_add(&s->files, nid);
+		if (ret <= 0)
+			return ret;
+	}
+	s->ntype[cli_mode_ftype(st->mode)]++;
+	if (!S_ISREG(st->mode))
+		return 0;
+	s->nfiles++;
+	s->file_bytes += st->size;
+	if (!s->detailed)
+		return 0;
+	b = bucket_of(st->size);
+	s->hist_n[b]++;
+	s->hist_bytes[b] += st->size;
+	ret = map_file(s, ino, st->size, path);
+	if (ret < 0)
+		s->err_reported = 1;
+	return ret;
+}
+
+static void print_ratio(const char *label, uint64_t part, uint64_t whole)
+{
+	if (whole)
+		printf("%-20s %.4f (%.2fx)\n", label, (double)part / whole,
+		       part ? (double)whole / part : 0.0);
+	else
+		printf("%-20s -\n", label);
+}
+
+static void print_algs(const struct ezfs_sb_info *si)
+{
+	char b[32];
+	int any = 0, a;
+
+	printf("%-20s ", "Algorithms:");
+	/* neither lz4_0padding nor compr_cfgs: nothing is compressed */
+	for (a = 0; (si->feature_incompat & 0x3) && a < EZFS_ALG_MAX; a++) {
+		if (!(si->available_algs & (1u << a)))
+			continue;
+		if (any)
+			printf("%-20s ", "");
+		any = 1;
+		switch (a) {
+		case EZFS_ALG_LZ4:
+			printf("lz4 (max distance %u, max pcluster %u block%s)\n",
+			       si->lz4_max_distance,
+			       si->lz4_max_pclusterblks ?
+			       si->lz4_max_pclusterblks : 1,
+			       si->lz4_max_pclusterblks > 1 ? "s" : "");
+			break;
+		case EZFS_ALG_LZMA:
+			printf("lzma (dictionary %s)\n",
+			       cli_fmt_size(si->lzma_dict_size, b, sizeof(b)));
+			break;
+		case EZFS_ALG_DEFLATE:
+			printf("deflate (window bits %u)\n",
+			       si->deflate_windowbits);
+			break;
+		case EZFS_ALG_ZSTD:
+			printf("zstd (window log %u)\n", si->zstd_windowlog);
+			break;
+		}
+	}
+	if (!any)
+		printf("none (uncompressed)\n");
+}
+
+static void print_sb(const char *img, ezfs_image *fs)
+{
+	struct ezfs_sb_info si;
+	char feat[512], b[64], t[64];
+	int i, zero = 1;
+
+	ezfs_get_sb_info(fs, &si);
+	ezfs_feature_string(fs, feat, sizeof(feat));
+	printf("%-20s %s\n", "Image:", img);
+	printf("%-20s %" PRIu64 " (%s)\n", "Image bytes:", si.image_bytes,
+	       cli_fmt_size(si.image_bytes, b, sizeof(b)));
+	printf("%-20s %u (2^%u)\n", "Block size:", si.blksz, si.blkszbits);
+	printf("%-20s %" PRIu64 "\n", "Blocks:", si.blocks);
+	printf("%-20s %s\n", "Features:", *feat ? feat : "(none)");
+	printf("%-20s compat 0x%08x, incompat 0x%08x\n", "Feature bits:",
+	       si.feature_compat, si.feature_incompat);
+	printf("%-20s %u\n", "Superblock size:", si.sb_size);
+	printf("%-20s %" PRIu64 "\n", "Inodes:", si.inos);
+	printf("%-20s %" PRIu64 "\n", "Root nid:", si.root_nid);
+	printf("%-20s %s UTC (epoch %" PRId64 " + %u s, fixed nsec %u)\n",
+	       "Build time:",
+	       cli_fmt_time(si.epoch + (int64_t)si.build_time, t, sizeof(t)),
+	       si.epoch, si.build_time, si.fixed_nsec);
+	for (i = 0; i < 16; i++)
+		zero &= !si.uuid[i];
+	printf("%-20s ", "UUID:");
+	if (zero) {
+		printf("(none)\n");
+	} else {
+		for (i = 0; i < 16; i++)
+			printf("%s%02x", (i == 4 || i == 6 || i == 8 || i == 10) ?
+			       "-" : "", si.uuid[i]);
+		printf("\n");
+	}
+	printf("%-20s %s\n", "Label:", *si.volume_name ? si.volume_name :
+	       "(none)");
+	printf("%-20s %" PRIu64 "\n", "Meta blkaddr:", si.meta_blkaddr);
+	printf("%-20s %" PRIu64 "\n", "Xattr blkaddr:", si.xattr_blkaddr);
+	if (si.xattr_prefix_count)
+		printf("%-20s %u\n", "Xattr prefixes:", si.xattr_prefix_count);
+	if (si.extra_devices)
+		printf("%-20s %u\n", "Extra devices:", si.extra_devices);
+	if (si.packed_nid)
+		printf("%-20s %" PRIu64 "\n", "Packed nid:", si.packed_nid);
+	if (si.metabox_nid)
+		printf("%-20s %" PRIu64 "\n", "Metabox nid:", si.metabox_nid);
+	print_algs(&si);
+}
+
+static void print_stats(const struct info_stats *s)
+{
+	char b1[32], b2[32], lo[32], hi[32];
+	uint64_t tp = 0, tl = 0;
+	int i;
+
+	printf("\nEntries by type:\n");
+	for (i = 0; i < 8; i++)
+		if (s->ntype[i])
+			printf("  %-20s %" PRIu64 "\n", ftype_names[i],
+			       s->ntype[i]);
+	printf("\nFile sizes (distinct inodes):\n");
+	printf("  %-22s %10s %12s\n", "size", "files", "bytes");
+	for (i = 0; i < NBUCKETS; i++) {
+		if (!s->hist_n[i])
+			continue;
+		if (!i) {
+			printf("  %-22s", "0");
+		} else {
+			char r[80];
+
+			cli_fmt_size(1ULL << (i - 1), lo, sizeof(lo));
+			if (i < 64)
+				cli_fmt_size(1ULL << i, hi, sizeof(hi));
+			else
+				snprintf(hi, sizeof(hi), "2^64");
+			snprintf(r, sizeof(r), "[%s, %s)", lo, hi);
+			printf("  %-22s", r);
+		}
+		printf(" %10" PRIu64 " %12s\n", s->hist_n[i],
+		       cli_fmt_size(s->hist_bytes[i], b1, sizeof(b1)));
+	}
+	printf("\nData by algorithm:\n");
+	printf("  %-12s %10s %10s %14s %14s %8s\n", "algorithm", "extents",
+	       "pclusters", "stored", "original", "ratio");
+	for (i = 0; i < NALGS; i++) {
+		const struct alg_stat *a = &s->alg[i];
+
+		if (!a->extents)
+			continue;
+		tp += a->plen;
+		tl += a->llen;
+		printf("  %-12s %10" PRIu64 " %10" PRIu64 " %14" PRIu64
+		       " %14" PRIu64 " %8.4f\n", ezfs_alg_name(i), a->extents,
+		       a->pclusters, a->plen, a->llen,
+		       a->llen ? (double)a->plen / a->llen : 0.0);
+	}
+	if (s->inline_n)
+		printf("  %-12s %10" PRIu64 " %10s %14s %14" PRIu64 "\n",
+		       "inline", s->inline_n, "-", "-", s->inline_bytes);
+	if (s->frag_n)
+		printf("  %-12s %10" PRIu64 " %10s %14s %14" PRIu64 "\n",
+		       "fragments", s->frag_n, "-", "-", s->frag_bytes);
+	if (s->hole_bytes)
+		printf("  %-12s %10s %10s %14s %14" PRIu64 "\n", "holes", "-",
+		       "-", "-", s->hole_bytes);
+	printf("  %-12s %10s %10s %14" PRIu64 " %14" PRIu64 "\n", "total",
+	       "", "", tp, tl);
+	if (s->dedup_bytes)
+		printf("  deduplicated: %s of extents share a pcluster\n",
+		       cli_fmt_size(s->dedup_bytes, b2, sizeof(b2)));
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "stats", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct info_stats *s;
+	struct ezfs_sb_info si;
+	ezfs_image *fs;
+	char b[32];
+	int c, ret, detailed = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":Sh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'S':
+			detailed = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return cli_opt_error("info", c, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage_error("info", argc - optind ? "too many arguments"
+				       : "missing IMG");
+	if (cli_open("info", argv[optind], &fs) < 0)
+		return 1;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		ezfs_image_close(fs);
+		cli_error("info", "%s: %s", argv[optind], strerror(ENOMEM));
+		return 1;
+	}
+	s->detailed = detailed;
+	s->img = argv[optind];
+	print_sb(argv[optind], fs);
+	ret = cli_walk(fs, ezfs_root_nid(fs), stats_cb, s);
+	if (ret < 0) {
+		if (!s->err_reported)
+			cli_fail("info", argv[optind], "walking the tree", ret);
+	} else {
+		ezfs_get_sb_info(fs, &si);
+		printf("%-20s %" PRIu64 " in %" PRIu64 " files (%s)\n",
+		       "Uncompressed:", s->file_bytes, s->nfiles,
+		       cli_fmt_size(s->file_bytes, b, sizeof(b)));
+		print_ratio("Ratio (image/data):", si.image_bytes, s->file_bytes);
+		if (detailed)
+			print_stats(s);
+	}
+	cli_nidset_free(&s->files);
+	cli_nidset_free(&s->pas);
+	free(s);
+	ezfs_image_close(fs);
+	return ret < 0 ? 1 : 0;
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* ls.c - ezfs ls: list directories of an image, like ls(1). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "cmd.h"
+
+#define LS_MAX_DEPTH 4096
+
+struct ls_ctx {
+	const char *img;
+	ezfs_image *fs;
+	int longfmt, recursive;
+	int status;
+	struct cli_nidset active;   /* directories on the current path */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ezfs ls [-l] [-R] IMG [PATH]\n"
+		   "List a directory of the image (default: the root); PATH may\n"
+		   "also name a file.\n"
+		   "  -l, --long        mode, links, owner, size, mtime, target\n"
+		   "  -R, --recursive   list subdirectories recursively\n");
+}
+
+static void print_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
+			const char *fullpath)
+{
+	struct ezfs_stat st;
+	char mode[11], t[32], size[48];
+	char *target = NULL;
+
+	if (!c->longfmt) {
+		printf("%s\n", name);
+		return;
+	}
+	ezfs_inode_stat(ino, &st);
+	cli_mode_string(st.mode, mode);
+	if (S_ISCHR(st.mode) || S_ISBLK(st.mode))
+		snprintf(size, sizeof(size), "%u, %u", st.rdev_major,
+			 st.rdev_minor);
+	else
+		snprintf(size, sizeof(size), "%" PRIu64, st.size);
+	cli_fmt_time(st.mtime, t, sizeof(t));
+	t[16] = '\0'; /* YYYY-MM-DD HH:MM */
+	if (S_ISLNK(st.mode)) {
+		size_t cap = st.size + 1;
+		ssize_t n;
+
+		target = malloc(cap);
+		n = target ? ezfs_readlink(ino, target, cap) : -ENOMEM;
+		if (n < 0) {
+			cli_fail("ls", c->img, fullpath, (int)n);
+			c->status = 1;
+			free(target);
+			target = NULL;
+		}
+	}
+	printf("%s %3u %5u %5u %10s %s %s%s%s\n", mode, st.nlink, st.uid,
+	       st.gid, size, t, name, target ? " -> " : "",
+	       target ? target : "");
+	free(target);
+}
+
+static char *join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	char *p = malloc(a + b + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, a);
+	if (a && dir[a - 1] != '/')
+		p[a++] = '/';
+	memcpy(p + a, name, b + 1);
+	return p;
+}
+
+/* List directory ino (at path); header printed by the caller if needed. */
+static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
+		    int depth)
+{
+	struct cli_dirlist dl;
+	size_t i;
+	int ret;
+
+	ret = cli_readdir_all(dir, &dl);
+	if (ret < 0) {
+		cli_fail("ls", c->img, path, ret);
+		c->status = 1;
+		return ret;
+	}
+	for (i = 0; i < dl.n; i++) {
+		char *full = join(path, dl.ents[i].name);
+		ezfs_inode *ino;
+
+		if (!full) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (c->longfmt) {
+			ret = ezfs_inode_get(c->fs, dl.ents[i].nid, &ino);
+			if (ret < 0) {
+				cli_fail("ls", c->img, full, ret);
+				c->status = 1;
+			} else {
+				print_entry(c, dl.ents[i].name, ino, full);
+				ezfs_inode_put(ino);
+			}
+		} else {
+			printf("%s\n", dl.ents[i].name);
+		}
+		free(full);
+	}
+	ret = 0;
+	if (!c->recursive)
+		goto out;
+	for (i = 0; i < dl.n; i++) {
+		struct ezfs_stat st;
+		ezfs_inode *ino;
+		char *full;
+
+		if (dl.ents[i].ftype != EZFS_FT_DIR &&
+		    dl.ents[i].ftype != EZFS_FT_UNKNOWN)
+			continue;
+		full = join(path, dl.ents[i].name);
+		if (!full) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = ezfs_inode_get(c->fs, dl.ents[i].nid, &ino);
+		if (ret < 0) {
+			if (c->longfmt)   /* already reported above */
+				ret = 0;
+			else
+				cli_fail("ls", c->img, full, ret);
+			c->status = 1;
+			free(full);
+			continue;
+		}
+		ezfs_inode_stat(ino, &st);
+		if (S_ISDIR(st.mode)) {
+			if (depth >= LS_MAX_DEPTH ||
+			    cli_nidset_has(&c->active, dl.ents[i].nid)) {
+				cli_error("ls", "%s: %s: directory loop or too deep",
+					  c->img, full);
+				c->status = 1;
+			} else {
+				cli_nidset_add(&c->active, dl.ents[i].nid);
+				printf("\n%s:\n", full);
+				list_dir(c, ino, full, depth + 1);
+				/* leave it in "active": a dir seen twice is a loop */
+			}
+		}
+		ezfs_inode_put(ino);
+		free(full);
+	}
+out:
+	cli_dirlist_free(&dl);
+	if (ret < 0) {
+		cli_fail("ls", c->img, path, ret);
+		c->status = 1;
+	}
+	return ret;
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "long", no_argument, NULL, 'l' },
+		{ "recursive", no_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ls_ctx c = { 0 };
+	struct ezfs_stat st;
+	const char *path;
+	ezfs_inode *ino;
+	int ch;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":lRh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'l':
+			c.longfmt = 1;
+			break;
+		case 'R':
+			c.recursive = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return cli_opt_error("ls", ch, argv);
+		}
+	}
+	if (argc - optind < 1)
+		return cli_usage_error("ls", "missing IMG");
+	if (argc - optind > 2)
+		return cli_usage_error("ls", "too many arguments");
+	c.img = argv[optind];
+	path = argc - optind == 2 ? argv[optind + 1] : "/";
+	if (cli_open("ls", c.img, &c.fs) < 0)
+		return 1;
+	if (cli_get_path("ls", c.img, c.fs, path, &ino) < 0) {
+		ezfs_image_close(c.fs);
+		return 1;
+	}
+	ezfs_inode_stat(ino, &st);
+	if (S_ISDIR(st.mode)) {
+		cli_nidset_add(&c.active, st.nid);
+		if (c.recursive)
+			printf("%s:\n", path);
+		list_dir(&c, ino, path, 0);
+	} else {
+		print_entry(&c, path, ino, path);
+	}
+	ezfs_inode_put(ino);
+	cli_nidset_free(&c.active);
+	ezfs_image_close(c.fs);
+	return c.status;
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* main.c - the ezfs command: option parsing and subcommand dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ezfs/ezfs.h"
+#include "cmd.h"
+
+/* Stand-in until tools/ezfs/mkfs.c provides the real one. */
+__attribute__((weak)) int cmd_mkfs(int argc, char **argv)
+{
+	fprintf(stderr, "ezfs mkfs: not built yet\n");
+	return 1;
+}
+
+static int cmd_help(int argc, char **argv);
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "info", cmd_info, "show the superblock, features and statistics" },
+	{ "ls", cmd_ls, "list a directory" },
+	{ "stat", cmd_stat, "show an inode in detail (-e: its extent map)" },
+	{ "cat", cmd_cat, "write file contents to stdout" },
+	{ "extract", cmd_extract, "restore the tree (or a part) into a directory" },
+	{ "fsck", cmd_fsck, "check an image, decoding every byte" },
+	{ "mkfs", cmd_mkfs, "build an image from a directory" },
+	{ "help", cmd_help, "show help for a command" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: ezfs [--version] [--help] COMMAND [ARGS...]\n\n"
+		   "Commands:\n");
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'ezfs COMMAND --help' for the options of a command.\n"
+		   "Exit status: 0 ok, 1 error, 2 usage error.\n");
+}
+
+static int find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	char help[] = "--help";
+	char *av[3];
+	int i;
+
+	if (argc < 2) {
+		usage(stdout);
+		return 0;
+	}
+	i = find_command(argv[1]);
+	if (i < 0 || !strcmp(argv[1], "help")) {
+		if (i < 0) {
+			fprintf(stderr, "ezfs help: unknown command '%s'\n"
+					"Try 'ezfs --help'.\n", argv[1]);
+			return 2;
+		}
+		usage(stdout);
+		return 0;
+	}
+	av[0] = argv[1];
+	av[1] = help;
+	av[2] = NULL;
+	return commands[i].fn(2, av);
+}
+
+int main(int argc, char **argv)
+{
+	int i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("ezfs %s\n", EZFS_VERSION_STRING);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (argv[1][0] == '-') {
+		fprintf(stderr, "ezfs: unknown option '%s'\nTry 'ezfs --help'.\n",
+			argv[1]);
+		return 2;
+	}
+	i = find_command(argv[1]);
+	if (i < 0) {
+		fprintf(stderr, "ezfs: unknown command '%s'\nTry 'ezfs --help'.\n",
+			argv[1]);
+		return 2;
+	}
+	return commands[i].fn(argc - 1, argv + 1);
+}

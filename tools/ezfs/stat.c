@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/* stat.c - ezfs stat: one inode in detail, and (-e) its extent map. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "cmd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ezfs stat [-e] IMG PATH\n"
+		   "Show an inode: nid, type, mode, owner, size, times, layout,\n"
+		   "xattrs and its compressed size.\n"
+		   "  -e, --extents   print the extent map table\n");
+}
+
+static void print_value(const unsigned char *v, size_t n)
+{
+	size_t i;
+	int printable = 1;
+
+	for (i = 0; i < n; i++)
+		if (!isprint(v[i]) || v[i] == '"' || v[i] == '\\')
+			printable = 0;
+	if (printable) {
+		printf("\"%.*s\"", (int)n, (const char *)v);
+		return;
+	}
+	printf("0x");
+	for (i = 0; i < n; i++)
+		printf("%02x", v[i]);
+}
+
+static int print_xattrs(const char *img, const char *path, ezfs_inode *ino)
+{
+	ssize_t n, vn;
+	char *names, *p;
+	void *val;
+
+	n = ezfs_listxattr(ino, NULL, 0);
+	if (n < 0)
+		goto fail;
+	if (!n) {
+		printf("%-12s (none)\n", "Xattrs:");
+		return 0;
+	}
+	names = malloc(n);
+	if (!names)
+		return -ENOMEM;
+	n = ezfs_listxattr(ino, names, n);
+	if (n < 0) {
+		free(names);
+		goto fail;
+	}
+	printf("Xattrs:\n");
+	for (p = names; p < names + n; p += strlen(p) + 1) {
+		vn = ezfs_getxattr(ino, p, NULL, 0);
+		val = vn >= 0 ? malloc(vn ? vn : 1) : NULL;
+		if (vn >= 0 && val)
+			vn = ezfs_getxattr(ino, p, val, vn);
+		else if (vn >= 0)
+			vn = -ENOMEM;
+		if (vn < 0) {
+			cli_error("stat", "%s: %s: xattr %s: %s", img, path, p,
+				  ezfs_strerror((int)vn));
+			free(val);
+			free(names);
+			return (int)vn;
+		}
+		printf("  %s=", p);
+		print_value(val, vn);
+		printf("\n");
+		free(val);
+	}
+	free(names);
+	return 0;
+fail:
+	cli_error("stat", "%s: %s: listing xattrs: %s", img, path,
+		  ezfs_strerror((int)n));
+	return (int)n;
+}
+
+static void flag_string(unsigned f, char *buf, size_t size)
+{
+	static const char *const names[] = {
+		"mapped", "inline", "fragment", "partial", "encoded", "meta",
+	};
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(f & (1u << i)))
+			continue;
+		len += snprintf(buf + len, size - len, "%s%s", len ? "," : "",
+				names[i]);
+		if (len >= size)
+			break;
+	}
+	if (!f)
+		snprintf(buf, size, "hole");
+}
+
+/* Walk the extent map; print it when table. */
+static int walk_extents(const char *img, const char *path, ezfs_inode *ino,
+			uint64_t size, int table)
+{
+	uint64_t la = 0, n = 0, pcl = 0, plen = 0, last_pa = UINT64_MAX;
+	struct ezfs_extent e;
+	char flags[96];
+	int ret;
+
+	if (table)
+		printf("%-25s %18s %10s %-10s %s\n", "logical", "physical",
+		       "plen", "alg", "flags");
+	while (la < size) {
+		ret = ezfs_map(ino, la, &e);
+		if (ret < 0) {
+			cli_error("stat", "%s: %s: map at %" PRIu64 ": %s", img,
+				  path, la, ezfs_strerror(ret));
+			return ret;
+		}
+		if (e.la + e.llen <= la) {
+			cli_error("stat", "%s: %s: extent map does not advance at %"
+				  PRIu64, img, path, la);
+			return -EUCLEAN;
+		}
+		n++;
+		if ((e.flags & EZFS_EXTENT_MAPPED) && e.pa != last_pa) {
+			pcl++;
+			plen += e.plen;
+			last_pa = e.pa;
+		}
+		if (table) {
+			char range[48];
+
+			flag_string(e.flags, flags, sizeof(flags));
+			snprintf(range, sizeof(range), "%" PRIu64 "..%" PRIu64,
+				 e.la, e.la + e.llen);
+			printf("%-25s %18" PRIu64 " %10" PRIu64 " %-10s %s\n",
+			       range, e.pa, e.plen,
+			       (e.flags & EZFS_EXTENT_MAPPED) ?
+			       ezfs_alg_name(e.alg) : "-", flags);
+		}
+		la = e.la + e.llen;
+	}
+	if (!table)
+		printf("%-12s %" PRIu64 " extents, %" PRIu64 " pclusters, %"
+		       PRIu64 " bytes stored\n", "Data:", n, pcl, plen);
+	return 0;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "extents", no_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *img, *path;
+	struct ezfs_stat st;
+	char mode[11], t[32];
+	ezfs_image *fs;
+	ezfs_inode *ino;
+	int c, extents = 0, status = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":eh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			extents = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return cli_opt_error("stat", c, argv);
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage_error("stat", argc - optind < 2 ?
+				       "missing IMG or PATH" : "too many arguments");
+	img = argv[optind];
+	path = argv[optind + 1];
+	if (cli_open("stat", img, &fs) < 0)
+		return 1;
+	if (cli_get_path("stat", img, fs, path, &ino) < 0) {
+		ezfs_image_close(fs);
+		return 1;
+	}
+	ezfs_inode_stat(ino, &st);
+	cli_mode_string(st.mode, mode);
+	printf("%-12s %s\n", "Path:", path);
+	printf("%-12s %" PRIu64 "\n", "Nid:", st.nid);
+	printf("%-12s %s\n", "Type:", cli_type_name(st.mode));
+	printf("%-12s %04o (%s)\n", "Mode:", st.mode & 07777, mode);
+	printf("%-12s %u\n", "Links:", st.nlink);
+	printf("%-12s %u\n", "Uid:", st.uid);
+	printf("%-12s %u\n", "Gid:", st.gid);
+	if (S_ISCHR(st.mode) || S_ISBLK(st.mode))
+		printf("%-12s %u:%u\n", "Device:", st.rdev_major,
+		       st.rdev_minor);
+	printf("%-12s %" PRIu64 "\n", "Size:", st.size);
+	printf("%-12s %s.%09u UTC (%" PRId64 ".%09u)\n", "Mtime:",
+	       cli_fmt_time(st.mtime, t, sizeof(t)), st.mtime_nsec, st.mtime,
+	       st.mtime_nsec);
+	printf("%-12s %s\n", "Layout:", ezfs_layout_name(st.layout));
+	printf("%-12s %s (%u bytes)\n", "Inode:",
+	       st.extended ? "extended" : "compact", st.extended ? 64 : 32);
+	printf("%-12s %u\n", "Ino32:", st.ino32);
+	printf("%-12s %" PRIu64 "\n", "Blocks:", st.blocks);
+	printf("%-12s %u\n", "Xattr size:", st.xattr_isize);
+	if (S_ISLNK(st.mode)) {
+		char *buf = malloc(st.size + 1);
+		ssize_t n = buf ? ezfs_readlink(ino, buf, st.size + 1) : -ENOMEM;
+
+		if (n < 0) {
+			cli_fail("stat", img, path, (int)n);
+			status = 1;
+		} else {
+			printf("%-12s %s\n", "Target:", buf);
+		}
+		free(buf);
+	}
+	if (print_xattrs(img, path, ino) < 0)
+		status = 1;
+	if ((S_ISREG(st.mode) || S_ISDIR(st.mode) || S_ISLNK(st.mode)) &&
+	    walk_extents(img, path, ino, st.size, 0) < 0)
+		status = 1;
+	if (extents && !status) {
+		printf("\n");
+		if (walk_extents(img, path, ino, st.size, 1) < 0)
+			status = 1;
+	}
+	ezfs_inode_put(ino);
+	ezfs_image_close(fs);
+	return status;
+}
