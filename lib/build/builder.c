@@ -135,6 +135,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		if (b->pclusterblks > 0x7FF)
 			b->pclusterblks = 0x7FF;
 		b->big_pcluster = b->pclusterblks > 1 || p->alg != EZFS_ALG_LZ4;
+		b->lz4_maxdist = 0xFFFF;
 	}
 	if (p->has_timestamp) {
 		b->epoch = p->timestamp;
@@ -207,8 +208,11 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 	if (err)
 		return err;
 	/* config records follow the superblock; shared xattrs follow them */
-	if (b->p.alg >= 0 && b->big_pcluster)
-		b->cfgs_len = 16;	/* every record: le16 size + 14 or 6 */
+	if (b->p.alg >= 0 && b->big_pcluster) {
+		uint8_t rec[16];
+
+		b->cfgs_len = bld_cfgs_encode(b, rec);
+	}
 	b->shared_start = (EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE +
 			   b->cfgs_len + 3) & ~3u;
 	return bld_xattrs_share(b);

@@ -9,6 +9,8 @@
 
 #include "ezfs/build.h"
 
+struct ezfs_codec_ops;
+
 struct bxattr {
 	char *name;              /* full name, NUL terminated */
 	const char *suffix;      /* name after the short prefix */
@@ -108,6 +110,7 @@ struct ezfs_builder {
 	bool big_pcluster;       /* COMPR_CFGS / BIG_PCLUSTER */
 	uint32_t cfgs_len;       /* bytes of config records after the sb */
 	uint16_t lz4_maxdist;
+	void *zjobs;             /* struct zjobs, while writing data */
 
 	uint64_t data_start;     /* first data block */
 	uint64_t cursor;         /* next free block */
@@ -146,13 +149,18 @@ uint32_t bld_lzma_dict_size(const struct ezfs_builder *b);
 unsigned bld_zstd_windowlog(const struct ezfs_builder *b);
 
 /* compress.c: per-file compression into buffers */
+const struct ezfs_codec_ops *bld_codec(const struct ezfs_builder *b);
 bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in);
 void bld_zfile_free(struct bzfile *z);
 /* zindex.c: encode the map header and lcluster indexes at h */
 int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 		      uint8_t *h);
-uint32_t bld_zindex_size(const struct ezfs_builder *b, uint32_t hoff,
-			 uint64_t size, bool compact);
+uint32_t bld_zindex_size(const struct ezfs_builder *b,
+			 const struct binode *in, bool compact);
+void *bld_cctx_new(const struct ezfs_builder *b, int *err);
+void bld_cctx_free(const struct ezfs_builder *b, void *cctx);
+int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
+		      void *cctx, struct bzfile **out);
 
 /* zjobs.c: compression jobs on worker threads, results in inode order */
 int bld_zjobs_start(struct ezfs_builder *b);

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zindex.c - map header and lcluster indexes of compressed inodes: full
+ * (9.4) and compact (9.5) forms, from the extent list of compress.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build/internal.h"
+#include "format/erofs_fs.h"
+
+/* Logical view of one lcluster entry before encoding. */
+struct lent {
+	uint8_t type;
+	bool cblk;               /* first NONHEAD carrying CBLKCNT */
+	uint16_t clusterofs;     /* HEAD */
+	uint16_t d0, d1;         /* NONHEAD; d0 = CBLKCNT blocks if cblk */
+	uint32_t blkaddr;        /* HEAD */
+	bool sentinel;
+};
+
+static uint32_t hdr_offset(const struct binode *in)
+{
+	uint32_t e = (in->extended ? 64 : 32) + in->xattr_isize;
+
+	return (e + 7) & ~7u;	/* inode start is 32-byte aligned */
+}
+
+/* 9.5.1: numbers of entries in the initial 4B, 2B and final 4B regions. */
+static void compact_regions(uint32_t ebase_mod32, uint64_t n, uint64_t *init4,
+			    uint64_t *n2b, uint64_t *rest)
+{
+	*init4 = ((32 - ebase_mod32) / 4) & 7;
+	if (*init4 < n)
+		*n2b = (n - *init4) / 16 * 16;
+	else
+		*n2b = 0;
+	if (*init4 > n)
+		*init4 = n;
+	*rest = n - *init4 - *n2b;
+}
+
+uint32_t bld_zindex_size(const struct ezfs_builder *b,
+			 const struct binode *in, bool compact)
+{
+	uint64_t n = (in->size + b->blksz - 1) >> b->blkszbits;
+	uint64_t init4, n2b, rest, bytes;
+
+	if (!compact)
+		return (uint32_t)(16 + 8 * n);
+	compact_regions((hdr_offset(in) + 8) & 31, n, &init4, &n2b, &rest);
+	bytes = 8 + ((init4 + 1) & ~1ull) * 4 + n2b * 2 + ((rest + 1) & ~1ull) * 4;
+	return (uint32_t)bytes;
+}
+
+/* Build the per-lcluster view (n entries). */
+static void build_lents(const struct ezfs_builder *b, const struct binode *in,
+			struct lent *le, uint64_t n)
+{
+	const struct bzfile *z = in->z;
+	uint64_t lcs = b->blksz, size = in->size;
+	uint32_t k;
+
+	for (k = 0; k < z->next; k++) {
+		const struct bextent *e = &z->ext[k];
+		uint64_t end = k + 1 < z->next ? z->ext[k + 1].la : size;
+		uint64_t h = e->la >> b->blkszbits, nh = end >> b->blkszbits, j;
+
+		le[h].type = e->type;
+		le[h].clusterofs = (uint16_t)(e->la & (lcs - 1));
+		le[h].blkaddr = e->blkaddr;
+		if (nh > n)
+			nh = n;
+		for (j = h + 1; j < nh; j++) {
+			le[j].type = Z_EROFS_LCLUSTER_TYPE_NONHEAD;
+			le[j].clusterofs = le[h].clusterofs;
+			le[j].d0 = (uint16_t)(j - h);
+			le[j].d1 = (uint16_t)(nh - j);
+			if (j == h + 1 && b->big_pcluster) {
+				le[j].cblk = true;
+				le[j].d0 = (uint16_t)e->blocks;
+			}
+		}
+	}
+	/* EOF sentinel (9.1) */
+	if ((size & (lcs - 1)) && (z->ext[z->next - 1].la >> b->blkszbits) < n - 1) {
+		le[n - 1].type = Z_EROFS_LCLUSTER_TYPE_PLAIN;
+		le[n - 1].clusterofs = (uint16_t)(size & (lcs - 1));
+		le[n - 1].blkaddr = 0;
+		le[n - 1].sentinel = true;
+	}
+}
+
+static void encode_full(const struct lent *le, uint64_t n, uint8_t *p)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++, p += 8) {
+		put_le16(p, le[i].type);
+		put_le16(p + 2, le[i].clusterofs);
+		if (le[i].type != Z_EROFS_LCLUSTER_TYPE_NONHEAD) {
+			put_le32(p + 4, le[i].blkaddr);
+			continue;
+		}
+		put_le16(p + 4, le[i].cblk ? (uint16_t)(Z_EROFS_LI_D0_CBLKCNT | le[i].d0)
+					   : (le[i].d0 > 0x7FF ? 0x7FF : le[i].d0));
+		put_le16(p + 6, le[i].d1 > 0x7FF ? 0x7FF : le[i].d1);
+	}
+}
+
+/* lo + type of entry i of a pack of vcnt entries. */
+static uint32_t pack_value(const struct lent *e, unsigned i, unsigned vcnt)
+{
+	uint32_t lo;
+
+	if (e->type != Z_EROFS_LCLUSTER_TYPE_NONHEAD)
+		lo = e->clusterofs;
+	else if (e->cblk)
+		lo = Z_EROFS_LI_D0_CBLKCNT | e->d0;
+	else if (i == vcnt - 1)
+		lo = e->d1 > 0x7FF ? 0x7FF : e->d1;
+	else
+		lo = e->d0;
+	return lo | (uint32_t)e->type << 12;
+}
+
+/* The kernel's blkaddr walk (9.5.3): blocks before entry i of the pack. */
+static uint32_t pack_nblk(const uint32_t *v, int i, bool big)
+{
+	uint32_t nblk = big ? 0 : 1, lo, type;
+
+	while (i > 0) {
+		--i;
+		lo = v[i] & 0xFFF;
+		type = v[i] >> 12;
+		if (!big) {
+			if (type == Z_EROFS_LCLUSTER_TYPE_NONHEAD)
+				i -= (int)lo;
+			if (i >= 0)
+				++nblk;
+			continue;
+		}
+		if (type == Z_EROFS_LCLUSTER_TYPE_NONHEAD) {
+			if (lo & Z_EROFS_LI_D0_CBLKCNT) {
+				--i;
+				nblk += lo & ~Z_EROFS_LI_D0_CBLKCNT;
+				continue;
+			}
+			i -= (int)lo - 2;
+			continue;
+		}
+		++nblk;
+	}
+	return nblk;
+}
+
+/* Encode one pack of vcnt entries (le may run past n: zero slots). */
+static int encode_pack(const struct lent *le, uint64_t first, uint64_t n,
+		       unsigned vcnt, unsigned encodebits, bool big,
+		       uint32_t *running, uint8_t *p)
+{
+	uint32_t v[16] = { 0 }, base = *running;
+	bool have_base = false;
+	unsigned i;
+
+	for (i = 0; i < vcnt && first + i < n; i++)
+		v[i] = pack_value(&le[first + i], i, vcnt);
+	for (i = 0; i < vcnt && first + i < n; i++) {
+		const struct lent *e = &le[first + i];
+		uint32_t nblk, want;
+
+		if (e->type == Z_EROFS_LCLUSTER_TYPE_NONHEAD || e->sentinel)
+			continue;
+		nblk = pack_nblk(v, (int)i, big);
+		want = e->blkaddr - nblk;
+		if (have_base && want != base)
+			return -EINVAL;	/* pclusters not consecutive */
+		base = want;
+		have_base = true;
+		*running = e->blkaddr;
+	}
+	memset(p, 0, vcnt * encodebits / 8 + 4);
+	for (i = 0; i < vcnt; i++) {
+		unsigned bit = i * encodebits;
+		uint32_t w = get_le32(p + bit / 8);
+
+		w |= v[i] << (bit % 8);
+		put_le32(p + bit / 8, w);
+	}
+	put_le32(p + vcnt * encodebits / 8, base);
+	return 0;
+}
+
+static int encode_compact(const struct ezfs_builder *b, const struct lent *le,
+			  uint64_t n, uint32_t ebase_mod32, uint8_t *p)
+{
+	uint64_t init4, n2b, rest, i;
+	uint32_t running = 0;
+	int err;
+
+	compact_regions(ebase_mod32, n, &init4, &n2b, &rest);
+	for (i = 0; i < init4; i += 2, p += 8) {
+		err = encode_pack(le, i, init4, 2, 16, b->big_pcluster,
+				  &running, p);
+		if (err)
+			return err;
+	}
+	for (i = init4; i < init4 + n2b; i += 16, p += 32) {
+		err = encode_pack(le, i, n, 16, 14, b->big_pcluster, &running, p);
+		if (err)
+			return err;
+	}
+	for (i = init4 + n2b; i < n; i += 2, p += 8) {
+		err = encode_pack(le, i, n, 2, 16, b->big_pcluster, &running, p);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Write map header + index at p (= inode start + hdr_offset). */
+int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
+		      uint8_t *p)
+{
+	uint64_t n = (in->size + b->blksz - 1) >> b->blkszbits;
+	bool compact = in->z->compact;
+	uint16_t advise = 0;
+	struct lent *le;
+	int err = 0;
+
+	le = calloc(n, sizeof(*le));
+	if (!le)
+		return -ENOMEM;
+	build_lents(b, in, le, n);
+	if (compact)
+		advise |= Z_EROFS_ADVISE_COMPACTED_2B;
+	if (b->big_pcluster)
+		advise |= Z_EROFS_ADVISE_BIG_PCLUSTER_1 |
+			  (compact ? Z_EROFS_ADVISE_BIG_PCLUSTER_2 : 0);
+	memset(p, 0, 8);
+	put_le16(p + 4, advise);
+	p[6] = (uint8_t)b->p.alg;
+	p[7] = 0;
+	if (compact) {
+		/* the initial 4B region of an init4 < 2 file is never partial */
+		err = encode_compact(b, le, n, (hdr_offset(in) + 8) & 31, p + 8);
+	} else {
+		memset(p + 8, 0, 8);
+		encode_full(le, n, p + 16);
+	}
+	free(le);
+	if (err)
+		bld_log(b, EZFS_LOG_ERROR, "%s: internal error encoding the index",
+			in->srcpath);
+	return err;
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zjobs.c - compress files on worker threads, hand results back in inode
+ * order.
+ *
+ * Jobs are the compressible regular files in inode order. Workers take the
+ * next job while it lies within a window ahead of the consumer (bounding
+ * memory), compress it into its own buffer and publish the result; the
+ * writer takes results strictly in order and assigns addresses then, so
+ * the image does not depend on the number of workers. A codec context is
+ * fresh per file unless the codec's destsize is history-free, so results
+ * do not depend on which thread compressed what before.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build/internal.h"
+
+struct zslot {
+	struct binode *in;
+	struct bzfile *z;
+	int err;
+	bool done;
+};
+
+struct zjobs {
+	struct ezfs_builder *b;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct zslot *slots;
+	size_t njobs, next, consumed, window;
+	bool stop;
+	pthread_t *threads;
+	unsigned nthreads;
+	void *cctx;              /* synchronous mode (no threads) */
+};
+
+static bool reusable_ctx(const struct ezfs_builder *b)
+{
+	return b->p.alg == EZFS_ALG_LZ4 || b->p.alg == EZFS_ALG_LZMA;
+}
+
+static int run_job(struct ezfs_builder *b, struct binode *in, void **cctx,
+		   struct bzfile **z)
+{
+	int err = 0;
+
+	if (!*cctx) {
+		*cctx = bld_cctx_new(b, &err);
+		if (!*cctx && err) {
+			bld_log(b, EZFS_LOG_ERROR,
+				"cannot set up the compressor: %s",
+				strerror(-err));
+			return err;
+		}
+	}
+	err = bld_compress_file(b, in, *cctx, z);
+	if (!reusable_ctx(b)) {
+		bld_cctx_free(b, *cctx);
+		*cctx = NULL;
+	}
+	return err;
+}
+
+static void *worker(void *arg)
+{
+	struct zjobs *j = arg;
+	void *cctx = NULL;
+
+	pthread_mutex_lock(&j->lock);
+	for (;;) {
+		size_t idx;
+		struct bzfile *z = NULL;
+		int err;
+
+		while (!j->stop && j->next < j->njobs &&
+		       j->next >= j->consumed + j->window)
+			pthread_cond_wait(&j->cond, &j->lock);
+		if (j->stop || j->next >= j->njobs)
+			break;
+		idx = j->next++;
+		pthread_mutex_unlock(&j->lock);
+		err = run_job(j->b, j->slots[idx].in, &cctx, &z);
+		pthread_mutex_lock(&j->lock);
+		j->slots[idx].z = z;
+		j->slots[idx].err = err;
+		j->slots[idx].done = true;
+		pthread_cond_broadcast(&j->cond);
+	}
+	pthread_mutex_unlock(&j->lock);
+	bld_cctx_free(j->b, cctx);
+	return NULL;
+}
+
+int bld_zjobs_start(struct ezfs_builder *b)
+{
+	struct zjobs *j;
+	size_t i, n = 0;
+	unsigned t, want;
+
+	if (b->p.alg < 0)
+		return 0;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->b = b;
+	for (i = 0; i < b->ninodes; i++)
+		if (b->inodes[i]->size && bld_compress_wanted(b, b->inodes[i]))
+			n++;
+	j->slots = calloc(n ? n : 1, sizeof(*j->slots));
+	if (!j->slots) {
+		free(j);
+		return -ENOMEM;
+	}
+	for (i = 0; i < b->ninodes; i++)
+		if (b->inodes[i]->size && bld_compress_wanted(b, b->inodes[i]))
+			j->slots[j->njobs++].in = b->inodes[i];
+	pthread_mutex_init(&j->lock, NULL);
+	pthread_cond_init(&j->cond, NULL);
+	b->zjobs = j;
+	want = b->p.workers ? b->p.workers : 1;
+	if (want <= 1 || j->njobs <= 1)
+		return 0;	/* synchronous */
+	j->window = 4 * (size_t)want;
+	j->threads = calloc(want, sizeof(*j->threads));
+	if (!j->threads)
+		return 0;
+	for (t = 0; t < want; t++) {
+		if (pthread_create(&j->threads[t], NULL, worker, j))
+			break;
+		j->nthreads++;
+	}
+	return 0;
+}
+
+int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
+		   struct bzfile **z)
+{
+	struct zjobs *j = b->zjobs;
+	struct zslot *s;
+	int err;
+
+	*z = NULL;
+	if (!j || j->consumed >= j->njobs || j->slots[j->consumed].in != in)
+		return -EINVAL;
+	s = &j->slots[j->consumed];
+	if (!j->nthreads) {
+		err = run_job(b, in, &j->cctx, z);
+		j->consumed++;
+		return err;
+	}
+	pthread_mutex_lock(&j->lock);
+	while (!s->done)
+		pthread_cond_wait(&j->cond, &j->lock);
+	*z = s->z;
+	s->z = NULL;
+	err = s->err;
+	j->consumed++;
+	pthread_cond_broadcast(&j->cond);
+	pthread_mutex_unlock(&j->lock);
+	return err;
+}
+
+void bld_zjobs_stop(struct ezfs_builder *b)
+{
+	struct zjobs *j = b->zjobs;
+	unsigned t;
+	size_t i;
+
+	if (!j)
+		return;
+	pthread_mutex_lock(&j->lock);
+	j->stop = true;
+	pthread_cond_broadcast(&j->cond);
+	pthread_mutex_unlock(&j->lock);
+	for (t = 0; t < j->nthreads; t++)
+		pthread_join(j->threads[t], NULL);
+	for (i = 0; i < j->njobs; i++)
+		bld_zfile_free(j->slots[i].z);
+	bld_cctx_free(b, j->cctx);
+	pthread_mutex_destroy(&j->lock);
+	pthread_cond_destroy(&j->cond);
+	free(j->threads);
+	free(j->slots);
+	free(j);
+	b->zjobs = NULL;
+}
