@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz_zmap.c - fuzz target: extent maps (ezfs_map) over files' ranges. */
+#include "fuzz_common.h"
+
+#define MAX_EXTENTS 512		/* extents walked per file */
+#define READ_LEN 4096		/* bytes read at a few extent starts */
+
+static void check_extent(const struct ezfs_stat *st, uint64_t la,
+			 const struct ezfs_extent *e)
+{
+	if (e->la > la || e->llen == 0 || la - e->la >= e->llen) {
+		fprintf(stderr, "fuzz: map(nid %llu, %llu) gave [%llu, +%llu)\n",
+			(unsigned long long)st->nid, (unsigned long long)la,
+			(unsigned long long)e->la, (unsigned long long)e->llen);
+		abort();
+	}
+	(void)ezfs_alg_name(e->alg);
+}
+
+static void read_at(ezfs_inode *ino, uint64_t off, size_t len)
+{
+	ssize_t n;
+	char *buf;
+
+	buf = malloc(len);
+	if (!buf)
+		return;
+	n = ezfs_pread(ino, buf, len, off);
+	fuzz_check_err(n, "pread");
+	if (n > (ssize_t)len) {
+		fprintf(stderr, "fuzz: pread returned %zd > %zu\n", n, len);
+		abort();
+	}
+	free(buf);
+}
+
+static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
+		  void *arg)
+{
+	const uint64_t *salt = arg;
+	struct ezfs_extent e;
+	uint64_t la = 0, probe;
+	unsigned i, reads = 0;
+	int err;
+
+	if ((st->mode & 0170000) != 0100000 &&
+	    (st->mode & 0170000) != 0040000 &&
+	    (st->mode & 0170000) != 0120000)
+		return;
+	/* 1. walk the file extent by extent from 0 */
+	for (i = 0; i < MAX_EXTENTS && la < st->size; i++) {
+		err = ezfs_map(ino, la, &e);
+		fuzz_check_err(err, "map");
+		if (err)
+			break;
+		check_extent(st, la, &e);
+		if (reads < 4) {
+			read_at(ino, la, READ_LEN);
+			reads++;
+		}
+		la = e.la + e.llen;
+	}
+	if (!st->size)
+		goto past_end;
+	/* 2. the last byte and a few offsets derived from the input */
+	err = ezfs_map(ino, st->size - 1, &e);
+	fuzz_check_err(err, "map(last)");
+	if (!err)
+		check_extent(st, st->size - 1, &e);
+	read_at(ino, st->size - 1, 2);
+	probe = *salt;
+	for (i = 0; i < 4; i++) {
+		probe = probe * 6364136223846793005ULL + 1442695040888963407ULL;
+		la = (probe >> 11) % st->size;
+		err = ezfs_map(ino, la, &e);
+		fuzz_check_err(err, "map(random)");
+		if (!err)
+			check_extent(st, la, &e);
+		read_at(ino, la, 1 + (size_t)(probe & 8191));
+	}
+past_end:
+	/* 3. at and past EOF: an error, never an extent */
+	err = ezfs_map(ino, st->size, &e);
+	fuzz_check_err(err, "map(eof)");
+	err = ezfs_map(ino, UINT64_MAX, &e);
+	fuzz_check_err(err, "map(max)");
+	read_at(ino, UINT64_MAX - 1, 16);
+	read_at(ino, st->size, 16);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint64_t salt = 0x9e3779b97f4a7c15ULL;
+	ezfs_image *img;
+	size_t i;
+
+	for (i = 0; i < size && i < 4096; i += 61)
+		salt = (salt ^ data[i]) * 0x100000001b3ULL;
+	if (fuzz_open(data, size, &img))
+		return 0;
+	fuzz_walk(img, visit, &salt);
+	ezfs_image_close(img);
+	return 0;
+}

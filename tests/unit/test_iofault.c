@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/* test_iofault.c - I/O faults: a custom backend that fails chosen reads. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ezfs/ezfs.h>
+
+/*
+ * The image is made at test time by Debian's mkfs.erofs (exit 77 without
+ * it) from a small tree written here, once plain and once lz4. It is served
+ * from memory through ezfs_image_open_io with a fault window:
+ *  - an open whose superblock read fails returns an error, calls close once;
+ *  - a file whose data read fails gives -EIO, other files still read right,
+ *    and the file reads right once the fault is gone (errors not cached);
+ *  - short reads never turn into wrong data;
+ *  - a fault on each block in turn: every call succeeds with the right
+ *    bytes or fails with a negative errno (never a crash, a hang, a leak).
+ */
+
+enum fault_mode { F_NONE, F_EIO, F_SHORT, F_ZERO };
+
+struct backend {
+	const uint8_t *buf;
+	size_t len;
+	enum fault_mode mode;
+	uint64_t lo, hi;        /* faulty byte range [lo, hi) */
+	unsigned long reads, faults;
+	int closes;
+};
+
+static int failures;
+
+#define CHECK(cond, ...)                                                \
+	do {                                                            \
+		if (!(cond)) {                                          \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__,       \
+				__LINE__);                              \
+			fprintf(stderr, __VA_ARGS__);                   \
+			fputc('\n', stderr);                            \
+			failures++;                                     \
+		}                                                       \
+	} while (0)
+
+static ssize_t be_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct backend *b = arg;
+	size_t n;
+
+	b->reads++;
+	if (off >= b->len)
+		return 0;
+	n = len;
+	if (n > b->len - off)
+		n = b->len - off;
+	if (b->mode != F_NONE && off < b->hi && off + n > b->lo) {
+		b->faults++;
+		switch (b->mode) {
+		case F_EIO:
+			return -EIO;
+		case F_ZERO:	/* a broken backend: 0 bytes, not at EOF */
+			return 0;
+		case F_SHORT:	/* stop right before the fault */
+			if (off >= b->lo)
+				return 0;
+			n = b->lo - off;
+			break;
+		default:
+			break;
+		}
+	}
+	memcpy(buf, b->buf + off, n);
+	return (ssize_t)n;
+}
+
+static void be_close(void *arg)
+{
+	struct backend *b = arg;
+
+	b->closes++;
+}
+
+static const struct ezfs_io_ops be_ops = {
+	.pread = be_pread,
+	.close = be_close,
+};
+
+static void log_fn(void *arg, int level, const char *msg)
+{
+	CHECK(!strchr(msg, '\n'), "log line with a newline: %s", msg);
+	if (getenv("IOFAULT_VERBOSE"))
+		fprintf(stderr, "  log: %s\n", msg);
+}
+
+static int open_be(struct backend *b, ezfs_image **img)
+{
+	struct ezfs_open_params p;
+
+	ezfs_open_params_init(&p);
+	p.log = log_fn;
+	p.cache_bytes = 256u << 10;
+	p.meta_cache_bytes = 64u << 10;
+	return ezfs_image_open_io(&be_ops, b, b->len, &p, img);
+}
+
+/* ------------------------------------------------------------------ */
+/* The tree                                                            */
+
+struct file {
+	const char *path;
+	size_t size;
+	uint8_t *data;
+};
+
+static struct file files[] = {
+	{ "big.txt", 200000, NULL },
+	{ "rand.bin", 20000, NULL },
+	{ "small", 100, NULL },
+	{ "d/inner.txt", 9000, NULL },
+	{ "d/e/deep", 50000, NULL },
+	{ "z/zero", 16384, NULL },
+};
+#define NFILES (sizeof(files) / sizeof(files[0]))
+
+static void fill(struct file *f, unsigned seed)
+{
+	static const char *const words[] = { "erofs ", "block ", "inode ",
+		"cluster ", "the ", "data ", "read\n", "only ", "lz4 " };
+	uint32_t x = seed * 2654435761u + 1;
+	size_t i = 0;
+
+	f->data = malloc(f->size ? f->size : 1);
+	if (!f->data)
+		exit(99);
+	if (!strcmp(f->path, "z/zero")) {
+		memset(f->data, 0, f->size);
+		return;
+	}
+	while (i < f->size) {
+		const char *w;
+		size_t n;
+
+		x = x * 1103515245u + 12345u;
+		if (!strcmp(f->path, "rand.bin")) {
+			f->data[i++] = x >> 16;
+			continue;
+		}
+		w = words[(x >> 16) % 9];
+		n = strlen(w);
+		if (n > f->size - i)
+			n = f->size - i;
+		memcpy(f->data + i, w, n);
+		i += n;
+	}
+}
+
+static int write_tree(const char *root)
+{
+	char path[4096];
+	unsigned i;
+	FILE *fp;
+
+	static const char *const dirs[] = { "d", "d/e", "z" };
+
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -1;
+	}
+	for (i = 0; i < NFILES; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, files[i].path);
+		fp = fopen(path, "wb");
+		if (!fp)
+			return -1;
+		if (fwrite(files[i].data, 1, files[i].size, fp) != files[i].size) {
+			fclose(fp);
+			return -1;
+		}
+		fclose(fp);
+	}
+	return 0;
+}
+
+static uint8_t *load(const char *path, size_t *len)
+{
+	uint8_t *buf;
+	struct stat st;
+	FILE *fp;
+
+	fp = fopen(path, "rb");
+	if (!fp || fstat(fileno(fp), &st)) {
+		if (fp)
+			fclose(fp);
+		return NULL;
+	}
+	*len = st.st_size;
+	buf = malloc(*len ? *len : 1);
+	if (buf && fread(buf, 1, *len, fp) != *len) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(fp);
+	return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading                                                             */
+
+/* Read a whole file by path: 0 and it matched, or a negative errno.
+ * Aborts the test (CHECK) if a successful read gave wrong bytes. */
+static int read_file(ezfs_image *img, const struct file *f, const char *tag)
+{
+	ezfs_inode *ino;
+	uint8_t *buf;
+	uint64_t nid;
+	size_t got = 0;
+	ssize_t n;
+	int err;
+
+	err = ezfs_resolve(img, f->path, &nid);
+	if (err)
+		return err;
+	err = ezfs_inode_get(img, nid, &ino);
+	if (err)
+		return err;
+	buf = malloc(f->size + 1);
+	if (!buf) {
+		ezfs_inode_put(ino);
+		return -ENOMEM;
+	}
+	while (got <= f->size) {
+		n = ezfs_pread(ino, buf + got, f->size + 1 - got, got);
+		if (n < 0) {
+			err = (int)n;
+			break;
+		}
+		if (n == 0)
+			break;
+		got += n;
+	}
+	if (!err) {
+		CHECK(got == f->size, "%s: %s: read %zu bytes, want %zu", tag,
+		      f->path, got, f->size);
+		CHECK(got != f->size || !memcmp(buf, f->data, got),
+		      "%s: %s: wrong data returned without an error", tag,
+		      f->path);
+	}
+	free(buf);
+	ezfs_inode_put(ino);
+	return err;
+}
+
+/* Byte range of the first mapped extent of a file: 0 or -errno. */
+static int data_range(ezfs_image *img, const char *path, uint64_t *lo,
+		      uint64_t *hi)
+{
+	struct ezfs_extent e;
+	ezfs_inode *ino;
+	uint64_t nid, la = 0;
+	struct ezfs_stat st;
+	int err;
+
+	err = ezfs_resolve(img, path, &nid);
+	if (err)
+		return err;
+	err = ezfs_inode_get(img, nid, &ino);
+	if (err)
+		return err;
+	ezfs_inode_stat(ino, &st);
+	err = -ENOENT;
+	while (la < st.size) {
+		if (ezfs_map(ino, la, &e))
+			break;
+		if ((e.flags & EZFS_EXTENT_MAPPED) &&
+		    !(e.flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_FRAGMENT |
+				 EZFS_EXTENT_META)) && e.plen) {
+			*lo = e.pa;
+			*hi = e.pa + e.plen;
+			err = 0;
+			break;
+		}
+		if (!e.llen)
+			break;
+		la = e.la + e.llen;
+	}
+	ezfs_inode_put(ino);
+	return err;
+}
+
+static int is_errno(int err)
+{
+	return err == -EIO || err == -EUCLEAN || err == -ENOMEM ||
+	       err == -ENOENT || err == -ENOTDIR || err == -EINVAL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The tests                                                           */
+
+static void test_open_faults(struct backend *b, const char *name)
+{
+	static const struct {
+		enum fault_mode mode;
+		uint64_t lo, hi;
+		const char *what;
+	} cases[] = {
+		{ F_EIO, 1024, 1025, "EIO on the superblock" },
+		{ F_EIO, 0, UINT64_MAX, "EIO everywhere" },
+		{ F_SHORT, 1030, 1031, "short read inside the superblock" },
+		{ F_ZERO, 0, UINT64_MAX, "zero-byte reads everywhere" },
+		{ F_EIO, 4096, UINT64_MAX, "EIO after block 0" },
+	};
+	ezfs_image *img;
+	unsigned i;
+	int err;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		b->mode = cases[i].mode;
+		b->lo = cases[i].lo;
+		b->hi = cases[i].hi;
+		b->closes = 0;
+		img = NULL;
+		err = open_be(b, &img);
+		if (i < 4) {
+			CHECK(err < 0, "%s: open with %s succeeded", name,
+			      cases[i].what);
+			CHECK(is_errno(err), "%s: open with %s: error %d",
+			      name, cases[i].what, err);
+			CHECK(b->closes == 1,
+			      "%s: open with %s: close called %d times", name,
+			      cases[i].what, b->closes);
+			if (!err)
+				ezfs_image_close(img);
+			continue;
+		}
+		/* Metadata beyond block 0 is unreadable: open may succeed,
+		 * but then the root cannot be listed nor files read. */
+		if (!err) {
+			CHECK(read_file(img, &files[0], name) < 0,
+			      "%s: read worked with %s", name, cases[i].what);
+			ezfs_image_close(img);
+		}
+		CHECK(b->closes == 1, "%s: %s: close called %d times", name,
+		      cases[i].what, b->closes);
+	}
+	b->mode = F_NONE;
+}
+
+static void test_data_fault(struct backend *b, const char *name,
+			    enum fault_mode mode)
+{
+	uint64_t lo = 0, hi = 0;
+	ezfs_image *img;
+	unsigned i;
+	int err;
+
+	/* where "big.txt" keeps its first pcluster / block */
+	b->mode = F_NONE;
+	b->closes = 0;
+	err = open_be(b, &img);
+	CHECK(!err, "%s: open: %d", name, err);
+	if (err)
+		return;
+	err = data_range(img, files[0].path, &lo, &hi);
+	CHECK(!err, "%s: no mapped extent in %s: %d", name, files[0].path, err);
+	ezfs_image_close(img);
+	if (err)
+		return;
+
+	b->mode = mode;
+	b->lo = lo;
+	b->hi = lo + 1;
+	err = open_be(b, &img);
+	CHECK(!err, "%s: open with a data fault: %d", name, err);
+	if (err) {
+		b->mode = F_NONE;
+		return;
+	}
+	err = read_file(img, &files[0], name);
+	if (mode == F_EIO)
+		CHECK(err == -EIO, "%s: read of a file with a bad block: %d, want -EIO",
+		      name, err);
+	else
+		CHECK(err < 0, "%s: short read: read succeeded (%d)", name, err);
+	for (i = 1; i < NFILES; i++) {
+		err = read_file(img, &files[i], name);
+		CHECK(!err, "%s: %s after another file's I/O error: %d", name,
+		      files[i].path, err);
+	}
+	/* The fault is gone: the file must read right (no cached error). */
+	b->mode = F_NONE;
+	err = read_file(img, &files[0], name);
+	CHECK(!err, "%s: %s after the fault went away: %d", name,
+	      files[0].path, err);
+	ezfs_image_close(img);
+	CHECK(b->closes == 2, "%s: close called %d times", name, b->closes);
+}
+
+/* A fault on each block in turn, each mode; walk and read everything. */
+static void test_sweep(struct backend *b, const char *name)
+{
+	static const enum fault_mode modes[] = { F_EIO, F_SHORT, F_ZERO };
+	uint64_t blk, nblk = (b->len + 4095) / 4096;
+	unsigned m, i, nerr = 0, nok = 0;
+	ezfs_image *img;
+	int err;
+
+	for (m = 0; m < 3; m++) {
+		for (blk = 0; blk < nblk; blk++) {
+			b->mode = modes[m];
+			b->lo = blk * 4096 + (blk ? 17 : 1100);
+			b->hi = b->lo + 1;
+			b->closes = 0;
+			err = open_be(b, &img);
+			if (err) {
+				CHECK(is_errno(err), "%s: sweep open: %d",
+				      name, err);
+				CHECK(b->closes == 1, "%s: close calls %d",
+				      name, b->closes);
+				continue;
+			}
+			for (i = 0; i < NFILES; i++) {
+				err = read_file(img, &files[i], name);
+				CHECK(!err || is_errno(err),
+				      "%s: sweep read: %d", name, err);
+				if (err)
+					nerr++;
+				else
+					nok++;
+			}
+			ezfs_image_close(img);
+			CHECK(b->closes == 1, "%s: close calls %d", name,
+			      b->closes);
+		}
+	}
+	b->mode = F_NONE;
+	printf("  %s: sweep over %llu blocks x 3 modes: %u reads ok, %u failed\n",
+	       name, (unsigned long long)nblk, nok, nerr);
+}
+
+static void test_image(const char *imgpath, const char *name)
+{
+	struct backend b;
+	ezfs_image *img;
+	unsigned i;
+	int err;
+
+	memset(&b, 0, sizeof(b));
+	b.buf = load(imgpath, &b.len);
+	if (!b.buf) {
+		CHECK(0, "%s: cannot load %s", name, imgpath);
+		return;
+	}
+	/* 0. no fault: everything reads right */
+	err = open_be(&b, &img);
+	CHECK(!err, "%s: open: %d", name, err);
+	if (err) {
+		free((void *)b.buf);
+		return;
+	}
+	for (i = 0; i < NFILES; i++)
+		CHECK(!read_file(img, &files[i], name), "%s: read %s", name,
+		      files[i].path);
+	ezfs_image_close(img);
+	CHECK(b.closes == 1, "%s: close called %d times", name, b.closes);
+
+	test_open_faults(&b, name);
+	test_data_fault(&b, name, F_EIO);
+	test_data_fault(&b, name, F_SHORT);
+	test_sweep(&b, name);
+	printf("  %s: %lu backend reads, %lu faults injected\n", name, b.reads,
+	       b.faults);
+	free((void *)b.buf);
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name, *opts;
+	} variants[] = {
+		{ "plain", "-Enosbcrc" },
+		{ "lz4", "-zlz4hc -C16384" },
+		{ "lz4-legacy", "-zlz4 -Elegacy-compress -Eztailpacking" },
+	};
+	char tmpl[] = "/tmp/ezfs-iofault.XXXXXX", tree[4200], img[4200];
+	char cmd[9000];
+	const char *tmp;
+	unsigned i;
+
+	alarm(300);	/* a hang is a failure */
+	if (system("command -v mkfs.erofs >/dev/null 2>&1")) {
+		printf("SKIP: mkfs.erofs not found\n");
+		return 77;
+	}
+	tmp = mkdtemp(tmpl);
+	if (!tmp) {
+		perror("mkdtemp");
+		return 1;
+	}
+	for (i = 0; i < NFILES; i++)
+		fill(&files[i], i + 1);
+	snprintf(tree, sizeof(tree), "%s/tree", tmp);
+	if (mkdir(tree, 0755) || write_tree(tree)) {
+		perror("tree");
+		return 1;
+	}
+	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+		snprintf(img, sizeof(img), "%s/%s.img", tmp, variants[i].name);
+		snprintf(cmd, sizeof(cmd),
+			 "SOURCE_DATE_EPOCH=1600000000 mkfs.erofs --quiet %s "
+			 "'%s' '%s' >/dev/null 2>&1", variants[i].opts, img,
+			 tree);
+		if (system(cmd)) {
+			printf("SKIP: %s failed\n", cmd);
+			continue;
+		}
+		printf("image %s (mkfs.erofs %s)\n", variants[i].name,
+		       variants[i].opts);
+		test_image(img, variants[i].name);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", tmp);
+	for (i = 0; i < NFILES; i++)
+		free(files[i].data);
+	if (failures) {
+		printf("test_iofault: %d failures\n", failures);
+		return 1;
+	}
+	printf("test_iofault: ok\n");
+	return 0;
+}
