@@ -266,8 +266,6 @@ again:
 	lru_push(pc, e);
 	pc->bytes += dlen;
 	pc->st.decoded_bytes += dlen;
-	if (pc->bytes > pc->st.bytes_now)
-		pc->st.bytes_now = pc->bytes;
 	shrink(pc);
 	pthread_cond_broadcast(&pc->cond);
 	pthread_mutex_unlock(&pc->lock);

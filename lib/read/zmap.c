@@ -313,6 +313,12 @@ static int decompressed_len(ezfs_inode *ino, uint64_t headlcn, uint64_t la,
 			r.delta[1] = 1;
 		}
 		lcn += r.delta[1];
+		/* no extent decodes to more than 12 MiB: stop walking a
+		 * corrupt chain long before it could take long */
+		EZFS_CHECK(ino->img, (lcn - headlcn) <=
+					     (EROFS_PCLUSTER_MAX_DSIZE >> lcb) + 1,
+			   "nid %llu: extent at lcn %llu never ends", NID(ino),
+			   (unsigned long long)headlcn);
 	}
 	*llen = (lcn << lcb) + r.clusterofs - la;
 	return 0;
