@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mount.h - public API of the ezfs FUSE mount layer (libfuse3 low-level).
+ *
+ * A mount is a session object: create it (opens the image and mounts the
+ * FUSE file system, so every error is reported before any fork), optionally
+ * daemonize, run the request loop until unmounted or signalled (SIGTERM,
+ * SIGINT, SIGHUP end it cleanly), destroy. All functions return 0 or a
+ * negative errno; details go to the log callback in the parameters.
+ *
+ * Only present when libezfs was configured with EZFS_WITH_FUSE=ON (the
+ * default; it needs libfuse3).
+ */
+#ifndef EZFS_MOUNT_H
+#define EZFS_MOUNT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ezfs/ezfs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How requests would reach the decode engine (stored and validated; the
+ * engine layer that honours it is not there yet). */
+enum ezfs_mount_dispatch {
+	EZFS_DISPATCH_INLINE = 0,  /* decode on the FUSE worker thread */
+	EZFS_DISPATCH_QUEUE = 1,   /* one shared decode queue */
+	EZFS_DISPATCH_PERCPU = 2,  /* one decode queue per CPU */
+};
+
+struct ezfs_mount_params {
+	const char *image;       /* image file or block device */
+	const char *mountpoint;
+	uint64_t offset;         /* image starts at this byte of the file */
+	size_t cache_bytes;      /* decoded pcluster cache; 0 = library default */
+	unsigned threads;        /* max idle FUSE workers; 0 = default (10) */
+	int foreground;          /* do not daemonize (the caller decides) */
+	int debug;               /* libfuse request tracing (stderr) */
+	int single_thread;       /* fuse_session_loop instead of _mt */
+	int allow_other;         /* let other users in (default_permissions
+				  * is always on: the kernel checks modes) */
+	int64_t uid, gid;        /* -1: as stored; else every inode's owner */
+	char accel[64];          /* accel=... as given ("" = none); stored */
+	int dispatch;            /* enum ezfs_mount_dispatch; stored */
+	int prefetch;            /* 1 (default): sequential-read prefetch */
+	ezfs_log_fn log;         /* NULL: silent */
+	void *log_arg;
+	unsigned verbose;        /* log level threshold: 0 = errors only */
+};
+
+typedef struct ezfs_mount ezfs_mount;
+
+/* Defaults: uid = gid = -1, prefetch on, the rest zero. */
+EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
+
+/*
+ * Parse a comma-separated -o option string into p: cache=SIZE (K/M/G/T
+ * suffixes, powers of 1024), threads=N, allow_other, offset=N (suffixes
+ * too), uid=N, gid=N, accel=NAME[:N][+NAME[:N]...], dispatch=inline|queue|
+ * percpu, prefetch=0|1, ro. Anything else: -EINVAL and a one-line reason
+ * in err (which may be NULL).
+ */
+EZFS_API int ezfs_mount_parse_options(struct ezfs_mount_params *p,
+				      const char *opts, char *err,
+				      size_t errsize);
+
+/* Open p->image and mount it on p->mountpoint (not yet serving). */
+EZFS_API int ezfs_mount_create(const struct ezfs_mount_params *p,
+			       ezfs_mount **out);
+/* Detach into the background (fuse_daemonize): the calling process exits
+ * once the child is ready; stdio goes to /dev/null, cwd to /. */
+EZFS_API int ezfs_mount_daemonize(ezfs_mount *m);
+/* Serve requests until unmounted or signalled. */
+EZFS_API int ezfs_mount_run(ezfs_mount *m);
+/* Unmount (if still mounted), close the image, free m. NULL is fine. */
+EZFS_API void ezfs_mount_destroy(ezfs_mount *m);
+
+/* The image, e.g. for ezfs_cache_stats. */
+EZFS_API ezfs_image *ezfs_mount_image(ezfs_mount *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h - shared state of the FUSE mount layer (not installed). */
+#ifndef EZFS_MOUNT_INTERNAL_H
+#define EZFS_MOUNT_INTERNAL_H
+
+#define FUSE_USE_VERSION 312
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <fuse_lowlevel.h>
+
+#include "ezfs/ezfs.h"
+#include "ezfs/mount.h"
+
+/* One inode the kernel knows about (or that a request is using). */
+struct mnode {
+	struct mnode *next;     /* hash chain */
+	uint64_t nid;
+	ezfs_inode *ino;
+	uint64_t nlookup;       /* kernel references (lookup counts) */
+	unsigned pins;          /* requests and open files using it */
+	int err_logged;         /* a read error was logged for it */
+};
+
+/* nid -> mnode, with lookup counts; thread-safe. */
+struct itable {
+	pthread_mutex_t lock;
+	struct mnode **buckets;
+	size_t nbuckets, count;
+};
+
+/* One queued prefetch: decode [off, off + len) of node into the cache. */
+struct pf_job {
+	struct mnode *node;     /* pinned */
+	uint64_t off, len;
+};
+
+#define PF_QUEUE 64
+
+struct prefetcher {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pf_job q[PF_QUEUE];
+	unsigned head, n;
+	bool stop, started;
+	pthread_t tid;
+};
+
+struct ezfs_mount {
+	struct ezfs_mount_params p;
+	char *image_path, *mountpoint;
+	ezfs_image *img;
+	struct ezfs_sb_info sb;
+	struct fuse_session *se;
+	bool mounted, daemonized, sig_set;
+	struct itable it;
+	struct prefetcher pf;
+	double timeout;         /* entry and attr timeout, seconds */
+};
+
+/* One open regular file. */
+struct mfile {
+	struct mnode *node;     /* pinned */
+	pthread_mutex_t lock;
+	uint64_t last_end;      /* end of the previous read */
+	uint64_t pf_end;        /* prefetched (queued) up to here */
+	bool compressed;
+};
+
+/* FUSE inode numbers: the root is FUSE_ROOT_ID, every other nid + 2. */
+static inline fuse_ino_t mnt_nid_to_ino(const struct ezfs_mount *m,
+					uint64_t nid)
+{
+	return nid == m->sb.root_nid ? FUSE_ROOT_ID : (fuse_ino_t)(nid + 2);
+}
+
+static inline uint64_t mnt_ino_to_nid(const struct ezfs_mount *m,
+				      fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? m->sb.root_nid : (uint64_t)ino - 2;
+}
+
+void mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* itable.c */
+int it_init(struct itable *it);
+void it_destroy(struct itable *it);
+/* Find or load nid, pin it; add `lookups` kernel references. */
+int it_get(struct ezfs_mount *m, uint64_t nid, uint64_t lookups,
+	   struct mnode **out);
+void it_pin(struct ezfs_mount *m, struct mnode *n);
+void it_unpin(struct ezfs_mount *m, struct mnode *n);
+void it_forget(struct ezfs_mount *m, uint64_t nid, uint64_t nlookup);
+size_t it_count(struct ezfs_mount *m);
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops mnt_ops;
+
+/* prefetch.c */
+int pf_start(struct ezfs_mount *m);
+void pf_stop(struct ezfs_mount *m);
+/* Queue a prefetch (takes its own pin); dropped when the queue is full. */
+void pf_queue(struct ezfs_mount *m, struct mnode *node, uint64_t off,
+	      uint64_t len);
+
+#endif

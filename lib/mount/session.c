@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* session.c - mount session: open, mount, daemonize, serve, unmount. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* The image never changes: keep names and attributes for a long time. */
+#define MNT_TIMEOUT (86400.0 * 365)
+
+void mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (!m->p.log || (level > EZFS_LOG_ERROR && (unsigned)level >
+			  m->p.verbose))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	m->p.log(m->p.log_arg, level, line);
+}
+
+/* Characters that would break the fsname mount option. */
+static void opt_escape(char *dst, size_t size, const char *src)
+{
+	size_t i = 0;
+
+	for (; *src && i + 3 < size; src++) {
+		if (*src == ',' || *src == '\\')
+			dst[i++] = '\\';
+		dst[i++] = *src;
+	}
+	dst[i] = '\0';
+}
+
+static int build_args(struct ezfs_mount *m, struct fuse_args *args)
+{
+	char esc[PATH_MAX * 2], opts[PATH_MAX * 2 + 128];
+
+	opt_escape(esc, sizeof(esc), m->image_path);
+	snprintf(opts, sizeof(opts),
+		 "ro,default_permissions,subtype=ezfs,fsname=%s%s", esc,
+		 m->p.allow_other ? ",allow_other" : "");
+	if (fuse_opt_add_arg(args, "ezfs") ||
+	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, opts) ||
+	    (m->p.debug && fuse_opt_add_arg(args, "-d")))
+		return -ENOMEM;
+	return 0;
+}
+
+int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct ezfs_open_params op;
+	struct ezfs_mount *m;
+	struct mnode *root;
+	int err;
+
+	*out = NULL;
+	if (!p->image || !p->mountpoint)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->p = *p;
+	m->timeout = MNT_TIMEOUT;
+	/* Absolute paths: daemonizing changes the directory to /. */
+	m->image_path = realpath(p->image, NULL);
+	m->mountpoint = realpath(p->mountpoint, NULL);
+	if (!m->image_path || !m->mountpoint) {
+		err = -errno;
+		mnt_log(m, EZFS_LOG_ERROR, "%s: %s",
+			m->image_path ? p->mountpoint : p->image,
+			strerror(errno));
+		goto fail;
+	}
+	m->p.image = m->image_path;
+	m->p.mountpoint = m->mountpoint;
+
+	ezfs_open_params_init(&op);
+	op.log = p->log;
+	op.log_arg = p->log_arg;
+	op.offset = p->offset;
+	op.cache_bytes = p->cache_bytes;
+	op.verbose = p->verbose;
+	err = ezfs_image_open(m->image_path, &op, &m->img);
+	if (err) {
+		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
+			ezfs_strerror(err));
+		goto fail;
+	}
+	ezfs_get_sb_info(m->img, &m->sb);
+	err = it_init(&m->it);
+	if (err)
+		goto fail;
+	/* The root: one permanent reference (the kernel never forgets it). */
+	err = it_get(m, m->sb.root_nid, 1, &root);
+	if (err) {
+		mnt_log(m, EZFS_LOG_ERROR, "%s: root inode: %s", p->image,
+			ezfs_strerror(err));
+		goto fail;
+	}
+	it_unpin(m, root);
+
+	err = build_args(m, &args);
+	if (err)
+		goto fail;
+	m->se = fuse_session_new(&args, &mnt_ops, sizeof(mnt_ops), m);
+	fuse_opt_free_args(&args);
+	if (!m->se) {
+		mnt_log(m, EZFS_LOG_ERROR, "cannot create the FUSE session");
+		err = -EIO;
+		goto fail;
+	}
+	if (fuse_session_mount(m->se, m->mountpoint)) {
+		mnt_log(m, EZFS_LOG_ERROR, "cannot mount on %s (is /dev/fuse "
+			"usable, the directory there, fusermount3 installed?)",
+			m->mountpoint);
+		err = -EIO;
+		goto fail;
+	}
+	m->mounted = true;
+	*out = m;
+	return 0;
+fail:
+	ezfs_mount_destroy(m);
+	return err;
+}
+
+int ezfs_mount_daemonize(ezfs_mount *m)
+{
+	if (fuse_daemonize(0)) {
+		mnt_log(m, EZFS_LOG_ERROR, "cannot daemonize");
+		return -EIO;
+	}
+	m->daemonized = true;
+	return 0;
+}
+
+int ezfs_mount_run(ezfs_mount *m)
+{
+	struct fuse_loop_config *cfg;
+	int ret;
+
+	if (fuse_set_signal_handlers(m->se)) {
+		mnt_log(m, EZFS_LOG_ERROR, "cannot set signal handlers");
+		return -EIO;
+	}
+	m->sig_set = true;
+	if (m->p.prefetch && pf_start(m))
+		mnt_log(m, EZFS_LOG_WARN, "prefetch thread not started");
+	if (m->p.single_thread) {
+		ret = fuse_session_loop(m->se);
+	} else {
+		cfg = fuse_loop_cfg_create();
+		if (!cfg) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		fuse_loop_cfg_set_clone_fd(cfg, 0);
+		fuse_loop_cfg_set_idle_threads(cfg, m->p.threads ?
+					       m->p.threads : 10);
+		if (m->p.threads)
+			fuse_loop_cfg_set_max_threads(cfg, m->p.threads);
+		ret = fuse_session_loop_mt(m->se, cfg);
+		fuse_loop_cfg_destroy(cfg);
+	}
+out:
+	pf_stop(m);
+	fuse_remove_signal_handlers(m->se);
+	m->sig_set = false;
+	if (m->mounted) {
+		fuse_session_unmount(m->se);
+		m->mounted = false;
+	}
+	/* A signal ends the loop with its number: that is a clean stop. */
+	return ret < 0 ? ret : 0;
+}
+
+void ezfs_mount_destroy(ezfs_mount *m)
+{
+	if (!m)
+		return;
+	if (m->se) {
+		if (m->sig_set)
+			fuse_remove_signal_handlers(m->se);
+		if (m->mounted)
+			fuse_session_unmount(m->se);
+		fuse_session_destroy(m->se);
+	}
+	it_destroy(&m->it);
+	ezfs_image_close(m->img);
+	free(m->image_path);
+	free(m->mountpoint);
+	free(m);
+}
+
+ezfs_image *ezfs_mount_image(ezfs_mount *m)
+{
+	return m->img;
+}
