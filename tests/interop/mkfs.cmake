@@ -1,0 +1,10 @@
+# SPDX-License-Identifier: MIT
+# ezfs mkfs round trips (tests/interop/mkfs-roundtrip.sh): images built by
+# ezfs mkfs read back by ezfs fsck/extract, the kernel and fsck.erofs.
+add_test(NAME interop.mkfs
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-roundtrip.sh)
+set_tests_properties(interop.mkfs PROPERTIES
+                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
+                     SKIP_RETURN_CODE 77
+                     TIMEOUT 600
+                     LABELS "interop;mkfs")
