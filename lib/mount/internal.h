@@ -54,6 +54,7 @@ struct ezfs_mount {
 	struct ezfs_sb_info sb;
 	struct fuse_session *se;
 	bool mounted, daemonized, sig_set;
+	bool serving;           /* in ezfs_mount_run */
 	struct itable it;
 	struct prefetcher pf;
 	double timeout;         /* entry and attr timeout, seconds */
@@ -83,6 +84,9 @@ static inline uint64_t mnt_ino_to_nid(const struct ezfs_mount *m,
 
 void mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The library's last error line on this thread, then forgotten. */
+const char *mnt_take_detail(char *buf, size_t size);
 
 /* itable.c */
 int it_init(struct itable *it);

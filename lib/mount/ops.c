@@ -68,11 +68,13 @@ static void fill_entry(struct ezfs_mount *m, struct mnode *n,
 static int get_node(struct ezfs_mount *m, fuse_ino_t ino, struct mnode **out)
 {
 	int err = it_get(m, mnt_ino_to_nid(m, ino), 0, out);
+	char detail[256];
 
 	if (err)
-		mnt_log(m, EZFS_LOG_ERROR, "nid %llu: cannot load inode: %s",
-			(unsigned long long)mnt_ino_to_nid(m, ino),
-			ezfs_strerror(err));
+		mnt_log(m, EZFS_LOG_ERROR, "nid %llu: cannot load inode: %s "
+			"(%s)", (unsigned long long)mnt_ino_to_nid(m, ino),
+			ezfs_strerror(err),
+			mnt_take_detail(detail, sizeof(detail)));
 	return err;
 }
 
@@ -80,11 +82,15 @@ static int get_node(struct ezfs_mount *m, fuse_ino_t ino, struct mnode **out)
 static void log_once(struct ezfs_mount *m, struct mnode *n, const char *what,
 		     uint64_t off, int err)
 {
+	char detail[256];
+
+	mnt_take_detail(detail, sizeof(detail));
 	if (__atomic_exchange_n(&n->err_logged, 1, __ATOMIC_RELAXED))
 		return;
-	mnt_log(m, EZFS_LOG_ERROR, "nid %llu: %s at offset %llu: %s",
+	mnt_log(m, EZFS_LOG_ERROR, "nid %llu: %s at offset %llu: %s%s%s%s",
 		(unsigned long long)n->nid, what, (unsigned long long)off,
-		ezfs_strerror(err));
+		ezfs_strerror(err), detail[0] ? " (" : "", detail,
+		detail[0] ? ")" : "");
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -129,11 +135,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!err)
 		err = it_get(m, nid, 1, &child);
 	if (err) {
+		char detail[256];
+
+		mnt_take_detail(detail, sizeof(detail));
 		if (err != -ENAMETOOLONG && err != -ENOTDIR)
 			mnt_log(m, EZFS_LOG_ERROR,
-				"nid %llu: lookup of '%s' failed: %s",
+				"nid %llu: lookup of '%s' failed: %s (%s)",
 				(unsigned long long)mnt_ino_to_nid(m, parent),
-				name, ezfs_strerror(err));
+				name, ezfs_strerror(err), detail);
 		fuse_reply_err(req, fs_err(err));
 		return;
 	}
@@ -258,6 +267,9 @@ static void seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 		win = len * 2 < (256u << 10) ? (256u << 10) : len * 2;
 		if (win > (4u << 20))
 			win = 4u << 20;
+		/* Never more than an eighth of the cache budget ahead. */
+		if (m->p.cache_bytes && win > m->p.cache_bytes / 8)
+			win = m->p.cache_bytes / 8;
 		from = f->pf_end > end ? f->pf_end : end;
 		to = end + win > fsize ? fsize : end + win;
 		/* Top up only when less than half the window is queued. */
@@ -393,9 +405,12 @@ static int rd_entry(void *arg, const char *name, size_t namelen, uint64_t nid,
 		/* Every entry but . and .. counts as a lookup. */
 		err = it_get(c->m, nid, 1, &n);
 		if (err) {
+			char detail[256];
+
 			mnt_log(c->m, EZFS_LOG_ERROR,
-				"nid %llu: cannot load inode: %s",
-				(unsigned long long)nid, ezfs_strerror(err));
+				"nid %llu: cannot load inode: %s (%s)",
+				(unsigned long long)nid, ezfs_strerror(err),
+				mnt_take_detail(detail, sizeof(detail)));
 			return c->used ? 1 : err;
 		}
 		fill_entry(c->m, n, &e);

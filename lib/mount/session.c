@@ -27,6 +27,28 @@ void mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
 	m->p.log(m->p.log_arg, level, line);
 }
 
+/* The library's own last error line on this thread (the detail of why a
+ * request failed). While serving, these lines are folded into the mount's
+ * one line per inode instead of being logged each time (unless -v). */
+static __thread char lib_detail[256];
+
+static void img_log(void *arg, int level, const char *msg)
+{
+	struct ezfs_mount *m = arg;
+
+	if (level == EZFS_LOG_ERROR)
+		snprintf(lib_detail, sizeof(lib_detail), "%s", msg);
+	if (m->p.log && (!m->serving || m->p.verbose >= 1))
+		m->p.log(m->p.log_arg, level, msg);
+}
+
+const char *mnt_take_detail(char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", lib_detail);
+	lib_detail[0] = '\0';
+	return buf;
+}
+
 /* Characters that would break the fsname mount option. */
 static void opt_escape(char *dst, size_t size, const char *src)
 {
@@ -85,8 +107,8 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	m->p.mountpoint = m->mountpoint;
 
 	ezfs_open_params_init(&op);
-	op.log = p->log;
-	op.log_arg = p->log_arg;
+	op.log = img_log;
+	op.log_arg = m;
 	op.offset = p->offset;
 	op.cache_bytes = p->cache_bytes;
 	op.verbose = p->verbose;
@@ -154,6 +176,7 @@ int ezfs_mount_run(ezfs_mount *m)
 		return -EIO;
 	}
 	m->sig_set = true;
+	m->serving = true;
 	if (m->p.prefetch && pf_start(m))
 		mnt_log(m, EZFS_LOG_WARN, "prefetch thread not started");
 	if (m->p.single_thread) {
@@ -174,6 +197,7 @@ int ezfs_mount_run(ezfs_mount *m)
 	}
 out:
 	pf_stop(m);
+	m->serving = false;
 	fuse_remove_signal_handlers(m->se);
 	m->sig_set = false;
 	if (m->mounted) {
