@@ -12,7 +12,7 @@ img=$1
 name=$(basename "$img")
 to=${CORRUPT_TIMEOUT:-10}
 work=$CASE_WORK/$name.d
-max_fsck=${CORRUPT_MAX_LINES_FSCK:-500}
+max_fsck=${CORRUPT_MAX_LINES_FSCK:-5000}
 max_extract=${CORRUPT_MAX_LINES_EXTRACT:-50}
 reasons=
 

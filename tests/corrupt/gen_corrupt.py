@@ -14,6 +14,9 @@ when available).
       D/NAME.cases.tsv line per case: file, kind, description.
   gen_corrupt.py one --base IMG --seed S --count N --index I --out FILE
       Regenerate case I only (to reproduce one failure).
+  gen_corrupt.py crafted --workdir W --outdir D
+      Hand-made hostile images: duplicate names where a symlink pointing
+      out of the extraction target precedes a directory or file.
 
 Kinds: trunc (truncation), sb/inode/xattr/dir/zindex/zdata/chunkidx
 (one bit flipped inside that structure), smash (a field overwritten with an
@@ -225,6 +228,57 @@ def gen_cases(base_path, outdir, seed, count, only=None, out_file=None):
     return lines
 
 
+def build_crafted(workdir, outdir):
+    """Hand-made hostile images (extract must stay inside its target).
+
+    A directory holding two entries of the same name: first a symlink
+    pointing out of the target ("../../../x"), then a directory (or a
+    file) whose contents would be written through the link if extract
+    followed it. Made from a plain image by renaming one entry in place.
+    """
+    if not erofs_img.have_mkfs():
+        return []
+    tree = os.path.join(workdir, "crafted-tree")
+    if os.path.exists(tree):
+        shutil.rmtree(tree)
+    os.makedirs(os.path.join(tree, "aaaa2"))
+    with open(os.path.join(tree, "aaaa2", "pwned"), "wb") as f:
+        f.write(b"written through a symlink\n")
+    os.symlink("../../../x", os.path.join(tree, "aaaa1"))
+    os.symlink("../../../y", os.path.join(tree, "bbbb1"))
+    with open(os.path.join(tree, "bbbb2"), "wb") as f:
+        f.write(b"file written through a symlink\n")
+    os.makedirs(os.path.join(tree, "sub"))
+    os.symlink("../../../../z", os.path.join(tree, "sub", "cccc1"))
+    os.makedirs(os.path.join(tree, "sub", "cccc2"))
+    with open(os.path.join(tree, "sub", "cccc2", "pwned"), "wb") as f:
+        f.write(b"nested\n")
+    erofs_img._fix_times(tree, erofs_img.FIXED_TIME)
+    os.makedirs(outdir, exist_ok=True)
+    made = []
+    for opts in (["-Enosbcrc"], ["-zlz4", "-Enosbcrc"]):
+        base = os.path.join(workdir, "crafted.img")
+        if os.path.exists(base):
+            os.unlink(base)
+        if not erofs_img.mkfs(base, tree, opts):
+            continue
+        data = bytearray(open(base, "rb").read())
+        img = erofs_img.Image(bytes(data))
+        for old, new in ((b"aaaa2", b"aaaa1"), (b"bbbb2", b"bbbb1"),
+                         (b"cccc2", b"cccc1")):
+            for s, e in img.regions["dir"]:
+                i = data.find(old, s, e)
+                if i >= 0:
+                    data[i:i + len(old)] = new
+        name = "crafted-dupname%s.img" % ("-lz4" if len(opts) > 1 else "")
+        path = os.path.join(outdir, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        made.append(path)
+    shutil.rmtree(tree, ignore_errors=True)
+    return made
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -238,6 +292,9 @@ def main():
     c.add_argument("--outdir", required=True)
     c.add_argument("--seed", default="1")
     c.add_argument("--count", type=int, default=40)
+    k = sub.add_parser("crafted")
+    k.add_argument("--workdir", required=True)
+    k.add_argument("--outdir", required=True)
     o = sub.add_parser("one")
     o.add_argument("--base", required=True)
     o.add_argument("--seed", default="1")
@@ -247,6 +304,9 @@ def main():
     a = ap.parse_args()
     if a.cmd == "bases":
         for p in build_bases(a.workdir, a.fixtures, a.level):
+            print(p)
+    elif a.cmd == "crafted":
+        for p in build_crafted(a.workdir, a.outdir):
             print(p)
     elif a.cmd == "cases":
         os.makedirs(a.outdir, exist_ok=True)

@@ -98,6 +98,15 @@ static void log_fn(void *arg, int level, const char *msg)
 		fprintf(stderr, "  log: %s\n", msg);
 }
 
+static void fsck_problem(void *arg, uint64_t nid, const char *path,
+			 const char *msg)
+{
+	CHECK(!strchr(msg, '\n'), "fsck message with a newline: %s", msg);
+	if (getenv("IOFAULT_VERBOSE"))
+		fprintf(stderr, "  fsck: nid %llu %s: %s\n",
+			(unsigned long long)nid, path ? path : "", msg);
+}
+
 static int open_be(struct backend *b, ezfs_image **img)
 {
 	struct ezfs_open_params p;
@@ -162,7 +171,7 @@ static void fill(struct file *f, unsigned seed)
 
 static int write_tree(const char *root)
 {
-	char path[4096];
+	char path[8400];
 	unsigned i;
 	FILE *fp;
 
@@ -392,6 +401,22 @@ static void test_data_fault(struct backend *b, const char *name,
 		CHECK(!err, "%s: %s after another file's I/O error: %d", name,
 		      files[i].path, err);
 	}
+	/* fsck (two threads) sees the fault, reports it and ends. */
+	if (mode == F_EIO) {
+		struct ezfs_fsck_params fp;
+		struct ezfs_fsck_result res;
+
+		memset(&fp, 0, sizeof(fp));
+		memset(&res, 0, sizeof(res));
+		fp.problem = fsck_problem;
+		fp.threads = 2;
+		err = ezfs_fsck(img, &fp, &res);
+		CHECK(err < 0, "%s: fsck with an I/O error returned %d", name,
+		      err);
+		CHECK(err >= 0 || res.problems > 0 || err == -EIO,
+		      "%s: fsck failed (%d) without naming a problem", name,
+		      err);
+	}
 	/* The fault is gone: the file must read right (no cached error). */
 	b->mode = F_NONE;
 	err = read_file(img, &files[0], name);
@@ -420,6 +445,9 @@ static void test_sweep(struct backend *b, const char *name)
 			if (err) {
 				CHECK(is_errno(err), "%s: sweep open: %d",
 				      name, err);
+				CHECK(modes[m] != F_EIO || err == -EIO,
+				      "%s: EIO at block %llu: open gave %d",
+				      name, (unsigned long long)blk, err);
 				CHECK(b->closes == 1, "%s: close calls %d",
 				      name, b->closes);
 				continue;
@@ -428,6 +456,11 @@ static void test_sweep(struct backend *b, const char *name)
 				err = read_file(img, &files[i], name);
 				CHECK(!err || is_errno(err),
 				      "%s: sweep read: %d", name, err);
+				/* an I/O error is not reported as corruption */
+				CHECK(!err || modes[m] != F_EIO || err == -EIO,
+				      "%s: EIO at block %llu: %s read gave %d",
+				      name, (unsigned long long)blk,
+				      files[i].path, err);
 				if (err)
 					nerr++;
 				else
