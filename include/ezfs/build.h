@@ -52,6 +52,7 @@ enum ezfs_build_flags {
 	EZFS_BUILD_LEGACY_COMPRESS = 1 << 4,/* full (8-byte) lcluster indexes */
 	EZFS_BUILD_ALL_ROOT = 1 << 5,       /* uid = gid = 0 */
 	EZFS_BUILD_NO_FSYNC = 1 << 6,       /* skip fsync before rename */
+	EZFS_BUILD_ZTAILPACKING = 1 << 7,   /* compressed tails inline */
 };
 
 /* Phases reported to the progress callback. */

@@ -33,6 +33,7 @@ void bld_zfile_free(struct bzfile *z)
 		return;
 	free(z->ext);
 	free(z->data);
+	free(z->idata);
 	free(z);
 }
 
@@ -117,6 +118,40 @@ static uint8_t *grow_data(struct bzfile *z, uint64_t *cap, uint32_t blocks,
 	return z->data + ((uint64_t)z->blocks << blkszbits);
 }
 
+/*
+ * ztailpacking (9.9): the tail (<= 1 block) compressed or raw, stored after
+ * the index. Returns 1 if inlined, 0 if it must go to a block.
+ */
+static int inline_tail(const struct ezfs_builder *b,
+		       const struct ezfs_codec_ops *ops, void *cctx,
+		       struct bzfile *z, uint64_t pos, const uint8_t *in,
+		       size_t len, uint8_t *obuf)
+{
+	/* inline data must not cross a block: leave room for alignment */
+	size_t maxin = b->blksz - 32, inlen = len;
+	uint8_t type = Z_EROFS_LCLUSTER_TYPE_PLAIN;
+	const uint8_t *src = in;
+	int r;
+
+	r = ops->compress_destsize(cctx, in, &inlen, obuf, maxin);
+	if (r > 0 && inlen == len && (size_t)r < len) {
+		type = Z_EROFS_LCLUSTER_TYPE_HEAD1;
+		src = obuf;
+		len = (size_t)r;
+	} else if (r < 0 && r != -ENOSPC) {
+		return r;
+	}
+	if (len > maxin)
+		return 0;
+	z->idata = malloc(len);
+	if (!z->idata)
+		return -ENOMEM;
+	memcpy(z->idata, src, len);
+	z->idata_len = (uint32_t)len;
+	r = add_extent(z, pos, 0, type);
+	return r < 0 ? r : 1;
+}
+
 /* Longest extent: 0x7FF lclusters keeps every delta below CBLKCNT. */
 static uint64_t max_extent(const struct ezfs_builder *b)
 {
@@ -184,9 +219,22 @@ int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 				wend += (uint64_t)n;
 			}
 		}
-		/* 2. last piece of at most one block: raw */
-		if (rem <= blksz)
+		/* 2. last piece of at most one block: inline or raw */
+		if (rem <= blksz) {
+			if (b->p.flags & EZFS_BUILD_ZTAILPACKING) {
+				err = inline_tail(b, ops, cctx, z, pos,
+						  win + (pos - wpos), (size_t)rem,
+						  obuf);
+				if (err < 0)
+					goto fail;
+				if (err > 0) {
+					err = 0;
+					pos += rem;
+					continue;
+				}
+			}
 			goto raw;
+		}
 		/* 3. fill one pcluster */
 		inlen = (size_t)want;
 		r = ops->compress_destsize(cctx, win + (pos - wpos), &inlen,
@@ -235,7 +283,7 @@ raw:
 	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS);
 	z->idx_size = bld_zindex_size(b, in, z->compact);
 	/* 9.14 step 7: keep it only if it saves space */
-	if (z->datalen + z->idx_size >= size) {
+	if (z->datalen + z->idx_size + z->idata_len >= size) {
 		bld_zfile_free(z);
 		return 0;
 	}

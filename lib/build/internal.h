@@ -44,6 +44,8 @@ struct bzfile {
 	uint32_t blocks;
 	bool compact;            /* COMPRESSED_COMPACT vs FULL */
 	uint32_t idx_size;       /* map header + index bytes */
+	uint8_t *idata;          /* ztailpacking: inline tail pcluster */
+	uint32_t idata_len;
 	uint8_t *idx;            /* encoded, filled once blkaddrs are known */
 };
 

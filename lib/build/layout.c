@@ -204,7 +204,7 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 		free(z->data);
 		z->data = NULL;
 		in->unit_size = ((core_size(in) + in->xattr_isize + 7) & ~7u) +
-				z->idx_size;
+				z->idx_size + z->idata_len;
 		b->st.compressed_files++;
 		return err;
 	}
@@ -407,6 +407,11 @@ int bld_write_meta(struct ezfs_builder *b)
 			pos = (pos + b->blksz - 1) & ~(uint64_t)(b->blksz - 1);
 		else if (in->extended && inblk + 64 > b->blksz)
 			pos += 32;
+		/* a ztailpacking tail must not cross a block (idata < blksz - 32) */
+		while (in->z && in->z->idata_len &&
+		       ((pos + in->unit_size - in->z->idata_len) >> b->blkszbits) !=
+		       ((pos + in->unit_size - 1) >> b->blkszbits))
+			pos += 32;
 		in->meta_off = pos;
 		in->nid = (pos - (meta_blkaddr << b->blkszbits)) >> EROFS_ISLOTBITS;
 		in->ino32 = (uint32_t)(i + 1);
@@ -448,6 +453,9 @@ int bld_write_meta(struct ezfs_builder *b)
 			uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
 
 			err = bld_zindex_encode(b, in, meta + (h - base));
+			if (in->z->idata_len)
+				memcpy(meta + (h - base) + in->z->idx_size,
+				       in->z->idata, in->z->idata_len);
 			continue;
 		}
 		if (S_ISDIR(in->mode)) {

@@ -83,6 +83,8 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		compat |= EROFS_FEATURE_COMPAT_XATTR_FILTER;
 	if (b->p.alg >= 0) {
 		incompat |= EROFS_FEATURE_INCOMPAT_ZERO_PADDING;
+		if (b->p.flags & EZFS_BUILD_ZTAILPACKING)
+			incompat |= EROFS_FEATURE_INCOMPAT_ZTAILPACKING;
 		if (b->big_pcluster) {
 			incompat |= EROFS_FEATURE_INCOMPAT_COMPR_CFGS;
 			u1 = (uint16_t)(1u << b->p.alg);

@@ -238,7 +238,10 @@ int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 	if (b->big_pcluster)
 		advise |= Z_EROFS_ADVISE_BIG_PCLUSTER_1 |
 			  (compact ? Z_EROFS_ADVISE_BIG_PCLUSTER_2 : 0);
+	if (in->z->idata_len)
+		advise |= Z_EROFS_ADVISE_INLINE_PCLUSTER;
 	memset(p, 0, 8);
+	put_le16(p + 2, (uint16_t)in->z->idata_len);
 	put_le16(p + 4, advise);
 	p[6] = (uint8_t)b->p.alg;
 	p[7] = 0;

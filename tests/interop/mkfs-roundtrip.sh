@@ -90,9 +90,10 @@ for seed in 1 2 3; do
 		sets=("" "-b 512 -E noinline_data" "-b 2048 -E force-inode-extended"
 		      "-z lz4" "-z lz4hc,level=12 -C 65536" "-z lzma -C 16384"
 		      "-z deflate -C 65536" "-z zstd,3 -C 1048576"
-		      "-z lz4 -C 16384 -E legacy-compress" "-z lz4hc -b 1024 -C 8192")
+		      "-z lz4 -C 16384 -E legacy-compress" "-z lz4hc -b 1024 -C 8192"
+		      "-z lz4 -E ztailpacking" "-z zstd -C 65536 -E ztailpacking,legacy-compress")
 	else
-		sets=("" "-z lz4hc -C 262144" "-z zstd -C 16384" "-z lzma,9 -C 65536")
+		sets=("" "-z lz4hc -C 262144 -E ztailpacking" "-z zstd -C 16384")
 	fi
 	for opts in "${sets[@]}"; do
 		name="seed $seed [${opts:-plain}]"
@@ -103,7 +104,7 @@ for seed in 1 2 3; do
 		fi
 		check "$name" "$tree" "$TMP/img"
 		case "$opts" in
-		""|"-z lz4"|"-z lz4hc -C 262144"|"-z lz4 -C 16384 -E legacy-compress")
+		""|"-z lz4"|"-z lz4 -C 16384 -E legacy-compress"|*lz4*ztailpacking*)
 			check_fsck_erofs "$name" "$tree" "$TMP/img";;
 		esac
 	done
@@ -121,7 +122,7 @@ done
 
 # Reproducibility: same input, -T and -U: identical bytes for any --workers.
 tree=$TMP/tree1
-for opts in "" "-z lz4hc -C 65536" "-z zstd -C 16384"; do
+for opts in "" "-z lz4hc -C 65536" "-z zstd -C 16384 -E ztailpacking"; do
 	# shellcheck disable=SC2086
 	mk $opts -T 1000 -U $UUID --workers=1 "$TMP/r1.img" "$tree" &&
 	mk $opts -T 1000 -U $UUID --workers=2 "$TMP/r2.img" "$tree" &&

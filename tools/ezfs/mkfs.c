@@ -28,7 +28,8 @@ static const char usage_text[] =
 	"  -x N                  xattrs used by more than N inodes are shared;\n"
 	"                        N < 0 drops xattrs (default 2)\n"
 	"  -E OPT[,OPT]          noinline_data, force-inode-compact,\n"
-	"                        force-inode-extended, legacy-compress, nosbcrc\n"
+	"                        force-inode-extended, legacy-compress, nosbcrc,\n"
+	"                        ztailpacking\n"
 	"  --exclude-path=PATH   skip PATH (relative to SOURCEDIR); repeatable\n"
 	"  --exclude-regex=RE    skip paths matching RE; repeatable\n"
 	"  --workers=N           compression threads (default: all cores)\n"
@@ -151,6 +152,8 @@ static int parse_E(const char *arg, struct ezfs_build_params *p)
 			p->flags |= EZFS_BUILD_FORCE_EXTENDED;
 		else if (!strcmp(tok, "legacy-compress"))
 			p->flags |= EZFS_BUILD_LEGACY_COMPRESS;
+		else if (!strcmp(tok, "ztailpacking"))
+			p->flags |= EZFS_BUILD_ZTAILPACKING;
 		else if (!strcmp(tok, "nosbcrc"))
 			p->flags |= EZFS_BUILD_NO_SBCRC;
 		else
