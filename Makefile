@@ -62,8 +62,11 @@ asan-test: asan
 	tests/skips.sh $(ASAN_BUILD); \
 	exit $$rc
 
-install: build
-	cmake --install $(BUILD) --prefix "$(PREFIX)"
+# The prefix is set at configure time too: ezfs.pc records it.
+install: deps $(BUILD)/build.ninja
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX="$(PREFIX)" >/dev/null
+	ninja -C $(BUILD)
+	cmake --install $(BUILD)
 	@if [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 fuzz:

@@ -10,10 +10,14 @@ set -euo pipefail
 t_init
 t_need_cmd cmake pkg-config cc mkfs.erofs
 build=${EZFS_BUILD_DIR:-$SRC/build}
-prefix=$TMP/prefix
+# A staged install (DESTDIR) of the prefix the build was configured with,
+# as `make install PREFIX=...` does; ezfs.pc names that prefix.
+inst=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
+root=$TMP/root
+prefix=$root$inst
 
-if cmake --install "$build" --prefix "$prefix" > "$TMP/install.log" 2>&1; then
-	t_pass "cmake --install"
+if DESTDIR=$root cmake --install "$build" > "$TMP/install.log" 2>&1; then
+	t_pass "cmake --install (DESTDIR, prefix $inst)"
 else
 	t_fail "cmake --install failed"
 	tail -n 5 "$TMP/install.log"
@@ -47,7 +51,7 @@ int main(int argc, char **argv)
 	return 0;
 }
 C
-export PKG_CONFIG_PATH=$libdir/pkgconfig
+export PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
 # shellcheck disable=SC2046  # pkg-config prints a list of flags
 if cc -o "$TMP/use" "$TMP/use.c" $(pkg-config --cflags --libs ezfs) > "$TMP/cc.log" 2>&1; then
 	t_pass "a program builds with pkg-config ezfs"
