@@ -271,7 +271,8 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 	closedir(d);
 	if (err)
 		goto out;
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
 
 	for (i = 0; i < n && !err; i++) {
 		struct binode *in;

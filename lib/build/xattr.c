@@ -143,7 +143,8 @@ int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 		x->shared_id = -1;
 		b->st.xattrs++;
 	}
-	qsort(in->xattrs, in->nxattrs, sizeof(*in->xattrs), cmp_xattr_q);
+	if (in->nxattrs)
+		qsort(in->xattrs, in->nxattrs, sizeof(*in->xattrs), cmp_xattr_q);
 out:
 	free(list);
 	return err;
@@ -188,7 +189,8 @@ int bld_xattrs_share(struct ezfs_builder *b)
 	for (i = 0; i < b->ninodes; i++)
 		for (k = 0; k < b->inodes[i]->nxattrs; k++)
 			all[n++] = &b->inodes[i]->xattrs[k];
-	qsort(all, n, sizeof(*all), cmp_xattr_pq);
+	if (n)
+		qsort(all, n, sizeof(*all), cmp_xattr_pq);
 
 	/* pass 1: size, pass 2: encode */
 	for (i = 0; i < n; i = j) {
