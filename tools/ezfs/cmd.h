@@ -12,5 +12,7 @@ int cmd_extract(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
 /* tools/ezfs/mkfs.c; main.c carries a weak stand-in. */
 int cmd_mkfs(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
+int cmd_umount(int argc, char **argv);
 
 #endif

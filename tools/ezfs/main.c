@@ -6,13 +6,6 @@
 #include "ezfs/ezfs.h"
 #include "cmd.h"
 
-/* Stand-in until tools/ezfs/mkfs.c provides the real one. */
-__attribute__((weak)) int cmd_mkfs(int argc, char **argv)
-{
-	fprintf(stderr, "ezfs mkfs: not built yet\n");
-	return 1;
-}
-
 static int cmd_help(int argc, char **argv);
 
 static const struct {
@@ -27,6 +20,10 @@ static const struct {
 	{ "extract", cmd_extract, "restore the tree (or a part) into a directory" },
 	{ "fsck", cmd_fsck, "check an image, decoding every byte" },
 	{ "mkfs", cmd_mkfs, "build an image from a directory" },
+#ifdef EZFS_HAVE_FUSE
+	{ "mount", cmd_mount, "mount an image read-only through FUSE" },
+	{ "umount", cmd_umount, "unmount an ezfs FUSE mount" },
+#endif
 	{ "help", cmd_help, "show help for a command" },
 };
 
