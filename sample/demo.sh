@@ -9,29 +9,37 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ezfs=${1:-$here/../build/tools/ezfs/ezfs}
 [ -x "$ezfs" ] || { echo "demo: no ezfs binary at $ezfs (run make build)" >&2; exit 1; }
+ezfs=$(cd "$(dirname "$ezfs")" && pwd)/$(basename "$ezfs")
 command -v mkfs.erofs >/dev/null || { echo "demo: mkfs.erofs missing (apt-get install erofs-utils)" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ezfs-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-tree=$work/sample
-img=$work/sample.erofs
+cd "$work"
+tree=sample
+img=sample.erofs
+bold='' plain=''
+if [ -t 1 ]; then bold=$(printf '\033[1m') plain=$(printf '\033[0m'); fi
 step=0
 heading() {
 	step=$((step + 1))
-	printf '\n\033[1m== %d. %s\033[0m\n' "$step" "$*"
+	printf '\n%s== %d. %s%s\n' "$bold" "$step" "$*" "$plain"
 }
+# Echo a command (ezfs by its short name), then run it.
 show() {
-	echo "\$ $*" | sed "s|$work|\$DEMO|g; s|$ezfs|ezfs|"
+	local shown=("$@")
+	[ "$1" = "$ezfs" ] && shown[0]=ezfs
+	echo "\$ ${shown[*]}"
 	"$@"
 }
+echo "demo: working in $work"
 
 heading "A small sample tree (sample/make-sample.sh)"
 "$here/make-sample.sh" "$tree"
 (cd "$tree" && find . | LC_ALL=C sort | sed 's|^\./||' | grep -v '^\.$')
 
-heading "Pack it with Debian's mkfs.erofs (lz4hc)"
-show mkfs.erofs --quiet -zlz4hc "$img" "$tree"
-ls -l "$img" | sed "s|$work|\$DEMO|"
+heading "Pack it with Debian's mkfs.erofs (lz4hc, 64 KiB pclusters)"
+show mkfs.erofs --quiet -zlz4hc -C65536 "$img" "$tree"
+echo "$img: $(stat -c %s "$img") bytes"
 
 heading "ezfs info: the superblock"
 show "$ezfs" info "$img"
@@ -45,14 +53,15 @@ show "$ezfs" stat "$img" /data/numbers.csv
 heading "ezfs cat: file contents"
 show "$ezfs" cat "$img" /hello.txt
 show "$ezfs" cat "$img" /docs/notes/todo.txt
-echo "\$ ezfs cat \$DEMO/sample.erofs /data/numbers.csv | tail -n 3"
+echo "\$ ezfs cat $img /data/numbers.csv | tail -n 3"
 "$ezfs" cat "$img" /data/numbers.csv | tail -n 3
 "$ezfs" cat "$img" /data/numbers.csv | cmp - "$tree/data/numbers.csv"
 echo "(numbers.csv is byte-identical to the source, $(stat -c %s "$tree/data/numbers.csv") bytes)"
 
 heading "ezfs extract, then diff -r against the sample tree"
-show "$ezfs" extract -q "$img" "$work/out"
-if diff -r --no-dereference "$tree" "$work/out"; then
+show "$ezfs" extract -q "$img" out
+echo "\$ diff -r --no-dereference $tree out"
+if diff -r --no-dereference "$tree" out; then
 	echo "diff -r: no differences"
 else
 	echo "demo: the extracted tree differs from the sample" >&2
@@ -62,4 +71,4 @@ fi
 heading "ezfs fsck: check every inode and all the data"
 show "$ezfs" fsck "$img"
 
-printf '\n\033[1mdemo: all steps passed\033[0m\n'
+printf '\n%sdemo: all steps passed%s\n' "$bold" "$plain"
