@@ -23,6 +23,7 @@
 #include "format/erofs_fs.h"
 
 #define COPY_BUF (1u << 20)
+#define BLD_MAX_SLOTS (4096 / 32)	/* 32-byte slots in the largest block */
 
 static unsigned core_size(const struct binode *in)
 {
@@ -384,45 +385,146 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 	return 0;
 }
 
+/*
+ * Metadata placement: partially used metadata blocks ("gaps": block 0
+ * after the superblock and shared xattrs, and blocks left behind when a
+ * unit had to start a new block) are kept in buckets by free 32-byte
+ * slots; a unit goes into the smallest gap it fits, else at the end of
+ * the contiguous metadata area after the data.
+ */
+struct gaps {
+	uint64_t *blk[BLD_MAX_SLOTS + 1];
+	uint32_t n[BLD_MAX_SLOTS + 1];
+	uint32_t cap[BLD_MAX_SLOTS + 1];
+	unsigned nslots;
+};
+
+static int gap_push(struct gaps *g, uint64_t blk, unsigned freeslots)
+{
+	if (!freeslots)
+		return 0;
+	if (g->n[freeslots] == g->cap[freeslots]) {
+		uint32_t cap = g->cap[freeslots] ? g->cap[freeslots] * 2 : 16;
+		uint64_t *v = realloc(g->blk[freeslots], cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		g->blk[freeslots] = v;
+		g->cap[freeslots] = cap;
+	}
+	g->blk[freeslots][g->n[freeslots]++] = blk;
+	return 0;
+}
+
+/* Best fit: byte offset of `slots` free slots in some gap, or 0. */
+static int gap_take(struct gaps *g, unsigned blkszbits, unsigned slots,
+		    uint64_t *off)
+{
+	unsigned k;
+
+	for (k = slots; k <= g->nslots; k++) {
+		uint64_t blk;
+
+		if (!g->n[k])
+			continue;
+		blk = g->blk[k][--g->n[k]];
+		*off = (blk << blkszbits) + ((uint64_t)(g->nslots - k) << 5);
+		return gap_push(g, blk, k - slots) < 0 ? -ENOMEM : 1;
+	}
+	return 0;
+}
+
+static void gaps_free(struct gaps *g)
+{
+	unsigned k;
+
+	for (k = 0; k <= g->nslots; k++)
+		free(g->blk[k]);
+}
+
+/* Does the unit need to stay inside one block (inline data)? */
+static bool unit_in_one_block(const struct binode *in)
+{
+	return in->tail_len || (in->z && in->z->idata_len);
+}
+
+/* Assign meta_off/nid to every inode; returns the end of the area. */
+static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
+			uint64_t meta_blkaddr, uint64_t *endp)
+{
+	uint64_t pos = base, blksz = b->blksz;
+	size_t i;
+	int r;
+
+	for (i = 0; i < b->ninodes; i++) {
+		struct binode *in = b->inodes[i];
+		uint32_t need = (in->unit_size + 31) & ~31u;
+		uint64_t inblk = pos & (blksz - 1), off;
+
+		r = need <= blksz ? gap_take(g, b->blkszbits, need >> 5, &off) : 0;
+		if (r < 0)
+			return r;
+		if (!r) {
+			if (inblk && inblk + need > blksz &&
+			    (need <= blksz || unit_in_one_block(in))) {
+				r = gap_push(g, pos >> b->blkszbits,
+					     (unsigned)((blksz - inblk) >> 5));
+				if (r < 0)
+					return r;
+				pos += blksz - inblk;
+			} else if (in->extended && inblk + 64 > blksz) {
+				pos += 32;
+			}
+			/* a ztailpacking tail must not cross a block */
+			while (in->z && in->z->idata_len &&
+			       ((pos + in->unit_size - in->z->idata_len) >>
+				b->blkszbits) !=
+			       ((pos + in->unit_size - 1) >> b->blkszbits))
+				pos += 32;
+			off = pos;
+			pos = (pos + in->unit_size + 31) & ~31ull;
+		}
+		in->meta_off = off;
+		in->nid = (off - (meta_blkaddr << b->blkszbits)) >>
+			  EROFS_ISLOTBITS;
+		in->ino32 = (uint32_t)(i + 1);
+	}
+	*endp = pos;
+	return 0;
+}
+
 int bld_write_meta(struct ezfs_builder *b)
 {
 	uint64_t shared_end = b->shared_start + b->shared_len;
-	uint64_t base, pos, meta_blkaddr, blk, end;
-	uint8_t *meta = NULL, *dbuf = NULL;
+	uint64_t base, meta_blkaddr, blk, end = 0, gap0;
+	uint8_t *meta = NULL, *dbuf = NULL, *blk0buf = NULL;
+	struct gaps *g;
+	bool blk0;
 	size_t i;
 	int err = 0;
 
-	/* 1. NIDs */
-	if (b->cursor == b->data_start)
-		base = (shared_end + 31) & ~31ull;
-	else
-		base = b->cursor << b->blkszbits;
-	meta_blkaddr = (base - 1) >> b->blkszbits;
-	pos = base;
-	for (i = 0; i < b->ninodes; i++) {
-		struct binode *in = b->inodes[i];
-		uint64_t inblk = pos & (b->blksz - 1);
-
-		if (in->tail_len && inblk + in->unit_size > b->blksz)
-			pos = (pos + b->blksz - 1) & ~(uint64_t)(b->blksz - 1);
-		else if (in->extended && inblk + 64 > b->blksz)
-			pos += 32;
-		/* a ztailpacking tail must not cross a block (idata < blksz - 32) */
-		while (in->z && in->z->idata_len &&
-		       ((pos + in->unit_size - in->z->idata_len) >> b->blkszbits) !=
-		       ((pos + in->unit_size - 1) >> b->blkszbits))
-			pos += 32;
-		in->meta_off = pos;
-		in->nid = (pos - (meta_blkaddr << b->blkszbits)) >> EROFS_ISLOTBITS;
-		in->ino32 = (uint32_t)(i + 1);
-		pos = (pos + in->unit_size + 31) & ~31ull;
-	}
+	/* 1. NIDs: block 0 after the superblock when the root fits there */
+	base = b->cursor << b->blkszbits;
+	gap0 = (shared_end + 31) & ~31ull;
+	blk0 = gap0 + ((b->inodes[0]->unit_size + 31) & ~31u) <= b->blksz;
+	meta_blkaddr = blk0 ? 0 : (base - 1) >> b->blkszbits;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->nslots = b->blksz >> 5;
+	if (blk0)
+		err = gap_push(g, 0, (unsigned)((b->blksz - gap0) >> 5));
+	if (!err)
+		err = place_inodes(b, g, base, meta_blkaddr, &end);
+	gaps_free(g);
+	free(g);
+	if (err)
+		return err;
 	if (b->inodes[0]->nid > 0xFFFF) {
 		bld_log(b, EZFS_LOG_ERROR, "root nid %llu beyond 16 bits",
 			(unsigned long long)b->inodes[0]->nid);
 		return -EFBIG;
 	}
-	end = pos;
 
 	/* 2. directory blocks after the metadata */
 	blk = (end + b->blksz - 1) >> b->blkszbits;
@@ -437,11 +539,16 @@ int bld_write_meta(struct ezfs_builder *b)
 
 	/* 3. encode inodes into one metadata buffer, directory blocks */
 	meta = calloc(1, end - base ? end - base : 1);
-	if (!meta)
+	blk0buf = calloc(1, b->blksz);
+	if (!meta || !blk0buf) {
+		free(meta);
+		free(blk0buf);
 		return -ENOMEM;
+	}
 	for (i = 0; i < b->ninodes && !err; i++) {
 		struct binode *in = b->inodes[i];
-		uint8_t *p = meta + (in->meta_off - base);
+		uint8_t *p = in->meta_off < base ? blk0buf + in->meta_off :
+			     meta + (in->meta_off - base);
 		uint32_t hdr = core_size(in) + in->xattr_isize;
 
 		err = encode_core(b, in, p);
@@ -452,9 +559,11 @@ int bld_write_meta(struct ezfs_builder *b)
 		if (in->z) {
 			uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
 
-			err = bld_zindex_encode(b, in, meta + (h - base));
+			uint8_t *hp = p + (h - in->meta_off);
+
+			err = bld_zindex_encode(b, in, hp);
 			if (in->z->idata_len)
-				memcpy(meta + (h - base) + in->z->idx_size,
+				memcpy(hp + in->z->idx_size,
 				       in->z->idata, in->z->idata_len);
 			continue;
 		}
@@ -482,7 +591,10 @@ int bld_write_meta(struct ezfs_builder *b)
 	free(dbuf);
 	if (!err && end > base)
 		err = bld_pwrite(b, meta, end - base, base);
+	if (!err && blk0)
+		err = bld_pwrite(b, blk0buf + gap0, b->blksz - gap0, gap0);
 	free(meta);
+	free(blk0buf);
 	if (err)
 		return err;
 	return bld_write_super(b, meta_blkaddr, blk);
