@@ -114,6 +114,23 @@ static void progress(struct fsck *f, uint64_t inodes, uint64_t bytes)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* name for a message: control bytes and backslashes as \\xNN */
+static const char *quote(const char *s, size_t n, char *buf, size_t size)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n && o + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch < 0x20 || ch == 0x7f || ch == '\\')
+			o += snprintf(buf + o, size - o, "\\x%02x", ch);
+		else
+			buf[o++] = (char)ch;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 static const char *err_str(int err)
 {
 	return ezfs_strerror(err);
@@ -407,6 +424,9 @@ static void check_inode(struct fsck *f, ezfs_inode *ino,
 	uint64_t *counter = &r->specials;
 
 	check_xattrs(f, ino, st->nid, path);
+	if (st->mtime_nsec >= 1000000000u)
+		problem(f, st->nid, path, "mtime nanoseconds %u out of range",
+			st->mtime_nsec);
 	switch (st->mode & S_IFMT) {
 	case S_IFDIR:
 		counter = &r->dirs;
@@ -600,6 +620,7 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		size_t n, cap;
 	} l = { NULL, 0, 0 };
 	const struct dentry *prev = NULL;
+	char q1[400], q2[400];
 	int ret, bad = 0, dot = 0, dotdot = 0;
 	uint64_t subdirs = 0, nid;
 	struct ezfs_stat st;
@@ -627,19 +648,20 @@ static void scan_dir(struct fsck *f, struct pending *d)
 
 		if (!e->namelen || memchr(e->name, '/', e->namelen) ||
 		    memchr(e->name, '\0', e->namelen)) {
-			problem(f, d->nid, d->path, "invalid entry name '%.*s' "
-				"(nid %" PRIu64 ")", (int)e->namelen, e->name,
-				e->nid);
+			problem(f, d->nid, d->path, "invalid entry name '%s' "
+				"(nid %" PRIu64 ")", quote(e->name, e->namelen,
+				q1, sizeof(q1)), e->nid);
 			bad = 1;
 			continue;
 		}
 		/* a dot-omitted directory's "." is synthesised up front */
 		if (!(isdot && i == 0)) {
 			if (prev && name_cmp(prev, e) >= 0) {
-				problem(f, d->nid, d->path, "entry '%.*s' not "
-					"after '%.*s': names not strictly sorted",
-					(int)e->namelen, e->name,
-					(int)prev->namelen, prev->name);
+				problem(f, d->nid, d->path, "entry '%s' not "
+					"after '%s': names not strictly sorted",
+					quote(e->name, e->namelen, q1, sizeof(q1)),
+					quote(prev->name, prev->namelen, q2,
+					      sizeof(q2)));
 				bad = 1;
 			}
 			prev = e;
@@ -668,9 +690,9 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		if (!bad) {
 			ret = ezfs_lookup(dir, e->name, e->namelen, &nid, &ft);
 			if (ret < 0 || nid != e->nid) {
-				problem(f, d->nid, d->path, "lookup of '%.*s': %s",
-					(int)e->namelen, e->name, ret < 0 ?
-					err_str(ret) : "finds another nid");
+				problem(f, d->nid, d->path, "lookup of '%s': %s",
+					quote(e->name, e->namelen, q1, sizeof(q1)),
+					ret < 0 ? err_str(ret) : "finds another nid");
 				bad = 1;
 			}
 		}

@@ -100,6 +100,7 @@ int cmd_cat(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *img;
+	struct cli_log lg = { 0 };
 	ezfs_image *fs;
 	char *buf;
 	int c, i, status = 0;
@@ -115,7 +116,7 @@ int cmd_cat(int argc, char **argv)
 	if (argc - optind < 2)
 		return cli_usage_error("cat", "missing IMG or PATH");
 	img = argv[optind];
-	if (cli_open("cat", img, &fs) < 0)
+	if (cli_open("cat", img, &lg, &fs) < 0)
 		return 1;
 	buf = malloc(CAT_BUF);
 	if (!buf) {

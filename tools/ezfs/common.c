@@ -70,19 +70,32 @@ int cli_opt_error(const char *cmd, int c, char **argv)
 
 static void log_cb(void *arg, int level, const char *msg)
 {
+	struct cli_log *lg = arg;
+	unsigned n = __atomic_add_fetch(&lg->lines, 1, __ATOMIC_RELAXED);
+
+	if (n > lg->max + 1)
+		return;
 	clear_progress();
-	fprintf(stderr, "ezfs: %s: %s\n", (const char *)arg, msg);
+	if (n == lg->max + 1)
+		fprintf(stderr, "ezfs: %s: further messages suppressed\n",
+			lg->img);
+	else
+		fprintf(stderr, "ezfs: %s: %s\n", lg->img, msg);
 }
 
-int cli_open(const char *cmd, const char *img, ezfs_image **out)
+int cli_open(const char *cmd, const char *img, struct cli_log *lg,
+	     ezfs_image **out)
 {
 	struct ezfs_open_params p;
 	const char *v = getenv("EZFS_VERBOSE");
 	int ret;
 
+	lg->img = img;
+	if (!lg->max)
+		lg->max = 50;
 	ezfs_open_params_init(&p);
 	p.log = log_cb;
-	p.log_arg = (void *)img;
+	p.log_arg = lg;
 	if (v && *v)
 		p.verbose = (unsigned)atoi(v);
 	ret = ezfs_image_open(img, &p, out);
@@ -119,8 +132,11 @@ char *cli_fmt_size(uint64_t n, char *buf, size_t size)
 		v /= 1024;
 		u++;
 	}
-	snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s",
-		 v, units[u]);
+	if (v == (double)(uint64_t)v)
+		snprintf(buf, size, "%.0f %s", v, units[u]);
+	else
+		snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" :
+			 "%.0f %s", v, units[u]);
 	return buf;
 }
 

@@ -25,11 +25,20 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3)
  */
 int cli_opt_error(const char *cmd, int c, char **argv);
 
+/* State of the library's log output for one image (caller-owned, must
+ * outlive the image). max = 0: 50 lines, then one "suppressed" note. */
+struct cli_log {
+	const char *img;
+	unsigned max;
+	unsigned lines;         /* atomic */
+};
+
 /*
  * Open img read-only with a log callback printing "ezfs: IMG: message".
  * On failure prints "ezfs CMD: IMG: reason" and returns the negative errno.
  */
-int cli_open(const char *cmd, const char *img, ezfs_image **out);
+int cli_open(const char *cmd, const char *img, struct cli_log *lg,
+	     ezfs_image **out);
 
 /* Resolve path and get its inode; prints an error naming path on failure. */
 int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,

@@ -134,6 +134,11 @@ static int extract_entry(struct walker *w, int dirfd, const char *name,
 		return ret;
 	}
 	ezfs_inode_stat(ino, &st);
+	if (st.mtime_nsec >= 1000000000) {
+		ezfs_inode_put(ino);
+		x_error(x, path, "mtime nanoseconds out of range", -EUCLEAN);
+		return -EUCLEAN;
+	}
 	if (!S_ISDIR(st.mode) && st.nlink > 1) {
 		void **slot = cli_nidmap_slot(&w->links, nid, &added);
 
@@ -417,6 +422,7 @@ int cmd_extract(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct walker w;
+	struct cli_log lg = { 0 };
 	struct xctx x;
 	struct rlimit rl;
 	int c, ret;
@@ -459,7 +465,7 @@ int cmd_extract(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (cli_open("extract", x.img, &x.fs) < 0)
+	if (cli_open("extract", x.img, &lg, &x.fs) < 0)
 		return 1;
 	pthread_mutex_init(&x.lock, NULL);
 	pthread_cond_init(&x.more, NULL);

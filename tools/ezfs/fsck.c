@@ -8,9 +8,12 @@
 #include "common.h"
 #include "cmd.h"
 
+#define FSCK_MAX_SHOWN 100   /* problems printed; the rest are counted */
+
 struct fsck_cli {
 	const char *img;
 	struct cli_progress prog;
+	uint64_t shown;
 };
 
 static void usage(FILE *f)
@@ -30,6 +33,8 @@ static void problem_cb(void *arg, uint64_t nid, const char *path,
 	struct fsck_cli *f = arg;
 	char q[1024];
 
+	if (++f->shown > FSCK_MAX_SHOWN)
+		return;
 	cli_progress_clear(&f->prog);
 	if (path) {
 		cli_quote(path, strlen(path), q, sizeof(q));
@@ -60,6 +65,7 @@ int cmd_fsck(int argc, char **argv)
 	struct ezfs_fsck_result r;
 	struct ezfs_sb_info si;
 	struct fsck_cli f;
+	struct cli_log lg = { .max = 20 };
 	ezfs_image *fs;
 	char b[32];
 	int c, ret, quiet = 0;
@@ -95,7 +101,7 @@ int cmd_fsck(int argc, char **argv)
 		return cli_usage_error("fsck", argc - optind ? "too many arguments"
 				       : "missing IMG");
 	f.img = argv[optind];
-	if (cli_open("fsck", f.img, &fs) < 0)
+	if (cli_open("fsck", f.img, &lg, &fs) < 0)
 		return 1;
 	ezfs_get_sb_info(fs, &si);
 	/* the bar follows inodes; bytes decoded are shown as they come */
@@ -107,6 +113,9 @@ int cmd_fsck(int argc, char **argv)
 	cli_progress_end(&f.prog, r.data_bytes, r.inodes);
 	if (ret < 0 && ret != -EUCLEAN)
 		cli_fail("fsck", f.img, NULL, ret);
+	if (f.shown > FSCK_MAX_SHOWN)
+		cli_error("fsck", "%s: %" PRIu64 " more problems not shown", f.img,
+			  f.shown - FSCK_MAX_SHOWN);
 	printf("%s: %" PRIu64 " inodes (%" PRIu64 " dirs, %" PRIu64
 	       " files, %" PRIu64 " symlinks, %" PRIu64 " special), %" PRIu64
 	       " xattrs, %s decoded, %" PRIu64 " problem%s\n", f.img, r.inodes,

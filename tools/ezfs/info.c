@@ -172,11 +172,19 @@ static void print_algs(const struct ezfs_sb_info *si)
 			       cli_fmt_size(si->lzma_dict_size, b, sizeof(b)));
 			break;
 		case EZFS_ALG_DEFLATE:
-			printf("deflate (window bits %u)\n",
+			printf("deflate (window %s, windowbits %u)\n",
+			       si->deflate_windowbits <= 30 ?
+			       cli_fmt_size(1ULL << si->deflate_windowbits, b,
+					    sizeof(b)) : "?",
 			       si->deflate_windowbits);
 			break;
 		case EZFS_ALG_ZSTD:
-			printf("zstd (window log %u)\n", si->zstd_windowlog);
+			/* on disk: window = 2^(windowlog + 10) */
+			printf("zstd (window %s, windowlog %u)\n",
+			       si->zstd_windowlog <= 20 ?
+			       cli_fmt_size(1ULL << (si->zstd_windowlog + 10),
+					    b, sizeof(b)) : "?",
+			       si->zstd_windowlog);
 			break;
 		}
 	}
@@ -233,6 +241,19 @@ static void print_sb(const char *img, ezfs_image *fs)
 	print_algs(&si);
 }
 
+/* "4 KiB" for 2^bit */
+static void pow2_label(int bit, char *buf, size_t size)
+{
+	static const char *const units[] = {
+		"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB",
+	};
+
+	if (bit >= 70)
+		snprintf(buf, size, "2^%d", bit);
+	else
+		snprintf(buf, size, "%u %s", 1u << (bit % 10), units[bit / 10]);
+}
+
 static void print_stats(const struct info_stats *s)
 {
 	char b1[32], b2[32], lo[32], hi[32];
@@ -254,11 +275,8 @@ static void print_stats(const struct info_stats *s)
 		} else {
 			char r[80];
 
-			cli_fmt_size(1ULL << (i - 1), lo, sizeof(lo));
-			if (i < 64)
-				cli_fmt_size(1ULL << i, hi, sizeof(hi));
-			else
-				snprintf(hi, sizeof(hi), "2^64");
+			pow2_label(i - 1, lo, sizeof(lo));
+			pow2_label(i, hi, sizeof(hi));
 			snprintf(r, sizeof(r), "[%s, %s)", lo, hi);
 			printf("  %-22s", r);
 		}
@@ -304,6 +322,7 @@ int cmd_info(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct info_stats *s;
+	struct cli_log lg = { 0 };
 	struct ezfs_sb_info si;
 	ezfs_image *fs;
 	char b[32];
@@ -325,7 +344,7 @@ int cmd_info(int argc, char **argv)
 	if (argc - optind != 1)
 		return cli_usage_error("info", argc - optind ? "too many arguments"
 				       : "missing IMG");
-	if (cli_open("info", argv[optind], &fs) < 0)
+	if (cli_open("info", argv[optind], &lg, &fs) < 0)
 		return 1;
 	s = calloc(1, sizeof(*s));
 	if (!s) {

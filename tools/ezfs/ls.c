@@ -179,6 +179,7 @@ int cmd_ls(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ls_ctx c = { 0 };
+	struct cli_log lg = { 0 };
 	struct ezfs_stat st;
 	const char *path;
 	ezfs_inode *ino;
@@ -206,7 +207,7 @@ int cmd_ls(int argc, char **argv)
 		return cli_usage_error("ls", "too many arguments");
 	c.img = argv[optind];
 	path = argc - optind == 2 ? argv[optind + 1] : "/";
-	if (cli_open("ls", c.img, &c.fs) < 0)
+	if (cli_open("ls", c.img, &lg, &c.fs) < 0)
 		return 1;
 	if (cli_get_path("ls", c.img, c.fs, path, &ino) < 0) {
 		ezfs_image_close(c.fs);

@@ -11,6 +11,8 @@
 #include "common.h"
 #include "cmd.h"
 
+#define STAT_MAX_HEX 128   /* value bytes shown in hex */
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ezfs stat [-e] IMG PATH\n"
@@ -27,13 +29,20 @@ static void print_value(const unsigned char *v, size_t n)
 	for (i = 0; i < n; i++)
 		if (!isprint(v[i]) || v[i] == '"' || v[i] == '\\')
 			printable = 0;
+	if (printable && n > STAT_MAX_HEX * 2) {
+		printf("\"%.*s\"... (%zu bytes)", STAT_MAX_HEX * 2,
+		       (const char *)v, n);
+		return;
+	}
 	if (printable) {
 		printf("\"%.*s\"", (int)n, (const char *)v);
 		return;
 	}
 	printf("0x");
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n && i < STAT_MAX_HEX; i++)
 		printf("%02x", v[i]);
+	if (n > STAT_MAX_HEX)
+		printf("... (%zu bytes)", n);
 }
 
 static int print_xattrs(const char *img, const char *path, ezfs_inode *ino)
@@ -162,6 +171,7 @@ int cmd_stat(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *img, *path;
+	struct cli_log lg = { 0 };
 	struct ezfs_stat st;
 	char mode[11], t[32];
 	ezfs_image *fs;
@@ -186,7 +196,7 @@ int cmd_stat(int argc, char **argv)
 				       "missing IMG or PATH" : "too many arguments");
 	img = argv[optind];
 	path = argv[optind + 1];
-	if (cli_open("stat", img, &fs) < 0)
+	if (cli_open("stat", img, &lg, &fs) < 0)
 		return 1;
 	if (cli_get_path("stat", img, fs, path, &ino) < 0) {
 		ezfs_image_close(fs);
