@@ -172,4 +172,38 @@ int ezfs_codec_pool_set_list(struct ezfs_codec_pool *pool, int alg,
 int ezfs_codec_decompress(struct ezfs_codec_pool *pool, int alg,
 			  struct ezfs_dreq *rq);
 
+/* ---- for the codec files: fixed-output search by trial compression ---- */
+
+/*
+ * Compress in[0..len) in one shot into buf (room for bufcap >= bound(len)
+ * bytes); returns the compressed size or a negative errno.
+ */
+typedef long (*ezfs_fit_trial_fn)(void *arg, const uint8_t *in, size_t len,
+				  uint8_t *buf, size_t bufcap);
+/* Worst-case compressed size of len bytes. */
+typedef size_t (*ezfs_fit_bound_fn)(void *arg, size_t len);
+
+/* Search state, one per compression context (zero-initialise). */
+struct ezfs_fit {
+	ezfs_fit_trial_fn trial;
+	ezfs_fit_bound_fn bound;
+	void *arg;
+	uint8_t *buf;           /* scratch for trials */
+	size_t bufcap;
+	uint32_t ratio_q8;      /* input/output of the last call, x256; 0 =
+				 * none yet */
+	uint64_t calls, trials; /* statistics */
+};
+
+/*
+ * compress_destsize for codecs without a native fixed-output mode. Searches
+ * the prefix length with one-shot trials: a first guess from the previous
+ * call's ratio, then interpolation between the longest fitting and the
+ * shortest non-fitting trial, until they are within 1/256 or the output is
+ * within 1/256 of outcap. Same contract as ops->compress_destsize.
+ */
+int ezfs_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
+		   uint8_t *out, size_t outcap);
+void ezfs_codec_fit_free(struct ezfs_fit *f);
+
 #endif

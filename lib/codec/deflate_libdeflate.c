@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* deflate_libdeflate.c - raw DEFLATE through libdeflate: fast whole-buffer decode. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include <libdeflate.h>
@@ -41,11 +42,103 @@ static int ld_decompress(void *ctx, const struct ezfs_dreq *rq)
 	return -EUCLEAN;
 }
 
+/* ---- encoding ---- */
+
+struct ld_cctx {
+	struct libdeflate_compressor *c;
+	struct ezfs_fit fit;
+};
+
+static long ld_trial(void *arg, const uint8_t *in, size_t len, uint8_t *buf,
+		     size_t bufcap)
+{
+	struct ld_cctx *cc = arg;
+	size_t n = libdeflate_deflate_compress(cc->c, in, len, buf, bufcap);
+
+	return n ? (long)n : -EIO;	/* cannot happen with bufcap >= bound */
+}
+
+static size_t ld_bound(void *arg, size_t len)
+{
+	struct ld_cctx *cc = arg;
+
+	return libdeflate_deflate_compress_bound(cc->c, len);
+}
+
+static void *ld_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
+			 int *err)
+{
+	struct ld_cctx *cc;
+
+	if (level < 0)
+		level = 6;
+	/* libdeflate always uses a 32 KiB window */
+	if (level > 12 || (cfg && cfg->deflate_windowbits &&
+			   cfg->deflate_windowbits != 15)) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	cc = calloc(1, sizeof(*cc));
+	if (!cc)
+		goto nomem;
+	cc->c = libdeflate_alloc_compressor(level);
+	if (!cc->c) {
+		free(cc);
+		goto nomem;
+	}
+	cc->fit.trial = ld_trial;
+	cc->fit.bound = ld_bound;
+	cc->fit.arg = cc;
+	*err = 0;
+	return cc;
+nomem:
+	*err = -ENOMEM;
+	return NULL;
+}
+
+static void ld_cctx_free(void *cctx)
+{
+	struct ld_cctx *cc = cctx;
+
+	if (!cc)
+		return;
+	ezfs_codec_fit_free(&cc->fit);
+	libdeflate_free_compressor(cc->c);
+	free(cc);
+}
+
+/*
+ * libdeflate has no fixed-output mode: ezfs_codec_fit() searches the prefix
+ * with whole-buffer trials. A stream that starts with a non-final stored
+ * block has a 0x00 first byte, which 0padding cannot tell from padding
+ * (format notes 9.8); bits 3-7 of that byte pad the stored block header to
+ * a byte boundary and every inflater ignores them, so set bit 3.
+ */
+static int ld_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
+				uint8_t *out, size_t outcap)
+{
+	struct ld_cctx *cc = cctx;
+	int ret;
+
+	if (outcap > INT_MAX)
+		outcap = INT_MAX;
+	ret = ezfs_codec_fit(&cc->fit, in, inlen, out, outcap);
+	if (ret > 0 && out[0] == 0x00)
+		out[0] = 0x08;
+	return ret;
+}
+
 const struct ezfs_codec_ops ezfs_codec_libdeflate = {
 	.name = "libdeflate",
 	.alg = EZFS_ALG_DEFLATE,
-	.flags = EZFS_CODEC_DECODE,
+	.flags = EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE,
 	.ctx_new = ld_ctx_new,
 	.ctx_free = ld_ctx_free,
 	.decompress = ld_decompress,
+	.min_level = 0,
+	.max_level = 12,
+	.default_level = 6,
+	.cctx_new = ld_cctx_new,
+	.cctx_free = ld_cctx_free,
+	.compress_destsize = ld_compress_destsize,
 };

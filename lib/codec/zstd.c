@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* zstd.c - Zstandard codec through libzstd: streaming decode, destsize encode. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include <zstd.h>
@@ -143,11 +144,111 @@ static int zstd_decompress(void *ctx, const struct ezfs_dreq *rq)
 	return 0;
 }
 
+/* ---- encoding ---- */
+
+struct zstd_cctx {
+	ZSTD_CCtx *c;
+	struct ezfs_fit fit;
+};
+
+static long zstd_trial(void *arg, const uint8_t *in, size_t len,
+		       uint8_t *buf, size_t bufcap)
+{
+	struct zstd_cctx *cc = arg;
+	size_t r = ZSTD_compress2(cc->c, buf, bufcap, in, len);
+
+	if (ZSTD_isError(r))
+		return zstd_errno(r) == -ENOMEM ? -ENOMEM : -EIO;
+	return (long)r;
+}
+
+static size_t zstd_bound(void *arg, size_t len)
+{
+	(void)arg;
+	return ZSTD_compressBound(len);
+}
+
+/*
+ * The frame's window must stay within what the image records (cfg), so
+ * cfg is required. Frames are one-shot (ZSTD_compress2): the content size
+ * is in the header, no checksum.
+ */
+static void *zstd_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
+			   int *err)
+{
+	struct zstd_cctx *cc;
+	size_t r;
+
+	if (level < 0)
+		level = ZSTD_CLEVEL_DEFAULT;
+	if (!cfg || cfg->zstd_windowlog > 10 || level > ZSTD_maxCLevel()) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	cc = calloc(1, sizeof(*cc));
+	if (!cc)
+		goto nomem;
+	cc->c = ZSTD_createCCtx();
+	if (!cc->c) {
+		free(cc);
+		goto nomem;
+	}
+	r = ZSTD_CCtx_setParameter(cc->c, ZSTD_c_compressionLevel, level);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(cc->c, ZSTD_c_windowLog,
+					   (int)cfg->zstd_windowlog + 10);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(cc->c, ZSTD_c_checksumFlag, 0);
+	if (ZSTD_isError(r)) {
+		ZSTD_freeCCtx(cc->c);
+		free(cc);
+		*err = -EINVAL;
+		return NULL;
+	}
+	cc->fit.trial = zstd_trial;
+	cc->fit.bound = zstd_bound;
+	cc->fit.arg = cc;
+	*err = 0;
+	return cc;
+nomem:
+	*err = -ENOMEM;
+	return NULL;
+}
+
+static void zstd_cctx_free(void *cctx)
+{
+	struct zstd_cctx *cc = cctx;
+
+	if (!cc)
+		return;
+	ezfs_codec_fit_free(&cc->fit);
+	ZSTD_freeCCtx(cc->c);
+	free(cc);
+}
+
+/* libzstd has no fixed-output mode: search with ezfs_codec_fit(). A frame
+ * starts with its magic, never with 0x00. */
+static int zstd_compress_destsize(void *cctx, const uint8_t *in,
+				  size_t *inlen, uint8_t *out, size_t outcap)
+{
+	struct zstd_cctx *cc = cctx;
+
+	if (outcap > INT_MAX)
+		outcap = INT_MAX;
+	return ezfs_codec_fit(&cc->fit, in, inlen, out, outcap);
+}
+
 const struct ezfs_codec_ops ezfs_codec_zstd = {
 	.name = "zstd",
 	.alg = EZFS_ALG_ZSTD,
-	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE,
+	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE,
 	.ctx_new = zstd_ctx_new,
 	.ctx_free = zstd_ctx_free,
 	.decompress = zstd_decompress,
+	.min_level = 1,
+	.max_level = 22,
+	.default_level = ZSTD_CLEVEL_DEFAULT,
+	.cctx_new = zstd_cctx_new,
+	.cctx_free = zstd_cctx_free,
+	.compress_destsize = zstd_compress_destsize,
 };

@@ -32,6 +32,13 @@ static unsigned passed, failed;
 		}							\
 	} while (0)
 
+/* CHECK as an expression: evaluates to cond */
+#define CHECKV(cond, ...)						\
+	((cond) ? (passed++, 1) :					\
+	 (failed++, fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,	\
+			    __LINE__, #cond),				\
+	  fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), 0))
+
 static const struct ezfs_codec_cfg test_cfg = {
 	.lzma_dict_size = 1u << 20,
 	.deflate_windowbits = 15,
@@ -501,11 +508,323 @@ static void test_zstd_rules(void)
 	free(s.p);
 }
 
-int main(void)
+/* ---- compression: destsize round trips ---- */
+
+enum sample_kind { S_TEXT, S_RANDOM, S_ZEROS, S_MIXED };
+
+static void make_sample(uint8_t *buf, size_t len, enum sample_kind kind)
 {
+	size_t i;
+
+	switch (kind) {
+	case S_TEXT:
+		make_text(buf, len);
+		break;
+	case S_RANDOM:
+		make_random(buf, len);
+		break;
+	case S_ZEROS:
+		memset(buf, 0, len);
+		break;
+	case S_MIXED:	/* 8 KiB runs of text, random and zeros */
+		for (i = 0; i < len; i += 8192) {
+			size_t n = len - i < 8192 ? len - i : 8192;
+
+			make_sample(buf + i, n, (enum sample_kind)(rnd() % 3));
+		}
+		break;
+	}
+}
+
+/*
+ * Cut the whole sample into pieces with compress_destsize, like mkfs does,
+ * and decode every piece (full decode) through the pool.
+ */
+static void destsize_run(struct ezfs_codec_pool *pool,
+			 const struct ezfs_codec_ops *ops, int level,
+			 const uint8_t *data, size_t len, size_t outcap,
+			 size_t maxin, const char *what)
+{
+	uint8_t *out = malloc(outcap);
+	size_t pos = 0, pieces = 0, filled = 0;
+	void *cc;
+	int err = 0;
+
+	cc = ops->cctx_new(level, &test_cfg, &err);
+	CHECK(cc && !err, "%s level %d: cctx_new %d", ops->name, level, err);
+	if (!cc) {
+		free(out);
+		return;
+	}
+	while (pos < len) {
+		size_t avail = len - pos < maxin ? len - pos : maxin;
+		size_t used = avail;
+		uint8_t *dec;
+		int ret;
+
+		ret = ops->compress_destsize(cc, data + pos, &used, out,
+					     outcap);
+		if (ret == -ENOSPC) {
+			CHECK(used == 0 && outcap < 64,
+			      "%s %s cap %zu: ENOSPC at %zu", ops->name, what,
+			      outcap, pos);
+			break;
+		}
+		if (!CHECKV(ret > 0 && (size_t)ret <= outcap && used > 0 &&
+			    used <= avail,
+			    "%s/%d %s cap %zu at %zu: ret %d used %zu",
+			    ops->name, level, what, outcap, pos, ret, used))
+			break;
+		CHECK(out[0] != 0, "%s %s: stream starts with 0x00", ops->name,
+		      what);
+		if (used < avail && outcap >= 1024 &&
+		    (size_t)ret < outcap - outcap / 16 &&
+		    ops->alg != EZFS_ALG_LZMA)
+			fprintf(stderr, "note: %s/%d %s cap %zu: only %d bytes "
+				"used\n", ops->name, level, what, outcap, ret);
+		filled += (size_t)ret;
+		err = via_pool(pool, ops->alg, out, (size_t)ret, used, false,
+			       &dec);
+		CHECK(!err && !memcmp(dec, data + pos, used),
+		      "%s/%d %s cap %zu at %zu: round trip %d", ops->name,
+		      level, what, outcap, pos, err);
+		free(dec);
+		/* every decoder of the algorithm, on some of the pieces and
+		 * always on a patched DEFLATE first byte */
+		if (pieces % 7 == 0 || out[0] == 0x08) {
+			const struct ezfs_codec_ops *const *l =
+				ezfs_codec_list(ops->alg);
+
+			for (; *l; l++) {
+				err = direct(*l, out, (size_t)ret, used, false,
+					     &dec);
+				CHECK(!err && !memcmp(dec, data + pos, used),
+				      "%s/%d decoded by %s: %d", ops->name,
+				      level, (*l)->name, err);
+				free(dec);
+			}
+		}
+		pos += used;
+		pieces++;
+	}
+	ops->cctx_free(cc);
+	free(out);
+	(void)filled;
+	(void)pieces;
+}
+
+static void test_destsize(void)
+{
+	static const struct {
+		const char *codec;
+		int level;
+	} runs[] = {
+		{ "lz4", -1 }, { "lz4hc", 9 }, { "lz4hc", 12 },
+		{ "libdeflate", 0 }, { "libdeflate", 1 }, { "libdeflate", -1 },
+		{ "libdeflate", 12 },
+		{ "zstd", 1 }, { "zstd", -1 }, { "zstd", 15 },
+		{ "lzma", 0 }, { "lzma", -1 }, { "lzma", 109 },
+	};
+	static const size_t caps[] = { 4096, 16384, 65536, 3, 100, 5000 };
+	struct ezfs_codec_pool *pool = ezfs_codec_pool_new(&test_cfg);
+	const size_t len = 600000;
+	uint8_t *data = malloc(len);
+	size_t r, c;
+	int kind;
+
+	for (kind = S_TEXT; kind <= S_MIXED; kind++) {
+		static const char *const names[] = { "text", "random",
+						     "zeros", "mixed" };
+
+		make_sample(data, len, (enum sample_kind)kind);
+		for (r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+			const struct ezfs_codec_ops *ops =
+				ezfs_codec_find(runs[r].codec);
+
+			CHECK(ops && ops->compress_destsize, "%s",
+			      runs[r].codec);
+			for (c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+				/* the slow levels on one size only */
+				if (runs[r].level > 9 && caps[c] != 16384)
+					continue;
+				/* tiny pclusters: a short stretch */
+				destsize_run(pool, ops, runs[r].level, data,
+					     caps[c] < 4096 ? 20000 : len,
+					     caps[c], 256 * 1024,
+					     names[kind]);
+			}
+		}
+	}
+
+	/*
+	 * Regression: a libdeflate stream that starts with a non-final stored
+	 * block begins with 0x00, which readers would strip as 0padding.
+	 * Random input longer than one stored block (65535 bytes) gives one.
+	 */
+	make_random(data, len);
+	for (r = 0; r <= 1; r++) {
+		const struct ezfs_codec_ops *const *l =
+			ezfs_codec_list(EZFS_ALG_DEFLATE);
+		size_t used = 150000, cap = 200000;
+		uint8_t *out = malloc(cap), *dec;
+		void *cc = ezfs_codec_libdeflate.cctx_new((int)r, &test_cfg,
+							 &kind);
+		int ret;
+
+		ret = ezfs_codec_libdeflate.compress_destsize(cc, data, &used,
+							      out, cap);
+		CHECK(ret > 0 && out[0] == 0x08, "libdeflate/%zu stored: %d %#x",
+		      r, ret, out[0]);
+		for (; ret > 0 && *l; l++) {
+			int err = direct(*l, out, (size_t)ret, used, false,
+					 &dec);
+
+			CHECK(!err && !memcmp(dec, data, used),
+			      "stored first block decoded by %s: %d",
+			      (*l)->name, err);
+			free(dec);
+		}
+		ezfs_codec_libdeflate.cctx_free(cc);
+		free(out);
+	}
+
+	/* argument checks */
+	for (r = 0; ezfs_codec_all()[r]; r++) {
+		const struct ezfs_codec_ops *ops = ezfs_codec_all()[r];
+		uint8_t out[64];
+		size_t zero = 0;
+		void *cc;
+		int err;
+
+		if (!ops->cctx_new)
+			continue;
+		cc = ops->cctx_new(ops->max_level + 1, &test_cfg, &err);
+		CHECK(!cc && err == -EINVAL, "%s: level too high", ops->name);
+		cc = ops->cctx_new(-1, &test_cfg, &err);
+		CHECK(cc && !err, "%s: default level", ops->name);
+		CHECK(ops->compress_destsize(cc, data, &zero, out,
+					     sizeof(out)) == -EINVAL,
+		      "%s: empty input", ops->name);
+		ops->cctx_free(cc);
+		ops->cctx_free(NULL);
+	}
+	{
+		int err;
+		struct ezfs_codec_cfg cf = test_cfg;
+
+		CHECK(!ezfs_codec_lzma.cctx_new(6, NULL, &err) && err == -EINVAL,
+		      "lzma needs cfg");
+		cf.lzma_dict_size = 1024;
+		CHECK(!ezfs_codec_lzma.cctx_new(6, &cf, &err) && err == -EINVAL,
+		      "lzma dict too small");
+		CHECK(!ezfs_codec_zstd.cctx_new(3, NULL, &err) && err == -EINVAL,
+		      "zstd needs cfg");
+		cf = test_cfg;
+		cf.deflate_windowbits = 12;
+		CHECK(!ezfs_codec_libdeflate.cctx_new(6, &cf, &err) &&
+		      err == -EINVAL, "libdeflate window");
+		cf = test_cfg;
+		cf.lz4_max_distance = 4096;
+		CHECK(!ezfs_codec_lz4.cctx_new(0, &cf, &err) && err == -EINVAL,
+		      "lz4 distance");
+	}
+	free(data);
+	ezfs_codec_pool_free(pool);
+}
+
+/* ---- speed (not run by ctest): test_codec bench ---- */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	/* CPU time: the machine may be shared */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Cut len bytes into pclusters of each size with each encoder, print speed
+ * (CPU time), ratio and how full the pclusters are. */
+static void bench_one(const uint8_t *data, size_t len, const char *what)
+{
+	static const char *const codecs[] = { "lz4", "lz4hc", "libdeflate",
+					      "zstd", "lzma" };
+	static const size_t caps[] = { 4096, 16384, 65536 };
+	uint8_t *out = malloc(65536);
+	size_t i, c;
+
+	printf("%s sample, %zu bytes:\n", what, len);
+	for (i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++) {
+		const struct ezfs_codec_ops *ops = ezfs_codec_find(codecs[i]);
+
+		for (c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+			size_t pos = 0, total = 0, pieces = 0, lim = len;
+			double t0;
+			int err;
+			void *cc = ops->cctx_new(-1, &test_cfg, &err);
+
+			if (!strcmp(ops->name, "lzma") && lim > (4u << 20))
+				lim = 4u << 20;
+			t0 = now();
+			while (pos < lim) {
+				size_t used = lim - pos < 1048576 ?
+					      lim - pos : 1048576;
+				int ret = ops->compress_destsize(cc, data + pos,
+								 &used, out,
+								 caps[c]);
+
+				if (ret <= 0)
+					break;
+				pos += used;
+				total += (size_t)ret;
+				pieces++;
+			}
+			t0 = now() - t0;
+			printf("  %-10s cap %6zu: %7.1f MB/s in, ratio %.3f, "
+			       "fill %.4f\n", ops->name, caps[c],
+			       (double)pos / t0 / 1e6, (double)pos / total,
+			       (double)total / (double)(pieces * caps[c]));
+			ops->cctx_free(cc);
+		}
+	}
+	free(out);
+}
+
+/* test_codec bench [FILE...]: built-in samples, or the given files */
+static void bench(int argc, char **argv)
+{
+	const size_t len = 16u << 20;
+	uint8_t *data = malloc(len);
+	int i;
+
+	if (argc < 3) {
+		make_sample(data, len, S_TEXT);
+		bench_one(data, len, "text");
+		make_sample(data, len, S_MIXED);
+		bench_one(data, len, "mixed");
+	}
+	for (i = 2; i < argc; i++) {
+		FILE *fp = fopen(argv[i], "rb");
+		size_t n = fp ? fread(data, 1, len, fp) : 0;
+
+		if (fp)
+			fclose(fp);
+		if (n)
+			bench_one(data, n, argv[i]);
+	}
+	free(data);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "bench")) {
+		bench(argc, argv);
+		return 0;
+	}
 	test_dispatch();
 	test_decode();
 	test_zstd_rules();
+	test_destsize();
 	printf("%u passed, %u failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
