@@ -6,11 +6,10 @@ static void problem(void *arg, uint64_t nid, const char *path, const char *msg)
 {
 	unsigned long *n = arg;
 
-	/* Both strings must be complete, one-line C strings. */
+	/* Both must be complete C strings; msg one line (path is raw). */
 	if (path)
 		(void)strlen(path);
-	if ((strchr(msg, '\n') || (path && strchr(path, '\n'))) &&
-	    !fuzz_ignored("newline")) {
+	if (strchr(msg, '\n') && !fuzz_ignored("newline")) {
 		fprintf(stderr, "fuzz: fsck problem with a newline: %s: %s\n",
 			path ? path : "", msg);
 		abort();
