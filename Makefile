@@ -8,7 +8,7 @@
 #   make asan           build build-asan/ with -DEZFS_SANITIZE=ON
 #   make install        cmake --install build (PREFIX=/usr/local)
 #   make fuzz           tests/fuzz/run.sh (clang/libFuzzer), when it exists
-#   make clean          remove build/ and build-asan/
+#   make clean          remove build/, build-asan/ and build-fuzz-clang/
 #
 # Variables: PREFIX, JOBS (ctest parallelism, default: nproc), CMAKE_ARGS.
 
@@ -77,4 +77,4 @@ fuzz:
 	fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz-clang
