@@ -53,6 +53,12 @@ enum ezfs_build_flags {
 	EZFS_BUILD_ALL_ROOT = 1 << 5,       /* uid = gid = 0 */
 	EZFS_BUILD_NO_FSYNC = 1 << 6,       /* skip fsync before rename */
 	EZFS_BUILD_ZTAILPACKING = 1 << 7,   /* compressed tails inline */
+	EZFS_BUILD_FRAGMENTS = 1 << 8,      /* tails and small files into the
+					     * compressed packed inode */
+	EZFS_BUILD_ALL_FRAGMENTS = 1 << 9,  /* whole files into the packed
+					     * inode (implies FRAGMENTS) */
+	EZFS_BUILD_DEDUPE = 1 << 10,        /* share identical pclusters */
+	EZFS_BUILD_CHUNK_INDEXES = 1 << 11, /* chunk indexes, not block map */
 };
 
 /* Phases reported to the progress callback. */
@@ -107,6 +113,11 @@ struct ezfs_build_params {
 	uint32_t pcluster_size;  /* bytes, 0 = one block; <= 1 MiB */
 
 	unsigned workers;        /* compression threads; 0 = online CPUs */
+
+	/* Uncompressed chunk-based files (6.4): chunk size in bytes, a power
+	 * of two >= blksz; 0 = off. Identical chunks are stored once and
+	 * all-zero chunks become holes. Ignored for compressed files. */
+	uint32_t chunksize;
 };
 
 struct ezfs_build_stats {

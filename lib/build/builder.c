@@ -114,6 +114,15 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		free(b);
 		return -EINVAL;
 	}
+	if (p->chunksize && (p->chunksize < b->blksz ||
+			     (p->chunksize & (p->chunksize - 1)) ||
+			     p->chunksize > (1u << 30))) {
+		bld_log(b, EZFS_LOG_ERROR,
+			"chunk size %u: must be a power of two, at least the block size, at most 1 GiB",
+			p->chunksize);
+		free(b);
+		return -EINVAL;
+	}
 	if (p->alg >= EZFS_ALG_MAX) {
 		bld_log(b, EZFS_LOG_ERROR, "unknown compression algorithm %d",
 			p->alg);

@@ -24,7 +24,12 @@
 
 bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in)
 {
-	return b->p.alg >= 0 && S_ISREG(in->mode) && in->size > b->blksz;
+	if (b->p.alg < 0 || !S_ISREG(in->mode) || !in->size)
+		return false;
+	/* small files may become an inline stream or a fragment */
+	return in->size > b->blksz ||
+	       (b->p.flags & (EZFS_BUILD_ZTAILPACKING | EZFS_BUILD_FRAGMENTS |
+			      EZFS_BUILD_ALL_FRAGMENTS));
 }
 
 void bld_zfile_free(struct bzfile *z)
@@ -34,6 +39,7 @@ void bld_zfile_free(struct bzfile *z)
 	free(z->ext);
 	free(z->data);
 	free(z->idata);
+	free(z->frag);
 	free(z);
 }
 
@@ -92,6 +98,7 @@ static int add_extent(struct bzfile *z, uint64_t la, uint32_t blocks,
 	z->ext[z->next].blocks = blocks;
 	z->ext[z->next].blkaddr = z->blocks;
 	z->ext[z->next].type = type;
+	z->ext[z->next].frag = false;
 	z->next++;
 	z->blocks += blocks;
 	return 0;
@@ -118,38 +125,67 @@ static uint8_t *grow_data(struct bzfile *z, uint64_t *cap, uint32_t blocks,
 	return z->data + ((uint64_t)z->blocks << blkszbits);
 }
 
-/*
- * ztailpacking (9.9): the tail (<= 1 block) compressed or raw, stored after
- * the index. Returns 1 if inlined, 0 if it must go to a block.
- */
-static int inline_tail(const struct ezfs_builder *b,
-		       const struct ezfs_codec_ops *ops, void *cctx,
-		       struct bzfile *z, uint64_t pos, const uint8_t *in,
-		       size_t len, uint8_t *obuf)
+/* Room for an inline tail: the whole unit stays inside one block (9.9). */
+static size_t inline_room(const struct ezfs_builder *b, const struct binode *in)
 {
-	/* inline data must not cross a block: leave room for alignment */
-	size_t maxin = b->blksz - 32, inlen = len;
-	uint8_t type = Z_EROFS_LCLUSTER_TYPE_PLAIN;
-	const uint8_t *src = in;
+	uint32_t hdr = ((in->extended ? 64u : 32u) + in->xattr_isize + 7) & ~7u;
+	uint32_t used = hdr + bld_zindex_size(b, in,
+				!(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS));
+
+	return used < b->blksz ? b->blksz - used : 0;
+}
+
+static int set_inline(struct bzfile *z, uint64_t pos, const uint8_t *src,
+		      size_t len, uint8_t type)
+{
 	int r;
 
-	r = ops->compress_destsize(cctx, in, &inlen, obuf, maxin);
-	if (r > 0 && inlen == len && (size_t)r < len) {
-		type = Z_EROFS_LCLUSTER_TYPE_HEAD1;
-		src = obuf;
-		len = (size_t)r;
-	} else if (r < 0 && r != -ENOSPC) {
-		return r;
-	}
-	if (len > maxin)
-		return 0;
-	z->idata = malloc(len);
+	z->idata = malloc(len ? len : 1);
 	if (!z->idata)
 		return -ENOMEM;
 	memcpy(z->idata, src, len);
 	z->idata_len = (uint32_t)len;
 	r = add_extent(z, pos, 0, type);
 	return r < 0 ? r : 1;
+}
+
+/*
+ * Fragments (9.10): keep the file's bytes [pos, size) for the packed inode;
+ * the window holds [wpos, wend), the rest is read from fd.
+ */
+static int take_frag(const struct ezfs_builder *b, const struct binode *in,
+		     struct bzfile *z, int fd, const uint8_t *win,
+		     uint64_t wpos, uint64_t wend, uint64_t pos, uint64_t size)
+{
+	uint64_t len = size - pos, have = wend > pos ? wend - pos : 0;
+	int r;
+
+	if (have > len)
+		have = len;
+	z->frag = malloc(len);
+	if (!z->frag)
+		return -ENOMEM;
+	memcpy(z->frag, win + (pos - wpos), (size_t)have);
+	while (have < len) {
+		ssize_t n = pread(fd, z->frag + have, (size_t)(len - have),
+				  (off_t)(pos + have));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
+				n < 0 ? strerror(errno) :
+				"file shrank while building");
+			return n < 0 ? -errno : -EAGAIN;
+		}
+		have += (uint64_t)n;
+	}
+	z->frag_len = len;
+	r = add_extent(z, pos, 0, Z_EROFS_LCLUSTER_TYPE_HEAD1);
+	if (r)
+		return r;
+	z->ext[z->next - 1].frag = true;
+	return 0;
 }
 
 /* Longest extent: 0x7FF lclusters keeps every delta below CBLKCNT. */
@@ -161,30 +197,40 @@ static uint64_t max_extent(const struct ezfs_builder *b)
 }
 
 /*
- * Compress in (whose size > blksz). *out = NULL when compression does not
- * save space (the caller stores the file flat). cctx: from bld_cctx_new.
+ * Compress a file (mem = NULL: in->srcpath, size in->size) or a memory
+ * range (the packed inode: no fragments, no inline tail, result kept as
+ * is). *out = NULL when compression does not save space (the caller stores
+ * the file flat). cctx: from bld_cctx_new.
  */
-int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
-		      void *cctx, struct bzfile **out)
+static int compress_src(const struct ezfs_builder *b, const struct binode *in,
+			void *cctx, const uint8_t *mem, uint64_t size,
+			struct bzfile **out)
 {
 	const struct ezfs_codec_ops *ops = bld_codec(b);
-	uint64_t maxext = max_extent(b), size = in->size, pos = 0;
+	uint64_t maxext = max_extent(b), pos = 0;
 	uint64_t wpos = 0, wend = 0, dcap = 0;	/* window: file [wpos, wend) */
 	uint32_t pcap = b->pclusterblks << b->blkszbits, blksz = b->blksz;
 	uint8_t *win = NULL, *obuf = NULL, *dst;
+	bool allfrag = !mem && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
+	bool frags = allfrag || (!mem && (b->p.flags & EZFS_BUILD_FRAGMENTS));
+	bool ztail = !mem && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
+	size_t room = ztail ? inline_room(b, in) : 0;
 	struct bzfile *z;
-	int fd, err = 0;
+	int fd = -1, err = 0;
 
 	*out = NULL;
 	z = calloc(1, sizeof(*z));
-	win = malloc(maxext);
+	win = mem ? (uint8_t *)mem : malloc(maxext);
 	obuf = malloc(pcap);
 	if (!z || !win || !obuf) {
 		err = -ENOMEM;
 		goto fail_nofd;
 	}
-	fd = open(in->srcpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
+	if (mem)
+		wend = size;
+	else
+		fd = open(in->srcpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (!mem && fd < 0) {
 		err = -errno;
 		bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
 			strerror(errno));
@@ -196,7 +242,7 @@ int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 		int r;
 
 		/* 1. slide the window so that [pos, pos + want) is loaded */
-		if (pos + want > wend) {
+		if (!mem && pos + want > wend) {
 			size_t keep = (size_t)(wend - pos);
 
 			memmove(win, win + (pos - wpos), keep);
@@ -219,37 +265,51 @@ int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 				wend += (uint64_t)n;
 			}
 		}
-		/* 2. last piece of at most one block: inline or raw */
-		if (rem <= blksz) {
-			if (b->p.flags & EZFS_BUILD_ZTAILPACKING) {
-				err = inline_tail(b, ops, cctx, z, pos,
-						  win + (pos - wpos), (size_t)rem,
-						  obuf);
-				if (err < 0)
-					goto fail;
-				if (err > 0) {
-					err = 0;
-					pos += rem;
-					continue;
-				}
-			}
-			goto raw;
+		/* fragments: the last <= 1 pcluster (or all) to the packed inode */
+		if (frags && (allfrag ? pos == 0 : rem <= pcap)) {
+			err = take_frag(b, in, z, fd, win, wpos, wend, pos, size);
+			if (err)
+				goto fail;
+			pos = size;
+			continue;
 		}
-		/* 3. fill one pcluster */
+		/*
+		 * 2. fill one pcluster. With ztailpacking, when the stream
+		 * holds all the rest of the file and fits next to the index it
+		 * is inlined (9.14 step 5). Without it the last <= 1 block is
+		 * stored raw.
+		 */
+		if (!ztail && rem <= blksz)
+			goto raw;
 		inlen = (size_t)want;
 		r = ops->compress_destsize(cctx, win + (pos - wpos), &inlen,
 					   obuf, pcap);
-		if (r == -ENOSPC)
-			goto raw;
-		if (r < 0) {
+		if (r < 0 && r != -ENOSPC) {
 			err = r;
-			bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s",
-				in->srcpath, strerror(-r));
-			goto fail;
-		} else {
+			goto cfail;
+		}
+		/* the whole rest compresses below one pcluster: a fragment */
+		if (frags && r > 0 && inlen == rem && (uint64_t)r < pcap) {
+			err = take_frag(b, in, z, fd, win, wpos, wend, pos, size);
+			if (err)
+				goto fail;
+			pos = size;
+			continue;
+		}
+		if (ztail && r > 0 && inlen == rem && (size_t)r < room &&
+		    (uint64_t)r < rem) {
+			err = set_inline(z, pos, obuf, (size_t)r,
+					 Z_EROFS_LCLUSTER_TYPE_HEAD1);
+			if (err < 0)
+				goto fail;
+			err = 0;
+			pos += rem;
+			continue;
+		}
+		if (r > 0) {
 			uint32_t ob = ((uint32_t)r + blksz - 1) & ~(blksz - 1);
 
-			if (!r || ob >= inlen)
+			if (ob >= inlen)
 				goto raw;
 			dst = grow_data(z, &dcap, ob >> b->blkszbits,
 					b->blkszbits);
@@ -265,6 +325,16 @@ int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 			continue;
 		}
 raw:
+		/* 3. one raw block, or a raw inline tail (ztailpacking) */
+		if (ztail && rem <= blksz && rem <= room) {
+			err = set_inline(z, pos, win + (pos - wpos), (size_t)rem,
+					 Z_EROFS_LCLUSTER_TYPE_PLAIN);
+			if (err < 0)
+				goto fail;
+			err = 0;
+			pos += rem;
+			continue;
+		}
 		want = rem < blksz ? rem : blksz;
 		dst = grow_data(z, &dcap, 1, b->blkszbits);
 		if (!dst)
@@ -276,12 +346,24 @@ raw:
 			goto fail;
 		pos += want;
 	}
-	close(fd);
-	free(win);
+	if (fd >= 0)
+		close(fd);
+	if (!mem)
+		free(win);
 	free(obuf);
 	z->datalen = (uint64_t)z->blocks << b->blkszbits;
 	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS);
 	z->idx_size = bld_zindex_size(b, in, z->compact);
+	if (z->next == 1 && z->ext[0].frag) {
+		/* whole-file fragment: FULL layout, header only (9.10) */
+		z->wholefrag = true;
+		z->compact = false;
+		z->idx_size = 16;
+	}
+	if (mem) {
+		*out = z;
+		return 0;
+	}
 	/* 9.14 step 7: keep it only if it saves space */
 	if (z->datalen + z->idx_size + z->idata_len >= size) {
 		bld_zfile_free(z);
@@ -291,11 +373,30 @@ raw:
 	return 0;
 nomem:
 	err = -ENOMEM;
+	goto fail;
+cfail:
+	bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s", in->srcpath,
+		strerror(-err));
 fail:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 fail_nofd:
-	free(win);
+	if (!mem)
+		free(win);
 	free(obuf);
 	bld_zfile_free(z);
 	return err;
+}
+
+int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
+		      void *cctx, struct bzfile **out)
+{
+	return compress_src(b, in, cctx, NULL, in->size, out);
+}
+
+int bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
+		     void *cctx, const uint8_t *mem, uint64_t len,
+		     struct bzfile **out)
+{
+	return compress_src(b, in, cctx, mem, len, out);
 }

@@ -33,6 +33,7 @@ struct bextent {
 	uint32_t blocks;         /* pcluster size in blocks */
 	uint32_t blkaddr;        /* pcluster start block (absolute) */
 	uint8_t type;            /* Z_EROFS_LCLUSTER_TYPE_PLAIN / _HEAD1 */
+	bool frag;               /* the tail extent, in the packed inode */
 };
 
 /* Result of compressing one file (see compress.c). */
@@ -47,6 +48,10 @@ struct bzfile {
 	uint8_t *idata;          /* ztailpacking: inline tail pcluster */
 	uint32_t idata_len;
 	uint8_t *idx;            /* encoded, filled once blkaddrs are known */
+	uint8_t *frag;           /* fragments: the tail bytes, until placed */
+	uint64_t frag_len;
+	uint64_t fragoff;        /* its offset in the packed inode */
+	bool wholefrag;          /* the whole file is one fragment */
 };
 
 struct binode {
@@ -85,6 +90,9 @@ struct binode {
 	uint32_t tail_len;       /* inline tail bytes */
 	uint8_t *tail;           /* inline tail (regular files, symlinks) */
 	struct bzfile *z;        /* compressed files */
+	uint8_t *chunkidx;       /* CHUNK_BASED: encoded block map / indexes */
+	uint32_t chunkidx_len;
+	uint16_t chunkfmt;       /* CHUNK_BASED: i_u format word (6.4.1) */
 };
 
 struct ezfs_builder {
@@ -113,6 +121,16 @@ struct ezfs_builder {
 	uint32_t cfgs_len;       /* bytes of config records after the sb */
 	uint16_t lz4_maxdist;
 	void *zjobs;             /* struct zjobs, while writing data */
+
+	/* fragments: decoded contents of the packed inode, dedupe table */
+	uint8_t *packed;
+	uint64_t packed_len, packed_cap;
+	void *fragtab;
+	size_t fragtab_cap, fragtab_n;
+	struct binode *packed_inode;
+	void *dedupe;            /* dedupe.c table */
+	bool deduped;            /* some pcluster is shared (DEDUPE bit) */
+	bool chunked;            /* some inode is CHUNK_BASED */
 
 	uint64_t data_start;     /* first data block */
 	uint64_t cursor;         /* next free block */
@@ -163,6 +181,19 @@ void *bld_cctx_new(const struct ezfs_builder *b, int *err);
 void bld_cctx_free(const struct ezfs_builder *b, void *cctx);
 int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, struct bzfile **out);
+/* Compress len bytes at mem as if they were a file (no fragments, no
+ * inline tail; segment pieces: the result is kept even without gain). */
+int bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
+		     void *cctx, const uint8_t *mem, uint64_t len,
+		     struct bzfile **out);
+
+/* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
+int bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
+			 struct bzfile *z);
+int bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
+		     uint32_t blocks, uint64_t dlen, uint64_t addr,
+		     uint64_t *found, uint8_t *tmp);
+void bld_dedupe_free(struct ezfs_builder *b);
 
 /* zjobs.c: compression jobs on worker threads, results in inode order */
 int bld_zjobs_start(struct ezfs_builder *b);
@@ -171,5 +202,9 @@ int bld_zjobs_start(struct ezfs_builder *b);
 int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 		   struct bzfile **z);
 void bld_zjobs_stop(struct ezfs_builder *b);
+/* The packed inode's contents, compressed in segments on worker threads;
+ * *z = NULL when compression does not save space. */
+int bld_zjobs_mem(struct ezfs_builder *b, struct binode *in,
+		  const uint8_t *mem, uint64_t len, struct bzfile **z);
 
 #endif

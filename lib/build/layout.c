@@ -185,6 +185,213 @@ static int write_symlink_blocks(struct ezfs_builder *b, struct binode *in)
 	return err;
 }
 
+/* Offset of the chunk array from the inode start (6.4.2). */
+static uint32_t chunk_hdr(const struct binode *in, unsigned unit)
+{
+	uint32_t e = core_size(in) + in->xattr_isize;
+
+	return (e + unit - 1) & ~(unit - 1);
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+}
+
+/*
+ * CHUNK_BASED file (6.4): chunks of --chunksize bytes; all-zero chunks are
+ * holes, identical chunks are stored once (dedupe.c), others at the cursor.
+ */
+static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
+{
+	uint32_t csz = b->p.chunksize, cbits = 0, i, n;
+	bool idx8 = b->p.flags & EZFS_BUILD_CHUNK_INDEXES;
+	unsigned unit = idx8 ? 8 : 4;
+	uint8_t *buf = NULL, *tmp = NULL;
+	int fd, err = 0;
+
+	while ((1u << cbits) < csz)
+		cbits++;
+	n = (uint32_t)((in->size + csz - 1) >> cbits);
+	in->chunkidx_len = n * unit;
+	in->chunkidx = calloc(1, in->chunkidx_len);
+	buf = malloc(csz);
+	tmp = malloc(csz);
+	if (!in->chunkidx || !buf || !tmp) {
+		err = -ENOMEM;
+		goto out_nofd;
+	}
+	fd = open(in->srcpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
+			strerror(errno));
+		goto out_nofd;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t off = (uint64_t)i << cbits, addr, found;
+		size_t len = in->size - off < csz ? (size_t)(in->size - off) : csz;
+		uint32_t blocks = (uint32_t)((len + b->blksz - 1) >> b->blkszbits);
+		ssize_t got = read_full(fd, buf, len);
+		uint8_t *e = in->chunkidx + (size_t)i * unit;
+
+		if (got < 0 || (size_t)got != len) {
+			err = got < 0 ? (int)got : -EAGAIN;
+			bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
+				got < 0 ? strerror(-err) :
+				"file shrank while building");
+			break;
+		}
+		memset(buf + len, 0, ((size_t)blocks << b->blkszbits) - len);
+		if (all_zero(buf, len)) {
+			addr = EROFS_NULL_ADDR32;
+		} else {
+			err = bld_dedupe_chunk(b, buf, blocks, len, b->cursor,
+					       &found, tmp);
+			if (err < 0)
+				break;
+			if (err) {
+				addr = found;
+			} else {
+				addr = b->cursor;
+				err = bld_pwrite(b, buf, (size_t)blocks <<
+						 b->blkszbits,
+						 b->cursor << b->blkszbits);
+				if (err)
+					break;
+				b->cursor += blocks;
+			}
+			err = 0;
+		}
+		if (addr > 0xFFFFFFFFull) {
+			err = -EFBIG;
+			bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond 32 bits",
+				in->srcpath);
+			break;
+		}
+		if (idx8)
+			put_le32(e + 4, (uint32_t)addr);	/* device 0 */
+		else
+			put_le32(e, (uint32_t)addr);
+	}
+	close(fd);
+out_nofd:
+	free(buf);
+	free(tmp);
+	if (err)
+		return err;
+	in->datalayout = EROFS_INODE_CHUNK_BASED;
+	in->chunkfmt = (uint16_t)((cbits - b->blkszbits) |
+				  (idx8 ? EROFS_CHUNK_FORMAT_INDEXES : 0));
+	in->nblocks = 0;
+	in->tail_len = 0;
+	in->unit_size = chunk_hdr(in, unit) + in->chunkidx_len;
+	b->chunked = true;
+	return 0;
+}
+
+/* Fragment dedupe table entry: identical tails share packed bytes. */
+struct fragent {
+	uint64_t off, len;
+	uint32_t crc;
+	bool used;
+};
+
+static int frag_table_grow(struct ezfs_builder *b)
+{
+	size_t cap = b->fragtab_cap ? b->fragtab_cap * 2 : 1024, i;
+	struct fragent *nt = calloc(cap, sizeof(*nt)), *ot = b->fragtab;
+
+	if (!nt)
+		return -ENOMEM;
+	for (i = 0; i < b->fragtab_cap; i++) {
+		size_t h;
+
+		if (!ot[i].used)
+			continue;
+		for (h = ot[i].crc & (cap - 1); nt[h].used; h = (h + 1) & (cap - 1))
+			;
+		nt[h] = ot[i];
+	}
+	free(ot);
+	b->fragtab = nt;
+	b->fragtab_cap = cap;
+	return 0;
+}
+
+#define FRAG_HASHLEN 64	/* bytes of a fragment's end that are hashed */
+
+/* Key of a fragment: CRC32C of its last FRAG_HASHLEN bytes (or all). */
+static uint32_t frag_key(const uint8_t *p, uint64_t len)
+{
+	uint64_t n = len < FRAG_HASHLEN ? len : FRAG_HASHLEN;
+
+	return ezfs_crc32c(0, p + len - n, (size_t)n) ^ (len < FRAG_HASHLEN ?
+							 (uint32_t)len : 0);
+}
+
+/*
+ * Put z's tail into the packed inode, or point it at identical packed
+ * bytes: the end of an earlier fragment with the same last bytes (9.10).
+ */
+static int place_frag(struct ezfs_builder *b, struct binode *in,
+		      struct bzfile *z)
+{
+	uint32_t crc = frag_key(z->frag, z->frag_len);
+	struct fragent *t;
+	size_t h;
+	int err;
+
+	if (2 * (b->fragtab_n + 1) > b->fragtab_cap) {
+		err = frag_table_grow(b);
+		if (err)
+			return err;
+	}
+	t = b->fragtab;
+	for (h = crc & (b->fragtab_cap - 1); t[h].used;
+	     h = (h + 1) & (b->fragtab_cap - 1)) {
+		uint64_t off;
+
+		if (t[h].crc != crc || t[h].len < z->frag_len ||
+		    (z->frag_len < FRAG_HASHLEN && t[h].len != z->frag_len))
+			continue;
+		off = t[h].off + t[h].len - z->frag_len;
+		if (!memcmp(b->packed + off, z->frag, (size_t)z->frag_len)) {
+			z->fragoff = off;
+			goto done;
+		}
+	}
+	if (b->packed_len + z->frag_len > b->packed_cap) {
+		uint64_t cap = b->packed_cap ? b->packed_cap : (1u << 20);
+		uint8_t *np;
+
+		while (cap < b->packed_len + z->frag_len)
+			cap *= 2;
+		np = realloc(b->packed, cap);
+		if (!np)
+			return -ENOMEM;
+		b->packed = np;
+		b->packed_cap = cap;
+	}
+	memcpy(b->packed + b->packed_len, z->frag, (size_t)z->frag_len);
+	z->fragoff = b->packed_len;
+	b->packed_len += z->frag_len;
+	t[h].crc = crc;
+	t[h].len = z->frag_len;
+	t[h].off = z->fragoff;
+	t[h].used = true;
+	b->fragtab_n++;
+done:
+	free(z->frag);
+	z->frag = NULL;
+	/* compact headers hold 32 bits of the offset (9.10) */
+	if (z->compact && z->fragoff > 0xFFFFFFFFull) {
+		z->compact = false;
+		z->idx_size = bld_zindex_size(b, in, false);
+	}
+	return 0;
+}
+
 /* Place one regular file whose compression result (or NULL) is known. */
 static int place_file(struct ezfs_builder *b, struct binode *in,
 		      struct bzfile *z, uint8_t *buf)
@@ -194,6 +401,20 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 	if (z) {
 		uint32_t k;
 
+		if (z->frag) {
+			err = place_frag(b, in, z);
+			if (err) {
+				bld_zfile_free(z);
+				return err;
+			}
+		}
+		if ((b->p.flags & EZFS_BUILD_DEDUPE) && in != b->packed_inode) {
+			err = bld_dedupe_pclusters(b, in, z);
+			if (err) {
+				bld_zfile_free(z);
+				return err;
+			}
+		}
 		in->z = z;
 		in->datalayout = z->compact ? EROFS_INODE_COMPRESSED_COMPACT
 					    : EROFS_INODE_COMPRESSED_FULL;
@@ -209,8 +430,63 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 		b->st.compressed_files++;
 		return err;
 	}
+	if (b->p.chunksize && in != b->packed_inode)
+		return write_chunked_file(b, in);
 	plan_flat(b, in, !(b->p.flags & EZFS_BUILD_NOINLINE_DATA));
 	return write_flat_file(b, in, buf);
+}
+
+/* The packed inode (9.10): compressed in segments, else flat. */
+static int write_packed(struct ezfs_builder *b, uint8_t *buf)
+{
+	struct binode *in, **ni;
+	struct bzfile *z = NULL;
+	int err;
+
+	if (b->ninodes == b->capinodes) {
+		ni = realloc(b->inodes, (b->capinodes + 1) * sizeof(*ni));
+		if (!ni)
+			return -ENOMEM;
+		b->inodes = ni;
+		b->capinodes++;
+	}
+	in = calloc(1, sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	b->inodes[b->ninodes++] = in;
+	b->packed_inode = in;
+	in->srcpath = strdup("(packed inode)");
+	if (!in->srcpath)
+		return -ENOMEM;
+	in->mode = S_IFREG | 0644;
+	in->nlink = 1;
+	in->mtime = b->epoch;
+	in->size = b->packed_len;
+	in->startblk = EROFS_NULL_ADDR32;
+	in->extended = need_extended(b, in);
+	err = bld_zjobs_mem(b, in, b->packed, b->packed_len, &z);
+	if (err)
+		return err;
+	if (z)
+		return place_file(b, in, z, buf);
+	plan_flat(b, in, true);
+	if (in->nblocks) {
+		uint64_t full = in->nblocks << b->blkszbits;
+
+		in->startblk = b->cursor;
+		err = bld_pwrite(b, b->packed, full, b->cursor << b->blkszbits);
+		if (err)
+			return err;
+		b->cursor += in->nblocks;
+	}
+	if (in->tail_len) {
+		in->tail = malloc(in->tail_len);
+		if (!in->tail)
+			return -ENOMEM;
+		memcpy(in->tail, b->packed + (in->nblocks << b->blkszbits),
+		       in->tail_len);
+	}
+	return 0;
 }
 
 int bld_write_data(struct ezfs_builder *b)
@@ -276,6 +552,13 @@ int bld_write_data(struct ezfs_builder *b)
 		}
 	}
 	bld_zjobs_stop(b);
+	if (!err && b->packed_len)
+		err = write_packed(b, buf);
+	free(b->packed);
+	b->packed = NULL;
+	free(b->fragtab);
+	b->fragtab = NULL;
+	bld_dedupe_free(b);
 	b->st.bytes_in = bytes;
 	bld_progress(b, EZFS_BUILD_DATA, files, b->st.files, bytes,
 		     total_bytes);
@@ -344,6 +627,8 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 
 	if (in->z)
 		u = in->z->blocks;
+	else if (in->datalayout == EROFS_INODE_CHUNK_BASED)
+		u = in->chunkfmt;
 	else if (S_ISCHR(in->mode) || S_ISBLK(in->mode))
 		u = in->rdev;
 	else if (S_ISFIFO(in->mode) || S_ISSOCK(in->mode))
@@ -565,6 +850,12 @@ int bld_write_meta(struct ezfs_builder *b)
 			if (in->z->idata_len)
 				memcpy(hp + in->z->idx_size,
 				       in->z->idata, in->z->idata_len);
+			continue;
+		}
+		if (in->chunkidx) {
+			memcpy(p + chunk_hdr(in, (in->chunkfmt &
+					      EROFS_CHUNK_FORMAT_INDEXES) ? 8 : 4),
+			       in->chunkidx, in->chunkidx_len);
 			continue;
 		}
 		if (S_ISDIR(in->mode)) {

@@ -423,6 +423,7 @@ void bld_free_inodes(struct ezfs_builder *b)
 		free(in->xattrs);
 		free(in->symlink);
 		free(in->tail);
+		free(in->chunkidx);
 		bld_zfile_free(in->z);
 		free(in->srcpath);
 		free(in);

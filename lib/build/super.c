@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* super.c - superblock, compression config records and the checksum. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,6 +86,10 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		incompat |= EROFS_FEATURE_INCOMPAT_ZERO_PADDING;
 		if (b->p.flags & EZFS_BUILD_ZTAILPACKING)
 			incompat |= EROFS_FEATURE_INCOMPAT_ZTAILPACKING;
+		if (b->packed_inode)
+			incompat |= EROFS_FEATURE_INCOMPAT_FRAGMENTS;
+		if (b->deduped)
+			incompat |= EROFS_FEATURE_INCOMPAT_DEDUPE;
 		if (b->big_pcluster) {
 			incompat |= EROFS_FEATURE_INCOMPAT_COMPR_CFGS;
 			u1 = (uint16_t)(1u << b->p.alg);
@@ -93,6 +98,8 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 			u1 = b->lz4_maxdist;
 		}
 	}
+	if (b->chunked)
+		incompat |= EROFS_FEATURE_INCOMPAT_CHUNKED_FILE;
 	put_le32(sb + 0, EROFS_SUPER_MAGIC);
 	put_le32(sb + 8, compat);
 	sb[12] = (uint8_t)b->blkszbits;
@@ -108,6 +115,9 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	memcpy(sb + 64, b->p.label, strnlen(b->p.label, 15));
 	put_le32(sb + 80, incompat);
 	put_le16(sb + 84, u1);
+	if (b->packed_inode)
+		put_le64(sb + offsetof(struct erofs_super_block, packed_nid),
+			 b->packed_inode->nid);
 	if (b->shared_len)
 		memcpy(buf + b->shared_start, b->shared, b->shared_len);
 	err = bld_pwrite(b, buf, len, 0);

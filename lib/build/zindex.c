@@ -70,6 +70,11 @@ static void build_lents(const struct ezfs_builder *b, const struct binode *in,
 		le[h].type = e->type;
 		le[h].clusterofs = (uint16_t)(e->la & (lcs - 1));
 		le[h].blkaddr = e->blkaddr;
+		if (e->frag) {
+			/* FULL: high bits of the fragment offset (9.10) */
+			le[h].blkaddr = (uint32_t)(z->fragoff >> 32);
+			le[h].sentinel = true;	/* no pcluster behind it */
+		}
 		if (nh > n)
 			nh = n;
 		for (j = h + 1; j < nh; j++) {
@@ -229,6 +234,11 @@ int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 	struct lent *le;
 	int err = 0;
 
+	if (in->z->wholefrag) {
+		put_le64(p, in->z->fragoff | 1ull << 63);
+		memset(p + 8, 0, 8);
+		return 0;
+	}
 	le = calloc(n, sizeof(*le));
 	if (!le)
 		return -ENOMEM;
@@ -240,8 +250,13 @@ int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 			  (compact ? Z_EROFS_ADVISE_BIG_PCLUSTER_2 : 0);
 	if (in->z->idata_len)
 		advise |= Z_EROFS_ADVISE_INLINE_PCLUSTER;
+	if (in->z->frag_len)
+		advise |= Z_EROFS_ADVISE_FRAGMENT_PCLUSTER;
 	memset(p, 0, 8);
-	put_le16(p + 2, (uint16_t)in->z->idata_len);
+	if (in->z->frag_len)
+		put_le32(p, (uint32_t)in->z->fragoff);
+	else
+		put_le16(p + 2, (uint16_t)in->z->idata_len);
 	put_le16(p + 4, advise);
 	p[6] = (uint8_t)b->p.alg;
 	p[7] = 0;

@@ -88,12 +88,14 @@ for seed in 1 2 3; do
 	python3 "$MKTREE" "$seed" "$tree" --small || { t_fail "make_tree $seed"; continue; }
 	if [ "$seed" = 1 ]; then
 		sets=("" "-b 512 -E noinline_data" "-b 2048 -E force-inode-extended"
-		      "-z lz4" "-z lz4hc,level=12 -C 65536" "-z lzma -C 16384"
+		      "-z lz4" "-z lz4hc,level=12 -C 65536" "-z lzma -C 16384 -E fragments,ztailpacking"
 		      "-z deflate -C 65536" "-z zstd,3 -C 1048576"
-		      "-z lz4 -C 16384 -E legacy-compress" "-z lz4hc -b 1024 -C 8192"
-		      "-z lz4 -E ztailpacking" "-z zstd -C 65536 -E ztailpacking,legacy-compress")
+		      "-z lz4 -C 16384 -E legacy-compress" "-z lz4hc -b 1024 -C 8192 -E fragments"
+		      "-z lz4 -E ztailpacking" "-z zstd -C 65536 -E ztailpacking,legacy-compress"
+		      "-z lz4 -E dedupe" "--chunksize=8192 -E force-chunk-indexes")
 	else
-		sets=("" "-z lz4hc -C 262144 -E ztailpacking" "-z zstd -C 16384")
+		sets=("--chunksize=4096" "-z lz4hc -C 262144 -E ztailpacking,dedupe"
+		      "-z zstd -C 16384 -E all-fragments")
 	fi
 	for opts in "${sets[@]}"; do
 		name="seed $seed [${opts:-plain}]"
@@ -104,7 +106,7 @@ for seed in 1 2 3; do
 		fi
 		check "$name" "$tree" "$TMP/img"
 		case "$opts" in
-		""|"-z lz4"|"-z lz4 -C 16384 -E legacy-compress"|*lz4*ztailpacking*)
+		""|"-z lz4"|"-z lz4 -C 16384 -E legacy-compress"|"-z lz4 -E ztailpacking")
 			check_fsck_erofs "$name" "$tree" "$TMP/img";;
 		esac
 	done
@@ -122,7 +124,7 @@ done
 
 # Reproducibility: same input, -T and -U: identical bytes for any --workers.
 tree=$TMP/tree1
-for opts in "" "-z lz4hc -C 65536" "-z zstd -C 16384 -E ztailpacking"; do
+for opts in "" "-z lz4hc -C 65536 -E fragments" "-z zstd -C 16384 -E ztailpacking,dedupe"; do
 	# shellcheck disable=SC2086
 	mk $opts -T 1000 -U $UUID --workers=1 "$TMP/r1.img" "$tree" &&
 	mk $opts -T 1000 -U $UUID --workers=2 "$TMP/r2.img" "$tree" &&

@@ -29,10 +29,14 @@ static const char usage_text[] =
 	"                        N < 0 drops xattrs (default 2)\n"
 	"  -E OPT[,OPT]          noinline_data, force-inode-compact,\n"
 	"                        force-inode-extended, legacy-compress, nosbcrc,\n"
-	"                        ztailpacking\n"
+	"                        ztailpacking, fragments, all-fragments,\n"
+	"                        dedupe, force-chunk-indexes\n"
 	"  --exclude-path=PATH   skip PATH (relative to SOURCEDIR); repeatable\n"
 	"  --exclude-regex=RE    skip paths matching RE; repeatable\n"
 	"  --workers=N           compression threads (default: all cores)\n"
+	"  --chunksize=BYTES     chunk-based uncompressed files (power of two\n"
+	"                        >= block size): identical chunks stored once,\n"
+	"                        all-zero chunks as holes\n"
 	"  -q, --quiet           no progress, no summary\n";
 
 struct mkfs_state {
@@ -154,6 +158,14 @@ static int parse_E(const char *arg, struct ezfs_build_params *p)
 			p->flags |= EZFS_BUILD_LEGACY_COMPRESS;
 		else if (!strcmp(tok, "ztailpacking"))
 			p->flags |= EZFS_BUILD_ZTAILPACKING;
+		else if (!strcmp(tok, "fragments"))
+			p->flags |= EZFS_BUILD_FRAGMENTS;
+		else if (!strcmp(tok, "all-fragments"))
+			p->flags |= EZFS_BUILD_ALL_FRAGMENTS;
+		else if (!strcmp(tok, "dedupe"))
+			p->flags |= EZFS_BUILD_DEDUPE;
+		else if (!strcmp(tok, "force-chunk-indexes"))
+			p->flags |= EZFS_BUILD_CHUNK_INDEXES;
 		else if (!strcmp(tok, "nosbcrc"))
 			p->flags |= EZFS_BUILD_NO_SBCRC;
 		else
@@ -168,7 +180,7 @@ static int parse_E(const char *arg, struct ezfs_build_params *p)
 enum {
 	OPT_ALL_TIME = 256, OPT_MKFS_TIME, OPT_ALL_ROOT, OPT_FORCE_UID,
 	OPT_FORCE_GID, OPT_EXCL_PATH, OPT_EXCL_RE, OPT_WORKERS, OPT_HELP,
-	OPT_NOFSYNC,
+	OPT_NOFSYNC, OPT_CHUNKSIZE,
 };
 
 int cmd_mkfs(int argc, char **argv)
@@ -182,6 +194,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "exclude-path", required_argument, NULL, OPT_EXCL_PATH },
 		{ "exclude-regex", required_argument, NULL, OPT_EXCL_RE },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "chunksize", required_argument, NULL, OPT_CHUNKSIZE },
 		{ "no-fsync", no_argument, NULL, OPT_NOFSYNC },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -289,6 +302,18 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_EXCL_RE:
 			xres[p.n_exclude_regex++] = optarg;
 			break;
+		case OPT_CHUNKSIZE: {
+			char *end;
+			unsigned long cs = strtoul(optarg, &end, 0);
+
+			if (*end || !cs || cs > (1ul << 30) || (cs & (cs - 1))) {
+				ret = cli_usage_error(CMD, "bad --chunksize '%s'",
+						      optarg);
+				goto out;
+			}
+			p.chunksize = (uint32_t)cs;
+			break;
+		}
 		case OPT_WORKERS:
 			p.workers = cli_parse_threads(optarg);
 			if (!p.workers) {

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dedupe.c - store identical pclusters and chunks once: a table of what
+ * was written (keyed by CRC32C of the stored bytes), checked byte by byte
+ * against the image before a block range is shared.
+ *
+ * Pclusters (-E dedupe): an extent whose encoded pcluster (same bytes, same
+ * type, same decoded length) was written before refers to that pcluster;
+ * the file then uses FULL indexes (compact packs need consecutive
+ * addresses, 9.5.3). Identical bytes decode identically, so sharing is
+ * exact (no PARTIAL_REF). Chunks (--chunksize): identical chunk contents
+ * share blocks. Lookups happen on the writer thread in inode order, so the
+ * image does not depend on the number of workers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build/internal.h"
+#include "format/erofs_fs.h"
+
+struct dent {
+	uint32_t crc;
+	uint32_t blocks;
+	uint64_t dlen;           /* decoded length (chunks: data length) */
+	uint64_t blkaddr;
+	uint8_t type;
+	bool used;
+};
+
+struct dtab {
+	struct dent *e;
+	size_t cap, n;
+};
+
+static int dtab_grow(struct dtab *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 4096, i, h;
+	struct dent *ne = calloc(cap, sizeof(*ne));
+
+	if (!ne)
+		return -ENOMEM;
+	for (i = 0; i < t->cap; i++) {
+		if (!t->e[i].used)
+			continue;
+		for (h = t->e[i].crc & (cap - 1); ne[h].used; h = (h + 1) & (cap - 1))
+			;
+		ne[h] = t->e[i];
+	}
+	free(t->e);
+	t->e = ne;
+	t->cap = cap;
+	return 0;
+}
+
+void bld_dedupe_free(struct ezfs_builder *b)
+{
+	struct dtab *t = b->dedupe;
+
+	if (!t)
+		return;
+	free(t->e);
+	free(t);
+	b->dedupe = NULL;
+}
+
+/* Do `len` bytes at image block blkaddr equal p? */
+static bool same_in_image(struct ezfs_builder *b, uint64_t blkaddr,
+			  const uint8_t *p, size_t len, uint8_t *tmp)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(b->fd, tmp + got, len - got,
+				  (off_t)((blkaddr << b->blkszbits) + got));
+
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+	}
+	return !memcmp(tmp, p, len);
+}
+
+/*
+ * Look up (p, blocks, type, dlen); return its block address, or record it
+ * at `addr` and return EROFS_NULL_ADDR (u64 all ones) when new.
+ */
+static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
+			 uint32_t blocks, uint8_t type, uint64_t dlen,
+			 uint64_t addr, uint64_t *found, uint8_t *tmp)
+{
+	struct dtab *t = b->dedupe;
+	size_t len = (size_t)blocks << b->blkszbits, h;
+	uint32_t crc;
+	int err;
+
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		b->dedupe = t;
+	}
+	if (2 * (t->n + 1) > t->cap) {
+		err = dtab_grow(t);
+		if (err)
+			return err;
+	}
+	crc = ezfs_crc32c(0, p, len);
+	for (h = crc & (t->cap - 1); t->e[h].used; h = (h + 1) & (t->cap - 1)) {
+		struct dent *e = &t->e[h];
+
+		if (e->crc == crc && e->blocks == blocks && e->type == type &&
+		    e->dlen == dlen && same_in_image(b, e->blkaddr, p, len, tmp)) {
+			*found = e->blkaddr;
+			return 1;
+		}
+	}
+	t->e[h] = (struct dent){ .crc = crc, .blocks = blocks, .dlen = dlen,
+				 .blkaddr = addr, .type = type, .used = true };
+	t->n++;
+	return 0;
+}
+
+int bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
+			 struct bzfile *z)
+{
+	uint32_t k, newblocks = 0;
+	uint8_t *tmp = NULL;
+	bool shared = false;
+	int err = 0;
+
+	for (k = 0; k < z->next; k++) {
+		struct bextent *e = &z->ext[k];
+		uint64_t end = k + 1 < z->next ? z->ext[k + 1].la : in->size;
+		uint64_t found;
+		uint8_t *src;
+
+		if (!e->blocks || e->frag)
+			continue;
+		if (!tmp)
+			tmp = malloc((size_t)b->pclusterblks << b->blkszbits);
+		if (!tmp)
+			return -ENOMEM;
+		src = z->data + ((uint64_t)e->blkaddr << b->blkszbits);
+		err = dedupe_lookup(b, src, e->blocks, e->type, end - e->la,
+				    b->cursor + newblocks, &found, tmp);
+		if (err < 0)
+			break;
+		if (err) {
+			/* layout.c adds the cursor to every blkaddr (mod 2^32) */
+			e->blkaddr = (uint32_t)(found - b->cursor);
+			shared = true;
+			err = 0;
+			continue;
+		}
+		if (e->blkaddr != newblocks)
+			memmove(z->data + ((uint64_t)newblocks << b->blkszbits),
+				src, (size_t)e->blocks << b->blkszbits);
+		e->blkaddr = newblocks;
+		newblocks += e->blocks;
+	}
+	free(tmp);
+	if (err)
+		return err;
+	z->blocks = newblocks;
+	z->datalen = (uint64_t)newblocks << b->blkszbits;
+	if (shared) {
+		z->compact = false;
+		z->idx_size = bld_zindex_size(b, in, false);
+		b->deduped = true;
+	}
+	return 0;
+}
+
+/*
+ * Chunks: p holds `blocks` blocks of one chunk (dlen data bytes). Returns
+ * 1 and *found when identical data was stored before, else records addr.
+ */
+int bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
+		     uint32_t blocks, uint64_t dlen, uint64_t addr,
+		     uint64_t *found, uint8_t *tmp)
+{
+	return dedupe_lookup(b, p, blocks, 0xFF, dlen, addr, found, tmp);
+}
