@@ -52,19 +52,20 @@ say "data: $SRC_TREE, $files files, $((bytes / 1048576)) MiB"
 tag() { echo "$1" | tr -c 'A-Za-z0-9\n' '_'; }
 erofs_img=$WORK/$(basename "$SRC_TREE").$(tag "$EROFS_OPTS").erofs
 sqfs_img=$WORK/$(basename "$SRC_TREE").$(tag "$SQFS_OPTS").sqfs
-if [ ! -s "$erofs_img" ]; then
+need() { case " $TOOLS " in *" $1 "*) return 0 ;; esac; return 1; }
+if { need ezfs || need fsck.erofs; } && [ ! -s "$erofs_img" ]; then
 	say "mkfs.erofs $EROFS_OPTS"
 	# shellcheck disable=SC2086  # option lists
 	mkfs.erofs --quiet $EROFS_OPTS "$erofs_img.tmp" "$SRC_TREE" >/dev/null
 	mv "$erofs_img.tmp" "$erofs_img"
 fi
-if [ ! -s "$sqfs_img" ]; then
+if need unsquashfs && [ ! -s "$sqfs_img" ]; then
 	say "mksquashfs $SQFS_OPTS"
 	# shellcheck disable=SC2086
 	mksquashfs "$SRC_TREE" "$sqfs_img.tmp" $SQFS_OPTS -noappend -quiet -no-progress >/dev/null
 	mv "$sqfs_img.tmp" "$sqfs_img"
 fi
-cat "$erofs_img" "$sqfs_img" > /dev/null   # warm the page cache
+cat "$erofs_img" "$sqfs_img" > /dev/null 2>&1 || true   # warm the page cache
 
 # 3. Timing.
 # shellcheck disable=SC2086  # EZFS_ARGS is an option list
