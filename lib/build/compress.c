@@ -7,9 +7,12 @@
  * block-rounded size is strictly smaller than the input it consumed (so
  * every extent reaches into a later lcluster and a pcluster of k > 1
  * blocks always has a CBLKCNT entry); otherwise one block of input is
- * stored raw (a PLAIN extent). The last <= 1 block is always raw. The
- * stream is right-aligned in its pcluster (0padding). Addresses are
- * relative to the file's first pcluster until layout.c places the file.
+ * stored raw (a PLAIN extent). The stream is right-aligned in its pcluster
+ * (0padding). The end of the file: without options the last <= 1 block is
+ * raw; with ztailpacking a rest that compresses into the room after the
+ * index is inlined (9.9); with fragments the last <= 1 pcluster goes to the
+ * packed inode (9.10). Addresses are relative to the file's first
+ * pcluster until layout.c places the file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -188,6 +191,40 @@ static int take_frag(const struct ezfs_builder *b, const struct binode *in,
 	return 0;
 }
 
+/*
+ * ztailpacking, last pcluster of a file (r bytes in obuf, all `rem` input
+ * consumed): if filling one block less (cap) leaves a rest that compresses
+ * into the inline room, use that (the loop then inlines the rest), saving
+ * a block. Returns the stream size now in obuf and updates *inlen.
+ */
+static int shrink_last(const struct ezfs_codec_ops *ops, void *cctx,
+		       const uint8_t *in, uint64_t rem, uint32_t cap,
+		       unsigned blkszbits, size_t room, size_t *inlen,
+		       uint8_t *obuf, uint8_t *tmp, uint8_t *tmp2, int r)
+{
+	size_t in2 = (size_t)rem, in3;
+	uint64_t ob2;
+	int r2, r3;
+
+	if (!room)
+		return r;
+	r2 = ops->compress_destsize(cctx, in, &in2, tmp, cap);
+	if (r2 <= 0 || in2 >= rem)
+		return r2 < 0 && r2 != -ENOSPC ? r2 : r;
+	ob2 = (((uint64_t)r2 >> blkszbits) + !!(r2 & ((1u << blkszbits) - 1)))
+	      << blkszbits;
+	if (ob2 >= in2)
+		return r;
+	in3 = (size_t)rem - in2;
+	r3 = ops->compress_destsize(cctx, in + in2, &in3, tmp2, (uint32_t)room);
+	if (r3 <= 0 || in3 != rem - in2 || (size_t)r3 >= room ||
+	    (size_t)r3 >= in3)
+		return r3 < 0 && r3 != -ENOSPC ? r3 : r;
+	memcpy(obuf, tmp, (size_t)r2);
+	*inlen = in2;
+	return r2;
+}
+
 /* Longest extent: 0x7FF lclusters keeps every delta below CBLKCNT. */
 static uint64_t max_extent(const struct ezfs_builder *b)
 {
@@ -210,7 +247,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	uint64_t maxext = max_extent(b), pos = 0;
 	uint64_t wpos = 0, wend = 0, dcap = 0;	/* window: file [wpos, wend) */
 	uint32_t pcap = b->pclusterblks << b->blkszbits, blksz = b->blksz;
-	uint8_t *win = NULL, *obuf = NULL, *dst;
+	uint8_t *win = NULL, *obuf = NULL, *obuf2 = NULL, *obuf3 = NULL, *dst;
 	bool allfrag = !mem && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
 	bool frags = allfrag || (!mem && (b->p.flags & EZFS_BUILD_FRAGMENTS));
 	bool ztail = !mem && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
@@ -222,6 +259,14 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	z = calloc(1, sizeof(*z));
 	win = mem ? (uint8_t *)mem : malloc(maxext);
 	obuf = malloc(pcap);
+	if (ztail && pcap > blksz) {
+		obuf2 = malloc(pcap);
+		obuf3 = malloc(pcap);
+		if (!obuf2 || !obuf3) {
+			err = -ENOMEM;
+			goto fail_nofd;
+		}
+	}
 	if (!z || !win || !obuf) {
 		err = -ENOMEM;
 		goto fail_nofd;
@@ -311,6 +356,16 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 
 			if (ob >= inlen)
 				goto raw;
+			if (ztail && inlen == rem && ob > blksz) {
+				r = shrink_last(ops, cctx, win + (pos - wpos), rem,
+						ob - blksz, b->blkszbits, room,
+						&inlen, obuf, obuf2, obuf3, r);
+				if (r < 0) {
+					err = r;
+					goto cfail;
+				}
+				ob = ((uint32_t)r + blksz - 1) & ~(blksz - 1);
+			}
 			dst = grow_data(z, &dcap, ob >> b->blkszbits,
 					b->blkszbits);
 			if (!dst)
@@ -351,6 +406,8 @@ raw:
 	if (!mem)
 		free(win);
 	free(obuf);
+	free(obuf2);
+	free(obuf3);
 	z->datalen = (uint64_t)z->blocks << b->blkszbits;
 	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS);
 	z->idx_size = bld_zindex_size(b, in, z->compact);
@@ -384,6 +441,8 @@ fail_nofd:
 	if (!mem)
 		free(win);
 	free(obuf);
+	free(obuf2);
+	free(obuf3);
 	bld_zfile_free(z);
 	return err;
 }
