@@ -797,7 +797,8 @@ int bld_write_meta(struct ezfs_builder *b)
 	if (!g)
 		return -ENOMEM;
 	g->nslots = b->blksz >> 5;
-	if (blk0)
+	/* block 0 takes inodes whenever NIDs can address it */
+	if (!meta_blkaddr && gap0 < b->blksz)
 		err = gap_push(g, 0, (unsigned)((b->blksz - gap0) >> 5));
 	if (!err)
 		err = place_inodes(b, g, base, meta_blkaddr, &end);
@@ -882,7 +883,7 @@ int bld_write_meta(struct ezfs_builder *b)
 	free(dbuf);
 	if (!err && end > base)
 		err = bld_pwrite(b, meta, end - base, base);
-	if (!err && blk0)
+	if (!err && !meta_blkaddr && gap0 < b->blksz)
 		err = bld_pwrite(b, blk0buf + gap0, b->blksz - gap0, gap0);
 	free(meta);
 	free(blk0buf);
