@@ -7,7 +7,8 @@
 # Prints one line: "PASS <case>" or "FAIL <case>: <reasons>". A case passes
 # when each command exits 0 or 1 within the timeout, with no sanitizer
 # report, no signal, a short stderr, an error message when it fails, and
-# extract writes nothing outside its target directory.
+# extract writes nothing outside its target directory. With CORRUPT_STRICT=1
+# an image that fsck finds clean must also extract.
 img=$1
 name=$(basename "$img")
 to=${CORRUPT_TIMEOUT:-10}
@@ -76,6 +77,9 @@ if [ "$frc" -eq 0 ] && [ "$xrc" -eq 1 ]; then
 	note=" (note: fsck clean, extract failed: $(head -c 120 "$work/extract.err" | head -n1))"
 fi
 
+if [ -n "$note" ] && [ "${CORRUPT_STRICT:-0}" = 1 ]; then
+	reasons="$reasons fsck-clean-but-extract-failed"
+fi
 if [ -n "$reasons" ]; then
 	echo "FAIL $name:$reasons$note"
 	if [ -n "${CORRUPT_FAILDIR:-}" ]; then

@@ -34,7 +34,7 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 	char path[3 * 256];
 	uint64_t pos = 0, nid;
 	char longname[300];
-	unsigned i;
+	unsigned i, ndot;
 	int err;
 
 	if ((st->mode & 0170000) != 0040000) {
@@ -48,9 +48,15 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 		return;
 	err = ezfs_readdir(ino, 0, fuzz_dirent, d);
 	fuzz_check_err(err, "readdir");
-	for (i = 0; i < d->nnames; i++) {
+	for (i = 0, ndot = 0; i < d->nnames; i++) {
 		struct fuzz_name *n = &d->names[i];
 
+		/* a synthesised "." must not come on top of an on-disk one */
+		if (n->len == 1 && n->name[0] == '.' && ++ndot > 1 &&
+		    !fuzz_ignored("dupdot")) {
+			fprintf(stderr, "fuzz: readdir gave \".\" twice\n");
+			abort();
+		}
 		if (n->ftype > EZFS_FT_SYMLINK) {
 			fprintf(stderr, "fuzz: readdir gave ftype %u\n",
 				n->ftype);
