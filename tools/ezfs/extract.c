@@ -289,6 +289,7 @@ static int total_cb(void *arg, const char *path, uint64_t nid,
 static int open_dest(struct xctx *x)
 {
 	struct dirent *de;
+	struct stat sb;
 	DIR *d;
 	int fd, nonempty = 0;
 
@@ -301,6 +302,9 @@ static int open_dest(struct xctx *x)
 		cli_error("extract", "%s: %s", x->dest, strerror(errno));
 		return -1;
 	}
+	/* in a setgid DEST (or reused ones with --force) files inherit a gid */
+	x->ids_default = !x->force && !fstat(x->rootfd, &sb) &&
+			 !(sb.st_mode & S_ISGID);
 	if (x->force)
 		return 0;
 	fd = dup(x->rootfd);
@@ -461,6 +465,9 @@ int cmd_extract(int argc, char **argv)
 	x.img = argv[optind];
 	x.dest = argv[optind + 1];
 	x.is_root = geteuid() == 0;
+	x.euid = geteuid();
+	x.egid = getegid();
+	umask(0);   /* every mode is set explicitly */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);

@@ -5,10 +5,13 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common.h"
 
 #define XBUF_SIZE (4u << 20)   /* data chunk: whole pclusters decode in place */
+#define XBATCH_JOBS 32         /* files handed to the workers at once */
+#define XBATCH_BYTES (1u << 20)
 
 /* A regular file whose contents a worker writes. */
 struct xjob {
@@ -16,15 +19,17 @@ struct xjob {
 	ezfs_inode *ino;
 	struct ezfs_stat st;
 	int fd;                 /* the new file, opened for writing */
-	int dirfd;              /* its directory (to remove it on error) */
-	char *name;             /* entry name in dirfd */
-	char *path;             /* DEST-relative path, for messages */
+	int mode_set;           /* created with its final permissions */
+	char *path;             /* DEST-relative path (messages, removal) */
 };
 
 struct xctx {
 	const char *img, *dest;
 	ezfs_image *fs;
 	int force, quiet, is_root;
+	int ids_default;        /* new files get euid/egid: chown only others */
+	uid_t euid;
+	gid_t egid;
 	unsigned threads;
 	int rootfd;             /* DEST */
 
@@ -33,6 +38,9 @@ struct xctx {
 	pthread_cond_t more, space, idle;
 	struct xjob *head, *tail;
 	unsigned queued, active, maxq;
+	struct xjob *bhead, *btail;     /* the walker's batch, not yet queued */
+	unsigned bcount;
+	uint64_t bbytes;
 	int closing;
 	int failed;             /* set once; everyone stops */
 	int warned_xattr;
@@ -100,7 +108,8 @@ int x_dir_phase(struct walker *w);
 
 /* Worker pool. */
 int x_workers_start(struct xctx *x, pthread_t *tids);
-/* Queue a job (blocks while the queue is full). Takes ownership. */
+/* Queue a job (walker thread only; may block while the queue is full).
+ * Takes ownership. */
 void x_enqueue(struct xctx *x, struct xjob *job);
 /* Wait until the queue is drained (redrawing progress), stop and join. */
 void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n);

@@ -177,9 +177,6 @@ void x_job_free(struct xjob *job)
 	ezfs_inode_put(job->ino);
 	if (job->fd >= 0)
 		close(job->fd);
-	if (job->dirfd >= 0)
-		close(job->dirfd);
-	free(job->name);
 	free(job->path);
 	free(job);
 }
@@ -242,11 +239,13 @@ static int do_job(struct xctx *x, struct xjob *j, char *buf)
 	}
 	if (sparse && ftruncate(j->fd, st->size) < 0)
 		goto fail;
-	if (x->is_root && fchown(j->fd, st->uid, st->gid) < 0)
+	if (x->is_root && !(x->ids_default && st->uid == x->euid &&
+			    st->gid == x->egid) &&
+	    fchown(j->fd, st->uid, st->gid) < 0)
 		goto fail;
 	if (x_apply_xattrs(x, j->ino, st, j->fd, -1, NULL, j->path) < 0)
 		return -EIO;
-	if (fchmod(j->fd, st->mode & 07777) < 0)
+	if (!j->mode_set && fchmod(j->fd, st->mode & 07777) < 0)
 		goto fail;
 	ts[0].tv_sec = ts[1].tv_sec = st->mtime;
 	ts[0].tv_nsec = ts[1].tv_nsec = st->mtime_nsec;
@@ -267,16 +266,40 @@ fail:
 	}
 }
 
+/* A job failed or was cancelled: remove its file. */
+static void discard(struct xctx *x, struct xjob *j)
+{
+	const char *name;
+	int pfd;
+
+	if (j->fd >= 0) {
+		close(j->fd);
+		j->fd = -1;
+	}
+	pfd = x_open_path(x, j->path, 1, &name);
+	if (pfd >= 0) {
+		unlinkat(pfd, name, 0);
+		close(pfd);
+	}
+}
+
 static void *worker(void *arg)
 {
 	struct xctx *x = arg;
 	char *buf = malloc(XBUF_SIZE);
+	int busy = 0;
 
 	for (;;) {
 		struct xjob *j;
 		int ret;
 
+		/* one lock round per job: finish the last, take the next */
 		pthread_mutex_lock(&x->lock);
+		if (busy) {
+			x->active--;
+			if (!x->head && !x->active)
+				pthread_cond_broadcast(&x->idle);
+		}
 		while (!x->head && !x->closing)
 			pthread_cond_wait(&x->more, &x->lock);
 		j = x->head;
@@ -287,9 +310,10 @@ static void *worker(void *arg)
 		x->head = j->next;
 		if (!x->head)
 			x->tail = NULL;
-		x->queued--;
+		if (x->queued-- == x->maxq)
+			pthread_cond_signal(&x->space);
 		x->active++;
-		pthread_cond_signal(&x->space);
+		busy = 1;
 		pthread_mutex_unlock(&x->lock);
 
 		if (x_failed(x)) {
@@ -303,22 +327,12 @@ static void *worker(void *arg)
 		if (ret < 0) {
 			/* never leave a half-written file behind */
 			x_set_failed(x);
-			if (j->fd >= 0) {
-				close(j->fd);
-				j->fd = -1;
-			}
-			unlinkat(j->dirfd, j->name, 0);
+			discard(x, j);
 		} else {
 			__atomic_add_fetch(&x->entries_done, 1,
 					   __ATOMIC_RELAXED);
 		}
 		x_job_free(j);
-
-		pthread_mutex_lock(&x->lock);
-		x->active--;
-		if (!x->head && !x->active)
-			pthread_cond_broadcast(&x->idle);
-		pthread_mutex_unlock(&x->lock);
 	}
 	free(buf);
 	return NULL;
@@ -329,7 +343,7 @@ int x_workers_start(struct xctx *x, pthread_t *tids)
 	unsigned i;
 	int ret;
 
-	x->maxq = x->threads * 4 + 16;
+	x->maxq = x->threads * 8 + 64;
 	for (i = 0; i < x->threads; i++) {
 		ret = pthread_create(&tids[i], NULL, worker, x);
 		if (ret) {
@@ -340,26 +354,61 @@ int x_workers_start(struct xctx *x, pthread_t *tids)
 	return 0;
 }
 
-void x_enqueue(struct xctx *x, struct xjob *job)
+/* Hand the walker's batch to the workers. */
+static void flush(struct xctx *x)
 {
+	if (!x->bhead)
+		return;
 	pthread_mutex_lock(&x->lock);
 	while (x->queued >= x->maxq)
 		pthread_cond_wait(&x->space, &x->lock);
-	job->next = NULL;
 	if (x->tail)
-		x->tail->next = job;
+		x->tail->next = x->bhead;
 	else
-		x->head = job;
-	x->tail = job;
-	x->queued++;
-	pthread_cond_signal(&x->more);
+		x->head = x->bhead;
+	x->tail = x->btail;
+	x->queued += x->bcount;
+	if (x->bcount > 1)
+		pthread_cond_broadcast(&x->more);
+	else
+		pthread_cond_signal(&x->more);
 	pthread_mutex_unlock(&x->lock);
+	x->bhead = x->btail = NULL;
+	x->bcount = 0;
+	x->bbytes = 0;
+}
+
+void x_enqueue(struct xctx *x, struct xjob *job)
+{
+	job->next = NULL;
+	if (x->btail)
+		x->btail->next = job;
+	else
+		x->bhead = job;
+	x->btail = job;
+	x->bcount++;
+	x->bbytes += job->st.size;
+	/* batches save lock rounds and wake-ups; big files go at once */
+	if (x->bcount >= XBATCH_JOBS || x->bbytes >= XBATCH_BYTES)
+		flush(x);
 }
 
 void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n)
 {
+	struct xjob *j;
 	unsigned i;
 
+	if (x_failed(x)) {
+		/* cancelled: the batch never reached a worker */
+		while ((j = x->bhead)) {
+			x->bhead = j->next;
+			discard(x, j);
+			x_job_free(j);
+		}
+		x->btail = NULL;
+		x->bcount = 0;
+	}
+	flush(x);
 	pthread_mutex_lock(&x->lock);
 	while (x->head || x->active) {
 		struct timespec ts;

@@ -100,12 +100,19 @@ int x_do_file(struct xctx *x, int dirfd, const char *name,
 		   ezfs_inode **ino, const struct ezfs_stat *st,
 		   const char *path)
 {
+	/*
+	 * Permissions can be final at creation (umask is 0) unless chown
+	 * would clear suid/sgid, or a non-root owner without write
+	 * permission still has to set user.* xattrs.
+	 */
+	int early = !(st->mode & 07000) && (x->is_root || !st->xattr_isize);
 	struct xjob *j;
 	int fd, ret;
 
 	for (;;) {
 		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
-			    O_NOFOLLOW | O_CLOEXEC, 0600);
+			    O_NOFOLLOW | O_CLOEXEC,
+			    early ? st->mode & 0777 : 0600);
 		if (fd >= 0)
 			break;
 		ret = -errno;
@@ -117,13 +124,12 @@ int x_do_file(struct xctx *x, int dirfd, const char *name,
 	j = calloc(1, sizeof(*j));
 	if (j) {
 		j->fd = fd;
-		j->dirfd = dup(dirfd);
-		j->name = strdup(name);
+		j->mode_set = early;
 		j->path = strdup(path);
 		j->st = *st;
 	}
-	if (!j || j->dirfd < 0 || !j->name || !j->path) {
-		ret = j && j->dirfd < 0 ? -errno : -ENOMEM;
+	if (!j || !j->path) {
+		ret = -ENOMEM;
 		x_error(x, path, "queueing the file", ret);
 		if (!j)
 			close(fd);
