@@ -100,6 +100,8 @@ struct ezfs_codec_pool {
 	const struct ezfs_codec_ops *order[EZFS_ALG_MAX][NCODECS + 1];
 	int probe_err[NCODECS];
 	struct ctx_slot slot[NCODECS];
+	void *engine;                 /* lib/engine state, see codec.h */
+	void (*engine_free)(void *);
 };
 
 int ezfs_codec_pool_set_list(struct ezfs_codec_pool *pool, int alg,
@@ -154,6 +156,8 @@ void ezfs_codec_pool_free(struct ezfs_codec_pool *pool)
 
 	if (!pool)
 		return;
+	if (pool->engine && pool->engine_free)
+		pool->engine_free(pool->engine);
 	for (i = 0; i < NCODECS; i++) {
 		struct ctx_slot *s = &pool->slot[i];
 
@@ -236,6 +240,58 @@ int ezfs_codec_decompress(struct ezfs_codec_pool *pool, int alg,
 			return err;
 	}
 	return err;
+}
+
+int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
+			      const struct ezfs_codec_ops *ops,
+			      struct ezfs_dreq *rq)
+{
+	int i = codec_index(ops);
+	void *ctx;
+	int err;
+
+	if (!ops->decompress)
+		return -EOPNOTSUPP;
+	if (!rq->cfg)
+		rq->cfg = &pool->cfg;
+	if (!rq->outlen && rq->partial)
+		return 0;
+	if (!rq->inlen)
+		return -EUCLEAN;
+	if (i < 0) {
+		ctx = ops->ctx_new ? ops->ctx_new(&err) : NULL;
+		if (ops->ctx_new && err)
+			return err;
+		err = ops->decompress(ctx, rq);
+		if (ops->ctx_free)
+			ops->ctx_free(ctx);
+		return err;
+	}
+	ctx = ctx_get(pool, (size_t)i, &err);
+	if (err)
+		return err;
+	err = ops->decompress(ctx, rq);
+	ctx_put(pool, (size_t)i, ctx);
+	return err;
+}
+
+void *ezfs_codec_pool_engine(struct ezfs_codec_pool *pool)
+{
+	return __atomic_load_n(&pool->engine, __ATOMIC_ACQUIRE);
+}
+
+void *ezfs_codec_pool_attach_engine(struct ezfs_codec_pool *pool, void *state,
+				    void (*free_fn)(void *state))
+{
+	void *old = NULL;
+
+	/* engine_free is read only by ezfs_codec_pool_free, after all use */
+	if (__atomic_compare_exchange_n(&pool->engine, &old, state, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		pool->engine_free = free_fn;
+		return state;
+	}
+	return old;
 }
 
 /* ---- fixed-output search for libdeflate and zstd ---- */

@@ -172,6 +172,29 @@ int ezfs_codec_pool_set_list(struct ezfs_codec_pool *pool, int alg,
 int ezfs_codec_decompress(struct ezfs_codec_pool *pool, int alg,
 			  struct ezfs_dreq *rq);
 
+/* ---- for the engine layer (lib/engine): selection, fallback, dispatch ---- */
+
+/*
+ * Decode with exactly this codec: no probe check, no fallback. A context
+ * comes from the pool when ops is one of ezfs_codec_all(), else (a codec
+ * compiled in elsewhere, e.g. a test engine) a fresh one per call. rq->cfg
+ * is filled from the pool's cfg if NULL. Thread-safe.
+ */
+int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
+			      const struct ezfs_codec_ops *ops,
+			      struct ezfs_dreq *rq);
+
+/*
+ * The engine layer's per-image state, hung on the pool so that it lives and
+ * dies with the image. attach installs state if none is there yet and
+ * returns the state now attached (another thread's if it won the race: the
+ * caller then frees its own). free_fn(state) runs first in
+ * ezfs_codec_pool_free. get returns NULL until attached.
+ */
+void *ezfs_codec_pool_engine(struct ezfs_codec_pool *pool);
+void *ezfs_codec_pool_attach_engine(struct ezfs_codec_pool *pool, void *state,
+				    void (*free_fn)(void *state));
+
 /* ---- for the codec files: fixed-output search by trial compression ---- */
 
 /*
