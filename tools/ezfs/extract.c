@@ -293,7 +293,8 @@ static int open_dest(struct xctx *x)
 	DIR *d;
 	int fd, nonempty = 0;
 
-	if (mkdir(x->dest, 0700) < 0 && errno != EEXIST) {
+	/* a directory PATH's mode replaces this one at the end */
+	if (mkdir(x->dest, 0777 & ~x->umask) < 0 && errno != EEXIST) {
 		cli_error("extract", "%s: %s", x->dest, strerror(errno));
 		return -1;
 	}
@@ -467,7 +468,7 @@ int cmd_extract(int argc, char **argv)
 	x.is_root = geteuid() == 0;
 	x.euid = geteuid();
 	x.egid = getegid();
-	umask(0);   /* every mode is set explicitly */
+	x.umask = umask(0);   /* every mode is set explicitly */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);

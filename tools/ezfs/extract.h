@@ -30,6 +30,7 @@ struct xctx {
 	int ids_default;        /* new files get euid/egid: chown only others */
 	uid_t euid;
 	gid_t egid;
+	mode_t umask;           /* the caller's, for DEST itself */
 	unsigned threads;
 	int rootfd;             /* DEST */
 
