@@ -666,9 +666,14 @@ static void scan_dir(struct fsck *f, struct pending *d)
 			}
 			prev = e;
 		}
+		if ((isdot && dot) || (isdotdot && dotdot)) {
+			problem(f, d->nid, d->path, "duplicate '%s' entry "
+				"(nid %" PRIu64 ")", e->name, e->nid);
+			bad = 1;
+			continue;
+		}
 		if (isdot) {
-			if (dot++)
-				continue;
+			dot++;
 			if (e->nid != d->nid) {
 				problem(f, d->nid, d->path, "'.' points to nid %"
 					PRIu64, e->nid);
@@ -677,8 +682,7 @@ static void scan_dir(struct fsck *f, struct pending *d)
 			continue;
 		}
 		if (isdotdot) {
-			if (dotdot++)
-				continue;
+			dotdot++;
 			if (e->nid != d->parent) {
 				problem(f, d->nid, d->path, "'..' points to nid %"
 					PRIu64 ", parent is %" PRIu64, e->nid,
