@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "read/internal.h"
+#include "engine/engine.h"
 
 enum { PC_LOADING, PC_READY };
 
@@ -38,7 +39,8 @@ int ezfs_pcache_init(ezfs_image *img, size_t budget)
 	pthread_cond_init(&pc->cond, NULL);
 	pc->budget = budget;
 	pc->st.bytes_max = budget;
-	return 0;
+	/* a bad EZFS_ACCEL / EZFS_DISPATCH fails the open (lib/engine) */
+	return ezfs_engine_env_check(img);
 }
 
 static void entry_free(struct pcache_entry *e)
@@ -176,7 +178,7 @@ int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 	rq.outlen = outlen;
 	rq.partial = partial || outlen < m->llen ||
 		     (m->flags & EZFS_EXTENT_PARTIAL_REF);
-	err = ezfs_codec_decompress(img->codecs, m->alg, &rq);
+	err = ezfs_engine_decompress(img, m->alg, &rq);
 	if (err == -EUCLEAN || err == -EINVAL)
 		ezfs_err(img, "nid %llu: cannot decode %s pcluster at %llu "
 			 "(%llu bytes -> %zu)", (unsigned long long)ino->nid,

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.h - decompression engines: the accelerator list, run-time selection,
+ * fallback counters and dispatch modes (see docs/engines.md).
+ *
+ * An engine is one decoder of one on-disk algorithm ("libdeflate", "isal",
+ * "zlib" for deflate; "lz4"; "zstd"; "lzma"; the test engine "fail"). Each
+ * image keeps, per algorithm, an ordered engine list; the first usable engine
+ * serves a request, and one that fails hands it to the algorithm's reference
+ * engine (the last of its default list: zlib for deflate).
+ *
+ * Configuration, strongest first: the functions below on a live image,
+ * struct ezfs_open_params (accel, dispatch, strict_accel), then the
+ * environment: EZFS_ACCEL (a spec), EZFS_DISPATCH (inline, queue[:N],
+ * percpu) and EZFS_STRICT_ACCEL (1).
+ */
+#ifndef EZFS_ENGINE_H
+#define EZFS_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ezfs/ezfs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum ezfs_engine_flags {
+	EZFS_ENGINE_PARTIAL = 1 << 0,   /* can stop after the wanted prefix */
+	EZFS_ENGINE_TEST = 1 << 8,      /* test-only: selectable by name only */
+};
+
+struct ezfs_engine_info {
+	const char *name;   /* static string */
+	int alg;            /* enum ezfs_alg */
+	unsigned flags;     /* enum ezfs_engine_flags */
+	int probe;          /* 0: usable on this machine, else -errno */
+	int default_pos;    /* 0-based place in the default order, -1: none */
+	int reference;      /* 1: the algorithm's reference (fallback) engine */
+};
+
+/* Number of engines compiled in. */
+EZFS_API unsigned ezfs_engine_count(void);
+/* Describe engine i (< ezfs_engine_count()); -EINVAL past the end. */
+EZFS_API int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info);
+
+/*
+ * Change the engine order of a live image; thread-safe against concurrent
+ * reads (a read in flight finishes with the order it started with).
+ * Spec: ';'-separated groups, each "ALG=ENG[,ENG...]" (exactly this order,
+ * the reference engine still behind it) or a bare engine name (that engine
+ * first for its algorithm, the rest of the default order behind it). NULL
+ * or "" = the default order. Returns 0 or -EINVAL (unknown algorithm or
+ * engine, engine of another algorithm: the log names them); the order is
+ * unchanged on error.
+ */
+EZFS_API int ezfs_image_set_accel(ezfs_image *img, const char *spec);
+/* Check a spec without an image: 0 or -EINVAL. */
+EZFS_API int ezfs_accel_check(const char *spec);
+/* The current order as a spec, e.g. "lz4=lz4;deflate=isal,zlib;...".
+ * Returns the length (snprintf-like) or a negative errno. */
+EZFS_API int ezfs_image_get_accel(ezfs_image *img, char *buf, size_t size);
+
+/* 1: a request that would fall back fails instead (with the engine's
+ * error, -EOPNOTSUPP when it cannot serve the request). */
+EZFS_API int ezfs_image_set_strict_accel(ezfs_image *img, int strict);
+
+enum ezfs_dispatch {
+	EZFS_DISPATCH_INLINE = 0, /* the reading thread decodes */
+	EZFS_DISPATCH_QUEUE = 1,  /* a shared pool of worker threads */
+	EZFS_DISPATCH_PERCPU = 2, /* one pinned worker per online CPU */
+};
+/* "inline", "queue", "percpu" (also "queue:N") -> mode (and *nthreads, 0 =
+ * default), or -EINVAL. */
+EZFS_API int ezfs_dispatch_parse(const char *s, unsigned *nthreads);
+EZFS_API const char *ezfs_dispatch_name(int mode);
+/*
+ * Switch the dispatch mode (queue: nthreads workers, 0 = one per online
+ * CPU; percpu: one per online CPU, nthreads ignored). Waits for requests in
+ * flight; safe to call while other threads read. Returns 0, -EINVAL, or
+ * the error of creating the threads (the mode is then inline).
+ */
+EZFS_API int ezfs_image_set_dispatch(ezfs_image *img, int mode,
+				     unsigned nthreads);
+
+struct ezfs_dispatch_info {
+	int mode;            /* enum ezfs_dispatch */
+	unsigned workers;    /* threads running */
+	unsigned pinned;     /* workers pinned to their CPU */
+	int policy;          /* SCHED_FIFO or SCHED_OTHER (workers' policy) */
+	int nice;            /* workers' nice value under SCHED_OTHER */
+	uint64_t batches;    /* batched submissions (ezfs_pread) */
+	uint64_t local, shared, stolen; /* percpu: where jobs were taken */
+};
+EZFS_API int ezfs_image_dispatch_info(ezfs_image *img,
+				      struct ezfs_dispatch_info *di);
+
+/* Per-engine counters of one image. */
+struct ezfs_engine_stats {
+	const char *name;
+	int alg;
+	uint64_t requests;  /* requests handed to this engine */
+	uint64_t bytes_out; /* bytes it decoded successfully */
+	uint64_t fallbacks; /* requests it handed on to another engine */
+	uint64_t errors;    /* failures other than "cannot serve" */
+};
+/* Fill up to n entries (one per engine, ezfs_engine_get_info order);
+ * returns the number of engines. */
+EZFS_API int ezfs_image_engine_stats(ezfs_image *img,
+				     struct ezfs_engine_stats *st, size_t n);
+
+/* Latency from submit to completion of decode requests, in microseconds,
+ * over the last samples kept (a bounded buffer per image). */
+struct ezfs_latency_stats {
+	uint64_t total;     /* requests recorded since open */
+	uint64_t count;     /* samples the figures below cover */
+	double avg, median, min, max, stddev;
+};
+EZFS_API int ezfs_image_latency_stats(ezfs_image *img,
+				      struct ezfs_latency_stats *ls);
+/* Forget the counters and latency samples. */
+EZFS_API void ezfs_image_engine_reset(ezfs_image *img);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* engine.h - the engine layer's interface to the read layer and its state. */
+#ifndef EZFS_ENGINE_INTERNAL_H
+#define EZFS_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ezfs/engine.h"
+#include "read/internal.h"
+
+#define EZFS_MAX_ENGINES 16
+#define EZFS_LAT_SAMPLES 8192
+
+/* ---- for the read layer ---- */
+
+/* Decode rq with the image's engine order, fallback and dispatch mode. */
+int ezfs_engine_decompress(ezfs_image *img, int alg, struct ezfs_dreq *rq);
+
+/* A unit of work for the dispatcher; fn(arg) returns 0 or -errno. */
+struct ezfs_ejob {
+	int (*fn)(void *arg);
+	void *arg;
+	int err;                 /* fn's result */
+	/* private */
+	struct ezfs_ejob *next;
+	struct ezfs_ebatch *batch;
+	uint64_t t_submit;
+};
+
+/* true when jobs run on worker threads (not inline, not on a worker). */
+bool ezfs_engine_batching(ezfs_image *img);
+/* Run n jobs (on the workers, all at once, or inline) and wait for all;
+ * returns the first job's error in array order, or 0. */
+int ezfs_engine_run(ezfs_image *img, struct ezfs_ejob *jobs, size_t n);
+
+/* Validate EZFS_ACCEL / EZFS_DISPATCH at open (logs and -EINVAL). */
+int ezfs_engine_env_check(ezfs_image *img);
+
+/* ---- between engine.c and dispatch.c ---- */
+
+struct ezfs_dispatcher;
+
+struct ezfs_estate {
+	ezfs_image *img;
+	const struct ezfs_order *order;  /* atomic; current table */
+	struct ezfs_order *old;          /* superseded tables, freed at close */
+	pthread_mutex_t lock;            /* old list, set_accel */
+	int strict;                      /* atomic */
+	int probe[EZFS_MAX_ENGINES];
+	struct {
+		uint64_t requests, bytes_out, fallbacks, errors; /* atomic */
+	} cnt[EZFS_MAX_ENGINES];
+
+	pthread_rwlock_t dlock;          /* read: using disp; write: swap */
+	struct ezfs_dispatcher *disp;    /* NULL = inline */
+	uint64_t batches;                /* atomic */
+
+	pthread_mutex_t lat_lock;
+	uint64_t lat_total;
+	uint32_t lat_next;
+	uint64_t lat_ns[EZFS_LAT_SAMPLES];
+};
+
+struct ezfs_estate *ezfs_engine_state(ezfs_image *img);
+uint64_t ezfs_engine_now_ns(void);
+void ezfs_engine_lat_record(struct ezfs_estate *es, uint64_t ns);
+
+extern __thread bool ezfs_engine_on_worker;
+
+struct ezfs_dispatcher *ezfs_disp_new(struct ezfs_estate *es, int mode,
+				      unsigned nthreads, int *err);
+void ezfs_disp_free(struct ezfs_dispatcher *d);
+/* Queue the jobs (each with batch set); they complete asynchronously. */
+void ezfs_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
+		      size_t n);
+void ezfs_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di);
+
+/* Completion of a set of jobs. */
+struct ezfs_ebatch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t left;
+};
+void ezfs_ebatch_done(struct ezfs_ebatch *b);
+
+#endif
