@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_codec.c - unit test of lib/codec: every codec decodes each library's own streams. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -508,6 +509,64 @@ static void test_zstd_rules(void)
 	free(s.p);
 }
 
+/* ---- one pool, many threads ---- */
+
+struct mt_arg {
+	struct ezfs_codec_pool *pool;
+	const uint8_t *data;
+	size_t len;
+	struct stream s[EZFS_ALG_MAX];
+	unsigned bad;
+};
+
+static void *mt_worker(void *p)
+{
+	struct mt_arg *a = p;
+	uint8_t *out = malloc(a->len);
+	int i;
+
+	for (i = 0; i < 400; i++) {
+		int alg = i % EZFS_ALG_MAX;
+		bool partial = (i / EZFS_ALG_MAX) % 2;
+		size_t n = partial ? a->len / 3 : a->len;
+		struct ezfs_dreq rq = {
+			.in = a->s[alg].p, .inlen = a->s[alg].len,
+			.out = out, .outlen = n, .partial = partial,
+		};
+
+		if (ezfs_codec_decompress(a->pool, alg, &rq) ||
+		    memcmp(out, a->data, n))
+			__atomic_add_fetch(&a->bad, 1, __ATOMIC_RELAXED);
+	}
+	free(out);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	struct mt_arg a = { .len = 50000 };
+	uint8_t *data = malloc(a.len);
+	pthread_t th[4];
+	int i;
+
+	make_text(data, a.len);
+	a.data = data;
+	a.pool = ezfs_codec_pool_new(&test_cfg);
+	a.s[EZFS_ALG_LZ4] = comp_lz4(data, a.len);
+	a.s[EZFS_ALG_LZMA] = comp_lzma(data, a.len);
+	a.s[EZFS_ALG_DEFLATE] = comp_libdeflate(data, a.len);
+	a.s[EZFS_ALG_ZSTD] = comp_zstd(data, a.len);
+	for (i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, mt_worker, &a);
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK(a.bad == 0, "%u bad decodes from 4 threads", a.bad);
+	for (i = 0; i < EZFS_ALG_MAX; i++)
+		free(a.s[i].p);
+	ezfs_codec_pool_free(a.pool);
+	free(data);
+}
+
 /* ---- compression: destsize round trips ---- */
 
 enum sample_kind { S_TEXT, S_RANDOM, S_ZEROS, S_MIXED };
@@ -824,6 +883,7 @@ int main(int argc, char **argv)
 	test_dispatch();
 	test_decode();
 	test_zstd_rules();
+	test_threads();
 	test_destsize();
 	printf("%u passed, %u failed\n", passed, failed);
 	return failed ? 1 : 0;
