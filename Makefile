@@ -17,7 +17,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 BUILD := build
 ASAN_BUILD := build-asan
-CTEST := ctest --output-on-failure --timeout 1800 -j$(JOBS)
+CTEST := ctest --output-on-failure --timeout 1800 -j$(JOBS) -O ctest.log
 
 .PHONY: all build deps configure demo check test asan asan-test install fuzz clean
 
@@ -44,11 +44,15 @@ demo: build
 
 # Both runs happen even when the first fails; the exit status says if any did.
 check: build
-	@rc=0; \
+	@rc=0; rm -f $(BUILD)/ctest.log $(ASAN_BUILD)/ctest.log; \
 	echo "== ctest: $(BUILD)/"; \
 	(cd $(BUILD) && $(CTEST)) || rc=1; \
 	tests/skips.sh $(BUILD); \
 	$(MAKE) --no-print-directory asan-test || rc=1; \
+	echo "== make check summary"; \
+	for d in $(BUILD) $(ASAN_BUILD); do \
+		printf '  %-12s %s\n' "$$d/" "$$(grep -h 'tests passed' $$d/ctest.log 2>/dev/null || echo 'did not run')"; \
+	done; \
 	if [ $$rc = 0 ]; then echo "make check: all passed"; else echo "make check: FAILED"; fi; \
 	exit $$rc
 
