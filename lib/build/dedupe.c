@@ -136,6 +136,11 @@ int bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 		uint64_t found;
 		uint8_t *src;
 
+		if (e->ref) {
+			/* an earlier extent of this file, already placed */
+			e->blkaddr = z->ext[e->refidx].blkaddr;
+			continue;
+		}
 		if (!e->blocks || e->frag)
 			continue;
 		if (!tmp)
@@ -165,7 +170,7 @@ int bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 		return err;
 	z->blocks = newblocks;
 	z->datalen = (uint64_t)newblocks << b->blkszbits;
-	if (shared) {
+	if (shared || z->has_ref) {
 		z->compact = false;
 		z->idx_size = bld_zindex_size(b, in, false);
 		b->deduped = true;

@@ -34,6 +34,8 @@ struct bextent {
 	uint32_t blkaddr;        /* pcluster start block (absolute) */
 	uint8_t type;            /* Z_EROFS_LCLUSTER_TYPE_PLAIN / _HEAD1 */
 	bool frag;               /* the tail extent, in the packed inode */
+	bool ref;                /* -E dedupe: reuses extent refidx's pcluster */
+	uint32_t refidx;
 };
 
 /* Result of compressing one file (see compress.c). */
@@ -52,6 +54,7 @@ struct bzfile {
 	uint64_t frag_len;
 	uint64_t fragoff;        /* its offset in the packed inode */
 	bool wholefrag;          /* the whole file is one fragment */
+	bool has_ref;            /* some extent reuses an earlier pcluster */
 };
 
 struct binode {

@@ -93,9 +93,10 @@ for seed in 1 2 3; do
 		      "-z lz4 -C 16384 -E legacy-compress" "-z lz4hc -b 1024 -C 8192 -E fragments"
 		      "-z lz4 -E ztailpacking" "-z zstd -C 65536 -E ztailpacking,legacy-compress"
 		      "-z lz4 -E dedupe" "--chunksize=8192 -E force-chunk-indexes")
+	elif [ "$seed" = 2 ]; then
+		sets=("--chunksize=4096" "-z lz4hc -C 262144 -E ztailpacking,dedupe")
 	else
-		sets=("--chunksize=4096" "-z lz4hc -C 262144 -E ztailpacking,dedupe"
-		      "-z zstd -C 16384 -E all-fragments")
+		sets=("-z zstd -C 16384 -E all-fragments" "-z lz4 -E dedupe,fragments")
 	fi
 	for opts in "${sets[@]}"; do
 		name="seed $seed [${opts:-plain}]"
