@@ -87,12 +87,21 @@ t_run lsnone "$EZFS" ls "$img" /no/such/dir
 check "ls of a missing path: exit 1, names it" 1 stderr /no/such/dir
 t_run stat "$EZFS" stat "$img" /data/numbers.csv
 check "stat" 0 stdout "$(stat -c %s "$tree/data/numbers.csv")"
+t_run statext "$EZFS" stat -e "$img" /data/numbers.csv
+check "stat -e: the extent map" 0 stdout lz4
+t_run infos "$EZFS" info -S "$img"
+check "info -S" 0
+t_run helpls "$EZFS" help ls
+check "help ls" 0 stdout 'usage: ezfs ls'
 t_run cat "$EZFS" cat "$img" /hello.txt
 check "cat /hello.txt: exit 0" 0
 t_expect "cat /hello.txt: the file's bytes" cmp -s "$OUT" "$tree/hello.txt"
 t_run catbig "$EZFS" cat "$img" /data/numbers.csv
 check "cat /data/numbers.csv: exit 0" 0
 t_expect "cat /data/numbers.csv: the file's bytes (compressed)" cmp -s "$OUT" "$tree/data/numbers.csv"
+t_run catlink "$EZFS" cat "$img" /link-to-hello
+check "cat through a symlink: exit 0" 0
+t_expect "cat through a symlink: the target's bytes" cmp -s "$OUT" "$tree/hello.txt"
 t_run catdir "$EZFS" cat "$img" /docs
 check "cat of a directory: exit 1, says so" 1 stderr 'directory'
 t_expect "cat of a directory writes nothing to stdout" [ ! -s "$OUT" ]
@@ -113,5 +122,10 @@ t_expect "extract left the non-empty folder alone" [ "$(find "$TMP/full" -mindep
 t_run x3 "$EZFS" extract -q --force "$img" "$TMP/full"
 check "extract --force into a non-empty folder" 0
 t_expect "extract --force wrote the files" cmp -s "$tree/docs/guide.md" "$TMP/full/docs/guide.md"
+
+t_run x4 "$EZFS" extract -q "$img" "$TMP/part" /docs
+check "extract of one directory" 0
+t_expect "extract of one directory: its contents, nothing else" \
+	diff -r -q --no-dereference "$tree/docs" "$TMP/part"
 
 t_done
