@@ -14,5 +14,7 @@ int cmd_fsck(int argc, char **argv);
 int cmd_mkfs(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+/* tools/ezfs/bench*.c */
+int cmd_bench(int argc, char **argv);
 
 #endif

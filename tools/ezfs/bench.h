@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* bench.h - shared state of the ezfs bench subcommand (options, records). */
+#ifndef EZFS_TOOL_BENCH_H
+#define EZFS_TOOL_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ezfs/ezfs.h"
+
+#define BENCH_CMD "bench"
+#define BENCH_MAX_CLUSTERS 12
+#define BENCH_MAX_ALGS 32
+
+/* One compression setting: "zstd", level 9 (level < 0: codec default). */
+struct bench_alg {
+	char name[16];          /* lz4, lz4hc, lzma, deflate, zstd */
+	int alg, hc, level;
+};
+
+struct bench_opts {
+	int quiet;
+	int no_drop;            /* --no-drop: keep the page cache */
+	const char *csv, *json, *plot;
+	const char *path;       /* --path DIR: read through a mounted view */
+	const char *engines;    /* --engines (needs the engine layer) */
+	const char *goal;       /* advise: size|seq|random|balanced */
+	uint32_t clusters[BENCH_MAX_CLUSTERS];
+	int nclusters;
+	uint32_t ratio_cluster; /* --cluster for ratio/latency */
+	struct bench_alg algs[BENCH_MAX_ALGS];   /* read, latency */
+	int nalgs;
+	struct bench_alg levels[BENCH_MAX_ALGS]; /* ratio */
+	int nlevels;
+	uint32_t bs;            /* read block size */
+	double io_share;        /* small random read share of the data */
+	double runtime;         /* seconds per measured run (cap) */
+	uint64_t size;          /* bytes of SOURCE sampled */
+	int repeat;
+	unsigned seed;
+};
+
+/* One measured cell; fields a mode does not use stay 0 / "". */
+struct bench_rec {
+	char mode[12];          /* read, ratio, latency, advise */
+	char workload[16];      /* seq, rand, small | build | decode | ... */
+	char target[16];        /* lib, path, image */
+	char alg[16];
+	int level;              /* -1: default */
+	uint32_t cluster;
+	char engine[24];
+	char dispatch[12];
+	char load[8];           /* idle, loaded */
+	int repeat;
+	uint64_t bytes;
+	double seconds;
+	double mib_s;
+	uint64_t input_blocks, image_blocks;
+	double ratio, mkfs_mb_s;
+	uint64_t samples;
+	double avg_us, median_us, min_us, max_us, stddev_us;
+};
+
+/* Results collected over the run (bench_out.c). */
+struct bench_results {
+	struct bench_rec *v;
+	size_t n, cap;
+};
+int bench_add(struct bench_results *r, const struct bench_rec *rec);
+void bench_rec_init(struct bench_rec *rec, const char *mode);
+void bench_print_table(FILE *f, const struct bench_results *r,
+		       const char *mode);
+int bench_write_csv(const char *path, const struct bench_results *r);
+int bench_write_json(const char *path, const struct bench_results *r);
+int bench_plot(const char *dir, const struct bench_results *r, int quiet);
+
+/* Progress line: "[3/15] read zstd 64K rand ... ETA 0:42". */
+struct bench_prog {
+	int on;
+	unsigned total, done;
+	double start;
+};
+void bench_prog_init(struct bench_prog *p, int quiet, unsigned total);
+void bench_prog_cell(struct bench_prog *p, const char *what);
+void bench_prog_done(struct bench_prog *p);
+void bench_prog_end(struct bench_prog *p);
+
+/* Temporary workspace and sources (bench_src.c). */
+struct bench_src {
+	const char *source;     /* as given */
+	int is_image;           /* SOURCE is an EROFS image */
+	char *dir;              /* directory given to the builder */
+	uint64_t input_bytes;   /* regular file bytes under dir */
+	uint64_t input_blocks;  /* sum of ceil(size / 4096) */
+};
+int bench_is_erofs(const char *path);
+/* Create the temp dir (removed at exit, SIGINT, SIGTERM). */
+int bench_tmp_init(void);
+const char *bench_tmp_dir(void);
+void bench_tmp_cleanup(void);
+int bench_src_prepare(struct bench_src *s, const char *source,
+		      uint64_t max_bytes);
+void bench_src_free(struct bench_src *s);
+/* Build an image of s->dir into the temp dir; *path is malloc'ed. */
+int bench_build(const struct bench_src *s, const struct bench_alg *a,
+		uint32_t cluster, char **path, uint64_t *image_bytes,
+		double *seconds);
+
+/* Parsing helpers (bench.c). */
+int bench_parse_alg(const char *s, struct bench_alg *a);
+void bench_alg_label(const struct bench_alg *a, char *buf, size_t size);
+const char *bench_fmt_cluster(uint32_t c, char *buf, size_t size);
+
+/* Statistics helpers (bench_out.c). */
+double bench_median(double *v, size_t n);     /* sorts v */
+void bench_stats(double *v, size_t n, struct bench_rec *rec); /* µs */
+
+/* Modes. Each returns 0 or a negative errno. */
+int bench_read(const struct bench_opts *o, const struct bench_src *s,
+	       struct bench_results *r, struct bench_prog *pg);
+unsigned bench_read_cells(const struct bench_opts *o,
+			  const struct bench_src *s);
+int bench_ratio(const struct bench_opts *o, const struct bench_src *s,
+		struct bench_results *r, struct bench_prog *pg);
+int bench_latency(const struct bench_opts *o, const struct bench_src *s,
+		  struct bench_results *r, struct bench_prog *pg);
+unsigned bench_latency_cells(const struct bench_opts *o,
+			     const struct bench_src *s);
+int bench_advise(const struct bench_opts *o, const struct bench_src *s,
+		 struct bench_results *r);
+
+/* Library read helpers shared by read, latency and advise (bench_read.c). */
+struct bench_file {
+	uint64_t nid;
+	uint64_t size;
+};
+struct bench_files {
+	struct bench_file *v;
+	size_t n, cap;
+	uint64_t total;
+};
+int bench_list_files(ezfs_image *img, struct bench_files *fl);
+/* Sequential read of every file through a fresh instance of image. */
+int bench_lib_seq(const char *image, uint32_t bs, double cap,
+		  uint64_t *bytes, double *seconds);
+double bench_now(void);
+
+#endif

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_src.c - ezfs bench: sources, the temporary workspace, image builds. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ezfs/build.h"
+#include "bench.h"
+#include "common.h"
+
+static char tmp_dir[PATH_MAX - 512];
+static pid_t tmp_owner;
+
+int bench_is_erofs(const char *path)
+{
+	unsigned char m[4];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = pread(fd, m, 4, 1024);
+	close(fd);
+	return n == 4 && m[0] == 0xE2 && m[1] == 0xE1 && m[2] == 0xF5 &&
+	       m[3] == 0xE0;
+}
+
+/* Recursive removal with plain syscalls only (also used from a signal). */
+static void rm_tree_at(int dfd, const char *name)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd;
+
+	if (!unlinkat(dfd, name, 0) || errno == ENOENT)
+		return;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			rm_tree_at(fd, de->d_name);
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+void bench_tmp_cleanup(void)
+{
+	if (!tmp_dir[0] || getpid() != tmp_owner)
+		return;
+	rm_tree_at(AT_FDCWD, tmp_dir);
+	tmp_dir[0] = '\0';
+}
+
+static void on_signal(int sig)
+{
+	/* Not strictly async-signal-safe (readdir), acceptable for a CLI
+	 * that exits right after; the alternative leaves GBs behind. */
+	bench_tmp_cleanup();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int bench_tmp_init(void)
+{
+	const char *base = getenv("TMPDIR");
+	struct sigaction sa;
+
+	if (tmp_dir[0])
+		return 0;
+	if (!base || !*base)
+		base = "/tmp";
+	snprintf(tmp_dir, sizeof(tmp_dir), "%s/ezfs-bench.XXXXXX", base);
+	if (!mkdtemp(tmp_dir)) {
+		int err = -errno;
+
+		cli_error(BENCH_CMD, "cannot create a temporary directory in "
+			  "%s: %s", base, strerror(errno));
+		tmp_dir[0] = '\0';
+		return err;
+	}
+	tmp_owner = getpid();
+	atexit(bench_tmp_cleanup);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	return 0;
+}
+
+const char *bench_tmp_dir(void)
+{
+	return tmp_dir;
+}
+
+/* Copy at most *left bytes of src to dst; a short copy ends the sample. */
+static int copy_part(const char *src, const char *dst, uint64_t *left)
+{
+	char buf[1 << 16];
+	int in, out, err = 0;
+	ssize_t n;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0) {
+		err = -errno;
+		close(in);
+		return err;
+	}
+	while (*left) {
+		n = read(in, buf, *left < sizeof(buf) ? *left : sizeof(buf));
+		if (n <= 0) {
+			if (n < 0)
+				err = -errno;
+			break;
+		}
+		if (write(out, buf, (size_t)n) != n) {
+			err = errno ? -errno : -EIO;
+			break;
+		}
+		*left -= (uint64_t)n;
+	}
+	close(in);
+	if (close(out) && !err)
+		err = -errno;
+	return err;
+}
+
+struct stage {
+	uint64_t left, bytes, blocks;
+	int copy;               /* 0: only count */
+	int files;
+};
+
+/* Walk src (a directory), copying into dst when st->copy. */
+static int stage_dir(const char *src, const char *dst, struct stage *st)
+{
+	char sp[PATH_MAX], dp[PATH_MAX];
+	struct dirent **ents;
+	struct stat sb;
+	int n, i, err = 0;
+
+	n = scandir(src, &ents, NULL, alphasort);
+	if (n < 0)
+		return -errno;
+	for (i = 0; i < n; i++) {
+		const char *nm = ents[i]->d_name;
+
+		if (err || !st->left || !strcmp(nm, ".") || !strcmp(nm, ".."))
+			goto next;
+		snprintf(sp, sizeof(sp), "%s/%s", src, nm);
+		snprintf(dp, sizeof(dp), "%s/%s", dst, nm);
+		if (lstat(sp, &sb))
+			goto next;
+		if (S_ISDIR(sb.st_mode)) {
+			if (st->copy && mkdir(dp, 0755)) {
+				err = -errno;
+				goto next;
+			}
+			err = stage_dir(sp, dp, st);
+		} else if (S_ISREG(sb.st_mode)) {
+			uint64_t sz = (uint64_t)sb.st_size, before = st->left;
+
+			if (sz > st->left)
+				sz = st->left;
+			if (st->copy) {
+				err = copy_part(sp, dp, &st->left);
+				sz = before - st->left;
+			} else {
+				st->left -= sz;
+			}
+			st->bytes += sz;
+			st->blocks += (sz + 4095) / 4096;
+			st->files++;
+		}
+next:
+		free(ents[i]);
+	}
+	free(ents);
+	return err;
+}
+
+int bench_src_prepare(struct bench_src *s, const char *source,
+		      uint64_t max_bytes)
+{
+	char dst[PATH_MAX];
+	struct stage st = { .left = max_bytes ? max_bytes : UINT64_MAX };
+	struct stat sb;
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->source = source;
+	if (stat(source, &sb)) {
+		err = -errno;
+		cli_error(BENCH_CMD, "%s: %s", source, strerror(errno));
+		return err;
+	}
+	if (S_ISREG(sb.st_mode) && bench_is_erofs(source)) {
+		s->is_image = 1;
+		return 0;
+	}
+	if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+		cli_error(BENCH_CMD, "%s: not a directory, file or EROFS image",
+			  source);
+		return -EINVAL;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		/* Count first: a tree within the bound is used in place. */
+		st.left = UINT64_MAX;
+		err = stage_dir(source, NULL, &st);
+		if (err)
+			goto fail;
+		if (!max_bytes || st.bytes <= max_bytes) {
+			s->dir = realpath(source, NULL);
+			s->input_bytes = st.bytes;
+			s->input_blocks = st.blocks;
+			return s->dir ? 0 : -ENOMEM;
+		}
+	}
+	snprintf(dst, sizeof(dst), "%s/src", bench_tmp_dir());
+	if (mkdir(dst, 0755)) {
+		err = -errno;
+		goto fail;
+	}
+	memset(&st, 0, sizeof(st));
+	st.left = max_bytes ? max_bytes : UINT64_MAX;
+	st.copy = 1;
+	if (S_ISDIR(sb.st_mode)) {
+		err = stage_dir(source, dst, &st);
+	} else {
+		const char *b = strrchr(source, '/');
+		char fp[PATH_MAX + 8];
+		uint64_t before = st.left;
+
+		snprintf(fp, sizeof(fp), "%s/%s", dst, b ? b + 1 : source);
+		err = copy_part(source, fp, &st.left);
+		st.bytes = before - st.left;
+		st.blocks = (st.bytes + 4095) / 4096;
+	}
+	if (err)
+		goto fail;
+	s->dir = strdup(dst);
+	s->input_bytes = st.bytes;
+	s->input_blocks = st.blocks;
+	return s->dir ? 0 : -ENOMEM;
+fail:
+	cli_error(BENCH_CMD, "%s: cannot prepare the sample: %s", source,
+		  strerror(-err));
+	return err;
+}
+
+void bench_src_free(struct bench_src *s)
+{
+	free(s->dir);
+	s->dir = NULL;
+}
+
+static void build_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level == EZFS_LOG_ERROR)
+		cli_error(BENCH_CMD, "build: %s", msg);
+}
+
+int bench_build(const struct bench_src *s, const struct bench_alg *a,
+		uint32_t cluster, char **path, uint64_t *image_bytes,
+		double *seconds)
+{
+	struct ezfs_build_params p;
+	struct ezfs_build_stats bs;
+	ezfs_builder *b = NULL;
+	char lab[32], img[PATH_MAX];
+	double t0;
+	int err;
+
+	bench_alg_label(a, lab, sizeof(lab));
+	snprintf(img, sizeof(img), "%s/%s-%u.img", bench_tmp_dir(), lab,
+		 (unsigned)cluster);
+	ezfs_build_params_init(&p);
+	p.log = build_log;
+	p.alg = a->alg;
+	p.hc = a->hc;
+	p.level = a->level;
+	p.pcluster_size = cluster;
+	p.flags |= EZFS_BUILD_NO_FSYNC;
+	p.has_timestamp = 1;
+	p.timestamp = 0;
+	p.time_mode = EZFS_TIME_FIXED;
+	t0 = bench_now();
+	err = ezfs_builder_new(&p, &b);
+	if (!err)
+		err = ezfs_builder_scan(b, s->dir);
+	if (!err)
+		err = ezfs_builder_write(b, img);
+	if (!err) {
+		ezfs_builder_stats(b, &bs);
+		*image_bytes = bs.image_bytes;
+	}
+	*seconds = bench_now() - t0;
+	ezfs_builder_free(b);
+	if (err) {
+		cli_error(BENCH_CMD, "building %s (%s, %u): %s", s->dir, lab,
+			  (unsigned)cluster, ezfs_strerror(err));
+		return err;
+	}
+	*path = strdup(img);
+	return *path ? 0 : -ENOMEM;
+}
