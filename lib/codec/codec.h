@@ -95,13 +95,16 @@ struct ezfs_codec_ops {
 
 	/* ---- encoding (all NULL / 0: decode-only codec) ---- */
 
-	/* Valid levels; level < 0 in cctx_new means default_level. */
+	/* Valid levels; level < 0 in cctx_new means default_level.
+	 * lz4: 0; lz4hc: 0..12 (0 = 9); libdeflate: 0..12 (6); zstd: 1..22,
+	 * 0 = default (3); lzma: 0..9 and 100..109 = extreme (6). */
 	int min_level, max_level, default_level;
 	/*
 	 * Per-thread compression state for one level and one cfg (cfg may be
 	 * NULL where the codec needs no parameter: lz4, lz4hc, libdeflate;
-	 * lzma needs cfg->lzma_dict_size, zstd uses cfg->zstd_windowlog).
-	 * The cfg is copied. Returns NULL with *err = -EINVAL (bad level or
+	 * lzma needs cfg->lzma_dict_size in 4 KiB..8 MiB, zstd needs
+	 * cfg->zstd_windowlog <= 10; frames never declare a larger window).
+	 * The cfg is read only here. Returns NULL with *err = -EINVAL (bad level or
 	 * cfg the codec cannot honour) or -ENOMEM.
 	 */
 	void *(*cctx_new)(int level, const struct ezfs_codec_cfg *cfg,
