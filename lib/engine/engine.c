@@ -831,6 +831,7 @@ void ezfs_image_engine_reset(ezfs_image *img)
 		__atomic_store_n(&es->cnt[i].fallbacks, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&es->cnt[i].errors, 0, __ATOMIC_RELAXED);
 	}
+	__atomic_store_n(&es->batches, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&es->lat_lock);
 	es->lat_total = 0;
 	es->lat_next = 0;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "read/internal.h"
+#include "engine/engine.h"
 
 #define NID(ino) ((unsigned long long)(ino)->nid)
 
@@ -205,10 +206,70 @@ static int read_zextent(ezfs_inode *ino, const struct zmap *m, uint64_t pos,
 	return 0;
 }
 
+/*
+ * Batched decoding (dispatch queue/percpu): whole encoded extents of one
+ * read are decoded together on the workers, each straight into the
+ * caller's buffer, and the read waits for all of them.
+ */
+#define ZBATCH_MAX 32
+
+struct zjob {
+	ezfs_inode *ino;
+	struct zmap m;
+	uint8_t *dst;
+};
+
+struct zbatch {
+	unsigned n;
+	struct zjob z[ZBATCH_MAX];
+	struct ezfs_ejob j[ZBATCH_MAX];
+};
+
+static int zjob_run(void *arg)
+{
+	struct zjob *z = arg;
+
+	return ezfs_z_decode(z->ino, &z->m, z->dst, (size_t)z->m.llen, false);
+}
+
+static int zbatch_flush(ezfs_image *img, struct zbatch *b)
+{
+	int err;
+
+	if (!b->n)
+		return 0;
+	err = ezfs_engine_run(img, b->j, b->n);
+	b->n = 0;
+	return err;
+}
+
+/* Whole extent m wanted at dst: queue it (true), or leave it (false). */
+static bool zbatch_add(struct zbatch *b, ezfs_inode *ino, const struct zmap *m,
+		       uint64_t pos, uint64_t seg_end, uint8_t *dst)
+{
+	struct zjob *z;
+
+	if (pos != m->la || seg_end - pos != m->llen ||
+	    (m->flags & (EZFS_EXTENT_PARTIAL_REF | EZFS_EXTENT_FRAGMENT)) ||
+	    (m->flags & (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED)) !=
+		    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED))
+		return false;
+	z = &b->z[b->n];
+	z->ino = ino;
+	z->m = *m;
+	z->dst = dst;
+	b->j[b->n].fn = zjob_run;
+	b->j[b->n].arg = z;
+	b->n++;
+	return true;
+}
+
 ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *dst = buf;
 	uint64_t end, pos;
+	struct zbatch *zb = NULL;
+	int err = 0, berr;
 
 	if (S_ISDIR(ino->mode) || S_ISREG(ino->mode) || S_ISLNK(ino->mode)) {
 		if (off >= ino->size)
@@ -218,9 +279,14 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 	}
 	end = ino->size - off < len ? ino->size : off + len;
 	pos = off;
+	/* more than one pcluster's worth: worth batching (lib/engine) */
+	if (is_compressed(ino) && end - off > ino->img->blksz &&
+	    ezfs_engine_batching(ino->img))
+		zb = malloc(sizeof(*zb));
+	if (zb)
+		zb->n = 0;
 	while (pos < end) {
 		uint64_t seg_end;
-		int err;
 
 		if (is_compressed(ino)) {
 			struct zmap m;
@@ -233,10 +299,17 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 				err = -EUCLEAN;
 			}
 			if (err)
-				return err;
+				break;
 			seg_end = m.la + m.llen < end ? m.la + m.llen : end;
-			err = read_zextent(ino, &m, pos, dst + (pos - off),
-					   (size_t)(seg_end - pos));
+			if (zb && zbatch_add(zb, ino, &m, pos, seg_end,
+					     dst + (pos - off))) {
+				if (zb->n == ZBATCH_MAX)
+					err = zbatch_flush(ino->img, zb);
+			} else {
+				err = read_zextent(ino, &m, pos,
+						   dst + (pos - off),
+						   (size_t)(seg_end - pos));
+			}
 		} else {
 			struct ezfs_extent ext;
 
@@ -263,9 +336,19 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 						   ext.pa + (pos - ext.la));
 		}
 		if (err)
-			return err;
+			break;
 		pos = seg_end;
 	}
+	if (zb) {
+		/* wait for the queued decodes also on error: they write
+		 * into buf */
+		berr = zbatch_flush(ino->img, zb);
+		free(zb);
+		if (!err)
+			err = berr;
+	}
+	if (err)
+		return err;
 	return (ssize_t)(end - off);
 }
 
