@@ -18,6 +18,11 @@
 #define FSCK_CHUNK (4u << 20)            /* data read size */
 #define FSCK_PROGRESS_INODES 64
 #define FSCK_PROGRESS_BYTES (64ull << 20)
+/* limits of EROFS and of the Linux VFS that reads it */
+#define FSCK_NAME_MAX 255                /* dirent name */
+#define FSCK_SYMLINK_MAX 4095            /* PATH_MAX - 1 */
+#define FSCK_XATTR_NAME_MAX 255
+#define FSCK_XATTR_SIZE_MAX 65536
 
 /*
  * What we know of each nid reached from the root: directories must be
@@ -235,6 +240,9 @@ static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 			problem(f, nid, path, "empty xattr name");
 			continue;
 		}
+		if (strlen(k) > FSCK_XATTR_NAME_MAX)
+			problem(f, nid, path, "xattr name of %zu bytes (at most "
+				"%d)", strlen(k), FSCK_XATTR_NAME_MAX);
 		count++;
 		vn = ezfs_getxattr(ino, k, NULL, 0);
 		if (vn < 0) {
@@ -246,6 +254,9 @@ static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 			problem(f, nid, path, "xattr %s: %s", k, err_str(-ENOMEM));
 			continue;
 		}
+		if (vn > FSCK_XATTR_SIZE_MAX)
+			problem(f, nid, path, "xattr %s: value of %zd bytes (at "
+				"most %d)", k, vn, FSCK_XATTR_SIZE_MAX);
 		vn2 = ezfs_getxattr(ino, k, val, vn);
 		if (vn2 != vn)
 			problem(f, nid, path, "xattr %s: value size %zd, then %zd%s%s",
@@ -449,6 +460,12 @@ static void check_inode(struct fsck *f, ezfs_inode *ino,
 				"inode size %" PRIu64, n, st->size);
 		else if (!n)
 			problem(f, st->nid, path, "empty symlink target");
+		else if (n > FSCK_SYMLINK_MAX)
+			problem(f, st->nid, path, "symlink target of %zd bytes "
+				"(at most %d)", n, FSCK_SYMLINK_MAX);
+		else if (memchr(buf, '\0', n))
+			problem(f, st->nid, path, "symlink target contains a "
+				"NUL byte");
 		free(buf);
 		break;
 	}
@@ -646,7 +663,8 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		int isdotdot = e->namelen == 2 && !memcmp(e->name, "..", 2);
 		char *cpath;
 
-		if (!e->namelen || memchr(e->name, '/', e->namelen) ||
+		if (!e->namelen || e->namelen > FSCK_NAME_MAX ||
+		    memchr(e->name, '/', e->namelen) ||
 		    memchr(e->name, '\0', e->namelen)) {
 			problem(f, d->nid, d->path, "invalid entry name '%s' "
 				"(nid %" PRIu64 ")", quote(e->name, e->namelen,
