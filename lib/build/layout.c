@@ -408,7 +408,10 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 				return err;
 			}
 		}
-		if ((b->p.flags & EZFS_BUILD_DEDUPE) && in != b->packed_inode) {
+		/* like mkfs.erofs, fragments also share identical pclusters */
+		if ((b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_FRAGMENTS |
+				   EZFS_BUILD_ALL_FRAGMENTS)) &&
+		    in != b->packed_inode) {
 			err = bld_dedupe_pclusters(b, in, z);
 			if (err) {
 				bld_zfile_free(z);
