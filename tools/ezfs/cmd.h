@@ -10,6 +10,8 @@ int cmd_stat(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_extract(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
+/* tools/ezfs/accel.c */
+int cmd_accel(int argc, char **argv);
 /* tools/ezfs/mkfs.c; main.c carries a weak stand-in. */
 int cmd_mkfs(int argc, char **argv);
 int cmd_mount(int argc, char **argv);

@@ -20,6 +20,7 @@ static const struct {
 	{ "extract", cmd_extract, "restore the tree (or a part) into a directory" },
 	{ "fsck", cmd_fsck, "check an image, decoding every byte" },
 	{ "mkfs", cmd_mkfs, "build an image from a directory" },
+	{ "accel", cmd_accel, "list, benchmark and select decompression engines" },
 	{ "bench", cmd_bench, "measure read speed, compression ratio and dispatch latency" },
 #ifdef EZFS_HAVE_FUSE
 	{ "mount", cmd_mount, "mount an image read-only through FUSE" },

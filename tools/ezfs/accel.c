@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/* accel.c - ezfs accel: list decompression engines, per-image stats. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ezfs/engine.h>
+#include <ezfs/ezfs.h>
+
+#include "cmd.h"
+
+static void accel_usage(void)
+{
+	fprintf(stderr,
+		"usage: ezfs accel list\n"
+		"       ezfs accel stats [--accel SPEC] [--dispatch MODE] "
+		"[--strict-accel] IMG\n"
+		"  SPEC: ALG=ENG[,ENG..][;ALG=..] or ENG (first for its "
+		"algorithm)\n"
+		"  MODE: inline, queue[:N], percpu\n"
+		"  The environment sets the same for every command: EZFS_ACCEL,\n"
+		"  EZFS_DISPATCH, EZFS_STRICT_ACCEL=1.\n");
+}
+
+static int accel_list(void)
+{
+	struct ezfs_engine_info info;
+	unsigned i;
+
+	printf("%-11s %-8s %-7s %-9s %-8s %s\n", "ENGINE", "ALG", "USABLE",
+	       "DEFAULT", "PARTIAL", "NOTE");
+	for (i = 0; i < ezfs_engine_count(); i++) {
+		char pos[16];
+
+		if (ezfs_engine_get_info(i, &info))
+			continue;
+		if (info.default_pos >= 0)
+			snprintf(pos, sizeof(pos), "%d", info.default_pos + 1);
+		else
+			snprintf(pos, sizeof(pos), "off");
+		printf("%-11s %-8s %-7s %-9s %-8s %s\n", info.name,
+		       ezfs_alg_name(info.alg),
+		       info.probe ? "no" : "yes", pos,
+		       info.flags & EZFS_ENGINE_PARTIAL ? "yes" : "no",
+		       info.flags & EZFS_ENGINE_TEST ? "test only: always fails" :
+		       info.reference ? "reference (fallback)" : "");
+	}
+	return 0;
+}
+
+struct walk {
+	ezfs_image *img;
+	uint8_t *buf;
+	uint64_t bytes;
+};
+
+static int walk_dir(struct walk *w, uint64_t nid);
+
+static int walk_ent(void *arg, const char *name, size_t namelen, uint64_t nid,
+		    unsigned ftype, uint64_t next_pos)
+{
+	struct walk *w = arg;
+	ezfs_inode *ino;
+	uint64_t off = 0;
+	ssize_t n;
+	int err;
+
+	(void)next_pos;
+	if ((namelen == 1 && name[0] == '.') ||
+	    (namelen == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	if (ftype == EZFS_FT_DIR)
+		return walk_dir(w, nid);
+	if (ftype != EZFS_FT_REG)
+		return 0;
+	err = ezfs_inode_get(w->img, nid, &ino);
+	if (err)
+		return err;
+	while ((n = ezfs_pread(ino, w->buf, 1 << 20, off)) > 0) {
+		off += (uint64_t)n;
+		w->bytes += (uint64_t)n;
+	}
+	ezfs_inode_put(ino);
+	return n < 0 ? (int)n : 0;
+}
+
+static int walk_dir(struct walk *w, uint64_t nid)
+{
+	ezfs_inode *dir;
+	int err = ezfs_inode_get(w->img, nid, &dir);
+
+	if (err)
+		return err;
+	err = ezfs_readdir(dir, 0, walk_ent, w);
+	ezfs_inode_put(dir);
+	return err;
+}
+
+static void log_stderr(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	fprintf(stderr, "ezfs accel: %s\n", msg);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int accel_stats(int argc, char **argv)
+{
+	const char *spec = NULL, *mode = NULL, *path = NULL;
+	struct ezfs_engine_stats st[32];
+	struct ezfs_latency_stats ls;
+	struct ezfs_dispatch_info di;
+	struct ezfs_open_params p;
+	struct walk w = { 0 };
+	ezfs_image *img;
+	int strict = 0, i, n, err;
+	unsigned nt;
+	double t0, t;
+	char order[256];
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--accel") && i + 1 < argc)
+			spec = argv[++i];
+		else if (!strcmp(argv[i], "--dispatch") && i + 1 < argc)
+			mode = argv[++i];
+		else if (!strcmp(argv[i], "--strict-accel"))
+			strict = 1;
+		else if (argv[i][0] != '-' && !path)
+			path = argv[i];
+		else {
+			accel_usage();
+			return 2;
+		}
+	}
+	if (!path) {
+		accel_usage();
+		return 2;
+	}
+	ezfs_open_params_init(&p);
+	p.log = log_stderr;
+	err = ezfs_image_open(path, &p, &img);
+	if (err) {
+		fprintf(stderr, "ezfs accel: %s: %s\n", path, ezfs_strerror(err));
+		return 1;
+	}
+	err = spec ? ezfs_image_set_accel(img, spec) : 0;
+	if (!err && mode) {
+		int m = ezfs_dispatch_parse(mode, &nt);
+
+		err = m < 0 ? m : ezfs_image_set_dispatch(img, m, nt);
+		if (m < 0)
+			fprintf(stderr, "ezfs accel: bad --dispatch '%s'\n",
+				mode);
+	}
+	if (!err && strict)
+		err = ezfs_image_set_strict_accel(img, 1);
+	w.img = img;
+	w.buf = malloc(1 << 20);
+	if (!err && !w.buf)
+		err = -ENOMEM;
+	t0 = now_s();
+	if (!err)
+		err = walk_dir(&w, ezfs_root_nid(img));
+	t = now_s() - t0;
+	free(w.buf);
+	if (err) {
+		fprintf(stderr, "ezfs accel: %s: %s\n", path, ezfs_strerror(err));
+		ezfs_image_close(img);
+		return 1;
+	}
+	ezfs_image_get_accel(img, order, sizeof(order));
+	ezfs_image_dispatch_info(img, &di);
+	printf("order: %s\n", order);
+	printf("read %llu bytes in %.3f s (%.1f MB/s), dispatch %s, "
+	       "%u workers (%u pinned, %s, nice %d), %llu batches\n",
+	       (unsigned long long)w.bytes, t, t > 0 ? w.bytes / t / 1e6 : 0,
+	       ezfs_dispatch_name(di.mode), di.workers, di.pinned,
+	       di.policy ? "SCHED_FIFO" : "SCHED_OTHER", di.nice,
+	       (unsigned long long)di.batches);
+	printf("%-11s %-8s %10s %14s %10s %8s\n", "ENGINE", "ALG", "REQUESTS",
+	       "BYTES_OUT", "FALLBACKS", "ERRORS");
+	n = ezfs_image_engine_stats(img, st, 32);
+	for (i = 0; i < n && i < 32; i++)
+		if (st[i].requests)
+			printf("%-11s %-8s %10llu %14llu %10llu %8llu\n",
+			       st[i].name, ezfs_alg_name(st[i].alg),
+			       (unsigned long long)st[i].requests,
+			       (unsigned long long)st[i].bytes_out,
+			       (unsigned long long)st[i].fallbacks,
+			       (unsigned long long)st[i].errors);
+	ezfs_image_latency_stats(img, &ls);
+	printf("latency (us, last %llu of %llu): avg %.1f median %.1f "
+	       "min %.1f max %.1f stddev %.1f\n", (unsigned long long)ls.count,
+	       (unsigned long long)ls.total, ls.avg, ls.median, ls.min, ls.max,
+	       ls.stddev);
+	ezfs_image_close(img);
+	return 0;
+}
+
+int cmd_accel(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		accel_usage();
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "list"))
+		return accel_list();
+	if (!strcmp(argv[1], "stats"))
+		return accel_stats(argc - 1, argv + 1);
+	accel_usage();
+	return 2;
+}
