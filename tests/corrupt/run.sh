@@ -26,7 +26,7 @@ CORRUPT_FAILDIR=${CORRUPT_FAILDIR:-$PWD/corrupt-failures}
 case $level in
 quick) ntiny=10 nfix=5 ;;
 full) ntiny=200 nfix=60 ;;
-*) ntiny=32 nfix=10 ;;
+*) ntiny=40 nfix=12 ;;
 esac
 
 if [ ! -x "$EZFS" ]; then
