@@ -122,6 +122,18 @@ EZFS_API int ezfs_image_latency_stats(ezfs_image *img,
 /* Forget the counters and latency samples. */
 EZFS_API void ezfs_image_engine_reset(ezfs_image *img);
 
+/*
+ * Raw in-memory decode speed of one engine: data is compressed with its
+ * algorithm's encoder (default level) into pclusters of pcluster bytes
+ * (fixed output, as on disk), then every pcluster is decoded iters times.
+ * *mbps = decoded MB/s (1e6 bytes), *ratio (may be NULL) = compression
+ * ratio. The first round is checked against data. Returns 0, -EINVAL,
+ * -EOPNOTSUPP (engine not usable here or no encoder), -ENOMEM, -EUCLEAN.
+ */
+EZFS_API int ezfs_engine_bench_raw(const char *engine, const void *data,
+				   size_t len, size_t pcluster, unsigned iters,
+				   double *mbps, double *ratio);
+
 #ifdef __cplusplus
 }
 #endif
