@@ -32,7 +32,7 @@ if(EZFS_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     target_compile_options(fuzz_${t} PRIVATE -fsanitize=fuzzer ${_fz_san})
     target_link_options(fuzz_${t} PRIVATE -fsanitize=fuzzer ${_fz_san})
     target_link_libraries(fuzz_${t} PRIVATE ezfs_fuzzlib)
-    set(_fz_args -runs=0 -timeout=30)
+    set(_fz_args -runs=0 -timeout=30 -artifact_prefix=${CMAKE_BINARY_DIR}/tests/fuzz/)
     set_target_properties(fuzz_${t} PROPERTIES
       RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fuzz)
   endforeach()

@@ -47,6 +47,17 @@ for t; do
 	bin=$build/tests/fuzz/fuzz_$t
 	work=$build/fuzz-corpus/$t
 	mkdir -p "$work"
+	# Seeds without the regress-* inputs: those are checked by ctest, and
+	# one that still crashes would stop the fuzzer before it starts.
+	seeds=$build/fuzz-seeds/$t
+	rm -rf "$seeds"
+	mkdir -p "$seeds"
+	for f in "$here/corpus/$t"/*; do
+		case ${f##*/} in
+		regress-*) ;;
+		*) cp "$f" "$seeds/" ;;
+		esac
+	done
 	before=$(ls "$crashes" | wc -l)
 	log=$build/fuzz-$t.log
 	echo "fuzz: $t for ${secs}s (log $log)"
@@ -59,7 +70,7 @@ for t; do
 	(cd "$build" && exec "$bin" -max_total_time="$secs" -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 $par \
 		-artifact_prefix="$crashes/$t-" ${FUZZ_ARGS:-} \
-		"$work" "$here/corpus/$t") > "$log" 2>&1
+		"$work" "$seeds") > "$log" 2>&1
 	rc=$?
 	cat "$build"/fuzz-[0-9]*.log >> "$log" 2>/dev/null
 	execs=$(grep -h 'stat::number_of_executed_units' "$log" |
@@ -68,7 +79,7 @@ for t; do
 	summary="$summary
   $t: rc $rc, $execs execs, ${cov:-cov: ?}, corpus $(ls "$work" | wc -l) files"
 	after=$(ls "$crashes" | wc -l)
-	if [ "$after" -gt "$before" ] || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; }; then
+	if [ "$after" -gt "$before" ] || [ "$rc" -ne 0 ]; then
 		found=1
 		grep -E '^==[0-9]+==ERROR|^SUMMARY|^fuzz:|runtime error' "$log" | head -n 5
 		ls -t "$crashes" | head -n $((after - before)) | while read -r c; do
