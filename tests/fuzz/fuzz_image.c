@@ -23,9 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ezfs_fsck_result res;
 	unsigned long problems = 0;
 	ezfs_image *img;
+	uint8_t *copy;
 	int err;
 
-	if (fuzz_open(data, size, &img))
+	if (fuzz_open(data, size, &img, &copy))
 		return 0;
 	memset(&fp, 0, sizeof(fp));
 	memset(&res, 0, sizeof(res));
@@ -44,5 +45,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	ezfs_image_close(img);
+	free(copy);
 	return 0;
 }

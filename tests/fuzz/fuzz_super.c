@@ -29,10 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ezfs_sb_info si;
 	char feat[512], small[8];
 	ezfs_image *img;
+	uint8_t *copy;
 	unsigned a;
 	int err;
 
-	err = fuzz_open(data, size, &img);
+	err = fuzz_open(data, size, &img, &copy);
 	fuzz_check_err(err, "image_open_mem");
 	if (err)
 		return 0;
@@ -67,5 +68,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	stat_one(img, UINT64_MAX);
 	stat_one(img, (uint64_t)1 << 62);
 	ezfs_image_close(img);
+	free(copy);
 	return 0;
 }
