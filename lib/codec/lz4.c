@@ -7,6 +7,8 @@
 #include <lz4.h>
 #include <lz4hc.h>
 
+#include <string.h>
+
 #include <ezfs/ezfs.h>
 #include "codec.h"
 
@@ -17,16 +19,22 @@ static int lz4_decompress(void *ctx, const struct ezfs_dreq *rq)
 	(void)ctx;
 	if (rq->inlen > INT_MAX || rq->outlen > INT_MAX)
 		return -EOPNOTSUPP;
-	if (rq->partial)
+	if (rq->partial) {
+		/* liblz4 1.9.4's partial decoder accepts a match offset of 0
+		 * in a corrupt stream and copies output bytes it has not
+		 * written yet: start from zeros so that nothing stale (heap
+		 * contents) can reach a reader. Found by fuzz.codec. */
+		memset(rq->out, 0, rq->outlen);
 		ret = LZ4_decompress_safe_partial((const char *)rq->in,
 						  (char *)rq->out,
 						  (int)rq->inlen,
 						  (int)rq->outlen,
 						  (int)rq->outlen);
-	else
+	} else {
 		ret = LZ4_decompress_safe((const char *)rq->in,
 					  (char *)rq->out, (int)rq->inlen,
 					  (int)rq->outlen);
+	}
 	if (ret < 0 || (size_t)ret != rq->outlen)
 		return -EUCLEAN;
 	return 0;

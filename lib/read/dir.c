@@ -118,6 +118,12 @@ int ezfs_readdir(ezfs_inode *dir, uint64_t pos, ezfs_dirent_fn fn, void *arg)
 				err = -EUCLEAN;
 				goto out;
 			}
+			if (dir->dot_omitted && len == 1 && name[0] == '.') {
+				ezfs_err(img, "nid %llu: \".\" stored in a "
+					 "dot-omitted directory", NID(dir));
+				err = -EUCLEAN;
+				goto out;
+			}
 			next = i + 1 < b.n ?
 				       (idx << img->blkbits) +
 					       (i + 1) * sizeof(struct erofs_dirent) :
@@ -141,6 +147,18 @@ static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 	if (c)
 		return c;
 	return alen < blen ? -1 : alen > blen;
+}
+
+static int dirent_result(ezfs_inode *dir, const uint8_t *de, uint64_t *nid,
+			 unsigned *ftype)
+{
+	EZFS_CHECK(dir->img, de[10] < EROFS_FT_MAX,
+		   "nid %llu: bogus file type %u in directory entry", NID(dir),
+		   de[10]);
+	*nid = get_le64(de);
+	if (ftype)
+		*ftype = de[10];
+	return 0;
 }
 
 /* [7.3] binary search over blocks (by first name), then inside one. */
@@ -209,12 +227,8 @@ int ezfs_lookup(ezfs_inode *dir, const char *name, size_t namelen,
 			}
 			c = name_cmp(name, namelen, dn, dlen);
 			if (!c) {
-				const uint8_t *de = b.buf + mid * 12;
-
-				*nid = get_le64(de);
-				if (ftype)
-					*ftype = de[10];
-				err = 0;
+				err = dirent_result(dir, b.buf + mid * 12, nid,
+						    ftype);
 				goto out;
 			}
 			if (c < 0)
@@ -225,10 +239,7 @@ int ezfs_lookup(ezfs_inode *dir, const char *name, size_t namelen,
 		goto out;
 	}
 found0:
-	*nid = get_le64(b.buf);
-	if (ftype)
-		*ftype = b.buf[10];
-	err = 0;
+	err = dirent_result(dir, b.buf, nid, ftype);
 out:
 	free(b.buf);
 	return err;

@@ -187,8 +187,10 @@ int ezfs_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out)
 		free(ino);
 		return -EUCLEAN;
 	}
+	pthread_mutex_init(&ino->zlock, NULL);
 	err = parse_inode(img, ino);
 	if (err) {
+		pthread_mutex_destroy(&ino->zlock);
 		ezfs_dbg(img, "nid %llu: cannot load inode (%s)",
 			 (unsigned long long)nid, ezfs_strerror(err));
 		free(ino);
@@ -205,6 +207,9 @@ int ezfs_inode_get(ezfs_image *img, uint64_t nid, ezfs_inode **out)
 
 void ezfs_inode_put(ezfs_inode *ino)
 {
+	if (!ino)
+		return;
+	pthread_mutex_destroy(&ino->zlock);
 	free(ino);
 }
 

@@ -77,6 +77,14 @@ struct ezfs_image {
 	struct pcache pc;
 };
 
+/* One mapped extent of a compressed inode (zmap.c). */
+struct zmap {
+	uint64_t la, llen;   /* llen: full decoded length of the extent */
+	uint64_t pa, plen;
+	int alg;             /* enum ezfs_alg incl. SHIFTED/INTERLACED */
+	unsigned flags;      /* enum ezfs_extent_flags */
+};
+
 struct ezfs_inode {
 	ezfs_image *img;
 	uint64_t nid;
@@ -111,6 +119,10 @@ struct ezfs_inode {
 		uint64_t tail_headlcn; /* HEAD lcn of the tail extent */
 		uint64_t hpos;         /* map header position */
 	} z;
+	/* the last extent mapped: sequential small reads map it once */
+	pthread_mutex_t zlock;
+	bool zlast_valid;
+	struct zmap zlast;
 };
 
 /* io.c */
@@ -136,12 +148,6 @@ static inline uint64_t ezfs_inode_datapos(const ezfs_inode *ino)
 }
 
 /* zmap.c: compressed extent maps */
-struct zmap {
-	uint64_t la, llen;   /* llen: full decoded length of the extent */
-	uint64_t pa, plen;
-	int alg;             /* enum ezfs_alg incl. SHIFTED/INTERLACED */
-	unsigned flags;      /* enum ezfs_extent_flags */
-};
 int ezfs_z_init(ezfs_inode *ino);
 int ezfs_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m);
 

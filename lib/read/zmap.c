@@ -560,6 +560,14 @@ int ezfs_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m)
 
 	if (la >= ino->size)
 		return -EINVAL;
+	pthread_mutex_lock(&ino->zlock);
+	if (ino->zlast_valid && la >= ino->zlast.la &&
+	    la - ino->zlast.la < ino->zlast.llen) {
+		*m = ino->zlast;
+		pthread_mutex_unlock(&ino->zlock);
+		return 0;
+	}
+	pthread_mutex_unlock(&ino->zlock);
 	if (ino->z.whole_fragment ||
 	    (!ino->z.extents &&
 	     (ino->z.advise & Z_EROFS_ADVISE_FRAGMENT_PCLUSTER) &&
@@ -587,6 +595,14 @@ int ezfs_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m)
 			   "nid %llu: the packed inode has a fragment",
 			   NID(ino));
 	}
+	if (la < m->la || la - m->la >= m->llen ||
+	    m->llen > ino->size - m->la) {
+		ezfs_err(ino->img, "nid %llu: extent [%llu, +%llu) found for "
+			 "offset %llu does not contain it", NID(ino),
+			 (unsigned long long)m->la, (unsigned long long)m->llen,
+			 (unsigned long long)la);
+		return -EUCLEAN;
+	}
 	if ((m->flags & EZFS_EXTENT_ENCODED) &&
 	    (m->plen > EROFS_PCLUSTER_MAX_SIZE ||
 	     m->llen > EROFS_PCLUSTER_MAX_DSIZE)) {
@@ -596,6 +612,10 @@ int ezfs_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m)
 			 (unsigned long long)m->llen);
 		return -EUCLEAN;
 	}
+	pthread_mutex_lock(&ino->zlock);
+	ino->zlast = *m;
+	ino->zlast_valid = true;
+	pthread_mutex_unlock(&ino->zlock);
 	return 0;
 }
 
