@@ -72,6 +72,12 @@ struct ezfs_open_params {
 	size_t cache_bytes;      /* decompressed pcluster cache; 0 = 64 MiB */
 	size_t meta_cache_bytes; /* metadata block cache; 0 = 4 MiB */
 	unsigned verbose;        /* log level threshold: 0 = errors only */
+	/* Decompression engines (include/ezfs/engine.h); NULL/0 = take
+	 * EZFS_ACCEL, EZFS_DISPATCH, EZFS_STRICT_ACCEL from the environment,
+	 * else the defaults. */
+	const char *accel;       /* e.g. "deflate=isal,libdeflate" */
+	const char *dispatch;    /* "inline", "queue[:N]" or "percpu" */
+	int strict_accel;        /* 1: a fallback is an error */
 };
 
 /* Zero-initialise, then set what you need. */

@@ -39,8 +39,7 @@ int ezfs_pcache_init(ezfs_image *img, size_t budget)
 	pthread_cond_init(&pc->cond, NULL);
 	pc->budget = budget;
 	pc->st.bytes_max = budget;
-	/* a bad EZFS_ACCEL / EZFS_DISPATCH fails the open (lib/engine) */
-	return ezfs_engine_env_check(img);
+	return 0;
 }
 
 static void entry_free(struct pcache_entry *e)

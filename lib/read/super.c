@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ezfs/engine.h"
+#include "engine/engine.h"
 #include "read/internal.h"
 
 #define DEFAULT_CACHE_BYTES (64u << 20)
@@ -352,6 +354,40 @@ static int load_special(ezfs_image *img)
 	return ezfs_xattr_prefixes_init(img);
 }
 
+/* Engine order, dispatch and strictness: params first, else environment. */
+static int apply_engine_params(ezfs_image *img,
+			       const struct ezfs_open_params *p)
+{
+	unsigned nthreads = 0;
+	int err, mode;
+
+	err = ezfs_engine_env_check(img);
+	if (err)
+		return err;
+	if (p->accel) {
+		err = ezfs_image_set_accel(img, p->accel);
+		if (err)
+			return err;
+	}
+	if (p->strict_accel) {
+		err = ezfs_image_set_strict_accel(img, 1);
+		if (err)
+			return err;
+	}
+	if (p->dispatch && *p->dispatch) {
+		mode = ezfs_dispatch_parse(p->dispatch, &nthreads);
+		if (mode < 0) {
+			ezfs_err(img, "dispatch '%s': not inline, queue[:N] or "
+				 "percpu", p->dispatch);
+			return mode;
+		}
+		err = ezfs_image_set_dispatch(img, mode, nthreads);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 		       uint64_t size, const struct ezfs_open_params *p,
 		       ezfs_image **out)
@@ -393,6 +429,8 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 		if (!img->codecs)
 			err = -ENOMEM;
 	}
+	if (!err)
+		err = apply_engine_params(img, p);
 	if (!err)
 		err = load_special(img);
 	if (err) {
