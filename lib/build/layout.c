@@ -864,7 +864,10 @@ int bld_write_meta(struct ezfs_builder *b)
 		}
 		if (S_ISDIR(in->mode)) {
 			free(dbuf);
-			dbuf = calloc(1, in->size);
+			/* whole blocks: a FLAT_PLAIN directory writes its
+			 * last block in full, padding included */
+			dbuf = calloc(1, (in->size + b->blksz - 1) &
+						 ~(uint64_t)(b->blksz - 1));
 			if (!dbuf) {
 				err = -ENOMEM;
 				break;
