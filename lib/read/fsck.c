@@ -447,10 +447,18 @@ static void check_inode(struct fsck *f, ezfs_inode *ino,
 		counter = &r->files;
 		break;
 	case S_IFLNK: {
-		char *buf = malloc(st->size + 1);
+		/* a corrupt size must not become a giant allocation */
+		char *buf = st->size <= FSCK_SYMLINK_MAX ?
+				    malloc(st->size + 1) : NULL;
 		ssize_t n;
 
 		counter = &r->symlinks;
+		if (st->size > FSCK_SYMLINK_MAX) {
+			problem(f, st->nid, path, "symlink target of %" PRIu64
+				" bytes (at most %d)", st->size,
+				FSCK_SYMLINK_MAX);
+			break;
+		}
 		n = buf ? ezfs_readlink(ino, buf, st->size + 1) : -ENOMEM;
 		if (n < 0)
 			problem(f, st->nid, path, "symlink target: %s",
