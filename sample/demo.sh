@@ -71,4 +71,49 @@ fi
 heading "ezfs fsck: check every inode and all the data"
 show "$ezfs" fsck "$img"
 
+heading "ezfs mkfs: build our own image of the same tree (zstd, 64 KiB pclusters)"
+show "$ezfs" mkfs -q -z zstd -C 65536 -E ztailpacking ezfs.erofs "$tree"
+echo "ezfs.erofs: $(stat -c %s ezfs.erofs) bytes (mkfs.erofs' lz4hc image: $(stat -c %s "$img"))"
+show "$ezfs" fsck -q ezfs.erofs
+show "$ezfs" extract -q ezfs.erofs out2
+diff -r --no-dereference "$tree" out2 && echo "diff -r: no differences"
+
+heading "The kernel reads ezfs' image too"
+mnt=$work/mnt
+mkdir -p "$mnt"
+if [ "$(id -u)" = 0 ] && mount -t erofs -o loop,ro ezfs.erofs "$mnt" 2>/dev/null; then
+	echo "\$ mount -t erofs -o loop,ro ezfs.erofs mnt"
+	if diff -r --no-dereference "$tree" "$mnt"; then
+		echo "diff -r sample mnt: no differences"
+	else
+		umount "$mnt"
+		echo "demo: the kernel's view differs from the sample" >&2
+		exit 1
+	fi
+	umount "$mnt"
+else
+	echo "(skipped: mounting needs root, a loop device and the erofs module)"
+fi
+
+heading "ezfs mount: the same image through FUSE"
+if "$ezfs" help 2>&1 | grep -q '^  mount' && [ -w /dev/fuse ] &&
+   show "$ezfs" mount "$img" "$mnt" 2>/dev/null; then
+	if diff -r --no-dereference "$tree" "$mnt"; then
+		echo "diff -r sample mnt: no differences"
+	else
+		"$ezfs" umount "$mnt"
+		echo "demo: the FUSE view differs from the sample" >&2
+		exit 1
+	fi
+	show "$ezfs" umount "$mnt"
+else
+	echo "(skipped: no usable /dev/fuse here)"
+fi
+
+heading "ezfs accel list: the decompression engines of this machine"
+show "$ezfs" accel list
+
+heading "ezfs bench ratio: what each algorithm does to the sample"
+show "$ezfs" bench ratio -q --levels "lz4hc:9 deflate:6 zstd:3" "$tree"
+
 printf '\n%sdemo: all steps passed%s\n' "$bold" "$plain"
