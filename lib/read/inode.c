@@ -94,7 +94,9 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 			ino->nlink = nb;
 		}
 	}
-	if (S_ISDIR(ino->mode) && (ifmt & EROFS_I_DOT_OMITTED_BIT))
+	/* DOT_OMITTED exists only on 48-bit images [11.1] */
+	if (S_ISDIR(ino->mode) && (ifmt & EROFS_I_DOT_OMITTED_BIT) &&
+	    img->is48)
 		ino->dot_omitted = 1;
 	err = check_mode(img, nid, ino->mode);
 	if (err)
