@@ -18,18 +18,11 @@
 #include <stdint.h>
 
 #include "ezfs/ezfs.h"
+#include "ezfs/engine.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* How requests would reach the decode engine (stored and validated; the
- * engine layer that honours it is not there yet). */
-enum ezfs_mount_dispatch {
-	EZFS_DISPATCH_INLINE = 0,  /* decode on the FUSE worker thread */
-	EZFS_DISPATCH_QUEUE = 1,   /* one shared decode queue */
-	EZFS_DISPATCH_PERCPU = 2,  /* one decode queue per CPU */
-};
 
 struct ezfs_mount_params {
 	const char *image;       /* image file or block device */
@@ -43,8 +36,10 @@ struct ezfs_mount_params {
 	int allow_other;         /* let other users in (default_permissions
 				  * is always on: the kernel checks modes) */
 	int64_t uid, gid;        /* -1: as stored; else every inode's owner */
-	char accel[64];          /* accel=... as given ("" = none); stored */
-	int dispatch;            /* enum ezfs_mount_dispatch; stored */
+	char accel[128];         /* engine spec ("" = default or EZFS_ACCEL) */
+	int dispatch;            /* enum ezfs_dispatch; -1 = default or
+				  * EZFS_DISPATCH */
+	unsigned dispatch_threads; /* queue:N */
 	int prefetch;            /* 1 (default): sequential-read prefetch */
 	ezfs_log_fn log;         /* NULL: silent */
 	void *log_arg;
@@ -59,8 +54,9 @@ EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
 /*
  * Parse a comma-separated -o option string into p: cache=SIZE (K/M/G/T
  * suffixes, powers of 1024), threads=N, allow_other, offset=N (suffixes
- * too), uid=N, gid=N, accel=NAME[:N][+NAME[:N]...], dispatch=inline|queue|
- * percpu, prefetch=0|1, ro. Anything else: -EINVAL and a one-line reason
+ * too), uid=N, gid=N, accel=SPEC (an engine spec of
+ * include/ezfs/engine.h with '+' for ',': deflate=isal+libdeflate),
+ * dispatch=inline|queue[:N]|percpu, prefetch=0|1, ro. Anything else: -EINVAL and a one-line reason
  * in err (which may be NULL).
  */
 EZFS_API int ezfs_mount_parse_options(struct ezfs_mount_params *p,

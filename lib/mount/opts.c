@@ -14,7 +14,7 @@ void ezfs_mount_params_init(struct ezfs_mount_params *p)
 	p->uid = -1;
 	p->gid = -1;
 	p->prefetch = 1;
-	p->dispatch = EZFS_DISPATCH_INLINE;
+	p->dispatch = -1;
 }
 
 static int fail(char *err, size_t errsize, const char *fmt, ...)
@@ -67,31 +67,6 @@ static int parse_size(const char *s, bool suffix, uint64_t *out)
 	return 0;
 }
 
-/* NAME[:N] joined by '+'; NAME is [a-z0-9_-]+ starting with a letter. */
-static bool valid_accel(const char *s)
-{
-	const char *p = s;
-
-	for (;;) {
-		if (*p < 'a' || *p > 'z')
-			return false;
-		while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		       *p == '_' || *p == '-')
-			p++;
-		if (*p == ':') {
-			p++;
-			if (*p < '0' || *p > '9')
-				return false;
-			while (*p >= '0' && *p <= '9')
-				p++;
-		}
-		if (!*p)
-			return true;
-		if (*p != '+')
-			return false;
-		p++;
-	}
-}
 
 static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 		     size_t errsize)
@@ -138,22 +113,29 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 	} else if (!strcmp(opt, "ro")) {
 		NO_VAL();
 	} else if (!strcmp(opt, "accel")) {
+		char *c;
+
 		NEED_VAL();
-		if (strlen(val) >= sizeof(p->accel) || !valid_accel(val))
-			return fail(err, errsize, "bad accel '%s' "
-				    "(NAME[:N][+NAME[:N]...])", val);
+		if (strlen(val) >= sizeof(p->accel))
+			return fail(err, errsize, "accel '%s' too long", val);
+		/* -o separates options with ',': engines are joined by '+' */
 		strcpy(p->accel, val);
+		for (c = p->accel; *c; c++)
+			if (*c == '+')
+				*c = ',';
+		if (ezfs_accel_check(p->accel))
+			return fail(err, errsize, "bad accel '%s' (e.g. "
+				    "deflate=isal+libdeflate, or an engine "
+				    "name; see ezfs accel list)", val);
 	} else if (!strcmp(opt, "dispatch")) {
+		int mode;
+
 		NEED_VAL();
-		if (!strcmp(val, "inline"))
-			p->dispatch = EZFS_DISPATCH_INLINE;
-		else if (!strcmp(val, "queue"))
-			p->dispatch = EZFS_DISPATCH_QUEUE;
-		else if (!strcmp(val, "percpu"))
-			p->dispatch = EZFS_DISPATCH_PERCPU;
-		else
+		mode = ezfs_dispatch_parse(val, &p->dispatch_threads);
+		if (mode < 0)
 			return fail(err, errsize, "bad dispatch '%s' "
-				    "(inline, queue or percpu)", val);
+				    "(inline, queue[:N] or percpu)", val);
+		p->dispatch = mode;
 	} else if (!strcmp(opt, "prefetch")) {
 		NEED_VAL();
 		if (strcmp(val, "0") && strcmp(val, "1"))

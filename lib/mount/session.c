@@ -112,7 +112,11 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	op.offset = p->offset;
 	op.cache_bytes = p->cache_bytes;
 	op.verbose = p->verbose;
+	op.accel = p->accel[0] ? p->accel : NULL;
 	err = ezfs_image_open(m->image_path, &op, &m->img);
+	if (!err && p->dispatch >= 0)
+		err = ezfs_image_set_dispatch(m->img, p->dispatch,
+					      p->dispatch_threads);
 	if (err) {
 		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
 			ezfs_strerror(err));

@@ -116,7 +116,7 @@ for bad in bogus cache=12X threads=0 dispatch=fast accel=Bad! rw uid=x; do
 done
 
 # --- options that must be accepted; SIGTERM unmounts cleanly --------------
-if start "$IMG" "$TMP/opts.log" -s -o cache=8M,threads=4,uid=123,gid=456,accel=cuda:0+cpu,dispatch=percpu,ro; then
+if start "$IMG" "$TMP/opts.log" -s -o cache=8M,threads=4,uid=123,gid=456,accel=deflate=isal+libdeflate,dispatch=percpu,ro; then
 	t_expect "uid=/gid= override" test "$(stat -c %u:%g "$MP")" = 123:456
 	t_expect "statfs: namemax 255, read-only" \
 		test "$(stat -f -c %l "$MP")" = 255

@@ -35,7 +35,7 @@ static void mount_usage(FILE *f)
 "     allow_other      let other users see the mount\n"
 "     offset=N         the image starts at byte N of the file\n"
 "     uid=N, gid=N     show every inode as owned by N\n"
-"     accel=NAME[:N][+...], dispatch=inline|queue|percpu\n"
+"     accel=SPEC (deflate=isal+libdeflate), dispatch=inline|queue[:N]|percpu\n"
 "                      decode engine choices (accepted, not yet used)\n"
 "     prefetch=0|1     decode ahead of sequential readers (default 1)\n"
 "     ro               accepted (always read-only)\n");
