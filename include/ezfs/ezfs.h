@@ -228,6 +228,24 @@ typedef int (*ezfs_dirent_fn)(void *arg, const char *name, size_t namelen,
 EZFS_API int ezfs_readdir(ezfs_inode *dir, uint64_t pos, ezfs_dirent_fn fn,
 			  void *arg);
 
+/* One directory entry as collected by ezfs_readdir_all(). */
+struct ezfs_dirent {
+	char *name;		/* copy of the name, NUL terminated */
+	size_t namelen;		/* its length (the name may hold a NUL) */
+	uint64_t nid;
+	unsigned ftype;		/* enum ezfs_ftype */
+};
+
+/*
+ * Collect all entries of directory dir, "." and ".." included, in readdir
+ * order, into a malloc'ed array *out of *n entries. Returns 0 or a negative
+ * errno; on error *out still holds the entries read before it. Either way
+ * free the array with ezfs_dirents_free().
+ */
+EZFS_API int ezfs_readdir_all(ezfs_inode *dir, struct ezfs_dirent **out,
+			      size_t *n);
+EZFS_API void ezfs_dirents_free(struct ezfs_dirent *v, size_t n);
+
 /* Look up one name in a directory (binary search, like the kernel). */
 EZFS_API int ezfs_lookup(ezfs_inode *dir, const char *name, size_t namelen,
 			 uint64_t *nid, unsigned *ftype);

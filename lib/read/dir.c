@@ -139,6 +139,58 @@ out:
 	return err;
 }
 
+struct dirent_list {
+	struct ezfs_dirent *v;
+	size_t n, cap;
+};
+
+static int collect_cb(void *arg, const char *name, size_t namelen,
+		      uint64_t nid, unsigned ftype, uint64_t next_pos)
+{
+	struct dirent_list *l = arg;
+	struct ezfs_dirent *e;
+
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 64;
+		struct ezfs_dirent *nv = realloc(l->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->cap = ncap;
+	}
+	e = &l->v[l->n];
+	e->name = malloc(namelen + 1);
+	if (!e->name)
+		return -ENOMEM;
+	memcpy(e->name, name, namelen);
+	e->name[namelen] = '\0';
+	e->namelen = namelen;
+	e->nid = nid;
+	e->ftype = ftype;
+	l->n++;
+	return 0;
+}
+
+int ezfs_readdir_all(ezfs_inode *dir, struct ezfs_dirent **out, size_t *n)
+{
+	struct dirent_list l = { NULL, 0, 0 };
+	int ret = ezfs_readdir(dir, 0, collect_cb, &l);
+
+	*out = l.v;
+	*n = l.n;
+	return ret;
+}
+
+void ezfs_dirents_free(struct ezfs_dirent *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
 static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
 	size_t n = alen < blen ? alen : blen;

@@ -36,13 +36,6 @@ struct node {
 	char *path;         /* first path, kept when it may be reported */
 };
 
-struct dentry {
-	char *name;
-	size_t namelen;
-	uint64_t nid;
-	unsigned ftype;
-};
-
 /* A directory waiting to be scanned. */
 struct pending {
 	uint64_t nid, parent;
@@ -502,38 +495,7 @@ static void check_inode(struct fsck *f, ezfs_inode *ino,
 
 /* ---- directories ---- */
 
-static int collect_cb(void *arg, const char *name, size_t namelen,
-		      uint64_t nid, unsigned ftype, uint64_t next_pos)
-{
-	struct {
-		struct dentry *v;
-		size_t n, cap;
-	} *l = arg;
-	struct dentry *e;
-
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 64;
-		struct dentry *nv = realloc(l->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		l->v = nv;
-		l->cap = ncap;
-	}
-	e = &l->v[l->n];
-	e->name = malloc(namelen + 1);
-	if (!e->name)
-		return -ENOMEM;
-	memcpy(e->name, name, namelen);
-	e->name[namelen] = '\0';
-	e->namelen = namelen;
-	e->nid = nid;
-	e->ftype = ftype;
-	l->n++;
-	return 0;
-}
-
-static int name_cmp(const struct dentry *a, const struct dentry *b)
+static int name_cmp(const struct ezfs_dirent *a, const struct ezfs_dirent *b)
 {
 	size_t n = a->namelen < b->namelen ? a->namelen : b->namelen;
 	int c = memcmp(a->name, b->name, n);
@@ -578,8 +540,8 @@ static int push_dir(struct fsck *f, uint64_t nid, uint64_t parent, char *path)
 
 /* One entry of directory dnid (not "." or ".."). Returns 1 if it is a
  * directory, 0 otherwise, -1 if it could not be checked. */
-static int check_entry(struct fsck *f, uint64_t dnid, const struct dentry *e,
-		       char *cpath)
+static int check_entry(struct fsck *f, uint64_t dnid,
+		       const struct ezfs_dirent *e, char *cpath)
 {
 	struct ezfs_stat st;
 	ezfs_inode *ino;
@@ -640,18 +602,15 @@ static int check_entry(struct fsck *f, uint64_t dnid, const struct dentry *e,
 
 static void scan_dir(struct fsck *f, struct pending *d)
 {
-	struct {
-		struct dentry *v;
-		size_t n, cap;
-	} l = { NULL, 0, 0 };
-	const struct dentry *prev = NULL;
+	struct ezfs_dirent *ents;
+	const struct ezfs_dirent *prev = NULL;
 	char q1[400], q2[400];
 	int ret, bad = 0, dot = 0, dotdot = 0;
 	uint64_t subdirs = 0, nid;
 	struct ezfs_stat st;
 	ezfs_inode *dir;
 	unsigned ft;
-	size_t i;
+	size_t i, nents;
 
 	ret = ezfs_inode_get(f->img, d->nid, &dir);
 	if (ret < 0) {
@@ -659,14 +618,14 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		return;
 	}
 	ezfs_inode_stat(dir, &st);
-	ret = ezfs_readdir(dir, 0, collect_cb, &l);
+	ret = ezfs_readdir_all(dir, &ents, &nents);
 	if (ret < 0) {
 		problem(f, d->nid, d->path, "reading the directory: %s",
 			err_str(ret));
 		bad = 1;
 	}
-	for (i = 0; i < l.n; i++) {
-		const struct dentry *e = &l.v[i];
+	for (i = 0; i < nents; i++) {
+		const struct ezfs_dirent *e = &ents[i];
 		int isdot = e->namelen == 1 && e->name[0] == '.';
 		int isdotdot = e->namelen == 2 && !memcmp(e->name, "..", 2);
 		char *cpath;
@@ -752,9 +711,7 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		problem(f, d->nid, d->path, "nlink %u, expected %" PRIu64
 			" (2 + %" PRIu64 " subdirectories)", st.nlink,
 			2 + subdirs, subdirs);
-	for (i = 0; i < l.n; i++)
-		free(l.v[i].name);
-	free(l.v);
+	ezfs_dirents_free(ents, nents);
 	ezfs_inode_put(dir);
 }
 

@@ -60,18 +60,14 @@ unsigned cli_online_cpus(void);
 unsigned cli_parse_threads(const char *s);
 
 /* Collect a directory's entries (except "." and ".."). */
-struct cli_dirent {
-	char *name;           /* NUL terminated copy */
-	size_t namelen;
-	uint64_t nid;
-	unsigned ftype;
-};
 struct cli_dirlist {
-	struct cli_dirent *ents;
-	size_t n, cap;
+	struct ezfs_dirent *ents;
+	size_t n;
 };
 int cli_readdir_all(ezfs_inode *dir, struct cli_dirlist *dl);
 void cli_dirlist_free(struct cli_dirlist *dl);
+/* Is this name "." or ".."? */
+int cli_is_dots(const char *name, size_t namelen);
 
 /* A set of nids (open addressing). */
 struct cli_nidset {

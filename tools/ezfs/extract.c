@@ -186,49 +186,31 @@ static int extract_entry(struct walker *w, int dirfd, const char *name,
 	return ret;
 }
 
-/* Directory listing with name checks: no entry may leave its directory. */
-struct xlist {
-	struct cli_dirlist dl;
-	int dots, dotdots;
-	char bad[768];
-};
-
-static int xlist_cb(void *arg, const char *name, size_t namelen, uint64_t nid,
-		    unsigned ftype, uint64_t next_pos)
+/*
+ * Name checks: no entry may leave its directory. Returns 1 with the quoted
+ * name in bad at the first offender, 0 if all are fine. Only the first "."
+ * and ".." pass.
+ */
+static int bad_name(const struct cli_dirlist *dl, char *bad, size_t size)
 {
-	struct xlist *l = arg;
-	struct cli_dirlist *dl = &l->dl;
-	struct cli_dirent *e;
+	int dots = 0, dotdots = 0;
+	size_t i;
 
-	if (namelen == 1 && name[0] == '.' && !l->dots++)
-		return 0;
-	if (namelen == 2 && name[0] == '.' && name[1] == '.' && !l->dotdots++)
-		return 0;
-	if (!namelen || (namelen == 1 && name[0] == '.') ||
-	    (namelen == 2 && name[0] == '.' && name[1] == '.') ||
-	    memchr(name, '/', namelen) || memchr(name, '\0', namelen)) {
-		cli_quote(name, namelen, l->bad, sizeof(l->bad));
-		return 1;
-	}
-	if (dl->n == dl->cap) {
-		size_t ncap = dl->cap ? dl->cap * 2 : 64;
-		struct cli_dirent *n = realloc(dl->ents, ncap * sizeof(*n));
+	for (i = 0; i < dl->n; i++) {
+		const char *name = dl->ents[i].name;
+		size_t namelen = dl->ents[i].namelen;
 
-		if (!n)
-			return -ENOMEM;
-		dl->ents = n;
-		dl->cap = ncap;
+		if (namelen == 1 && name[0] == '.' && !dots++)
+			continue;
+		if (namelen == 2 && name[0] == '.' && name[1] == '.' &&
+		    !dotdots++)
+			continue;
+		if (!namelen || cli_is_dots(name, namelen) ||
+		    memchr(name, '/', namelen) || memchr(name, '\0', namelen)) {
+			cli_quote(name, namelen, bad, size);
+			return 1;
+		}
 	}
-	e = &dl->ents[dl->n];
-	e->name = malloc(namelen + 1);
-	if (!e->name)
-		return -ENOMEM;
-	memcpy(e->name, name, namelen);
-	e->name[namelen] = '\0';
-	e->namelen = namelen;
-	e->nid = nid;
-	e->ftype = ftype;
-	dl->n++;
 	return 0;
 }
 
@@ -236,25 +218,29 @@ static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
 		    const char *path, unsigned depth)
 {
 	struct xctx *x = w->x;
-	struct xlist l;
+	struct cli_dirlist dl;
+	char bad[768];
 	size_t i;
 	int ret;
 
-	memset(&l, 0, sizeof(l));
-	ret = ezfs_readdir(dir, 0, xlist_cb, &l);
-	if (ret > 0) {
+	/* entries before a read error are checked as if read one by one */
+	ret = ezfs_readdir_all(dir, &dl.ents, &dl.n);
+	if (bad_name(&dl, bad, sizeof(bad))) {
 		char what[900];
 
-		snprintf(what, sizeof(what), "invalid entry name '%s'", l.bad);
+		snprintf(what, sizeof(what), "invalid entry name '%s'", bad);
 		x_error(x, path, what, 0);
 		ret = -EUCLEAN;
 	} else if (ret < 0) {
 		x_error(x, path, "reading the directory", ret);
 	}
-	for (i = 0; !ret && i < l.dl.n; i++) {
-		struct cli_dirent *e = &l.dl.ents[i];
-		char *child = join(path, e->name);
+	for (i = 0; !ret && i < dl.n; i++) {
+		struct ezfs_dirent *e = &dl.ents[i];
+		char *child;
 
+		if (cli_is_dots(e->name, e->namelen))
+			continue;
+		child = join(path, e->name);
 		if (!child) {
 			ret = -ENOMEM;
 			x_error(x, path, "directory", ret);
@@ -265,7 +251,7 @@ static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
 		if (!ret && x_failed(x))
 			ret = -ECANCELED;
 	}
-	cli_dirlist_free(&l.dl);
+	cli_dirlist_free(&dl);
 	return ret;
 }
 

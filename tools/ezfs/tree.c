@@ -9,60 +9,37 @@
 
 /* ---- directory listing ---- */
 
-static int collect_cb(void *arg, const char *name, size_t namelen,
-		      uint64_t nid, unsigned ftype, uint64_t next_pos)
+int cli_is_dots(const char *name, size_t namelen)
 {
-	struct cli_dirlist *dl = arg;
-	struct cli_dirent *e;
-
-	if ((namelen == 1 && name[0] == '.') ||
-	    (namelen == 2 && name[0] == '.' && name[1] == '.'))
-		return 0;
-	if (dl->n == dl->cap) {
-		size_t ncap = dl->cap ? dl->cap * 2 : 64;
-		struct cli_dirent *n = realloc(dl->ents, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		dl->ents = n;
-		dl->cap = ncap;
-	}
-	e = &dl->ents[dl->n];
-	e->name = malloc(namelen + 1);
-	if (!e->name)
-		return -ENOMEM;
-	memcpy(e->name, name, namelen);
-	e->name[namelen] = '\0';
-	e->namelen = namelen;
-	e->nid = nid;
-	e->ftype = ftype;
-	dl->n++;
-	return 0;
+	return (namelen == 1 && name[0] == '.') ||
+	       (namelen == 2 && name[0] == '.' && name[1] == '.');
 }
 
 int cli_readdir_all(ezfs_inode *dir, struct cli_dirlist *dl)
 {
+	size_t i, k = 0;
 	int ret;
 
-	dl->ents = NULL;
-	dl->n = dl->cap = 0;
-	ret = ezfs_readdir(dir, 0, collect_cb, dl);
+	ret = ezfs_readdir_all(dir, &dl->ents, &dl->n);
 	if (ret < 0) {
 		cli_dirlist_free(dl);
 		return ret;
 	}
+	for (i = 0; i < dl->n; i++) {
+		if (cli_is_dots(dl->ents[i].name, dl->ents[i].namelen))
+			free(dl->ents[i].name);
+		else
+			dl->ents[k++] = dl->ents[i];
+	}
+	dl->n = k;
 	return 0;
 }
 
 void cli_dirlist_free(struct cli_dirlist *dl)
 {
-	size_t i;
-
-	for (i = 0; i < dl->n; i++)
-		free(dl->ents[i].name);
-	free(dl->ents);
+	ezfs_dirents_free(dl->ents, dl->n);
 	dl->ents = NULL;
-	dl->n = dl->cap = 0;
+	dl->n = 0;
 }
 
 /* ---- nid set ---- */
@@ -246,7 +223,7 @@ int cli_walk(ezfs_image *fs, uint64_t nid, cli_walk_fn fn, void *arg)
 	}
 	while (depth) {
 		struct walk_frame *f = &stack[depth - 1];
-		struct cli_dirent *e;
+		struct ezfs_dirent *e;
 		struct ezfs_stat st;
 
 		if (f->next == f->dl.n) {
