@@ -68,6 +68,16 @@ int cli_opt_error(const char *cmd, int c, char **argv)
 	return cli_usage_error(cmd, "unknown option '%s'", bad);
 }
 
+int cli_nargs(const char *cmd, int nargs, int min, int max,
+	      const char *missing)
+{
+	if (nargs < min)
+		return cli_usage_error(cmd, "%s", missing);
+	if (nargs > max)
+		return cli_usage_error(cmd, "too many arguments");
+	return 0;
+}
+
 static void log_cb(void *arg, int level, const char *msg)
 {
 	struct cli_log *lg = arg;

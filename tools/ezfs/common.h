@@ -25,6 +25,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3)
  */
 int cli_opt_error(const char *cmd, int c, char **argv);
 
+/*
+ * Check the count of arguments left after the options (argc - optind):
+ * under min is the usage error "missing", over max "too many arguments".
+ * Returns 0 if the count fits, else 2 after printing the error.
+ */
+int cli_nargs(const char *cmd, int nargs, int min, int max,
+	      const char *missing);
+
 /* State of the library's log output for one image (caller-owned, must
  * outlive the image). max = 0: 50 lines, then one "suppressed" note. */
 struct cli_log {

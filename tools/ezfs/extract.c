@@ -445,10 +445,8 @@ int cmd_extract(int argc, char **argv)
 			return cli_opt_error("extract", c, argv);
 		}
 	}
-	if (argc - optind < 2)
-		return cli_usage_error("extract", "missing IMG or DIR");
-	if (argc - optind > 3)
-		return cli_usage_error("extract", "too many arguments");
+	if (cli_nargs("extract", argc - optind, 2, 3, "missing IMG or DIR"))
+		return 2;
 	x.img = argv[optind];
 	x.dest = argv[optind + 1];
 	x.is_root = geteuid() == 0;

@@ -97,9 +97,8 @@ int cmd_fsck(int argc, char **argv)
 			return cli_opt_error("fsck", c, argv);
 		}
 	}
-	if (argc - optind != 1)
-		return cli_usage_error("fsck", argc - optind ? "too many arguments"
-				       : "missing IMG");
+	if (cli_nargs("fsck", argc - optind, 1, 1, "missing IMG"))
+		return 2;
 	f.img = argv[optind];
 	if (cli_open("fsck", f.img, &lg, &fs) < 0)
 		return 1;

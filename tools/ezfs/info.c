@@ -341,9 +341,8 @@ int cmd_info(int argc, char **argv)
 			return cli_opt_error("info", c, argv);
 		}
 	}
-	if (argc - optind != 1)
-		return cli_usage_error("info", argc - optind ? "too many arguments"
-				       : "missing IMG");
+	if (cli_nargs("info", argc - optind, 1, 1, "missing IMG"))
+		return 2;
 	if (cli_open("info", argv[optind], &lg, &fs) < 0)
 		return 1;
 	s = calloc(1, sizeof(*s));

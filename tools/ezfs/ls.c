@@ -201,10 +201,8 @@ int cmd_ls(int argc, char **argv)
 			return cli_opt_error("ls", ch, argv);
 		}
 	}
-	if (argc - optind < 1)
-		return cli_usage_error("ls", "missing IMG");
-	if (argc - optind > 2)
-		return cli_usage_error("ls", "too many arguments");
+	if (cli_nargs("ls", argc - optind, 1, 2, "missing IMG"))
+		return 2;
 	c.img = argv[optind];
 	path = argc - optind == 2 ? argv[optind + 1] : "/";
 	if (cli_open("ls", c.img, &lg, &c.fs) < 0)

@@ -191,9 +191,8 @@ int cmd_stat(int argc, char **argv)
 			return cli_opt_error("stat", c, argv);
 		}
 	}
-	if (argc - optind != 2)
-		return cli_usage_error("stat", argc - optind < 2 ?
-				       "missing IMG or PATH" : "too many arguments");
+	if (cli_nargs("stat", argc - optind, 2, 2, "missing IMG or PATH"))
+		return 2;
 	img = argv[optind];
 	path = argv[optind + 1];
 	if (cli_open("stat", img, &lg, &fs) < 0)
