@@ -210,6 +210,9 @@ enum ezfs_ftype {
 	EZFS_FT_SYMLINK = 7,
 };
 
+/* The dirent file type of an inode mode (EZFS_FT_UNKNOWN if none fits). */
+EZFS_API unsigned ezfs_mode_ftype(uint32_t mode);
+
 /*
  * Called for each entry; name is NOT NUL terminated (namelen bytes).
  * next_pos is the position to resume after this entry. Return 0 to go on,

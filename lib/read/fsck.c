@@ -181,20 +181,6 @@ static struct node *node_get(struct fsck *f, uint64_t nid, int *added)
 
 /* ---- per-inode checks ---- */
 
-static unsigned mode_ftype(uint32_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG: return EZFS_FT_REG;
-	case S_IFDIR: return EZFS_FT_DIR;
-	case S_IFCHR: return EZFS_FT_CHR;
-	case S_IFBLK: return EZFS_FT_BLK;
-	case S_IFIFO: return EZFS_FT_FIFO;
-	case S_IFSOCK: return EZFS_FT_SOCK;
-	case S_IFLNK: return EZFS_FT_SYMLINK;
-	}
-	return EZFS_FT_UNKNOWN;
-}
-
 static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 			 const char *path)
 {
@@ -555,7 +541,7 @@ static int check_entry(struct fsck *f, uint64_t dnid,
 		return -1;
 	}
 	ezfs_inode_stat(ino, &st);
-	if (e->ftype != mode_ftype(st.mode))
+	if (e->ftype != ezfs_mode_ftype(st.mode))
 		problem(f, e->nid, cpath, "directory entry file type %u does not "
 			"match inode mode 0%o", e->ftype, st.mode);
 	nd = node_get(f, e->nid, &added);

@@ -220,6 +220,20 @@ uint64_t ezfs_inode_nid(const ezfs_inode *ino)
 	return ino->nid;
 }
 
+unsigned ezfs_mode_ftype(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return EZFS_FT_REG;
+	case S_IFDIR: return EZFS_FT_DIR;
+	case S_IFCHR: return EZFS_FT_CHR;
+	case S_IFBLK: return EZFS_FT_BLK;
+	case S_IFIFO: return EZFS_FT_FIFO;
+	case S_IFSOCK: return EZFS_FT_SOCK;
+	case S_IFLNK: return EZFS_FT_SYMLINK;
+	}
+	return EZFS_FT_UNKNOWN;
+}
+
 void ezfs_inode_stat(const ezfs_inode *ino, struct ezfs_stat *st)
 {
 	const ezfs_image *img = ino->img;

@@ -190,20 +190,6 @@ const char *cli_type_name(uint32_t mode)
 	return "unknown";
 }
 
-unsigned cli_mode_ftype(uint32_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG: return EZFS_FT_REG;
-	case S_IFDIR: return EZFS_FT_DIR;
-	case S_IFCHR: return EZFS_FT_CHR;
-	case S_IFBLK: return EZFS_FT_BLK;
-	case S_IFIFO: return EZFS_FT_FIFO;
-	case S_IFSOCK: return EZFS_FT_SOCK;
-	case S_IFLNK: return EZFS_FT_SYMLINK;
-	}
-	return EZFS_FT_UNKNOWN;
-}
-
 char *cli_fmt_time(int64_t sec, char *buf, size_t size)
 {
 	time_t t = (time_t)sec;

@@ -58,8 +58,6 @@ char *cli_fmt_size(uint64_t n, char *buf, size_t size);
 void cli_mode_string(uint32_t mode, char buf[11]);
 /* "regular file", "directory", ... */
 const char *cli_type_name(uint32_t mode);
-/* enum ezfs_ftype for a st_mode. */
-unsigned cli_mode_ftype(uint32_t mode);
 /* "2009-02-13 23:31:30" in UTC. */
 char *cli_fmt_time(int64_t sec, char *buf, size_t size);
 /* Number of online CPUs (at least 1). */

@@ -121,7 +121,7 @@ static int stats_cb(void *arg, const char *path, uint64_t nid,
 		if (ret <= 0)
 			return ret;
 	}
-	s->ntype[cli_mode_ftype(st->mode)]++;
+	s->ntype[ezfs_mode_ftype(st->mode)]++;
 	if (!S_ISREG(st->mode))
 		return 0;
 	s->nfiles++;
