@@ -106,13 +106,9 @@ int cmd_cat(int argc, char **argv)
 	int c, i, status = 0;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		return cli_opt_error("cat", c, argv);
-	}
+	c = getopt_long(argc, argv, ":h", opts, NULL);
+	if (c != -1)	/* -h or a bad option: nothing else is accepted */
+		return cli_opt_default("cat", c, argv, usage);
 	if (argc - optind < 2)
 		return cli_usage_error("cat", "missing IMG or PATH");
 	img = argv[optind];

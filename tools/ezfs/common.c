@@ -68,6 +68,16 @@ int cli_opt_error(const char *cmd, int c, char **argv)
 	return cli_usage_error(cmd, "unknown option '%s'", bad);
 }
 
+int cli_opt_default(const char *cmd, int c, char **argv,
+		    void (*usage)(FILE *f))
+{
+	if (c == 'h') {
+		usage(stdout);
+		return 0;
+	}
+	return cli_opt_error(cmd, c, argv);
+}
+
 int cli_nargs(const char *cmd, int nargs, int min, int max,
 	      const char *missing)
 {

@@ -26,6 +26,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3)
 int cli_opt_error(const char *cmd, int c, char **argv);
 
 /*
+ * The default case of a command's option switch: 'h' (-h, --help) prints
+ * usage to stdout and returns 0, anything else is cli_opt_error() (2).
+ */
+int cli_opt_default(const char *cmd, int c, char **argv,
+		    void (*usage)(FILE *f));
+
+/*
  * Check the count of arguments left after the options (argc - optind):
  * under min is the usage error "missing", over max "too many arguments".
  * Returns 0 if the count fits, else 2 after printing the error.

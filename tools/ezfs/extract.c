@@ -438,11 +438,8 @@ int cmd_extract(int argc, char **argv)
 		case 'q':
 			x.quiet = 1;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return cli_opt_error("extract", c, argv);
+			return cli_opt_default("extract", c, argv, usage);
 		}
 	}
 	if (cli_nargs("extract", argc - optind, 2, 3, "missing IMG or DIR"))

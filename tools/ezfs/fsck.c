@@ -90,11 +90,8 @@ int cmd_fsck(int argc, char **argv)
 		case 'q':
 			quiet = 1;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return cli_opt_error("fsck", c, argv);
+			return cli_opt_default("fsck", c, argv, usage);
 		}
 	}
 	if (cli_nargs("fsck", argc - optind, 1, 1, "missing IMG"))

@@ -334,11 +334,8 @@ int cmd_info(int argc, char **argv)
 		case 'S':
 			detailed = 1;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return cli_opt_error("info", c, argv);
+			return cli_opt_default("info", c, argv, usage);
 		}
 	}
 	if (cli_nargs("info", argc - optind, 1, 1, "missing IMG"))

@@ -194,11 +194,8 @@ int cmd_ls(int argc, char **argv)
 		case 'R':
 			c.recursive = 1;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return cli_opt_error("ls", ch, argv);
+			return cli_opt_default("ls", ch, argv, usage);
 		}
 	}
 	if (cli_nargs("ls", argc - optind, 1, 2, "missing IMG"))

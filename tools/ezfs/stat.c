@@ -184,11 +184,8 @@ int cmd_stat(int argc, char **argv)
 		case 'e':
 			extents = 1;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return cli_opt_error("stat", c, argv);
+			return cli_opt_default("stat", c, argv, usage);
 		}
 	}
 	if (cli_nargs("stat", argc - optind, 2, 2, "missing IMG or PATH"))
