@@ -473,8 +473,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-			size_t size)
+/* getxattr of name, or listxattr if name is NULL; size 0 asks the length. */
+static void do_xattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		     size_t size)
 {
 	struct ezfs_mount *m = req_mount(req);
 	struct mnode *n;
@@ -494,9 +495,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			return;
 		}
 	}
-	r = ezfs_getxattr(n->ino, name, buf, size);
-	if (r < 0 && r != -ENODATA && r != -ERANGE)
-		log_once(m, n, "getxattr", 0, (int)r);
+	if (name) {
+		r = ezfs_getxattr(n->ino, name, buf, size);
+		if (r < 0 && r != -ENODATA && r != -ERANGE)
+			log_once(m, n, "getxattr", 0, (int)r);
+	} else {
+		r = ezfs_listxattr(n->ino, buf, size);
+		if (r < 0 && r != -ERANGE)
+			log_once(m, n, "listxattr", 0, (int)r);
+	}
 	it_unpin(m, n);
 	if (r < 0)
 		fuse_reply_err(req, fs_err((int)r));
@@ -507,37 +514,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	free(buf);
 }
 
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	do_xattr(req, ino, name, size);
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct ezfs_mount *m = req_mount(req);
-	struct mnode *n;
-	ssize_t r;
-	char *buf = NULL;
-	int err = get_node(m, ino, &n);
-
-	if (err) {
-		fuse_reply_err(req, fs_err(err));
-		return;
-	}
-	if (size) {
-		buf = malloc(size);
-		if (!buf) {
-			it_unpin(m, n);
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-	}
-	r = ezfs_listxattr(n->ino, buf, size);
-	if (r < 0 && r != -ERANGE)
-		log_once(m, n, "listxattr", 0, (int)r);
-	it_unpin(m, n);
-	if (r < 0)
-		fuse_reply_err(req, fs_err((int)r));
-	else if (!size)
-		fuse_reply_xattr(req, (size_t)r);
-	else
-		fuse_reply_buf(req, buf, (size_t)r);
-	free(buf);
+	do_xattr(req, ino, NULL, size);
 }
 
 const struct fuse_lowlevel_ops mnt_ops = {
