@@ -27,7 +27,7 @@ judge() {
 		return
 	fi
 	if grep -qE 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:|ThreadSanitizer|MemorySanitizer' "$err"; then
-		reasons="$reasons $tag:sanitizer($(grep -m1 -oE '(ERROR: [A-Za-z]+Sanitizer: [a-z-]+|runtime error: .{0,60})' "$err"))"
+		reasons="$reasons $tag:sanitizer($(grep -m1 -oE '(ERROR: [A-Za-z]+Sanitizer: .{0,50}|runtime error: .{0,60})' "$err"))"
 	fi
 	if [ "$rc" -ge 128 ]; then
 		reasons="$reasons $tag:signal$((rc - 128))"
