@@ -51,16 +51,61 @@ static int accel_list(void)
 	return 0;
 }
 
+/*
+ * Call fn(arg, nid) for each regular file under directory nid, depth first;
+ * a non-zero return (or a read error) ends the walk with that value.
+ */
+struct files_walk {
+	ezfs_image *img;
+	int (*fn)(void *arg, uint64_t nid);
+	void *arg;
+};
+
+static int files_dir(struct files_walk *fw, uint64_t nid);
+
+static int files_ent(void *arg, const char *name, size_t namelen,
+		     uint64_t nid, unsigned ftype, uint64_t next_pos)
+{
+	struct files_walk *fw = arg;
+
+	if ((namelen == 1 && name[0] == '.') ||
+	    (namelen == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	if (ftype == EZFS_FT_DIR)
+		return files_dir(fw, nid);
+	if (ftype != EZFS_FT_REG)
+		return 0;
+	return fw->fn(fw->arg, nid);
+}
+
+static int files_dir(struct files_walk *fw, uint64_t nid)
+{
+	ezfs_inode *dir;
+	int err = ezfs_inode_get(fw->img, nid, &dir);
+
+	if (err)
+		return err;
+	err = ezfs_readdir(dir, 0, files_ent, fw);
+	ezfs_inode_put(dir);
+	return err;
+}
+
+static int for_each_file(ezfs_image *img, int (*fn)(void *arg, uint64_t nid),
+			 void *arg)
+{
+	struct files_walk fw = { .img = img, .fn = fn, .arg = arg };
+
+	return files_dir(&fw, ezfs_root_nid(img));
+}
+
 struct walk {
 	ezfs_image *img;
 	uint8_t *buf;
 	uint64_t bytes;
 };
 
-static int walk_dir(struct walk *w, uint64_t nid);
-
-static int walk_ent(void *arg, const char *name, size_t namelen, uint64_t nid,
-		    unsigned ftype, uint64_t next_pos)
+/* Read a whole file, for the timing walk. */
+static int walk_file(void *arg, uint64_t nid)
 {
 	struct walk *w = arg;
 	ezfs_inode *ino;
@@ -68,14 +113,6 @@ static int walk_ent(void *arg, const char *name, size_t namelen, uint64_t nid,
 	ssize_t n;
 	int err;
 
-	(void)next_pos;
-	if ((namelen == 1 && name[0] == '.') ||
-	    (namelen == 2 && !memcmp(name, "..", 2)))
-		return 0;
-	if (ftype == EZFS_FT_DIR)
-		return walk_dir(w, nid);
-	if (ftype != EZFS_FT_REG)
-		return 0;
 	err = ezfs_inode_get(w->img, nid, &ino);
 	if (err)
 		return err;
@@ -85,18 +122,6 @@ static int walk_ent(void *arg, const char *name, size_t namelen, uint64_t nid,
 	}
 	ezfs_inode_put(ino);
 	return n < 0 ? (int)n : 0;
-}
-
-static int walk_dir(struct walk *w, uint64_t nid)
-{
-	ezfs_inode *dir;
-	int err = ezfs_inode_get(w->img, nid, &dir);
-
-	if (err)
-		return err;
-	err = ezfs_readdir(dir, 0, walk_ent, w);
-	ezfs_inode_put(dir);
-	return err;
 }
 
 static void log_stderr(void *arg, int level, const char *msg)
@@ -170,7 +195,7 @@ static int accel_stats(int argc, char **argv)
 		err = -ENOMEM;
 	t0 = now_s();
 	if (!err)
-		err = walk_dir(&w, ezfs_root_nid(img));
+		err = for_each_file(img, walk_file, &w);
 	t = now_s() - t0;
 	free(w.buf);
 	if (err) {
@@ -214,23 +239,14 @@ struct slurp {
 	size_t len, cap;
 };
 
-static int slurp_dir(struct slurp *s, uint64_t nid);
-
-static int slurp_ent(void *arg, const char *name, size_t namelen,
-		     uint64_t nid, unsigned ftype, uint64_t next_pos)
+static int slurp_file(void *arg, uint64_t nid)
 {
 	struct slurp *s = arg;
 	ezfs_inode *ino;
 	ssize_t n;
 	int err;
 
-	(void)next_pos;
-	if ((namelen == 1 && name[0] == '.') ||
-	    (namelen == 2 && !memcmp(name, "..", 2)))
-		return 0;
-	if (ftype == EZFS_FT_DIR)
-		return slurp_dir(s, nid);
-	if (ftype != EZFS_FT_REG || s->len == s->cap)
+	if (s->len == s->cap)
 		return 0;
 	err = ezfs_inode_get(s->img, nid, &ino);
 	if (err)
@@ -241,18 +257,6 @@ static int slurp_ent(void *arg, const char *name, size_t namelen,
 		return (int)n;
 	s->len += (size_t)n;
 	return 0;
-}
-
-static int slurp_dir(struct slurp *s, uint64_t nid)
-{
-	ezfs_inode *dir;
-	int err = ezfs_inode_get(s->img, nid, &dir);
-
-	if (err)
-		return err;
-	err = ezfs_readdir(dir, 0, slurp_ent, s);
-	ezfs_inode_put(dir);
-	return err;
 }
 
 /* /usr/share/common-licenses/ concatenated. */
@@ -318,7 +322,7 @@ static int accel_bench(int argc, char **argv)
 		err = ezfs_image_open(path, &p, &img);
 		s.img = img;
 		if (!err)
-			err = slurp_dir(&s, ezfs_root_nid(img));
+			err = for_each_file(img, slurp_file, &s);
 	} else {
 		err = slurp_licenses(&s);
 	}
@@ -380,7 +384,7 @@ static int accel_bench(int argc, char **argv)
 				break;
 			t0 = now_s();
 			for (r = 0, err = 0; r < iters && !err; r++)
-				err = walk_dir(&w, ezfs_root_nid(img));
+				err = for_each_file(img, walk_file, &w);
 			t = now_s() - t0;
 			free(w.buf);
 			if (err)
