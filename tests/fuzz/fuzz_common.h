@@ -135,6 +135,7 @@ static inline void fuzz_check_err(long err, const char *what)
 
 struct fuzz_name {
 	uint64_t nid;
+	uint64_t next_pos;
 	unsigned ftype;
 	size_t len;
 	char name[256];
@@ -173,6 +174,7 @@ static inline int fuzz_dirent(void *arg, const char *name, size_t namelen,
 	if (d->nnames < FUZZ_MAX_NAMES) {
 		n = &d->names[d->nnames++];
 		n->nid = nid;
+		n->next_pos = next_pos;
 		n->ftype = ftype;
 		n->len = namelen;
 		memcpy(n->name, name, namelen);
