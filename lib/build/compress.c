@@ -430,7 +430,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		obuf3 = malloc(pcap);
 		if (!obuf2 || !obuf3) {
 			err = -ENOMEM;
-			goto fail_nofd;
+			goto fail;
 		}
 	}
 	if (dedup) {
@@ -442,12 +442,12 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		obufd = malloc(pcap);
 		if (!obufd) {
 			err = -ENOMEM;
-			goto fail_nofd;
+			goto fail;
 		}
 	}
 	if (!z || !win || !obuf) {
 		err = -ENOMEM;
-		goto fail_nofd;
+		goto fail;
 	}
 	if (mem)
 		wend = size;
@@ -457,7 +457,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		err = -errno;
 		bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
 			strerror(errno));
-		goto fail_nofd;
+		goto fail;
 	}
 	while (pos < size) {
 		uint64_t rem = size - pos, want = rem < maxext ? rem : maxext;
@@ -626,16 +626,6 @@ raw:
 			goto fail;
 		pos += want;
 	}
-	if (fd >= 0)
-		close(fd);
-	if (!mem)
-		free(win);
-	free(obuf);
-	free(obuf2);
-	free(obuf3);
-	free(obufd);
-	free(dd.slot);
-	free(dd.hash);
 	z->datalen = (uint64_t)z->blocks << b->blkszbits;
 	/* compact packs need consecutive pclusters (9.5.3) */
 	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;
@@ -646,17 +636,14 @@ raw:
 		z->compact = false;
 		z->idx_size = 16;
 	}
-	if (mem) {
-		*out = z;
-		return 0;
-	}
-	/* 9.14 step 7: keep it only if it saves space */
-	if (z->datalen + z->idx_size + z->idata_len >= size) {
+	/* 9.14 step 7: keep a file only if it saves space */
+	if (!mem && z->datalen + z->idx_size + z->idata_len >= size)
 		bld_zfile_free(z);
-		return 0;
-	}
-	*out = z;
-	return 0;
+	else
+		*out = z;
+	z = NULL;
+	err = 0;
+	goto out;
 nomem:
 	err = -ENOMEM;
 	goto fail;
@@ -664,9 +651,11 @@ cfail:
 	bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s", in->srcpath,
 		strerror(-err));
 fail:
+	bld_zfile_free(z);
+out:
+	/* fd is -1 until the file is open */
 	if (fd >= 0)
 		close(fd);
-fail_nofd:
 	if (!mem)
 		free(win);
 	free(obuf);
@@ -675,7 +664,6 @@ fail_nofd:
 	free(obufd);
 	free(dd.slot);
 	free(dd.hash);
-	bld_zfile_free(z);
 	return err;
 }
 
