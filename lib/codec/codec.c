@@ -211,20 +211,33 @@ static void ctx_put(struct ezfs_codec_pool *pool, size_t i, void *ctx)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * Checks every request goes through: the pool's config by default, nothing
+ * to do for an empty partial request (1), none without input (-EUCLEAN).
+ */
+static int dreq_start(struct ezfs_codec_pool *pool, struct ezfs_dreq *rq)
+{
+	if (!rq->cfg)
+		rq->cfg = &pool->cfg;
+	if (!rq->outlen && rq->partial)
+		return 1;
+	if (!rq->inlen)
+		return -EUCLEAN;
+	return 0;
+}
+
 int ezfs_codec_decompress(struct ezfs_codec_pool *pool, int alg,
 			  struct ezfs_dreq *rq)
 {
 	const struct ezfs_codec_ops *const *list;
-	int err = -EOPNOTSUPP;
+	int err;
 
 	if (alg < 0 || alg >= EZFS_ALG_MAX)
 		return -EOPNOTSUPP;
-	if (!rq->cfg)
-		rq->cfg = &pool->cfg;
-	if (!rq->outlen && rq->partial)
-		return 0;
-	if (!rq->inlen)
-		return -EUCLEAN;
+	err = dreq_start(pool, rq);
+	if (err)
+		return err < 0 ? err : 0;
+	err = -EOPNOTSUPP;	/* if no codec of the list takes it */
 	for (list = pool->order[alg]; *list; list++) {
 		int i = codec_index(*list);
 		void *ctx;
@@ -252,12 +265,9 @@ int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
 
 	if (!ops->decompress)
 		return -EOPNOTSUPP;
-	if (!rq->cfg)
-		rq->cfg = &pool->cfg;
-	if (!rq->outlen && rq->partial)
-		return 0;
-	if (!rq->inlen)
-		return -EUCLEAN;
+	err = dreq_start(pool, rq);
+	if (err)
+		return err < 0 ? err : 0;
 	if (i < 0) {
 		ctx = ops->ctx_new ? ops->ctx_new(&err) : NULL;
 		if (ops->ctx_new && err)
