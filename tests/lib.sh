@@ -69,6 +69,36 @@ t_need_shared() {
 	[ -d "$SHARED/tools" ] || t_skip "shared material not found at $SHARED (set EZFS_SHARED)"
 }
 
+# t_fixture_names [NAME...]: the fixtures to test into the array names: the
+# arguments, else every $SHARED/fixtures/*.img.zst; skips when there are none.
+t_fixture_names() {
+	local z
+
+	names=("$@")
+	if [ ${#names[@]} -eq 0 ]; then
+		for z in "$SHARED"/fixtures/*.img.zst; do
+			if [ -e "$z" ]; then
+				names+=("$(basename "$z" .img.zst)")
+			fi
+		done
+	fi
+	[ ${#names[@]} -gt 0 ] || t_skip "no *.img.zst in $SHARED/fixtures"
+}
+
+# t_fixture_unpack NAME: unpack the fixture to img=$TMP/NAME.img and set want
+# to its manifest; a missing fixture fails and returns 1, a bad one exits.
+t_fixture_unpack() {
+	local z=$SHARED/fixtures/$1.img.zst
+
+	want=$SHARED/fixtures/$1.manifest.jsonl
+	img=$TMP/$1.img
+	if [ ! -f "$z" ]; then
+		t_fail "$1: no such fixture ($z)"
+		return 1
+	fi
+	zstd -q -d -f "$z" -o "$img" || exit
+}
+
 # manifest DIR [--no-times] [--no-owner]: the tree as JSON lines.
 t_manifest() { python3 "$SHARED/tools/manifest.py" "$@"; }
 

@@ -15,13 +15,7 @@ t_need_shared
 t_need_cmd zstd python3
 t_is_root || t_skip "extract comparison needs root (owners, devices, xattrs)"
 
-names=("$@")
-if [ ${#names[@]} -eq 0 ]; then
-	for z in "$SHARED"/fixtures/*.img.zst; do
-		[ -e "$z" ] && names+=("$(basename "$z" .img.zst)")
-	done
-fi
-[ ${#names[@]} -gt 0 ] || t_skip "no *.img.zst in $SHARED/fixtures"
+t_fixture_names "$@"
 unset EZFS_ACCEL EZFS_DISPATCH EZFS_STRICT_ACCEL
 tmo=${EZFS_TEST_TIMEOUT:-120}
 
@@ -47,14 +41,7 @@ check() {	# LABEL ENV...
 }
 
 for name in "${names[@]}"; do
-	z=$SHARED/fixtures/$name.img.zst
-	want=$SHARED/fixtures/$name.manifest.jsonl
-	img=$TMP/$name.img
-	if [ ! -f "$z" ]; then
-		t_fail "$name: no such fixture ($z)"
-		continue
-	fi
-	zstd -q -d -f "$z" -o "$img"
+	t_fixture_unpack "$name" || continue
 	for mode in queue percpu; do
 		check "dispatch=$mode" EZFS_DISPATCH=$mode
 	done

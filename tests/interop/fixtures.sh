@@ -12,13 +12,7 @@ t_need_shared
 [ -d "$SHARED/fixtures" ] || t_skip "no fixtures at $SHARED/fixtures"
 t_need_cmd zstd python3
 
-names=("$@")
-if [ ${#names[@]} -eq 0 ]; then
-	for z in "$SHARED"/fixtures/*.img.zst; do
-		[ -e "$z" ] && names+=("$(basename "$z" .img.zst)")
-	done
-fi
-[ ${#names[@]} -gt 0 ] || t_skip "no *.img.zst in $SHARED/fixtures"
+t_fixture_names "$@"
 
 extract=1
 if ! t_is_root; then
@@ -28,14 +22,7 @@ fi
 tmo=${EZFS_TEST_TIMEOUT:-120}
 
 for name in "${names[@]}"; do
-	z=$SHARED/fixtures/$name.img.zst
-	want=$SHARED/fixtures/$name.manifest.jsonl
-	img=$TMP/$name.img
-	if [ ! -f "$z" ]; then
-		t_fail "$name: no such fixture ($z)"
-		continue
-	fi
-	zstd -q -d -f "$z" -o "$img"
+	t_fixture_unpack "$name" || continue
 
 	t_run fsck timeout "$tmo" "$EZFS" fsck -q "$img"
 	if [ "$RC" -eq 0 ]; then
