@@ -41,23 +41,33 @@ static int has_mode(const struct bench_results *r, const char *mode)
 	return 0;
 }
 
+/* The series ("ALG[-LEVEL]/ENGINE") of a read record of workload wl in s,
+ * or NULL for a record of another kind. */
+static const char *read_series(const struct bench_rec *x, const char *wl,
+			       char *s, size_t size)
+{
+	char lv[16];
+
+	if (strcmp(x->mode, "read") || strcmp(x->workload, wl) || !x->cluster)
+		return NULL;
+	snprintf(lv, sizeof(lv), x->level < 0 ? "" : "-%d", x->level);
+	snprintf(s, size, "%s%s/%s", x->alg, lv, x->engine);
+	return s;
+}
+
 /* read-WORKLOAD.png: MiB/s against cluster size, a line per alg/engine. */
 static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
 		      const char *wl)
 {
-	char series[64][80], fn[4096], lv[16];
+	char series[64][80], fn[4096];
 	size_t i, j, ns = 0;
 	FILE *d;
 
 	for (i = 0; i < r->n; i++) {
-		const struct bench_rec *x = &r->v[i];
 		char s[80];
 
-		if (strcmp(x->mode, "read") || strcmp(x->workload, wl) ||
-		    !x->cluster)
+		if (!read_series(&r->v[i], wl, s, sizeof(s)))
 			continue;
-		snprintf(lv, sizeof(lv), x->level < 0 ? "" : "-%d", x->level);
-		snprintf(s, sizeof(s), "%s%s/%s", x->alg, lv, x->engine);
 		for (j = 0; j < ns && strcmp(series[j], s); j++)
 			;
 		if (j == ns && ns < 64)
@@ -75,13 +85,8 @@ static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
 			const struct bench_rec *x = &r->v[i];
 			char s[80];
 
-			if (strcmp(x->mode, "read") || strcmp(x->workload, wl) ||
-			    !x->cluster)
-				continue;
-			snprintf(lv, sizeof(lv), x->level < 0 ? "" : "-%d",
-				 x->level);
-			snprintf(s, sizeof(s), "%s%s/%s", x->alg, lv, x->engine);
-			if (!strcmp(s, series[j]))
+			if (read_series(x, wl, s, sizeof(s)) &&
+			    !strcmp(s, series[j]))
 				fprintf(d, "%u %.3f\n", x->cluster / 1024,
 					x->mib_s);
 		}
