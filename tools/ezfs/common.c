@@ -229,6 +229,15 @@ unsigned cli_parse_threads(const char *s)
 	return (unsigned)v;
 }
 
+unsigned cli_opt_jobs(const char *cmd, const char *s)
+{
+	unsigned n = cli_parse_threads(s);
+
+	if (!n)
+		cli_usage_error(cmd, "invalid thread count '%s'", s);
+	return n;
+}
+
 char *cli_quote(const char *s, size_t n, char *buf, size_t size)
 {
 	size_t i, o = 0;

@@ -71,6 +71,8 @@ char *cli_fmt_time(int64_t sec, char *buf, size_t size);
 unsigned cli_online_cpus(void);
 /* Parse a positive thread count; returns 0 on error. */
 unsigned cli_parse_threads(const char *s);
+/* The same for -j/--jobs of cmd: 0 after a usage error for a bad count. */
+unsigned cli_opt_jobs(const char *cmd, const char *s);
 
 /* Collect a directory's entries (except "." and ".."). */
 struct cli_dirlist {

@@ -429,11 +429,9 @@ int cmd_extract(int argc, char **argv)
 			x.force = 1;
 			break;
 		case 'j':
-			x.threads = cli_parse_threads(optarg);
+			x.threads = cli_opt_jobs("extract", optarg);
 			if (!x.threads)
-				return cli_usage_error("extract",
-						       "invalid thread count '%s'",
-						       optarg);
+				return 2;
 			break;
 		case 'q':
 			x.quiet = 1;

@@ -78,11 +78,9 @@ int cmd_fsck(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":j:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			p.threads = cli_parse_threads(optarg);
+			p.threads = cli_opt_jobs("fsck", optarg);
 			if (!p.threads)
-				return cli_usage_error("fsck",
-						       "invalid thread count '%s'",
-						       optarg);
+				return 2;
 			break;
 		case 'N':
 			p.skip_data = 1;
