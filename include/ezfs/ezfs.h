@@ -268,6 +268,10 @@ EZFS_API int ezfs_resolve(ezfs_image *img, const char *path, uint64_t *nid);
 EZFS_API ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len,
 			    uint64_t off);
 
+/* The longest symlink target an inode may have (PATH_MAX - 1); inodes
+ * claiming more are refused as corrupt by ezfs_inode_get. */
+#define EZFS_SYMLINK_MAX 4095
+
 /* Symlink target into buf (NUL terminated). Returns its length, -ERANGE if
  * size is too small, -EINVAL if not a symlink. */
 EZFS_API ssize_t ezfs_readlink(ezfs_inode *ino, char *buf, size_t size);

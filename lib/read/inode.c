@@ -151,6 +151,12 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 		}
 		return ezfs_z_init(ino);
 	}
+	/* No system can hold a longer symlink target (PATH_MAX - 1): a corrupt
+	 * size is refused here so that no caller sizes a buffer from it. */
+	EZFS_CHECK(img, !S_ISLNK(ino->mode) || ino->size <= EZFS_SYMLINK_MAX,
+		   "nid %llu: symlink of %llu bytes (at most %d)",
+		   (unsigned long long)nid, (unsigned long long)ino->size,
+		   EZFS_SYMLINK_MAX);
 	/* [5.8] fast symlinks must be inline within one block, as the kernel
 	 * checks when it loads the inode. */
 	if (S_ISLNK(ino->mode) && ino->layout == EROFS_INODE_FLAT_INLINE &&
