@@ -69,6 +69,13 @@ t_need_shared() {
 	[ -d "$SHARED/tools" ] || t_skip "shared material not found at $SHARED (set EZFS_SHARED)"
 }
 
+# t_need_fixtures: skip unless $SHARED/fixtures, zstd and python3 are there.
+t_need_fixtures() {
+	t_need_shared
+	[ -d "$SHARED/fixtures" ] || t_skip "no fixtures at $SHARED/fixtures"
+	t_need_cmd zstd python3
+}
+
 # t_fixture_names [NAME...]: the fixtures to test into the array names: the
 # arguments, else every $SHARED/fixtures/*.img.zst; skips when there are none.
 t_fixture_names() {

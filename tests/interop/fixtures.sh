@@ -8,9 +8,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
-t_need_shared
-[ -d "$SHARED/fixtures" ] || t_skip "no fixtures at $SHARED/fixtures"
-t_need_cmd zstd python3
+t_need_fixtures
 
 t_fixture_names "$@"
 
