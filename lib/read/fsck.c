@@ -553,9 +553,12 @@ static int check_entry(struct fsck *f, uint64_t dnid,
 	}
 	if (!added) {
 		if (nd->isdir || S_ISDIR(st.mode)) {
+			char q[512];
+
 			problem(f, e->nid, cpath, "directory reached twice "
 				"(first at %s): loop or hard-linked directory",
-				nd->path ? nd->path : "?");
+				nd->path ? quote(nd->path, strlen(nd->path), q,
+						 sizeof(q)) : "?");
 			ezfs_inode_put(ino);
 			free(cpath);
 			return S_ISDIR(st.mode);
