@@ -185,7 +185,8 @@ static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 			 const char *path)
 {
 	ssize_t n, n2, vn, vn2;
-	char *names, *k, *end;
+	char *names, *k, *end, qbuf[512];
+	const char *qk;
 	uint64_t count = 0;
 	void *val;
 
@@ -223,23 +224,25 @@ static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 			problem(f, nid, path, "xattr name of %zu bytes (at most "
 				"%d)", strlen(k), FSCK_XATTR_NAME_MAX);
 		count++;
+		/* names come from the image: quote them in messages */
+		qk = quote(k, strlen(k), qbuf, sizeof(qbuf));
 		vn = ezfs_getxattr(ino, k, NULL, 0);
 		if (vn < 0) {
-			problem(f, nid, path, "xattr %s: %s", k, err_str((int)vn));
+			problem(f, nid, path, "xattr %s: %s", qk, err_str((int)vn));
 			continue;
 		}
 		val = malloc(vn ? vn : 1);
 		if (!val) {
-			problem(f, nid, path, "xattr %s: %s", k, err_str(-ENOMEM));
+			problem(f, nid, path, "xattr %s: %s", qk, err_str(-ENOMEM));
 			continue;
 		}
 		if (vn > FSCK_XATTR_SIZE_MAX)
 			problem(f, nid, path, "xattr %s: value of %zd bytes (at "
-				"most %d)", k, vn, FSCK_XATTR_SIZE_MAX);
+				"most %d)", qk, vn, FSCK_XATTR_SIZE_MAX);
 		vn2 = ezfs_getxattr(ino, k, val, vn);
 		if (vn2 != vn)
 			problem(f, nid, path, "xattr %s: value size %zd, then %zd%s%s",
-				k, vn, vn2, vn2 < 0 ? ": " : "",
+				qk, vn, vn2, vn2 < 0 ? ": " : "",
 				vn2 < 0 ? err_str((int)vn2) : "");
 		free(val);
 	}
