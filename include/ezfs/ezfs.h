@@ -348,6 +348,13 @@ struct ezfs_fsck_result {
 EZFS_API int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 		       struct ezfs_fsck_result *res);
 
+/*
+ * Quote n bytes of s (a name from an image) for a one-line message: control
+ * bytes, DEL and backslashes become \xNN; "..." marks a cut when buf is too
+ * small. Returns buf, always NUL terminated when size > 0.
+ */
+EZFS_API char *ezfs_quote(const char *s, size_t n, char *buf, size_t size);
+
 /* Human-readable text for an ezfs error code (like strerror, with
  * -EUCLEAN reported as "corrupt image"). */
 EZFS_API const char *ezfs_strerror(int err);

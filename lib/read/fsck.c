@@ -112,23 +112,6 @@ static void progress(struct fsck *f, uint64_t inodes, uint64_t bytes)
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* name for a message: control bytes and backslashes as \\xNN */
-static const char *quote(const char *s, size_t n, char *buf, size_t size)
-{
-	size_t i, o = 0;
-
-	for (i = 0; i < n && o + 5 < size; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (ch < 0x20 || ch == 0x7f || ch == '\\')
-			o += snprintf(buf + o, size - o, "\\x%02x", ch);
-		else
-			buf[o++] = (char)ch;
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 static const char *err_str(int err)
 {
 	return ezfs_strerror(err);
@@ -225,7 +208,7 @@ static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 				"%d)", strlen(k), FSCK_XATTR_NAME_MAX);
 		count++;
 		/* names come from the image: quote them in messages */
-		qk = quote(k, strlen(k), qbuf, sizeof(qbuf));
+		qk = ezfs_quote(k, strlen(k), qbuf, sizeof(qbuf));
 		vn = ezfs_getxattr(ino, k, NULL, 0);
 		if (vn < 0) {
 			problem(f, nid, path, "xattr %s: %s", qk, err_str((int)vn));
@@ -560,7 +543,7 @@ static int check_entry(struct fsck *f, uint64_t dnid,
 
 			problem(f, e->nid, cpath, "directory reached twice "
 				"(first at %s): loop or hard-linked directory",
-				nd->path ? quote(nd->path, strlen(nd->path), q,
+				nd->path ? ezfs_quote(nd->path, strlen(nd->path), q,
 						 sizeof(q)) : "?");
 			ezfs_inode_put(ino);
 			free(cpath);
@@ -626,7 +609,7 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		    memchr(e->name, '/', e->namelen) ||
 		    memchr(e->name, '\0', e->namelen)) {
 			problem(f, d->nid, d->path, "invalid entry name '%s' "
-				"(nid %" PRIu64 ")", quote(e->name, e->namelen,
+				"(nid %" PRIu64 ")", ezfs_quote(e->name, e->namelen,
 				q1, sizeof(q1)), e->nid);
 			bad = 1;
 			continue;
@@ -636,8 +619,8 @@ static void scan_dir(struct fsck *f, struct pending *d)
 			if (prev && name_cmp(prev, e) >= 0) {
 				problem(f, d->nid, d->path, "entry '%s' not "
 					"after '%s': names not strictly sorted",
-					quote(e->name, e->namelen, q1, sizeof(q1)),
-					quote(prev->name, prev->namelen, q2,
+					ezfs_quote(e->name, e->namelen, q1, sizeof(q1)),
+					ezfs_quote(prev->name, prev->namelen, q2,
 					      sizeof(q2)));
 				bad = 1;
 			}
@@ -672,7 +655,7 @@ static void scan_dir(struct fsck *f, struct pending *d)
 			ret = ezfs_lookup(dir, e->name, e->namelen, &nid, &ft);
 			if (ret < 0 || nid != e->nid) {
 				problem(f, d->nid, d->path, "lookup of '%s': %s",
-					quote(e->name, e->namelen, q1, sizeof(q1)),
+					ezfs_quote(e->name, e->namelen, q1, sizeof(q1)),
 					ret < 0 ? err_str(ret) : "finds another nid");
 				bad = 1;
 			}

@@ -32,3 +32,25 @@ const char *ezfs_strerror(int err)
 		return strerror(err);
 	}
 }
+
+char *ezfs_quote(const char *s, size_t n, char *buf, size_t size)
+{
+	size_t i, o = 0;
+
+	if (!size)
+		return buf;
+	for (i = 0; i < n && o + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch < 0x20 || ch == 0x7f || ch == '\\')
+			o += snprintf(buf + o, size - o, "\\x%02x", ch);
+		else
+			buf[o++] = (char)ch;
+	}
+	if (i < n && o + 4 <= size) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}

@@ -117,10 +117,6 @@ void **cli_nidmap_slot(struct cli_nidmap *m, uint64_t nid, int *added);
 /* Frees the table, and each value with free_val when not NULL. */
 void cli_nidmap_free(struct cli_nidmap *m, void (*free_val)(void *));
 
-/* Copy s (n bytes) into buf for a one-line message: control bytes and
- * backslashes as \xNN escapes. Returns buf. */
-char *cli_quote(const char *s, size_t n, char *buf, size_t size);
-
 /* Terminal progress bar on stderr, drawn only when stderr is a tty. */
 struct cli_progress {
 	int on;

@@ -207,7 +207,7 @@ static int bad_name(const struct cli_dirlist *dl, char *bad, size_t size)
 			continue;
 		if (!namelen || cli_is_dots(name, namelen) ||
 		    memchr(name, '/', namelen) || memchr(name, '\0', namelen)) {
-			cli_quote(name, namelen, bad, size);
+			ezfs_quote(name, namelen, bad, size);
 			return 1;
 		}
 	}

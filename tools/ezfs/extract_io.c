@@ -17,7 +17,7 @@ void x_error(struct xctx *x, const char *path, const char *what, int err)
 {
 	char q[1024];
 
-	cli_quote(path, strlen(path), q, sizeof(q));
+	ezfs_quote(path, strlen(path), q, sizeof(q));
 	if (err)
 		cli_error("extract", "%s%s%s: %s: %s", x->dest,
 			  *path ? "/" : "", q, what, ezfs_strerror(err));

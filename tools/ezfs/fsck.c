@@ -37,7 +37,7 @@ static void problem_cb(void *arg, uint64_t nid, const char *path,
 		return;
 	cli_progress_clear(&f->prog);
 	if (path) {
-		cli_quote(path, strlen(path), q, sizeof(q));
+		ezfs_quote(path, strlen(path), q, sizeof(q));
 		cli_error("fsck", "%s: nid %" PRIu64 " (%s): %s", f->img, nid, q,
 			  msg);
 	} else {
