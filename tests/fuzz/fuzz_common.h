@@ -240,4 +240,19 @@ static inline void fuzz_walk(ezfs_image *img, fuzz_visit_fn visit, void *arg)
 	free(d);
 }
 
+/* The body of a walking target: open the input, visit every inode, close. */
+static inline int fuzz_open_and_walk(const uint8_t *data, size_t size,
+				     fuzz_visit_fn visit, void *arg)
+{
+	ezfs_image *img;
+	uint8_t *copy;
+
+	if (fuzz_open(data, size, &img, &copy))
+		return 0;
+	fuzz_walk(img, visit, arg);
+	ezfs_image_close(img);
+	free(copy);
+	return 0;
+}
+
 #endif

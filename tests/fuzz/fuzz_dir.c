@@ -118,13 +118,5 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	ezfs_image *img;
-	uint8_t *copy;
-
-	if (fuzz_open(data, size, &img, &copy))
-		return 0;
-	fuzz_walk(img, visit, NULL);
-	ezfs_image_close(img);
-	free(copy);
-	return 0;
+	return fuzz_open_and_walk(data, size, visit, NULL);
 }

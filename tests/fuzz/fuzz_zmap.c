@@ -95,16 +95,9 @@ past_end:
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t salt = 0x9e3779b97f4a7c15ULL;
-	ezfs_image *img;
-	uint8_t *copy;
 	size_t i;
 
 	for (i = 0; i < size && i < 4096; i += 61)
 		salt = (salt ^ data[i]) * 0x100000001b3ULL;
-	if (fuzz_open(data, size, &img, &copy))
-		return 0;
-	fuzz_walk(img, visit, &salt);
-	ezfs_image_close(img);
-	free(copy);
-	return 0;
+	return fuzz_open_and_walk(data, size, visit, &salt);
 }
