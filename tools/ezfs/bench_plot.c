@@ -50,7 +50,9 @@ static const char *read_series(const struct bench_rec *x, const char *wl,
 
 	if (strcmp(x->mode, "read") || strcmp(x->workload, wl) || !x->cluster)
 		return NULL;
-	snprintf(lv, sizeof(lv), x->level < 0 ? "" : "-%d", x->level);
+	lv[0] = '\0';
+	if (x->level >= 0)
+		snprintf(lv, sizeof(lv), "-%d", x->level);
 	snprintf(s, size, "%s%s/%s", x->alg, lv, x->engine);
 	return s;
 }
