@@ -58,6 +58,8 @@ EZFS_API int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info);
 EZFS_API int ezfs_image_set_accel(ezfs_image *img, const char *spec);
 /* Check a spec without an image: 0 or -EINVAL. */
 EZFS_API int ezfs_accel_check(const char *spec);
+/* The same, with the reason ("unknown engine 'x', ...") in why. */
+EZFS_API int ezfs_accel_check_msg(const char *spec, char *why, size_t size);
 /* The current order as a spec, e.g. "lz4=lz4;deflate=isal,zlib;...".
  * Returns the length (snprintf-like) or a negative errno. */
 EZFS_API int ezfs_image_get_accel(ezfs_image *img, char *buf, size_t size);

@@ -280,12 +280,20 @@ static int parse_spec(const char *spec, struct ezfs_order *o, char *bad,
 	return bad[0] ? -EINVAL : 0;
 }
 
-int ezfs_accel_check(const char *spec)
+int ezfs_accel_check_msg(const char *spec, char *why, size_t size)
 {
 	struct ezfs_order o;
 	char bad[256];
+	int err = parse_spec(spec, &o, bad, sizeof(bad));
 
-	return parse_spec(spec, &o, bad, sizeof(bad));
+	if (size)
+		snprintf(why, size, "%s", bad);
+	return err;
+}
+
+int ezfs_accel_check(const char *spec)
+{
+	return ezfs_accel_check_msg(spec, NULL, 0);
 }
 
 static int set_order(struct ezfs_estate *es, const char *spec,

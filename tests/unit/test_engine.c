@@ -221,7 +221,7 @@ static void test_image(const char *path, int deflate)
 	struct ezfs_latency_stats ls;
 	struct ezfs_dispatch_info di;
 	ezfs_image *img;
-	uint64_t want, h, bytes;
+	uint64_t want = 0, h, bytes = 0;
 	unsigned i, t;
 	char spec[256];
 	int err;

@@ -18,7 +18,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: ezfs cat IMG PATH...\n"
 		   "Write the contents of files of the image to stdout\n"
-		   "(symbolic links are followed inside the image).\n");
+		   "(symbolic links are followed inside the image).\n"
+		   CLI_ENGINE_HELP);
 }
 
 /* Write all of buf; returns 0, or -errno. */
@@ -96,6 +97,7 @@ static int resolve_follow(ezfs_image *fs, const char *path, ezfs_inode **out)
 int cmd_cat(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		CLI_ENGINE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -103,12 +105,14 @@ int cmd_cat(int argc, char **argv)
 	struct cli_log lg = { 0 };
 	ezfs_image *fs;
 	char *buf;
-	int c, i, status = 0;
+	int c, i, ret, status = 0;
 
 	opterr = 0;
-	c = getopt_long(argc, argv, ":h", opts, NULL);
-	if (c != -1)	/* -h or a bad option: nothing else is accepted */
-		return cli_opt_default("cat", c, argv, usage);
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		ret = cli_opt_other("cat", c, argv, usage);
+		if (ret >= 0)
+			return ret;
+	}
 	if (argc - optind < 2)
 		return cli_usage_error("cat", "missing IMG or PATH");
 	img = argv[optind];
@@ -125,7 +129,6 @@ int cmd_cat(int argc, char **argv)
 		struct ezfs_stat st;
 		ezfs_inode *ino = NULL;
 		uint64_t off = 0;
-		int ret;
 
 		ret = resolve_follow(fs, argv[i], &ino);
 		if (ret < 0) {

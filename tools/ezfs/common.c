@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ezfs/engine.h>
+
 #include "common.h"
 
 /* A progress line is on the terminal: clear it before printing a message. */
@@ -88,6 +90,39 @@ int cli_nargs(const char *cmd, int nargs, int min, int max,
 	return 0;
 }
 
+/* Engine settings of the command line, for cli_open(). */
+static struct {
+	const char *accel, *dispatch;
+	int strict;
+} engine_opts;
+
+int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
+{
+	char why[256];
+	unsigned n;
+
+	switch (c) {
+	case CLI_OPT_ACCEL:
+		if (ezfs_accel_check_msg(optarg, why, sizeof(why)))
+			return cli_usage_error(cmd, "invalid --accel '%s': %s "
+					       "(see 'ezfs accel list')",
+					       optarg, why);
+		engine_opts.accel = optarg;
+		return -1;
+	case CLI_OPT_DISPATCH:
+		if (ezfs_dispatch_parse(optarg, &n) < 0)
+			return cli_usage_error(cmd, "invalid --dispatch '%s' "
+					       "(inline, queue[:N] or percpu)",
+					       optarg);
+		engine_opts.dispatch = optarg;
+		return -1;
+	case CLI_OPT_STRICT_ACCEL:
+		engine_opts.strict = 1;
+		return -1;
+	}
+	return cli_opt_default(cmd, c, argv, usage);
+}
+
 static void log_cb(void *arg, int level, const char *msg)
 {
 	struct cli_log *lg = arg;
@@ -118,6 +153,16 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	p.log_arg = lg;
 	if (v && *v)
 		p.verbose = (unsigned)atoi(v);
+	/* the command line beats the environment, also a bad value there */
+	if (engine_opts.accel) {
+		p.accel = engine_opts.accel;
+		unsetenv("EZFS_ACCEL");
+	}
+	if (engine_opts.dispatch) {
+		p.dispatch = engine_opts.dispatch;
+		unsetenv("EZFS_DISPATCH");
+	}
+	p.strict_accel = engine_opts.strict;
 	ret = ezfs_image_open(img, &p, out);
 	if (ret < 0)
 		cli_fail(cmd, img, NULL, ret);

@@ -55,6 +55,31 @@ struct cli_log {
 int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	     ezfs_image **out);
 
+/*
+ * Engine options of every command that reads an image: --accel SPEC,
+ * --dispatch inline|queue[:N]|percpu, --strict-accel. Put CLI_ENGINE_OPTS
+ * in the getopt_long table and call cli_opt_other() in the switch's default
+ * case; cli_open() then applies them (they beat EZFS_ACCEL, EZFS_DISPATCH
+ * and EZFS_STRICT_ACCEL). CLI_ENGINE_HELP is the usage text.
+ */
+enum { CLI_OPT_ACCEL = 0x100, CLI_OPT_DISPATCH, CLI_OPT_STRICT_ACCEL };
+#define CLI_ENGINE_OPTS                                                   \
+	{ "accel", required_argument, NULL, CLI_OPT_ACCEL },              \
+	{ "dispatch", required_argument, NULL, CLI_OPT_DISPATCH },        \
+	{ "strict-accel", no_argument, NULL, CLI_OPT_STRICT_ACCEL }
+#define CLI_ENGINE_HELP                                                   \
+	"  --accel SPEC       decompression engines, e.g. deflate=isal,zlib\n" \
+	"                     or isal (see 'ezfs accel list')\n"               \
+	"  --dispatch MODE    inline, queue[:N] or percpu\n"                  \
+	"  --strict-accel     an engine failure is an error, no fallback\n"
+
+/*
+ * The default case of an option switch: an engine option is checked and
+ * recorded (returns -1: go on), a bad value is a usage error (2); anything
+ * else is cli_opt_default() (0 for --help, else 2).
+ */
+int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f));
+
 /* Resolve path and get its inode; prints an error naming path on failure. */
 int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,
 		 const char *path, ezfs_inode **out);

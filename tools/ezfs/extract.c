@@ -26,7 +26,8 @@ static void usage(FILE *f)
 		   "DIR; a file PATH becomes DIR/its name.\n"
 		   "  -f, --force    extract into a non-empty DIR, replacing files\n"
 		   "  -j, --jobs N   data threads (default: online CPUs)\n"
-		   "  -q, --quiet    no progress bar\n");
+		   "  -q, --quiet    no progress bar\n"
+		   CLI_ENGINE_HELP);
 }
 
 static char *join(const char *dir, const char *name)
@@ -409,6 +410,7 @@ int cmd_extract(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
+		CLI_ENGINE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -437,7 +439,9 @@ int cmd_extract(int argc, char **argv)
 			x.quiet = 1;
 			break;
 		default:
-			return cli_opt_default("extract", c, argv, usage);
+			ret = cli_opt_other("extract", c, argv, usage);
+			if (ret >= 0)
+				return ret;
 		}
 	}
 	if (cli_nargs("extract", argc - optind, 2, 3, "missing IMG or DIR"))

@@ -24,6 +24,7 @@ static void usage(FILE *f)
 		   "  -j, --jobs N   data decoding threads (default: online CPUs)\n"
 		   "  --no-data      check metadata only\n"
 		   "  -q, --quiet    no progress bar\n"
+		   CLI_ENGINE_HELP
 		   "Exit status: 0 clean, 1 problems found, 2 usage error.\n");
 }
 
@@ -58,6 +59,7 @@ int cmd_fsck(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "no-data", no_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
+		CLI_ENGINE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -89,7 +91,9 @@ int cmd_fsck(int argc, char **argv)
 			quiet = 1;
 			break;
 		default:
-			return cli_opt_default("fsck", c, argv, usage);
+			ret = cli_opt_other("fsck", c, argv, usage);
+			if (ret >= 0)
+				return ret;
 		}
 	}
 	if (cli_nargs("fsck", argc - optind, 1, 1, "missing IMG"))

@@ -41,7 +41,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ezfs info [-S] IMG\n"
 		   "Show the superblock, features, algorithms and sizes.\n"
 		   "  -S, --stats   also show statistics: files by type, a size\n"
-		   "                histogram, bytes per compression algorithm\n");
+		   "                histogram, bytes per compression algorithm\n"
+		   CLI_ENGINE_HELP);
 }
 
 static int bucket_of(uint64_t size)
@@ -318,6 +319,7 @@ int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "stats", no_argument, NULL, 'S' },
+		CLI_ENGINE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -335,7 +337,9 @@ int cmd_info(int argc, char **argv)
 			detailed = 1;
 			break;
 		default:
-			return cli_opt_default("info", c, argv, usage);
+			ret = cli_opt_other("info", c, argv, usage);
+			if (ret >= 0)
+				return ret;
 		}
 	}
 	if (cli_nargs("info", argc - optind, 1, 1, "missing IMG"))

@@ -26,7 +26,8 @@ static void usage(FILE *f)
 		   "List a directory of the image (default: the root); PATH may\n"
 		   "also name a file.\n"
 		   "  -l, --long        mode, links, owner, size, mtime, target\n"
-		   "  -R, --recursive   list subdirectories recursively\n");
+		   "  -R, --recursive   list subdirectories recursively\n"
+		   CLI_ENGINE_HELP);
 }
 
 static void print_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
@@ -175,6 +176,7 @@ int cmd_ls(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "long", no_argument, NULL, 'l' },
 		{ "recursive", no_argument, NULL, 'R' },
+		CLI_ENGINE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -183,7 +185,7 @@ int cmd_ls(int argc, char **argv)
 	struct ezfs_stat st;
 	const char *path;
 	ezfs_inode *ino;
-	int ch;
+	int ch, ret;
 
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":lRh", opts, NULL)) != -1) {
@@ -195,7 +197,9 @@ int cmd_ls(int argc, char **argv)
 			c.recursive = 1;
 			break;
 		default:
-			return cli_opt_default("ls", ch, argv, usage);
+			ret = cli_opt_other("ls", ch, argv, usage);
+			if (ret >= 0)
+				return ret;
 		}
 	}
 	if (cli_nargs("ls", argc - optind, 1, 2, "missing IMG"))

@@ -18,7 +18,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ezfs stat [-e] IMG PATH\n"
 		   "Show an inode: nid, type, mode, owner, size, times, layout,\n"
 		   "xattrs and its compressed size.\n"
-		   "  -e, --extents   print the extent map table\n");
+		   "  -e, --extents   print the extent map table\n"
+		   CLI_ENGINE_HELP);
 }
 
 static void print_value(const unsigned char *v, size_t n)
@@ -167,6 +168,7 @@ int cmd_stat(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "extents", no_argument, NULL, 'e' },
+		CLI_ENGINE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -176,7 +178,7 @@ int cmd_stat(int argc, char **argv)
 	char mode[11], t[32];
 	ezfs_image *fs;
 	ezfs_inode *ino;
-	int c, extents = 0, status = 0;
+	int c, ret, extents = 0, status = 0;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":eh", opts, NULL)) != -1) {
@@ -185,7 +187,9 @@ int cmd_stat(int argc, char **argv)
 			extents = 1;
 			break;
 		default:
-			return cli_opt_default("stat", c, argv, usage);
+			ret = cli_opt_other("stat", c, argv, usage);
+			if (ret >= 0)
+				return ret;
 		}
 	}
 	if (cli_nargs("stat", argc - optind, 2, 2, "missing IMG or PATH"))
