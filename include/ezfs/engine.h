@@ -67,6 +67,8 @@ EZFS_API int ezfs_image_get_accel(ezfs_image *img, char *buf, size_t size);
 /* 1: a request that would fall back fails instead (with the engine's
  * error, -EOPNOTSUPP when it cannot serve the request). */
 EZFS_API int ezfs_image_set_strict_accel(ezfs_image *img, int strict);
+/* 1 when strict, 0 when not (or a negative errno). */
+EZFS_API int ezfs_image_get_strict_accel(ezfs_image *img);
 
 enum ezfs_dispatch {
 	EZFS_DISPATCH_INLINE = 0, /* the reading thread decodes */

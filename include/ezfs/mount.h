@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 
 #include "ezfs/ezfs.h"
 #include "ezfs/engine.h"
@@ -76,6 +77,52 @@ EZFS_API void ezfs_mount_destroy(ezfs_mount *m);
 
 /* The image, e.g. for ezfs_cache_stats. */
 EZFS_API ezfs_image *ezfs_mount_image(ezfs_mount *m);
+
+/*
+ * Live control of a running mount (ezfs accel set|stats MOUNTPOINT): ioctls
+ * on the mount's root directory, opened read-only, served by the daemon
+ * (lib/mount/ctl.c). Fixed-size payloads, so the kernel passes them to an
+ * unprivileged FUSE daemon too. EZFS_IOC_SET needs the mount owner or root
+ * (else EPERM); EZFS_IOC_STATS anyone who may open the root.
+ */
+#define EZFS_CTL_VERSION 1
+#define EZFS_CTL_SPEC 256
+#define EZFS_CTL_ENGINES 16
+
+struct ezfs_ctl_set {
+	uint32_t version;          /* in: EZFS_CTL_VERSION */
+	int32_t set_accel;         /* in: 1 = apply spec */
+	char spec[EZFS_CTL_SPEC];  /* in: engine spec, "" = default order */
+	int32_t dispatch;          /* in: -1 = unchanged, enum ezfs_dispatch */
+	uint32_t dispatch_threads; /* in: queue:N */
+	int32_t strict;            /* in: -1 = unchanged, 0 or 1 */
+	int32_t result;            /* out: 0 or a negative errno */
+	char msg[EZFS_CTL_SPEC];   /* out: the reason when result < 0 */
+};
+
+struct ezfs_ctl_engine {
+	char name[16];
+	uint32_t alg;              /* enum ezfs_alg */
+	uint32_t pad;
+	uint64_t requests, bytes_out, fallbacks, errors;
+};
+
+struct ezfs_ctl_stats {
+	uint32_t version;          /* out: EZFS_CTL_VERSION */
+	uint32_t nengines;         /* entries of engine[] filled */
+	char order[EZFS_CTL_SPEC]; /* the current order, as a spec */
+	int32_t dispatch;          /* enum ezfs_dispatch */
+	uint32_t workers;
+	int32_t strict;
+	uint32_t pad;
+	uint64_t batches;
+	uint64_t lat_total;        /* decode requests timed since mount */
+	double lat_avg, lat_median, lat_max; /* microseconds, recent */
+	struct ezfs_ctl_engine engine[EZFS_CTL_ENGINES];
+};
+
+#define EZFS_IOC_SET _IOWR('E', 0x41, struct ezfs_ctl_set)
+#define EZFS_IOC_STATS _IOR('E', 0x42, struct ezfs_ctl_stats)
 
 #ifdef __cplusplus
 }

@@ -470,6 +470,15 @@ int ezfs_image_set_strict_accel(ezfs_image *img, int strict)
 	return 0;
 }
 
+int ezfs_image_get_strict_accel(ezfs_image *img)
+{
+	struct ezfs_estate *es = ezfs_engine_state(img);
+
+	if (!es)
+		return -ENOMEM;
+	return __atomic_load_n(&es->strict, __ATOMIC_RELAXED);
+}
+
 /* ---- decoding with fallback ---- */
 
 #define ADD(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)

@@ -102,6 +102,18 @@ size_t it_count(struct ezfs_mount *m);
 /* ops.c */
 extern const struct fuse_lowlevel_ops mnt_ops;
 
+/* ctl.c: engine switch and stats ioctls on the root (EZFS_IOC_*) */
+void mnt_ctl_init(struct fuse_conn_info *conn);
+#if FUSE_USE_VERSION < 35
+void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
+		   struct fuse_file_info *fi, unsigned flags,
+		   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+#else
+void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+		   void *arg, struct fuse_file_info *fi, unsigned flags,
+		   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+#endif
+
 /* prefetch.c */
 int pf_start(struct ezfs_mount *m);
 void pf_stop(struct ezfs_mount *m);

@@ -105,6 +105,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
 			FUSE_CAP_SPLICE_MOVE | FUSE_CAP_AUTO_INVAL_DATA);
 	conn->time_gran = 1;
+	mnt_ctl_init(conn);
 	/* conn->max_readahead starts at the kernel's offer, which we may only
 	 * lower: keep all of it. Reads of up to MNT_MAX_READ are served. */
 }
@@ -527,6 +528,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 const struct fuse_lowlevel_ops mnt_ops = {
 	.init = op_init,
+	.ioctl = mnt_ctl_ioctl,
 	.lookup = op_lookup,
 	.forget = op_forget,
 	.forget_multi = op_forget_multi,
