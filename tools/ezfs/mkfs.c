@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "common.h"
 #include "ezfs/build.h"
+#include "mkfs_sig.h"
 
 #define CMD "mkfs"
 
@@ -360,11 +361,17 @@ int cmd_mkfs(int argc, char **argv)
 	p.progress = mkfs_progress;
 	p.progress_arg = &s;
 
+	err = mkfs_sig_start(argv[optind]);
+	if (err) {
+		cli_error(CMD, "cannot set up signal handling: %s", strerror(-err));
+		goto out;
+	}
 	err = ezfs_builder_new(&p, &b);
 	if (!err)
 		err = ezfs_builder_scan(b, argv[optind + 1]);
 	if (!err)
 		err = ezfs_builder_write(b, argv[optind]);
+	mkfs_sig_done();
 	if (s.phase == EZFS_BUILD_DATA)
 		cli_progress_end(&s.pr, s.pr.total_bytes, s.pr.total_items);
 	if (err) {
