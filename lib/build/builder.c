@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* builder.c - the public builder API: params, temp file, superblock. */
+#define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
 #include <fcntl.h>
 #include <regex.h>
@@ -64,7 +65,8 @@ int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 		if (n <= 0) {
 			int err = n < 0 ? -errno : -EIO;
 
-			bld_log(b, EZFS_LOG_ERROR, "image: write: %s",
+			bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
+				b->out_path ? b->out_path : "image",
 				strerror(-err));
 			return err;
 		}
@@ -246,22 +248,95 @@ static char *temp_name(const char *path)
 	return t;
 }
 
+/*
+ * Open the output: an unnamed O_TMPFILE file in path's directory, so that
+ * nothing is left behind whatever happens to the process; where the
+ * filesystem (or a missing /proc, needed to link it) rules that out, a
+ * named temporary file beside path (*tmp).
+ */
+static int open_output(struct ezfs_builder *b, const char *path, char **tmp)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int err;
+
+	*tmp = NULL;
+	dir = slash ? strndup(path, (size_t)(slash - path + 1)) : strdup(".");
+	if (!dir)
+		return -ENOMEM;
+	if (!access("/proc/self/fd", X_OK))
+		b->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	free(dir);
+	if (b->fd >= 0)
+		return 0;
+	*tmp = temp_name(path);
+	if (!*tmp)
+		return -ENOMEM;
+	b->fd = mkstemp(*tmp);
+	if (b->fd >= 0)
+		return 0;
+	err = -errno;
+	bld_log(b, EZFS_LOG_ERROR, "%s: cannot create: %s", *tmp,
+		strerror(errno));
+	return err;
+}
+
+/* Give the complete O_TMPFILE output its name: path, or a temporary name
+ * (*tmp) renamed over an existing path. */
+static int link_output(struct ezfs_builder *b, const char *path, char **tmp)
+{
+	char proc[64];
+	unsigned i;
+	int err;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", b->fd);
+	if (!linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW))
+		return 0;
+	if (errno != EEXIST)
+		goto fail;
+	*tmp = temp_name(path);
+	if (!*tmp)
+		return -ENOMEM;
+	for (i = 0; i < 100; i++) {
+		static const char az[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+		char *x = *tmp + strlen(*tmp) - 6;
+		uint8_t rnd[6];
+		int j;
+
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			memset(rnd, (int)i, sizeof(rnd));
+		for (j = 0; j < 6; j++)
+			x[j] = az[rnd[j] % (sizeof(az) - 1)];
+		if (!linkat(AT_FDCWD, proc, AT_FDCWD, *tmp, AT_SYMLINK_FOLLOW))
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	err = -errno;
+	free(*tmp);
+	*tmp = NULL;
+	goto out;
+fail:
+	err = -errno;
+out:
+	bld_log(b, EZFS_LOG_ERROR, "%s: cannot link: %s", path,
+		strerror(-err));
+	return err;
+}
+
 int ezfs_builder_write(ezfs_builder *b, const char *path)
 {
+	bool named = false;
 	char *tmp;
 	int err;
 
 	if (!b->scanned || b->fd >= 0)
 		return -EINVAL;
-	tmp = temp_name(path);
-	if (!tmp)
-		return -ENOMEM;
-	b->fd = mkstemp(tmp);
-	if (b->fd < 0) {
-		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: cannot create: %s", tmp,
-			strerror(errno));
+	b->out_path = path;
+	err = open_output(b, path, &tmp);
+	if (err) {
 		free(tmp);
+		b->out_path = NULL;
 		return err;
 	}
 	err = bld_write_data(b);
@@ -271,22 +346,29 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		err = -errno;
 	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(b->fd)) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", tmp,
+		bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", path,
 			strerror(errno));
+	}
+	if (!err && !tmp) {
+		err = link_output(b, path, &tmp);
+		named = !err && !tmp;
 	}
 	if (close(b->fd) && !err) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: close: %s", tmp,
+		bld_log(b, EZFS_LOG_ERROR, "%s: close: %s", path,
 			strerror(errno));
 	}
 	b->fd = -1;
-	if (!err && rename(tmp, path)) {
+	b->out_path = NULL;
+	if (!err && tmp && rename(tmp, path)) {
 		err = -errno;
 		bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", path,
 			strerror(errno));
 	}
-	if (err)
+	if (err && tmp)
 		unlink(tmp);
+	if (err && named)
+		unlink(path);
 	free(tmp);
 	b->st.seconds = now_s() - b->t0;
 	return err;

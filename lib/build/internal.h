@@ -138,6 +138,7 @@ struct ezfs_builder {
 	uint64_t data_start;     /* first data block */
 	uint64_t cursor;         /* next free block */
 	int fd;                  /* output (temp) file */
+	const char *out_path;    /* the image being written, for messages */
 	struct ezfs_build_stats st;
 	double t0;
 };
