@@ -2,13 +2,12 @@
 # SPDX-License-Identifier: MIT
 # ezfs mount: every fixture seen through the FUSE mount must describe exactly
 # like the kernel's view (NAME.manifest.jsonl); plus option errors, SIGTERM,
-# daemon mode, a corrupt pcluster (EIO, one log line, still serving) and a
-# concurrent load (8 random readers + a lister, every byte compared) with the
-# daemon's peak RSS printed beside the cache budget.
+# daemon mode and a corrupt pcluster (EIO, one log line, still serving).
+# The concurrent load with its memory bound is mount-stress.sh.
 #
 # Environment: EZFS (or EZFS_BIN) = the ezfs binary, SRC (or EZFS_SRC) = the
 # source tree, EZFS_SHARED = shared material (default $SRC/../shared),
-# EZFS_LOAD_SECS (default 10), EZFS_LOAD_IMAGE (default zstd-256k).
+# EZFS_OPT_IMAGE (the fixture for the option checks, default zstd-256k).
 set -uo pipefail
 [ -n "${EZFS:-}" ] && export EZFS_BIN=$EZFS
 [ -n "${SRC:-}" ] && export EZFS_SRC=${EZFS_SRC:-$SRC}
@@ -95,11 +94,11 @@ for z in "$FIX"/*.img.zst; do
 		head -n 3 "$TMP/$n.err"
 	fi
 	t_expect "$n: umount, daemon exits 0" stop
-	[ "$n" = "${EZFS_LOAD_IMAGE:-zstd-256k}" ] || rm -f "$TMP/$n.img"
+	[ "$n" = "${EZFS_OPT_IMAGE:-zstd-256k}" ] || rm -f "$TMP/$n.img"
 done
 
 # --- option errors: one line, exit 2 ---------------------------------------
-limg=${EZFS_LOAD_IMAGE:-zstd-256k}
+limg=${EZFS_OPT_IMAGE:-zstd-256k}
 [ -f "$TMP/$limg.img" ] || unpack "$limg" 2>/dev/null ||
 	limg=$(basename "$(ls "$FIX"/*.img.zst | head -n 1)" .img.zst)
 [ -f "$TMP/$limg.img" ] || unpack "$limg"
@@ -180,109 +179,4 @@ for l in open(sys.argv[1]):
 	rm -f "$cimg"
 fi
 
-# --- concurrent load: 8 random readers and a lister, every byte compared --
-secs=${EZFS_LOAD_SECS:-10}
-cache=16M
-ref=$TMP/ref
-if ! "$EZFS" extract -q "$IMG" "$ref" >/dev/null 2>"$TMP/x.err"; then
-	t_fail "load: reference extract of $limg: $(head -c 200 "$TMP/x.err")"
-elif start "$IMG" "$TMP/load.log" -o cache=$cache; then
-	cat >"$TMP/load.py" <<'PY'
-import os, random, stat, sys, time
-
-def reader(mnt, ref, seed, secs):
-    rnd = random.Random(seed)
-    files = []
-    for d, _, names in os.walk(ref):
-        for n in names:
-            p = os.path.join(d, n)
-            st = os.lstat(p)
-            if stat.S_ISREG(st.st_mode):
-                files.append((os.path.relpath(p, ref), st.st_size))
-    end = time.time() + secs
-    nr = nb = bad = 0
-    while files and time.time() < end:
-        rel, size = rnd.choice(files)
-        if size and rnd.random() < 0.6:
-            off = rnd.randrange(size)
-            ln = rnd.randint(1, min(size - off, 1 << 20))
-        else:
-            off, ln = 0, size
-        try:
-            fd = os.open(os.path.join(mnt, rel), os.O_RDONLY)
-            try:
-                got = b""
-                while len(got) < ln:
-                    b = os.pread(fd, ln - len(got), off + len(got))
-                    if not b:
-                        break
-                    got += b
-                # Drop the pages: the next read must reach the daemon.
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-            with open(os.path.join(ref, rel), "rb") as f:
-                f.seek(off)
-                want = f.read(ln)
-        except OSError as e:
-            print(f"reader {seed}: {rel}: {e}")
-            bad += 1
-            continue
-        if got != want:
-            print(f"reader {seed}: {rel} [{off}, +{ln}): bytes differ")
-            bad += 1
-        nr += 1
-        nb += len(got)
-    print(f"reader {seed}: {nr} reads, {nb >> 20} MiB, {bad} bad")
-    return 1 if bad or not files else 0
-
-def lister(mnt, secs):
-    end = time.time() + secs
-    walks = n = bad = 0
-    last = time.time()
-    while time.time() < end:
-        for d, dirs, names in os.walk(mnt):
-            for e in dirs + names:
-                p = os.path.join(d, e)
-                try:
-                    st = os.lstat(p)
-                    os.listxattr(p, follow_symlinks=False)
-                    if stat.S_ISLNK(st.st_mode):
-                        os.readlink(p)
-                except OSError as ex:
-                    print(f"lister: {p}: {ex}")
-                    bad += 1
-                n += 1
-        walks += 1
-        if time.time() - last > 3:  # FORGETs reach the daemon
-            last = time.time()
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("2\n")
-    print(f"lister: {walks} walks, {n} entries, {bad} bad")
-    return 1 if bad else 0
-
-if sys.argv[1] == "read":
-    sys.exit(reader(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])))
-sys.exit(lister(sys.argv[2], float(sys.argv[3])))
-PY
-	lp=()
-	for i in 1 2 3 4 5 6 7 8; do
-		python3 "$TMP/load.py" read "$MP" "$ref" "$i" "$secs" >"$TMP/r$i.out" 2>&1 &
-		lp+=($!)
-	done
-	python3 "$TMP/load.py" list "$MP" "$secs" >"$TMP/l.out" 2>&1 &
-	lp+=($!)
-	lrc=0
-	for p in "${lp[@]}"; do
-		wait "$p" || lrc=1
-	done
-	cat "$TMP"/r?.out "$TMP/l.out" | sed 's/^/  /' | head -n 30
-	t_expect "load on $limg: every byte matched, no errors" test $lrc = 0
-	t_expect "load: daemon still alive" kill -0 "$PID"
-	hwm=$(awk '/^VmHWM/ { print $2, $3 }' "/proc/$PID/status")
-	echo "daemon peak RSS (VmHWM): $hwm with cache=$cache"
-	t_expect "load: umount" stop
-else
-	t_fail "load: mount of $limg"
-fi
 t_done

@@ -1,0 +1,223 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# ezfs mount under concurrent load with a small cache budget: 8 readers of
+# random files and ranges (every byte compared with the source tree) and a
+# process walking the directories (lstat, listxattr, readlink; dentries
+# dropped every few seconds so FORGETs reach the daemon), for STRESS_SECONDS.
+# Meanwhile the daemon's VmRSS is sampled; its peak (VmHWM) must stay under
+# the cache budget plus a fixed overhead:
+#
+#   baseline   RSS of the idle daemon once mounted (libraries, the image's
+#              metadata, the root) - measured, not assumed
+#   workers    per FUSE worker thread, 3 MiB: libfuse's receive buffer
+#              (1 MiB + a page: 256 pages of max_write), the reply buffer of
+#              op_read (up to 1 MiB), and what glibc's per-thread arena
+#              keeps of those after free (about 1 MiB)
+#   threads=   the mount runs with threads=$THREADS, so at most that many
+#   in flight  each worker may hold one decoded pcluster beyond the budget
+#              while it copies (entries in use are not evicted): 1 MiB max
+#   prefetch   one helper thread, 1 MiB buffer + its arena: 2 MiB
+#
+# so bound = baseline + cache + THREADS * (3 + 1) MiB + 2 MiB.
+#
+# Environment: EZFS (or EZFS_BIN), SRC (or EZFS_SRC), EZFS_SHARED as for the
+# other interop tests; STRESS_SECONDS (default 10), STRESS_CACHE (8M),
+# STRESS_ALG (lz4hc), STRESS_THREADS (8).
+set -uo pipefail
+[ -n "${EZFS:-}" ] && export EZFS_BIN=$EZFS
+[ -n "${SRC:-}" ] && export EZFS_SRC=${EZFS_SRC:-$SRC}
+. "$(dirname "$0")/../lib.sh"
+t_init
+
+t_is_root || t_skip "not root (mounting FUSE and dropping caches need it)"
+[ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null ||
+	t_skip "/dev/fuse is not usable here"
+t_need_cmd python3 fusermount3
+t_need_shared
+help=$("$EZFS" mount --help 2>&1)
+case $help in
+*"without FUSE"*) t_skip "ezfs was built without FUSE support" ;;
+*usage:*) ;;
+*) echo "FAIL: 'ezfs mount' is not there: $help"; exit 1 ;;
+esac
+
+SECS=${STRESS_SECONDS:-10}
+CACHE=${STRESS_CACHE:-8M}
+ALG=${STRESS_ALG:-lz4hc,level=4}
+THREADS=${STRESS_THREADS:-8}
+MP=$TMP/mnt
+mkdir -p "$MP"
+T_MOUNTS+=("$MP")
+PID=
+cleanup() {
+	mountpoint -q "$MP" 2>/dev/null && umount -l "$MP" 2>/dev/null
+	[ -n "$PID" ] && kill "$PID" 2>/dev/null
+	t_cleanup
+}
+trap cleanup EXIT
+
+# --- the tree and its image ------------------------------------------------
+tree=$TMP/tree
+if ! python3 "$SHARED/tools/make_tree.py" 11 "$tree" >"$TMP/tree.log" 2>&1; then
+	echo "FAIL: make_tree.py: $(tail -n 3 "$TMP/tree.log")"
+	exit 1
+fi
+# Big text files, so that the decoded data read (48 MiB) is much more than
+# the cache budget: an unbounded cache would show in the RSS.
+python3 - "$tree/big" <<'PY'
+import os, random, sys
+rnd = random.Random(5)
+words = [bytes(rnd.choices(b"etaoinshrdlucmfwyp", k=rnd.randint(2, 9)))
+         for _ in range(5000)]
+lines = [b" ".join(rnd.choices(words, k=12)) + b"\n" for _ in range(20000)]
+os.makedirs(sys.argv[1], exist_ok=True)
+for i in range(6):
+    size = (8 << 20) + i * 4099
+    data = b"".join(rnd.choices(lines, k=size // 60 + 1))[:size]
+    with open(os.path.join(sys.argv[1], f"text_{i}"), "wb") as f:
+        f.write(data)
+PY
+img=$TMP/stress.img
+if ! "$EZFS" mkfs -q -z "$ALG" -C 65536 "$img" "$tree" >"$TMP/mkfs.log" 2>&1; then
+	echo "FAIL: ezfs mkfs -z $ALG -C 65536: $(head -c 300 "$TMP/mkfs.log")"
+	exit 1
+fi
+nfiles=$(find "$tree" -type f | wc -l)
+echo "tree: $nfiles files, $(du -sm "$tree" | cut -f1) MiB; image $ALG, 64K pclusters"
+
+"$EZFS" mount -f -o "cache=$CACHE,threads=$THREADS" "$img" "$MP" 2>"$TMP/mount.log" &
+PID=$!
+for _ in $(seq 100); do
+	mountpoint -q "$MP" && break
+	kill -0 "$PID" 2>/dev/null || break
+	sleep 0.1
+done
+if ! mountpoint -q "$MP"; then
+	echo "FAIL: mount: $(head -c 300 "$TMP/mount.log")"
+	exit 1
+fi
+rss_kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$PID/status"; }
+stat "$MP" >/dev/null
+base=$(rss_kib VmRSS)
+
+# --- the load ----------------------------------------------------------------
+cat >"$TMP/load.py" <<'PY'
+import os, random, stat, sys, time
+
+def reader(mnt, ref, seed, secs):
+    rnd = random.Random(seed)
+    files = []
+    for d, _, names in os.walk(ref):
+        for n in names:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode):
+                files.append((os.path.relpath(p, ref), st.st_size))
+    big = [f for f in files if f[1] > (4 << 20)]
+    end = time.time() + secs
+    nr = nb = bad = 0
+    while files and time.time() < end:
+        rel, size = rnd.choice(big if big and rnd.random() < 0.5 else files)
+        if size and rnd.random() < 0.6:
+            off = rnd.randrange(size)
+            ln = rnd.randint(1, min(size - off, 1 << 20))
+        else:
+            off, ln = 0, size
+        try:
+            fd = os.open(os.path.join(mnt, rel), os.O_RDONLY)
+            try:
+                got = b""
+                while len(got) < ln:
+                    b = os.pread(fd, ln - len(got), off + len(got))
+                    if not b:
+                        break
+                    got += b
+                # Drop the pages: the next read must reach the daemon.
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+            with open(os.path.join(ref, rel), "rb") as f:
+                f.seek(off)
+                want = f.read(ln)
+        except OSError as e:
+            print(f"reader {seed}: {rel}: {e}")
+            bad += 1
+            continue
+        if got != want:
+            print(f"reader {seed}: {rel} [{off}, +{ln}): bytes differ")
+            bad += 1
+        nr += 1
+        nb += len(got)
+    print(f"reader {seed}: {nr} reads, {nb >> 20} MiB, {bad} bad")
+    return 1 if bad or not files or not nr else 0
+
+def lister(mnt, secs):
+    end = time.time() + secs
+    walks = n = bad = 0
+    last = time.time()
+    while time.time() < end:
+        for d, dirs, names in os.walk(mnt):
+            for e in dirs + names:
+                p = os.path.join(d, e)
+                try:
+                    st = os.lstat(p)
+                    os.listxattr(p, follow_symlinks=False)
+                    if stat.S_ISLNK(st.st_mode):
+                        os.readlink(p)
+                except OSError as ex:
+                    print(f"lister: {p}: {ex}")
+                    bad += 1
+                n += 1
+        walks += 1
+        if time.time() - last > 3:  # FORGETs reach the daemon
+            last = time.time()
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("2\n")
+    print(f"lister: {walks} walks, {n} entries, {bad} bad")
+    return 1 if bad or not walks else 0
+
+if sys.argv[1] == "read":
+    sys.exit(reader(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])))
+sys.exit(lister(sys.argv[2], float(sys.argv[3])))
+PY
+lp=()
+for i in 1 2 3 4 5 6 7 8; do
+	python3 "$TMP/load.py" read "$MP" "$tree" "$i" "$SECS" >"$TMP/r$i.out" 2>&1 &
+	lp+=($!)
+done
+python3 "$TMP/load.py" list "$MP" "$SECS" >"$TMP/l.out" 2>&1 &
+lp+=($!)
+# Sample the daemon's RSS while the load runs.
+max=0
+samples=0
+while kill -0 "${lp[0]}" 2>/dev/null; do
+	r=$(rss_kib VmRSS)
+	[ -n "$r" ] && [ "$r" -gt "$max" ] && max=$r
+	samples=$((samples + 1))
+	sleep 0.2
+done
+lrc=0
+for p in "${lp[@]}"; do
+	wait "$p" || lrc=1
+done
+cat "$TMP"/r?.out "$TMP/l.out" | sed 's/^/  /' | head -n 30
+t_expect "load: every byte matched, no errors" test $lrc = 0
+t_expect "load: daemon still alive" kill -0 "$PID"
+
+# --- memory ------------------------------------------------------------------
+hwm=$(rss_kib VmHWM)
+cache_kib=$(( $(numfmt --from=iec "$CACHE") / 1024 ))
+bound=$((base + cache_kib + THREADS * 4096 + 2048))
+echo "daemon RSS: idle $((base / 1024)) MiB, sampled max $((max / 1024)) MiB" \
+	"($samples samples), peak VmHWM $((hwm / 1024)) MiB; cache=$CACHE," \
+	"threads=$THREADS, bound $((bound / 1024)) MiB"
+t_expect "peak RSS ${hwm} KiB under the bound ${bound} KiB" \
+	test "${hwm:-0}" -gt 0 -a "${hwm:-0}" -lt "$bound"
+
+# --- clean stop ----------------------------------------------------------------
+"$EZFS" umount "$MP"
+wait "$PID"
+rc=$?
+PID=
+t_expect "umount, daemon exits 0" test $rc = 0
+t_done
