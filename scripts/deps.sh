@@ -7,7 +7,7 @@
 #          tests use (zstd, python3, erofs-utils, squashfs-tools, attr,
 #          gnuplot-nox for ezfs bench --plot)
 #   fuzz   clang and its libFuzzer runtime (make fuzz)
-#   bench  fio and the Linux source tarball (bench/)
+#   bench  fio, squashfuse and the Linux source tarball (bench/)
 #   all    every group
 # Set EZFS_NO_APT=1 to only report what is missing.
 set -euo pipefail
@@ -16,7 +16,7 @@ core=(build-essential cmake ninja-build pkg-config liblz4-dev libdeflate-dev zli
       libzstd-dev liblzma-dev libisal-dev libfuse3-dev fuse3 zstd python3 erofs-utils
       squashfs-tools attr gnuplot-nox)
 fuzz=(clang libclang-rt-14-dev)
-bench=(fio linux-source-6.1 xz-utils)
+bench=(fio linux-source-6.1 xz-utils squashfuse)
 
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(core)
