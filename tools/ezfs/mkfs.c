@@ -361,6 +361,7 @@ int cmd_mkfs(int argc, char **argv)
 	p.progress = mkfs_progress;
 	p.progress_arg = &s;
 
+	ret = 1;	/* from here on, any failure is an error (exit 1) */
 	err = mkfs_sig_start(argv[optind]);
 	if (err) {
 		cli_error(CMD, "cannot set up signal handling: %s", strerror(-err));
