@@ -59,6 +59,30 @@ enum ezfs_build_flags {
 					     * inode (implies FRAGMENTS) */
 	EZFS_BUILD_DEDUPE = 1 << 10,        /* share identical pclusters */
 	EZFS_BUILD_CHUNK_INDEXES = 1 << 11, /* chunk indexes, not block map */
+	EZFS_BUILD_48BIT = 1 << 12,         /* 48-bit layout (Linux 6.15):
+					     * encoded extent records */
+};
+
+/* At most this many compression configurations (-z A:B:...). */
+#define EZFS_BUILD_MAX_ZALGS 8
+
+/* One compression configuration: enum ezfs_alg (lz4hc = EZFS_ALG_LZ4 with
+ * hc = 1), level < 0 = the codec's default. */
+struct ezfs_build_zalg {
+	int alg;
+	int hc;
+	int level;
+};
+
+/* A per-file compression hint (--compress-hints): files whose path
+ * relative to the source root ("dir/file") matches the POSIX extended
+ * regex get this pcluster size (bytes, a multiple of the block size; 0 =
+ * stored uncompressed) and configuration (0 = alg/hc/level, k = more_algs
+ * [k - 1]). The first matching hint wins. */
+struct ezfs_build_hint {
+	const char *regex;
+	uint32_t pcluster_size;
+	unsigned zalg;
 };
 
 /* Phases reported to the progress callback. */
@@ -96,6 +120,8 @@ struct ezfs_build_params {
 
 	int64_t force_uid;       /* -1: keep */
 	int64_t force_gid;       /* -1: keep */
+	uint32_t uid_offset;     /* added to every owner (after forcing); */
+	uint32_t gid_offset;     /* a sum beyond 32 bits is an error */
 	int xattr_tolerance;     /* -x: > N users -> shared; < 0: no xattrs */
 
 	/* Excluded paths, relative to the source root ("a/b" or "/a/b"),
@@ -111,6 +137,11 @@ struct ezfs_build_params {
 	int hc;
 	int level;
 	uint32_t pcluster_size;  /* bytes, 0 = one block; <= 1 MiB */
+	/* Configurations 1.. (for hints) after the default one above. */
+	const struct ezfs_build_zalg *more_algs;
+	size_t n_more_algs;
+	const struct ezfs_build_hint *hints;
+	size_t n_hints;
 
 	unsigned workers;        /* compression threads; 0 = online CPUs */
 

@@ -92,6 +92,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 {
 	struct ezfs_builder *b;
 	size_t i;
+	int err;
 
 	*out = NULL;
 	b = calloc(1, sizeof(*b));
@@ -125,28 +126,10 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		free(b);
 		return -EINVAL;
 	}
-	if (p->alg >= EZFS_ALG_MAX) {
-		bld_log(b, EZFS_LOG_ERROR, "unknown compression algorithm %d",
-			p->alg);
-		free(b);
-		return -EINVAL;
-	}
-	if (p->alg >= 0) {
-		uint32_t pcs = p->pcluster_size ? p->pcluster_size : b->blksz;
-
-		if (pcs % b->blksz || pcs > EROFS_PCLUSTER_MAX_SIZE) {
-			bld_log(b, EZFS_LOG_ERROR,
-				"pcluster size %u: must be a multiple of the block size, at most 1 MiB",
-				pcs);
-			free(b);
-			return -EINVAL;
-		}
-		b->pclusterblks = pcs / b->blksz;
-		/* CBLKCNT holds 11 bits */
-		if (b->pclusterblks > 0x7FF)
-			b->pclusterblks = 0x7FF;
-		b->big_pcluster = b->pclusterblks > 1 || p->alg != EZFS_ALG_LZ4;
-		b->lz4_maxdist = 0xFFFF;
+	err = bld_zalgs_init(b);
+	if (err) {
+		ezfs_builder_free(b);
+		return err;
 	}
 	if (p->has_timestamp) {
 		b->epoch = p->timestamp;
@@ -202,6 +185,7 @@ void ezfs_builder_free(ezfs_builder *b)
 	for (i = 0; i < b->nregex; i++)
 		regfree(&((regex_t *)b->regex)[i]);
 	free(b->regex);
+	bld_zalgs_free(b);
 	free(b->shared);
 	if (b->fd >= 0)
 		close(b->fd);
@@ -219,11 +203,8 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 	if (err)
 		return err;
 	/* config records follow the superblock; shared xattrs follow them */
-	if (b->p.alg >= 0 && b->big_pcluster) {
-		uint8_t rec[16];
-
-		b->cfgs_len = bld_cfgs_encode(b, rec);
-	}
+	if (b->big_pcluster)
+		b->cfgs_len = bld_cfgs_encode(b, NULL);
 	b->shared_start = (EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE +
 			   b->cfgs_len + 3) & ~3u;
 	return bld_xattrs_share(b);

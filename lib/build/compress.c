@@ -27,12 +27,18 @@
 
 bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in)
 {
-	if (b->p.alg < 0 || !S_ISREG(in->mode) || !in->size)
+	if (!b->nzalgs || in->zoff || !S_ISREG(in->mode) || !in->size)
 		return false;
 	/* small files may become an inline stream or a fragment */
 	return in->size > b->blksz ||
 	       (b->p.flags & (EZFS_BUILD_ZTAILPACKING | EZFS_BUILD_FRAGMENTS |
 			      EZFS_BUILD_ALL_FRAGMENTS));
+}
+
+uint32_t bld_pcluster_blocks(const struct ezfs_builder *b,
+			     const struct binode *in)
+{
+	return in->zblks ? in->zblks : b->pclusterdef;
 }
 
 void bld_zfile_free(struct bzfile *z)
@@ -44,45 +50,6 @@ void bld_zfile_free(struct bzfile *z)
 	free(z->idata);
 	free(z->frag);
 	free(z);
-}
-
-const struct ezfs_codec_ops *bld_codec(const struct ezfs_builder *b)
-{
-	switch (b->p.alg) {
-	case EZFS_ALG_LZ4:
-		return ezfs_codec_find(b->p.hc ? "lz4hc" : "lz4");
-	case EZFS_ALG_LZMA:
-		return ezfs_codec_find("lzma");
-	case EZFS_ALG_DEFLATE:
-		return ezfs_codec_find("libdeflate");
-	case EZFS_ALG_ZSTD:
-		return ezfs_codec_find("zstd");
-	}
-	return NULL;
-}
-
-void *bld_cctx_new(const struct ezfs_builder *b, int *err)
-{
-	const struct ezfs_codec_ops *ops = bld_codec(b);
-	struct ezfs_codec_cfg cfg = { 0 };
-
-	if (!ops || !ops->cctx_new || !ops->compress_destsize) {
-		*err = -EOPNOTSUPP;
-		return NULL;
-	}
-	cfg.lzma_dict_size = bld_lzma_dict_size(b);
-	cfg.deflate_windowbits = 15;
-	cfg.zstd_windowlog = bld_zstd_windowlog(b) - 10;
-	cfg.lz4_max_distance = b->lz4_maxdist;
-	return ops->cctx_new(b->p.level, &cfg, err);
-}
-
-void bld_cctx_free(const struct ezfs_builder *b, void *cctx)
-{
-	const struct ezfs_codec_ops *ops = bld_codec(b);
-
-	if (ops && ops->cctx_free)
-		ops->cctx_free(cctx);
 }
 
 static int add_extent(struct bzfile *z, uint64_t la, uint32_t blocks,
@@ -405,10 +372,11 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			void *cctx, const uint8_t *mem, uint64_t size,
 			struct bzfile **out)
 {
-	const struct ezfs_codec_ops *ops = bld_codec(b);
+	const struct ezfs_codec_ops *ops = bld_codec(b, in->zalg);
 	uint64_t maxext = max_extent(b), pos = 0;
 	uint64_t wpos = 0, wend = 0, dcap = 0;	/* window: file [wpos, wend) */
-	uint32_t pcap = b->pclusterblks << b->blkszbits, blksz = b->blksz;
+	uint32_t pcap = bld_pcluster_blocks(b, in) << b->blkszbits;
+	uint32_t blksz = b->blksz;
 	uint8_t *win = NULL, *obuf = NULL, *obuf2 = NULL, *obuf3 = NULL, *dst;
 	uint8_t *obufd = NULL;
 	bool dedup = !mem && (b->p.flags & EZFS_BUILD_DEDUPE);
@@ -419,9 +387,16 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	bool ztail = !mem && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
 	size_t room = ztail ? inline_room(b, in) : 0;
 	struct bzfile *z;
+	void *hctx = cctx;
 	int fd = -1, err = 0;
 
 	*out = NULL;
+	cctx = bld_cctx_get(b, hctx, in->zalg, &err);
+	if (!cctx) {
+		bld_log(b, EZFS_LOG_ERROR, "cannot set up the compressor: %s",
+			strerror(-err));
+		return err;
+	}
 	z = calloc(1, sizeof(*z));
 	win = mem ? (uint8_t *)mem : malloc(maxext);
 	obuf = malloc(pcap);
@@ -636,6 +611,8 @@ raw:
 		z->compact = false;
 		z->idx_size = 16;
 	}
+	if (b->p.flags & EZFS_BUILD_48BIT)
+		bld_zext_choose(b, in, z);
 	/* 9.14 step 7: keep a file only if it saves space */
 	if (!mem && z->datalen + z->idx_size + z->idata_len >= size)
 		bld_zfile_free(z);
@@ -653,6 +630,7 @@ cfail:
 fail:
 	bld_zfile_free(z);
 out:
+	bld_cctx_put(b, hctx, in->zalg);
 	/* fd is -1 until the file is open */
 	if (fd >= 0)
 		close(fd);

@@ -55,6 +55,7 @@ struct bzfile {
 	uint64_t fragoff;        /* its offset in the packed inode */
 	bool wholefrag;          /* the whole file is one fragment */
 	bool has_ref;            /* some extent reuses an earlier pcluster */
+	bool extents;            /* 48-bit encoded extent records (9.12) */
 };
 
 struct binode {
@@ -96,6 +97,9 @@ struct binode {
 	uint8_t *chunkidx;       /* CHUNK_BASED: encoded block map / indexes */
 	uint32_t chunkidx_len;
 	uint16_t chunkfmt;       /* CHUNK_BASED: i_u format word (6.4.1) */
+	uint8_t zalg;            /* compression configuration (hints) */
+	bool zoff;               /* a hint says: store uncompressed */
+	uint16_t zblks;          /* pcluster blocks from a hint; 0: default */
 };
 
 struct ezfs_builder {
@@ -118,7 +122,13 @@ struct ezfs_builder {
 	uint32_t nshared;
 	uint32_t shared_start;   /* byte offset of the area in the image */
 
-	/* compression */
+	/* compression: configurations, hints (regex_t each) */
+	struct ezfs_build_zalg zalgs[EZFS_BUILD_MAX_ZALGS];
+	unsigned nzalgs;         /* 0: no compression */
+	unsigned algmask;        /* algorithm ids used (available_compr_algs) */
+	void *hintre;
+	size_t nhintre;
+	uint32_t pclusterdef;    /* default pcluster size in blocks (-C) */
 	uint32_t pclusterblks;   /* max pcluster size in blocks */
 	bool big_pcluster;       /* COMPR_CFGS / BIG_PCLUSTER */
 	uint32_t cfgs_len;       /* bytes of config records after the sb */
@@ -172,8 +182,15 @@ uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
 uint32_t bld_lzma_dict_size(const struct ezfs_builder *b);
 unsigned bld_zstd_windowlog(const struct ezfs_builder *b);
 
+/* zcfg.c: configurations and hints from the params (ezfs_builder_new) */
+const struct ezfs_codec_ops *bld_codec(const struct ezfs_builder *b,
+				       unsigned zalg);
+int bld_zalgs_init(struct ezfs_builder *b);
+void bld_zalgs_free(struct ezfs_builder *b);
+/* Owner offsets and the hint of one inode, once the tree is read. */
+int bld_inode_finish(struct ezfs_builder *b, struct binode *in);
+
 /* compress.c: per-file compression into buffers */
-const struct ezfs_codec_ops *bld_codec(const struct ezfs_builder *b);
 bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in);
 void bld_zfile_free(struct bzfile *z);
 /* zindex.c: encode the map header and lcluster indexes at h */
@@ -181,8 +198,22 @@ int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 		      uint8_t *h);
 uint32_t bld_zindex_size(const struct ezfs_builder *b,
 			 const struct binode *in, bool compact);
+/* -E48bit: encoded extent records for z when they are no larger than
+ * full indexes (as mkfs.erofs; not for inline tails); sets z->extents and
+ * z->idx_size. */
+void bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
+		     struct bzfile *z);
+/* pcluster size of in, in blocks */
+uint32_t bld_pcluster_blocks(const struct ezfs_builder *b,
+			     const struct binode *in);
+/* zcfg.c: a worker's codec contexts (one per configuration, made by
+ * bld_cctx_get when first needed, dropped by bld_cctx_put after a file
+ * unless reusable) */
 void *bld_cctx_new(const struct ezfs_builder *b, int *err);
 void bld_cctx_free(const struct ezfs_builder *b, void *cctx);
+void *bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
+		   int *err);
+void bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg);
 int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, struct bzfile **out);
 /* Compress len bytes at mem as if they were a file (no fragments, no

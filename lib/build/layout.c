@@ -418,6 +418,8 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 				return err;
 			}
 		}
+		if (b->p.flags & EZFS_BUILD_48BIT)
+			bld_zext_choose(b, in, z);
 		in->z = z;
 		in->datalayout = z->compact ? EROFS_INODE_COMPRESSED_COMPACT
 					    : EROFS_INODE_COMPRESSED_FULL;
@@ -505,6 +507,9 @@ int bld_write_data(struct ezfs_builder *b)
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
 
+		err = bld_inode_finish(b, in);
+		if (err)
+			return err;
 		in->extended = need_extended(b, in);
 		if (S_ISREG(in->mode))
 			total_bytes += in->size;
@@ -626,6 +631,8 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 	uint16_t fmt = (uint16_t)((in->extended ? EROFS_INODE_EXTENDED
 						: EROFS_INODE_COMPACT) |
 				  (in->datalayout << EROFS_I_DATALAYOUT_SHIFT));
+	bool bit48 = b->p.flags & EZFS_BUILD_48BIT;
+	uint16_t nb = 0;
 	uint64_t u;
 
 	if (in->z)
@@ -641,16 +648,26 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 	else
 		u = in->datalayout == EROFS_INODE_FLAT_INLINE ?
 			EROFS_NULL_ADDR32 : 0;
-	if (u > 0xFFFFFFFFull) {
-		bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond 32 bits",
-			in->srcpath);
+	/* 11.1: 48-bit addresses keep bits 32..47 in i_nb; a compact inode
+	 * then needs NLINK_1 (nlink 1), and NULL is 0xFFFF there */
+	if (bit48 && in->extended && !in->nblocks &&
+	    in->datalayout == EROFS_INODE_FLAT_INLINE)
+		nb = 0xFFFF;
+	if (u > 0xFFFFFFFFull && bit48 && u <= 0xFFFFFFFFFFFFull &&
+	    (in->extended || in->nlink == 1)) {
+		nb = (uint16_t)(u >> 32);
+		if (!in->extended)
+			fmt |= EROFS_I_NLINK_1_BIT;
+	} else if (u > 0xFFFFFFFFull) {
+		bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond %d bits",
+			in->srcpath, bit48 ? 48 : 32);
 		return -EFBIG;
 	}
 	put_le16(p, fmt);
 	put_le16(p + 2, icount);
 	put_le16(p + 4, (uint16_t)in->mode);
 	if (in->extended) {
-		put_le16(p + 6, 0);
+		put_le16(p + 6, nb);
 		put_le64(p + 8, in->size);
 		put_le32(p + 16, (uint32_t)u);
 		put_le32(p + 20, in->ino32);
@@ -661,7 +678,8 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 		put_le32(p + 44, in->nlink);
 		memset(p + 48, 0, 16);
 	} else {
-		put_le16(p + 6, (uint16_t)in->nlink);
+		put_le16(p + 6, fmt & EROFS_I_NLINK_1_BIT ? nb
+							 : (uint16_t)in->nlink);
 		put_le32(p + 8, (uint32_t)in->size);
 		put_le32(p + 12, 0);	/* mtime == epoch */
 		put_le32(p + 16, (uint32_t)u);
@@ -809,7 +827,7 @@ int bld_write_meta(struct ezfs_builder *b)
 	free(g);
 	if (err)
 		return err;
-	if (b->inodes[0]->nid > 0xFFFF) {
+	if (b->inodes[0]->nid > 0xFFFF && !(b->p.flags & EZFS_BUILD_48BIT)) {
 		bld_log(b, EZFS_LOG_ERROR, "root nid %llu beyond 16 bits",
 			(unsigned long long)b->inodes[0]->nid);
 		return -EFBIG;

@@ -32,10 +32,10 @@ unsigned bld_zstd_windowlog(const struct ezfs_builder *b)
 	return log;	/* window = 1 << log; on disk log - 10 */
 }
 
-/* Config record of the algorithm at p (le16 size + payload); its length. */
-uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
+/* Config record of algorithm id alg at p (le16 size + payload); length. */
+static uint32_t cfg_encode(const struct ezfs_builder *b, int alg, uint8_t *p)
 {
-	switch (b->p.alg) {
+	switch (alg) {
 	case EZFS_ALG_LZ4:
 		put_le16(p, 14);
 		put_le16(p + 2, b->lz4_maxdist);
@@ -59,17 +59,39 @@ uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
 	return 0;
 }
 
+/*
+ * The records of every algorithm id in use, in ascending id order (3);
+ * each is a multiple of 4 bytes, so every record starts 4-byte aligned.
+ * p NULL: only the length.
+ */
+uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
+{
+	uint8_t rec[16];
+	uint32_t len = 0, n;
+	int alg;
+
+	for (alg = 0; alg < EZFS_ALG_MAX; alg++) {
+		if (!(b->algmask & (1u << alg)))
+			continue;
+		n = cfg_encode(b, alg, p ? p + len : rec);
+		len += n;
+	}
+	return len;
+}
+
 int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		    uint64_t blocks)
 {
 	size_t len = b->shared_start + b->shared_len, clen;
+	bool bit48 = b->p.flags & EZFS_BUILD_48BIT;
+	uint64_t rootnid = b->inodes[0]->nid;
 	uint32_t compat = EROFS_FEATURE_COMPAT_MTIME, incompat = 0;
 	uint8_t *buf, *sb, *crcbuf;
 	uint16_t u1 = 0;
 	ssize_t n;
 	int err;
 
-	if (blocks > 0xFFFFFFFFull) {
+	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull)) {
 		bld_log(b, EZFS_LOG_ERROR, "image too large (%llu blocks)",
 			(unsigned long long)blocks);
 		return -EFBIG;
@@ -82,7 +104,9 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		compat |= EROFS_FEATURE_COMPAT_SB_CHKSUM;
 	if (b->st.xattrs)
 		compat |= EROFS_FEATURE_COMPAT_XATTR_FILTER;
-	if (b->p.alg >= 0) {
+	if (bit48)
+		incompat |= EROFS_FEATURE_INCOMPAT_48BIT;
+	if (b->nzalgs) {
 		incompat |= EROFS_FEATURE_INCOMPAT_ZERO_PADDING;
 		if (b->p.flags & EZFS_BUILD_ZTAILPACKING)
 			incompat |= EROFS_FEATURE_INCOMPAT_ZTAILPACKING;
@@ -92,7 +116,7 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 			incompat |= EROFS_FEATURE_INCOMPAT_DEDUPE;
 		if (b->big_pcluster) {
 			incompat |= EROFS_FEATURE_INCOMPAT_COMPR_CFGS;
-			u1 = (uint16_t)(1u << b->p.alg);
+			u1 = (uint16_t)b->algmask;
 			bld_cfgs_encode(b, sb + EROFS_SB_BASE_SIZE);
 		} else {
 			u1 = b->lz4_maxdist;
@@ -104,7 +128,14 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	put_le32(sb + 8, compat);
 	sb[12] = (uint8_t)b->blkszbits;
 	sb[13] = 0;
-	put_le16(sb + 14, (uint16_t)b->inodes[0]->nid);
+	/* 2.4: a 64-bit root NID frees offset 14 for blocks_hi (48BIT) */
+	if (bit48 && (rootnid > 0xFFFF || blocks > 0xFFFFFFFFull)) {
+		put_le16(sb + 14, (uint16_t)(blocks >> 32));
+		put_le64(sb + offsetof(struct erofs_super_block, rootnid_8b),
+			 rootnid);
+	} else {
+		put_le16(sb + 14, (uint16_t)rootnid);
+	}
 	put_le64(sb + 16, b->ninodes);
 	put_le64(sb + 24, (uint64_t)b->epoch);
 	put_le32(sb + 32, 0);

@@ -224,6 +224,76 @@ static int encode_compact(const struct ezfs_builder *b, const struct lent *le,
 	return 0;
 }
 
+/*
+ * [9.12] Encoded extent records (48BIT): one record per extent with its
+ * byte length and format (0 raw, else algorithm + 1), byte address and
+ * logical start; the tail fragment's record holds the fragment offset.
+ * 16-byte records (32 for files of 4 GiB or more) let extents have any
+ * length, which the fixed-output extents need.
+ */
+static uint32_t ext_recsz(const struct binode *in)
+{
+	return in->size > 0xFFFFFFFFull ? 32 : 16;
+}
+
+static uint32_t ext_size(const struct binode *in, const struct bzfile *z)
+{
+	uint32_t h = hdr_offset(in), rs = ext_recsz(in);
+
+	return ((h + 8 + rs - 1) & ~(rs - 1)) - h + rs * z->next;
+}
+
+void bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
+		     struct bzfile *z)
+{
+	uint32_t sz;
+
+	if (z->wholefrag || z->idata_len)
+		return;
+	sz = ext_size(in, z);
+	if (sz > bld_zindex_size(b, in, false))
+		return;
+	z->extents = true;
+	z->compact = false;
+	z->idx_size = sz;
+}
+
+static int encode_extents(const struct ezfs_builder *b,
+			  const struct binode *in, uint8_t *p)
+{
+	const struct bzfile *z = in->z;
+	uint32_t rs = ext_recsz(in), h = hdr_offset(in), k;
+	uint16_t advise = Z_EROFS_ADVISE_EXTENTS | (rs == 32 ? 6 : 4);
+	uint8_t *r = p + (((h + 8 + rs - 1) & ~(rs - 1)) - h);
+
+	if (z->frag_len || (z->next && z->ext[z->next - 1].frag))
+		advise |= Z_EROFS_ADVISE_FRAGMENT_PCLUSTER;
+	put_le32(p, z->next);
+	put_le16(p + 4, advise);
+	put_le16(p + 6, 0);
+	memset(p + 8, 0, (size_t)(r - p) - 8 + (size_t)rs * z->next);
+	for (k = 0; k < z->next; k++, r += rs) {
+		const struct bextent *e = &z->ext[k];
+		uint64_t pa = (uint64_t)e->blkaddr << b->blkszbits;
+		uint32_t plen = e->blocks << b->blkszbits;
+
+		if (e->frag) {
+			plen = (uint32_t)z->fragoff;
+			pa = z->fragoff >> 32;
+		} else if (e->type != Z_EROFS_LCLUSTER_TYPE_PLAIN) {
+			plen |= (uint32_t)(b->zalgs[in->zalg].alg + 1)
+				<< Z_EROFS_EXTENT_PLEN_FMT_BIT;
+		}
+		put_le32(r, plen);
+		put_le32(r + 4, (uint32_t)pa);
+		put_le32(r + 8, (uint32_t)(pa >> 32));
+		put_le32(r + 12, (uint32_t)e->la);
+		if (rs > 16)
+			put_le32(r + 16, (uint32_t)(e->la >> 32));
+	}
+	return 0;
+}
+
 /* Write map header + index at p (= inode start + hdr_offset). */
 int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 		      uint8_t *p)
@@ -239,6 +309,8 @@ int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 		memset(p + 8, 0, 8);
 		return 0;
 	}
+	if (in->z->extents)
+		return encode_extents(b, in, p);
 	le = calloc(n, sizeof(*le));
 	if (!le)
 		return -ENOMEM;
@@ -258,7 +330,7 @@ int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 	else
 		put_le16(p + 2, (uint16_t)in->z->idata_len);
 	put_le16(p + 4, advise);
-	p[6] = (uint8_t)b->p.alg;
+	p[6] = (uint8_t)b->zalgs[in->zalg].alg;
 	p[7] = 0;
 	if (compact) {
 		/* the initial 4B region of an init4 < 2 file is never partial */

@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "common.h"
 #include "ezfs/build.h"
+#include "mkfs_z.h"
 #include "mkfs_sig.h"
 
 #define CMD "mkfs"
@@ -16,7 +17,10 @@
 static const char usage_text[] =
 	"usage: ezfs mkfs [OPTIONS] IMAGE SOURCEDIR\n"
 	"Build an EROFS image of SOURCEDIR.\n"
-	"  -z ALG[,level=N|,N]   compress: lz4, lz4hc, lzma, deflate, zstd\n"
+	"  -z ALG[,level=N|,N][:ALG2...]\n"
+	"                        compress: lz4, lz4hc, lzma, deflate, zstd, none;\n"
+	"                        further algorithms are for --compress-hints\n"
+	"  --compress-hints=FILE per-file rules 'PCLUSTER_BYTES [ALG_INDEX] REGEX'\n"
 	"  -C BYTES              max pcluster size (4096..1048576, default 1 block)\n"
 	"  -b BYTES              block size (512..4096, default 4096)\n"
 	"  -T SECONDS            fixed build timestamp (also SOURCE_DATE_EPOCH)\n"
@@ -26,12 +30,13 @@ static const char usage_text[] =
 	"  -L LABEL              volume label (at most 15 bytes)\n"
 	"  --all-root            files owned by root\n"
 	"  --force-uid=N, --force-gid=N\n"
+	"  --uid-offset=N, --gid-offset=N  added to every owner\n"
 	"  -x N                  xattrs used by more than N inodes are shared;\n"
 	"                        N < 0 drops xattrs (default 2)\n"
 	"  -E OPT[,OPT]          noinline_data, force-inode-compact,\n"
 	"                        force-inode-extended, legacy-compress, nosbcrc,\n"
 	"                        ztailpacking, fragments, all-fragments,\n"
-	"                        dedupe, force-chunk-indexes\n"
+	"                        dedupe, force-chunk-indexes, 48bit\n"
 	"  --exclude-path=PATH   skip PATH (relative to SOURCEDIR); repeatable\n"
 	"  --exclude-regex=RE    skip paths matching RE; repeatable\n"
 	"  --workers=N           compression threads (default: all cores)\n"
@@ -107,39 +112,6 @@ static int parse_uuid(const char *s, uint8_t out[16])
 	return n == 32 && !*s ? 0 : -EINVAL;
 }
 
-/* -z ALG[,level=N|,N] */
-static int parse_alg(const char *arg, struct ezfs_build_params *p)
-{
-	static const struct { const char *name; int alg, hc; } algs[] = {
-		{ "lz4", EZFS_ALG_LZ4, 0 }, { "lz4hc", EZFS_ALG_LZ4, 1 },
-		{ "lzma", EZFS_ALG_LZMA, 0 }, { "deflate", EZFS_ALG_DEFLATE, 0 },
-		{ "libdeflate", EZFS_ALG_DEFLATE, 0 }, { "zstd", EZFS_ALG_ZSTD, 0 },
-	};
-	const char *comma = strchr(arg, ',');
-	size_t n = comma ? (size_t)(comma - arg) : strlen(arg), i;
-
-	for (i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
-		if (strlen(algs[i].name) != n || strncmp(arg, algs[i].name, n))
-			continue;
-		p->alg = algs[i].alg;
-		p->hc = algs[i].hc;
-		if (comma) {
-			const char *lv = comma + 1;
-			char *end;
-			long l;
-
-			if (!strncmp(lv, "level=", 6))
-				lv += 6;
-			l = strtol(lv, &end, 10);
-			if (end == lv || *end || l < 0 || l > 200)
-				return -EINVAL;
-			p->level = (int)l;
-		}
-		return 0;
-	}
-	return -EINVAL;
-}
-
 static int parse_E(const char *arg, struct ezfs_build_params *p)
 {
 	char *dup = strdup(arg), *tok, *save = NULL;
@@ -167,6 +139,8 @@ static int parse_E(const char *arg, struct ezfs_build_params *p)
 			p->flags |= EZFS_BUILD_DEDUPE;
 		else if (!strcmp(tok, "force-chunk-indexes"))
 			p->flags |= EZFS_BUILD_CHUNK_INDEXES;
+		else if (!strcmp(tok, "48bit"))
+			p->flags |= EZFS_BUILD_48BIT;
 		else if (!strcmp(tok, "nosbcrc"))
 			p->flags |= EZFS_BUILD_NO_SBCRC;
 		else
@@ -181,7 +155,7 @@ static int parse_E(const char *arg, struct ezfs_build_params *p)
 enum {
 	OPT_ALL_TIME = 256, OPT_MKFS_TIME, OPT_ALL_ROOT, OPT_FORCE_UID,
 	OPT_FORCE_GID, OPT_EXCL_PATH, OPT_EXCL_RE, OPT_WORKERS, OPT_HELP,
-	OPT_NOFSYNC, OPT_CHUNKSIZE,
+	OPT_NOFSYNC, OPT_CHUNKSIZE, OPT_HINTS, OPT_UID_OFF, OPT_GID_OFF,
 };
 
 int cmd_mkfs(int argc, char **argv)
@@ -197,6 +171,9 @@ int cmd_mkfs(int argc, char **argv)
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "chunksize", required_argument, NULL, OPT_CHUNKSIZE },
 		{ "no-fsync", no_argument, NULL, OPT_NOFSYNC },
+		{ "compress-hints", required_argument, NULL, OPT_HINTS },
+		{ "uid-offset", required_argument, NULL, OPT_UID_OFF },
+		{ "gid-offset", required_argument, NULL, OPT_GID_OFF },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -204,7 +181,8 @@ int cmd_mkfs(int argc, char **argv)
 	struct ezfs_build_params p;
 	struct ezfs_build_stats st;
 	struct mkfs_state s = { .phase = -1 };
-	const char **xpaths = NULL, **xres = NULL;
+	const char **xpaths = NULL, **xres = NULL, *hints = NULL;
+	struct mkfs_z zs = { .nhints = 0 };
 	int c, err, ret = 1, mkfs_time = 0;
 	ezfs_builder *b = NULL;
 	const char *sde;
@@ -222,10 +200,23 @@ int cmd_mkfs(int argc, char **argv)
 				NULL)) != -1) {
 		switch (c) {
 		case 'z':
-			if (parse_alg(optarg, &p)) {
-				ret = cli_usage_error(CMD, "bad -z '%s'", optarg);
+			ret = mkfs_z_parse(CMD, optarg, &p, &zs);
+			if (ret)
+				goto out;
+			break;
+		case OPT_HINTS:
+			hints = optarg;
+			break;
+		case OPT_UID_OFF:
+		case OPT_GID_OFF:
+			if (parse_u64(optarg, &v) || v > 0xFFFFFFFFu) {
+				ret = cli_usage_error(CMD, "bad offset '%s'", optarg);
 				goto out;
 			}
+			if (c == OPT_UID_OFF)
+				p.uid_offset = (uint32_t)v;
+			else
+				p.gid_offset = (uint32_t)v;
 			break;
 		case 'C':
 			if (parse_u64(optarg, &v) || v < 512 || v > (1u << 20)) {
@@ -339,6 +330,11 @@ int cmd_mkfs(int argc, char **argv)
 		ret = cli_usage_error(CMD, "need IMAGE and SOURCEDIR");
 		goto out;
 	}
+	if (hints) {
+		ret = mkfs_z_hints(CMD, hints, &p, &zs);
+		if (ret)
+			goto out;
+	}
 	sde = getenv("SOURCE_DATE_EPOCH");
 	if (p.has_timestamp) {
 		p.time_mode = mkfs_time ? EZFS_TIME_SOURCE : EZFS_TIME_FIXED;
@@ -398,5 +394,6 @@ out:
 	ezfs_builder_free(b);
 	free(xpaths);
 	free(xres);
+	mkfs_z_free(&zs);
 	return ret;
 }

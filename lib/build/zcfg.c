@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zcfg.c - compression configurations (-z A:B:...), per-file hints
+ * (--compress-hints), owner offsets, and the codec contexts of a worker.
+ *
+ * Configuration 0 is the default; a hint gives a file another
+ * configuration and pcluster size. Every algorithm id in use is announced
+ * in the superblock bitmap with one config record (3, super.c); the
+ * records' sizes follow the largest pcluster of any file.
+ */
+#include <errno.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "build/internal.h"
+#include "codec/codec.h"
+#include "format/erofs_fs.h"
+
+const struct ezfs_codec_ops *bld_codec(const struct ezfs_builder *b,
+				       unsigned zalg)
+{
+	const struct ezfs_build_zalg *z = &b->zalgs[zalg];
+
+	switch (z->alg) {
+	case EZFS_ALG_LZ4:
+		return ezfs_codec_find(z->hc ? "lz4hc" : "lz4");
+	case EZFS_ALG_LZMA:
+		return ezfs_codec_find("lzma");
+	case EZFS_ALG_DEFLATE:
+		return ezfs_codec_find("libdeflate");
+	case EZFS_ALG_ZSTD:
+		return ezfs_codec_find("zstd");
+	}
+	return NULL;
+}
+
+/* Pcluster size in bytes (0x7FF blocks at most: CBLKCNT has 11 bits). */
+static int pcluster_blocks(struct ezfs_builder *b, uint32_t bytes,
+			   const char *what, uint32_t *blocks)
+{
+	if (bytes % b->blksz || bytes > EROFS_PCLUSTER_MAX_SIZE) {
+		bld_log(b, EZFS_LOG_ERROR,
+			"%s %u: must be a multiple of the block size, at most 1 MiB",
+			what, bytes);
+		return -EINVAL;
+	}
+	*blocks = bytes / b->blksz;
+	if (*blocks > 0x7FF)
+		*blocks = 0x7FF;
+	return 0;
+}
+
+int bld_zalgs_init(struct ezfs_builder *b)
+{
+	const struct ezfs_build_params *p = &b->p;
+	regex_t *re;
+	size_t i;
+	int err;
+
+	if (p->alg < 0) {
+		if (p->n_more_algs || p->n_hints) {
+			bld_log(b, EZFS_LOG_ERROR,
+				"compression hints and further algorithms need a first algorithm");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (p->n_more_algs >= EZFS_BUILD_MAX_ZALGS) {
+		bld_log(b, EZFS_LOG_ERROR, "more than %d compression algorithms",
+			EZFS_BUILD_MAX_ZALGS);
+		return -EINVAL;
+	}
+	b->zalgs[0].alg = p->alg;
+	b->zalgs[0].hc = p->hc;
+	b->zalgs[0].level = p->level;
+	for (i = 0; i < p->n_more_algs; i++)
+		b->zalgs[i + 1] = p->more_algs[i];
+	b->nzalgs = (unsigned)p->n_more_algs + 1;
+	for (i = 0; i < b->nzalgs; i++) {
+		const struct ezfs_codec_ops *ops;
+
+		if (b->zalgs[i].alg < 0 || b->zalgs[i].alg >= EZFS_ALG_MAX) {
+			bld_log(b, EZFS_LOG_ERROR,
+				"unknown compression algorithm %d",
+				b->zalgs[i].alg);
+			return -EINVAL;
+		}
+		ops = bld_codec(b, (unsigned)i);
+		if (!ops || !ops->cctx_new || !ops->compress_destsize) {
+			bld_log(b, EZFS_LOG_ERROR,
+				"no compressor for %s in this build",
+				ezfs_alg_name(b->zalgs[i].alg));
+			return -EOPNOTSUPP;
+		}
+		b->algmask |= 1u << b->zalgs[i].alg;
+	}
+	err = pcluster_blocks(b, p->pcluster_size ? p->pcluster_size : b->blksz,
+			      "pcluster size", &b->pclusterdef);
+	if (err)
+		return err;
+	b->pclusterblks = b->pclusterdef;
+	if (p->n_hints) {
+		re = calloc(p->n_hints, sizeof(*re));
+		if (!re)
+			return -ENOMEM;
+		b->hintre = re;
+	}
+	for (i = 0; i < p->n_hints; i++) {
+		const struct ezfs_build_hint *h = &p->hints[i];
+		uint32_t blocks;
+
+		if (h->zalg >= b->nzalgs) {
+			bld_log(b, EZFS_LOG_ERROR,
+				"hint '%s': algorithm index %u, only %u given",
+				h->regex, h->zalg, b->nzalgs);
+			return -EINVAL;
+		}
+		err = pcluster_blocks(b, h->pcluster_size, "hint pcluster size",
+				      &blocks);
+		if (err)
+			return err;
+		if (blocks > b->pclusterblks)
+			b->pclusterblks = blocks;
+		if (regcomp(&re[i], h->regex, REG_EXTENDED | REG_NOSUB)) {
+			bld_log(b, EZFS_LOG_ERROR, "invalid hint regex '%s'",
+				h->regex);
+			return -EINVAL;
+		}
+		b->nhintre++;
+	}
+	/* COMPR_CFGS = BIG_PCLUSTER: any non-LZ4 algorithm or pcluster */
+	b->big_pcluster = b->pclusterblks > 1 || (b->algmask & ~1u);
+	b->lz4_maxdist = 0xFFFF;
+	return 0;
+}
+
+void bld_zalgs_free(struct ezfs_builder *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->nhintre; i++)
+		regfree(&((regex_t *)b->hintre)[i]);
+	free(b->hintre);
+	b->hintre = NULL;
+	b->nhintre = 0;
+}
+
+static int add_offset(const struct ezfs_builder *b, const struct binode *in,
+		      const char *what, uint32_t *id, uint32_t off)
+{
+	if ((uint64_t)*id + off > 0xFFFFFFFFull) {
+		bld_log(b, EZFS_LOG_ERROR, "%s: %s %u + offset %u beyond 32 bits",
+			in->srcpath, what, *id, off);
+		return -EOVERFLOW;
+	}
+	*id += off;
+	return 0;
+}
+
+/* The path of in relative to the source root, without a leading '/'. */
+static const char *rel_path(const struct ezfs_builder *b,
+			    const struct binode *in)
+{
+	const char *root = b->inodes[0]->srcpath, *s = in->srcpath;
+	size_t n = root ? strlen(root) : 0;
+
+	if (n && !strncmp(s, root, n) && (s[n] == '/' || root[n - 1] == '/'))
+		s += n;
+	while (*s == '/')
+		s++;
+	return s;
+}
+
+int bld_inode_finish(struct ezfs_builder *b, struct binode *in)
+{
+	const regex_t *re = b->hintre;
+	const char *rel;
+	size_t i;
+	int err;
+
+	err = add_offset(b, in, "uid", &in->uid, b->p.uid_offset);
+	if (!err)
+		err = add_offset(b, in, "gid", &in->gid, b->p.gid_offset);
+	if (err || !S_ISREG(in->mode) || !b->nhintre || !in->srcpath ||
+	    in == b->inodes[0])
+		return err;
+	rel = rel_path(b, in);
+	for (i = 0; i < b->nhintre; i++) {
+		const struct ezfs_build_hint *h = &b->p.hints[i];
+
+		if (regexec(&re[i], rel, 0, NULL, 0))
+			continue;
+		in->zalg = (uint8_t)h->zalg;
+		in->zoff = !h->pcluster_size;
+		in->zblks = (uint16_t)(h->pcluster_size / b->blksz);
+		if (in->zblks > 0x7FF)
+			in->zblks = 0x7FF;
+		break;
+	}
+	return 0;
+}
+
+/* A worker's codec contexts, one per configuration, made when needed. */
+struct bcctx {
+	void *c[EZFS_BUILD_MAX_ZALGS];
+};
+
+void *bld_cctx_new(const struct ezfs_builder *b, int *err)
+{
+	struct bcctx *h = calloc(1, sizeof(*h));
+
+	(void)b;
+	if (!h)
+		*err = -ENOMEM;
+	return h;
+}
+
+void *bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
+		   int *err)
+{
+	struct bcctx *h = cctx;
+	const struct ezfs_codec_ops *ops = bld_codec(b, zalg);
+	struct ezfs_codec_cfg cfg = { 0 };
+
+	if (h->c[zalg])
+		return h->c[zalg];
+	cfg.lzma_dict_size = bld_lzma_dict_size(b);
+	cfg.deflate_windowbits = 15;
+	cfg.zstd_windowlog = bld_zstd_windowlog(b) - 10;
+	cfg.lz4_max_distance = b->lz4_maxdist;
+	*err = 0;
+	h->c[zalg] = ops->cctx_new(b->zalgs[zalg].level, &cfg, err);
+	if (!h->c[zalg] && !*err)
+		*err = -ENOMEM;
+	return h->c[zalg];
+}
+
+/* After a file: drop the context unless its destsize is history-free. */
+void bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg)
+{
+	struct bcctx *h = cctx;
+	int alg = b->zalgs[zalg].alg;
+
+	if (alg == EZFS_ALG_LZ4 || alg == EZFS_ALG_LZMA || !h->c[zalg])
+		return;
+	if (bld_codec(b, zalg)->cctx_free)
+		bld_codec(b, zalg)->cctx_free(h->c[zalg]);
+	h->c[zalg] = NULL;
+}
+
+void bld_cctx_free(const struct ezfs_builder *b, void *cctx)
+{
+	struct bcctx *h = cctx;
+	unsigned k;
+
+	if (!h)
+		return;
+	for (k = 0; k < b->nzalgs; k++)
+		if (h->c[k] && bld_codec(b, k)->cctx_free)
+			bld_codec(b, k)->cctx_free(h->c[k]);
+	free(h);
+}
