@@ -11,7 +11,11 @@
  *         the shared one, then steals from the others, so that a batch from
  *         one thread still spreads over every CPU.
  * One mutex guards all queues: the jobs are whole pcluster decodes (tens of
- * microseconds at least), so the lock is not where the time goes.
+ * microseconds at least), so the lock is not where the time goes. Each
+ * worker sleeps on its own condition variable, so a submission wakes the
+ * worker of the submitting CPU (percpu) or just as many idle workers as
+ * there are jobs, never the whole pool for one job. ezfs_disp_new returns
+ * once every worker is pinned and has its priority.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -33,21 +37,24 @@ struct worker {
 	struct ezfs_dispatcher *d;
 	int cpu;        /* -1: not pinned to one */
 	struct wq q;
+	pthread_cond_t wake;
 	bool started;
+	bool idle;      /* waiting on wake (under d->lock) */
 };
 
 struct ezfs_dispatcher {
 	struct ezfs_estate *es;
 	int mode;
 	pthread_mutex_t lock;
-	pthread_cond_t work;
+	pthread_cond_t ready_cv;  /* a worker finished its setup */
+	unsigned ready;
 	bool stop;
 	struct wq shared;
 	unsigned nw;
 	struct worker *w;
 	int cpu_worker[CPU_SETSIZE]; /* percpu: worker index, -1: none */
-	unsigned pinned;
-	int policy, nice;
+	unsigned pinned, fifo;
+	int nice;
 	uint64_t local, from_shared, stolen;
 };
 
@@ -73,50 +80,70 @@ static struct ezfs_ejob *wq_pop(struct wq *q)
 	return j;
 }
 
-/* Real-time where permitted, else the highest priority allowed. */
-static void raise_priority(struct ezfs_dispatcher *d)
+/* Real-time where permitted, else the highest priority allowed; returns
+ * SCHED_FIFO or SCHED_OTHER and the nice value then in *nice. */
+static int raise_priority(int *nice)
 {
 	struct sched_param sp = { 0 };
 	pid_t tid = (pid_t)syscall(SYS_gettid);
-	int nice;
 
+	*nice = 0;
 	sp.sched_priority = sched_get_priority_min(SCHED_FIFO);
-	if (!pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) {
-		__atomic_store_n(&d->policy, SCHED_FIFO, __ATOMIC_RELAXED);
-		return;
-	}
-	for (nice = -20; nice < 0; nice++)
-		if (!setpriority(PRIO_PROCESS, (id_t)tid, nice))
+	if (!pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+		return SCHED_FIFO;
+	for (*nice = -20; *nice < 0; (*nice)++)
+		if (!setpriority(PRIO_PROCESS, (id_t)tid, *nice))
 			break;
-	__atomic_store_n(&d->nice, nice, __ATOMIC_RELAXED);
+	return SCHED_OTHER;
+}
+
+/* The next job for worker me (d->lock held): own queue, shared, steal. */
+static struct ezfs_ejob *take_job(struct ezfs_dispatcher *d, unsigned me)
+{
+	struct ezfs_ejob *j = wq_pop(&d->w[me].q);
+	unsigned i;
+
+	if (j) {
+		d->local++;
+		return j;
+	}
+	j = wq_pop(&d->shared);
+	if (j) {
+		d->from_shared++;
+		return j;
+	}
+	for (i = 1; i < d->nw && !j; i++)
+		j = wq_pop(&d->w[(me + i) % d->nw].q);
+	if (j)
+		d->stolen++;
+	return j;
 }
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct ezfs_dispatcher *d = w->d;
-	unsigned me = (unsigned)(w - d->w), i;
+	unsigned me = (unsigned)(w - d->w);
+	int policy = SCHED_OTHER, nice = 0;
 
 	ezfs_engine_on_worker = true;
 	if (d->mode == EZFS_DISPATCH_PERCPU)
-		raise_priority(d);
+		policy = raise_priority(&nice);
 	pthread_mutex_lock(&d->lock);
+	if (policy == SCHED_FIFO)
+		d->fifo++;
+	else if (nice < d->nice)
+		d->nice = nice;
+	d->ready++;
+	pthread_cond_signal(&d->ready_cv);
 	while (!d->stop) {
-		struct ezfs_ejob *j = wq_pop(&w->q);
+		struct ezfs_ejob *j = take_job(d, me);
 		struct ezfs_ebatch *b;
 
-		if (j) {
-			d->local++;
-		} else if ((j = wq_pop(&d->shared))) {
-			d->from_shared++;
-		} else {
-			for (i = 1; i < d->nw && !j; i++)
-				j = wq_pop(&d->w[(me + i) % d->nw].q);
-			if (j)
-				d->stolen++;
-		}
 		if (!j) {
-			pthread_cond_wait(&d->work, &d->lock);
+			w->idle = true;
+			pthread_cond_wait(&w->wake, &d->lock);
+			w->idle = false;
 			continue;
 		}
 		pthread_mutex_unlock(&d->lock);
@@ -138,6 +165,56 @@ static unsigned online_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
+/* Pin worker w to its CPU after creation (attribute refused): 0 or -1. */
+static int pin_after(struct worker *w, int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return pthread_setaffinity_np(w->th, sizeof(one), &one) ? -1 : cpu;
+}
+
+/* Start worker i (percpu: pinned to cpu); 0 or a negative errno. */
+static int start_worker(struct ezfs_dispatcher *d, unsigned i, int cpu)
+{
+	struct worker *w = &d->w[i];
+	pthread_attr_t attr;
+	cpu_set_t one;
+	int e;
+
+	w->d = d;
+	w->cpu = -1;
+	pthread_cond_init(&w->wake, NULL);
+	pthread_attr_init(&attr);
+	if (cpu >= 0) {
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (!pthread_attr_setaffinity_np(&attr, sizeof(one), &one))
+			w->cpu = cpu;
+	}
+	e = pthread_create(&w->th, &attr, worker_main, w);
+	pthread_attr_destroy(&attr);
+	if (e && w->cpu >= 0) {
+		/* pinning refused at creation: pin afterwards */
+		w->cpu = -1;
+		e = pthread_create(&w->th, NULL, worker_main, w);
+		if (!e)
+			w->cpu = pin_after(w, cpu);
+	}
+	if (e) {
+		pthread_cond_destroy(&w->wake);
+		return -e;
+	}
+	w->started = true;
+	d->nw = i + 1;
+	if (cpu >= 0)
+		d->cpu_worker[cpu] = (int)i; /* its queue, pinned or not */
+	if (w->cpu >= 0)
+		d->pinned++;
+	return 0;
+}
+
 struct ezfs_dispatcher *ezfs_disp_new(struct ezfs_estate *es, int mode,
 				      unsigned nthreads, int *err)
 {
@@ -153,7 +230,6 @@ struct ezfs_dispatcher *ezfs_disp_new(struct ezfs_estate *es, int mode,
 	}
 	d->es = es;
 	d->mode = mode;
-	d->policy = SCHED_OTHER;
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
 		d->cpu_worker[cpu] = -1;
 	if (mode == EZFS_DISPATCH_PERCPU) {
@@ -174,52 +250,24 @@ struct ezfs_dispatcher *ezfs_disp_new(struct ezfs_estate *es, int mode,
 		return NULL;
 	}
 	pthread_mutex_init(&d->lock, NULL);
-	pthread_cond_init(&d->work, NULL);
+	pthread_cond_init(&d->ready_cv, NULL);
 	cpu = -1;
-	for (i = 0; i < n; i++) {
-		struct worker *w = &d->w[i];
-		pthread_attr_t attr;
-		int e;
-
-		w->d = d;
-		w->cpu = -1;
-		pthread_attr_init(&attr);
-		if (mode == EZFS_DISPATCH_PERCPU) {
-			cpu_set_t one;
-
+	for (i = 0; i < n && !*err; i++) {
+		if (mode == EZFS_DISPATCH_PERCPU)
 			while (++cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
 				;
-			CPU_ZERO(&one);
-			CPU_SET(cpu, &one);
-			if (!pthread_attr_setaffinity_np(&attr, sizeof(one),
-							 &one)) {
-				w->cpu = cpu;
-			}
-		}
-		e = pthread_create(&w->th, &attr, worker_main, w);
-		if (e && w->cpu >= 0) {
-			/* pinning refused at creation: pin afterwards */
-			pthread_attr_destroy(&attr);
-			pthread_attr_init(&attr);
-			e = pthread_create(&w->th, &attr, worker_main, w);
-			w->cpu = -1;
-		}
-		pthread_attr_destroy(&attr);
-		if (e) {
-			*err = -e;
-			break;
-		}
-		w->started = true;
-		d->nw = i + 1;
-		if (w->cpu >= 0) {
-			d->cpu_worker[w->cpu] = (int)i;
-			d->pinned++;
-		}
+		*err = start_worker(d, i, mode == EZFS_DISPATCH_PERCPU ? cpu :
+									  -1);
 	}
 	if (*err) {
 		ezfs_disp_free(d);
 		return NULL;
 	}
+	/* report pinning and priority only once they are in place */
+	pthread_mutex_lock(&d->lock);
+	while (d->ready < d->nw)
+		pthread_cond_wait(&d->ready_cv, &d->lock);
+	pthread_mutex_unlock(&d->lock);
 	return d;
 }
 
@@ -231,40 +279,74 @@ void ezfs_disp_free(struct ezfs_dispatcher *d)
 		return;
 	pthread_mutex_lock(&d->lock);
 	d->stop = true;
-	pthread_cond_broadcast(&d->work);
-	pthread_mutex_unlock(&d->lock);
 	for (i = 0; i < d->nw; i++)
-		if (d->w[i].started)
+		pthread_cond_signal(&d->w[i].wake);
+	pthread_mutex_unlock(&d->lock);
+	for (i = 0; i < d->nw; i++) {
+		if (d->w[i].started) {
 			pthread_join(d->w[i].th, NULL);
+			pthread_cond_destroy(&d->w[i].wake);
+		}
+	}
 	pthread_mutex_destroy(&d->lock);
-	pthread_cond_destroy(&d->work);
+	pthread_cond_destroy(&d->ready_cv);
 	free(d->w);
 	free(d);
 }
+
+/* Claim worker i for a wake-up if it sleeps (d->lock held). */
+static bool claim_idle(struct ezfs_dispatcher *d, unsigned i)
+{
+	if (!d->w[i].idle)
+		return false;
+	d->w[i].idle = false; /* the next wake-up goes elsewhere */
+	return true;
+}
+
+#define WAKE_BATCH 16
 
 void ezfs_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 		      size_t n)
 {
 	struct wq *q = &d->shared;
 	uint64_t now = ezfs_engine_now_ns();
-	size_t i;
+	unsigned wake[WAKE_BATCH];
+	size_t i, woken = 0;
+	int local = -1;
 
 	if (d->mode == EZFS_DISPATCH_PERCPU) {
 		int cpu = sched_getcpu();
 
-		if (cpu >= 0 && cpu < CPU_SETSIZE && d->cpu_worker[cpu] >= 0)
-			q = &d->w[d->cpu_worker[cpu]].q;
+		if (cpu >= 0 && cpu < CPU_SETSIZE && d->cpu_worker[cpu] >= 0) {
+			local = d->cpu_worker[cpu];
+			q = &d->w[local].q;
+		}
 	}
 	pthread_mutex_lock(&d->lock);
 	for (i = 0; i < n; i++) {
 		jobs[i].t_submit = now;
 		wq_push(q, &jobs[i]);
 	}
-	if (n > 1)
-		pthread_cond_broadcast(&d->work);
-	else
-		pthread_cond_signal(&d->work);
+	/*
+	 * The submitting CPU's worker first, then idle ones, one per job.
+	 * Signalled after the unlock (a claimed worker stays on its
+	 * condition variable until then), so that a real-time worker
+	 * preempting us does not find the lock still held.
+	 */
+	if (local >= 0 && claim_idle(d, (unsigned)local))
+		wake[woken++] = (unsigned)local;
+	for (i = 0; i < d->nw && woken < n; i++) {
+		if (!claim_idle(d, (unsigned)i))
+			continue;
+		if (woken < WAKE_BATCH)
+			wake[woken] = (unsigned)i;
+		else
+			pthread_cond_signal(&d->w[i].wake);
+		woken++;
+	}
 	pthread_mutex_unlock(&d->lock);
+	for (i = 0; i < woken && i < WAKE_BATCH; i++)
+		pthread_cond_signal(&d->w[wake[i]].wake);
 }
 
 void ezfs_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di)
@@ -273,8 +355,8 @@ void ezfs_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di)
 	di->mode = d->mode;
 	di->workers = d->nw;
 	di->pinned = d->pinned;
-	di->policy = __atomic_load_n(&d->policy, __ATOMIC_RELAXED);
-	di->nice = __atomic_load_n(&d->nice, __ATOMIC_RELAXED);
+	di->policy = d->nw && d->fifo == d->nw ? SCHED_FIFO : SCHED_OTHER;
+	di->nice = d->nice;
 	di->local = d->local;
 	di->shared = d->from_shared;
 	di->stolen = d->stolen;
