@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 # ezfs bench: read, ratio, latency, all and advise on a tiny input built here
 # (a few hundred KiB of licence texts); CSV and JSON shapes checked with
-# python3 (columns and keys, positive numbers, ratio = image / input blocks),
-# charts with --plot when gnuplot is installed (else a SKIP line for that
-# part), temporary directory removed, SIGINT cleans up too.
+# python3 (columns and keys, positive numbers, ratio = image / input blocks,
+# latency rows for inline, queue and percpu each without and with the busy
+# load, read rows per --dispatch mode and --engines engine), charts with
+# --plot when gnuplot is installed (else a SKIP line for that part), bad
+# option values exit 2, temporary directory removed, SIGINT cleans up too.
 #
 # Environment: EZFS (or EZFS_BIN) = the ezfs binary, SRC (or EZFS_SRC).
 set -uo pipefail
@@ -38,10 +40,10 @@ check() { # MODE CSV JSON
 import csv, json, sys
 mode, cpath, jpath = sys.argv[1:4]
 cols = {"read": ["workload", "target", "alg", "level", "cluster", "engine",
-                 "repeat", "bytes", "seconds", "mib_s"],
+                 "dispatch", "repeat", "bytes", "seconds", "mib_s"],
         "ratio": ["alg", "level", "cluster", "input_blocks", "image_blocks",
                   "ratio", "mkfs_mb_s", "seconds"],
-        "latency": ["alg", "cluster", "dispatch", "load", "samples",
+        "latency": ["alg", "cluster", "engine", "dispatch", "load", "samples",
                     "avg_us", "median_us", "min_us", "max_us", "stddev_us"]}
 want = ["read", "ratio", "latency"] if mode == "all" else [mode]
 rows = list(csv.DictReader(open(cpath)))
@@ -62,15 +64,21 @@ for m in want:
             assert abs(j["ratio"] - j["image_blocks"] / j["input_blocks"]) < 1e-4, j
             assert j["mkfs_mb_s"] > 0, j
         if m == "latency":
-            assert j["samples"] > 0 and j["dispatch"] == "inline", j
+            assert j["samples"] > 0, j
             assert 0 < j["min_us"] <= j["median_us"] <= j["max_us"], j
             assert j["avg_us"] > 0 and j["stddev_us"] >= 0, j
     if m == "read":
         assert {j["workload"] for j in js} == {"seq", "rand", "small"}
         assert {j["cluster"] for j in js} == {4096, 65536}
         assert {j["alg"] for j in js} == {"lz4hc", "zstd"}
+    if m == "read":
+        assert all(j["dispatch"] == "inline" for j in js), js
     if m == "latency":
-        assert {j["load"] for j in js} == {"idle", "loaded"}
+        cells = {(j["alg"], j["dispatch"], j["load"]) for j in js}
+        want_cells = {(a, d, l) for a in ("lz4hc", "zstd")
+                      for d in ("inline", "queue", "percpu")
+                      for l in ("none", "busy")}
+        assert cells == want_cells and len(js) == 12, sorted(cells)
 print("%s: %d records" % (mode, len(recs)))
 PY
 }
@@ -88,6 +96,36 @@ for mode in read ratio latency all; do
 	else
 		t_fail "bench $mode: $msg"
 	fi
+done
+
+# read per dispatch mode and deflate engine; seq goes through the window
+"$EZFS" bench read -q --runtime 1 --algs deflate --clusters 16K \
+	--dispatch inline,queue:1,percpu --engines libdeflate,zlib --window 64K \
+	--json "$TMP/disp.json" "$IN" >/dev/null 2>&1
+if msg=$(python3 - "$TMP/disp.json" <<'PY' 2>&1
+import json, sys
+js = json.load(open(sys.argv[1]))
+got = {(j["engine"], j["dispatch"], j["workload"]) for j in js}
+want = {(e, d, w) for e in ("libdeflate", "zlib")
+        for d in ("inline", "queue:1", "percpu")
+        for w in ("seq", "rand", "small")}
+assert got == want and len(js) == 18, sorted(got)
+assert all(j["mib_s"] > 0 and j["bytes"] > 0 for j in js), js
+print("%d cells" % len(js))
+PY
+); then
+	t_pass "read --dispatch x --engines: $msg"
+else
+	t_fail "read --dispatch x --engines: $msg"
+fi
+out=$("$EZFS" bench latency --runtime 1 --algs lz4 --dispatch percpu \
+	--load busy "$IN" 2>&1)
+has "latency names the percpu workers" "$out" "percpu: "
+for bad in "--dispatch frob" "--load heavy" "--engines nosuch" "--window x"; do
+	# shellcheck disable=SC2086  # option and value on purpose
+	out=$("$EZFS" bench latency $bad "$IN" 2>&1); rc=$?
+	[ $rc = 2 ] && t_pass "bench $bad: exit 2" ||
+		t_fail "bench $bad: rc $rc: $out"
 done
 
 # tables on stdout

@@ -25,7 +25,14 @@ static const char bench_usage_text[] =
 	"                      ALG or ALG:LEVEL, e.g. zstd:9\n"
 	"  --levels SPEC       ratio: \"lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,15\n"
 	"                      lzma:6\" (the default)\n"
-	"  --engines LIST      engines per algorithm (needs the engine layer)\n"
+	"  --engines LIST      engines to compare, e.g. libdeflate,isal,zlib\n"
+	"                      (each with its algorithm; 'ezfs accel list')\n"
+	"  --dispatch LIST     inline, queue[:N], percpu; latency: all three,\n"
+	"                      read: EZFS_DISPATCH or inline unless given\n"
+	"  --load LIST         latency: competing CPU load, none and/or busy\n"
+	"                      (one spinning thread per CPU) (none,busy)\n"
+	"  --window SIZE       seq read: readahead window, whole extents per\n"
+	"                      ezfs_pread, 0 = plain --bs reads (16M)\n"
 	"  --path DIR          read: measure files under DIR (a kernel or FUSE\n"
 	"                      mount, a plain directory) instead of the library\n"
 	"  --no-drop           --path: do not drop the page cache between runs\n"
@@ -204,11 +211,14 @@ static void set_defaults(struct bench_opts *o)
 	o->repeat = 1;
 	o->seed = 1;
 	o->goal = "balanced";
+	bench_parse_dispatch("inline,queue,percpu", o);
+	bench_parse_loads("none,busy", o);
+	o->window = 16ull << 20;
 }
 
 enum { O_CSV = 256, O_JSON, O_PLOT, O_PATH, O_ENGINES, O_GOAL, O_CLUSTERS,
        O_CLUSTER, O_ALGS, O_LEVELS, O_BS, O_SHARE, O_RUNTIME, O_SIZE,
-       O_REPEAT, O_NODROP };
+       O_REPEAT, O_NODROP, O_DISPATCH, O_LOAD, O_WINDOW };
 
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
@@ -221,7 +231,9 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		{ "levels", 1, NULL, O_LEVELS }, { "bs", 1, NULL, O_BS },
 		{ "io-share", 1, NULL, O_SHARE },
 		{ "runtime", 1, NULL, O_RUNTIME }, { "size", 1, NULL, O_SIZE },
-		{ "repeat", 1, NULL, O_REPEAT }, { "no-drop", 0, NULL, O_NODROP }, { "quiet", 0, NULL, 'q' },
+		{ "repeat", 1, NULL, O_REPEAT }, { "no-drop", 0, NULL, O_NODROP },
+		{ "dispatch", 1, NULL, O_DISPATCH }, { "load", 1, NULL, O_LOAD },
+		{ "window", 1, NULL, O_WINDOW }, { "quiet", 0, NULL, 'q' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	uint32_t one[BENCH_MAX_CLUSTERS];
@@ -238,7 +250,31 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case O_PLOT: o->plot = optarg; break;
 		case O_PATH: o->path = optarg; break;
 		case O_NODROP: o->no_drop = 1; break;
-		case O_ENGINES: o->engines = optarg; break;
+		case O_ENGINES:
+			if (bench_check_engines(optarg))
+				return cli_usage_error(BENCH_CMD,
+					"--engines: engine names (ezfs accel "
+					"list) or default, comma-separated");
+			o->engines = optarg;
+			break;
+		case O_DISPATCH:
+			if (bench_parse_dispatch(optarg, o))
+				return cli_usage_error(BENCH_CMD,
+					"--dispatch: inline, queue[:N], percpu");
+			o->disp_given = 1;
+			break;
+		case O_LOAD:
+			if (bench_parse_loads(optarg, o))
+				return cli_usage_error(BENCH_CMD,
+					"--load: none, busy");
+			break;
+		case O_WINDOW:
+			o->window = strcmp(optarg, "0") ? parse_size(optarg) : 0;
+			if ((!o->window && strcmp(optarg, "0")) ||
+			    o->window > (1ull << 30))
+				return cli_usage_error(BENCH_CMD,
+					"--window: a size up to 1G, or 0");
+			break;
 		case O_GOAL:
 			if (strcmp(optarg, "size") && strcmp(optarg, "seq") &&
 			    strcmp(optarg, "random") &&
@@ -306,24 +342,42 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 	return 0;
 }
 
-static void print_header(const struct bench_opts *o, const char *what)
+static void loadavg(double la[3])
 {
-	const char *acc = getenv("EZFS_ACCEL"), *dis = getenv("EZFS_DISPATCH");
-	double la[3] = { 0, 0, 0 };
 	FILE *f = fopen("/proc/loadavg", "r");
 
+	la[0] = la[1] = la[2] = 0;
 	if (f) {
 		if (fscanf(f, "%lf %lf %lf", &la[0], &la[1], &la[2]) != 3)
 			la[0] = 0;
 		fclose(f);
 	}
+}
+
+static void print_header(const struct bench_opts *o, const char *what)
+{
+	const char *acc = getenv("EZFS_ACCEL"), *dis = getenv("EZFS_DISPATCH");
+	double la[3];
+
 	if (o->quiet)
 		return;
+	loadavg(la);
 	printf("ezfs bench %s: %u CPUs, load average %.2f %.2f %.2f\n", what,
 	       cli_online_cpus(), la[0], la[1], la[2]);
-	if (o->engines || acc || dis)
-		printf("engines: engine layer not available yet (--engines, "
-		       "EZFS_ACCEL, EZFS_DISPATCH ignored)\n");
+	if (acc || dis)
+		printf("environment: EZFS_ACCEL=%s EZFS_DISPATCH=%s\n",
+		       acc ? acc : "", dis ? dis : "");
+}
+
+static void print_footer(const struct bench_opts *o, double t0)
+{
+	double la[3];
+
+	if (o->quiet)
+		return;
+	loadavg(la);
+	printf("\ndone in %.1f s, load average %.2f %.2f %.2f\n",
+	       bench_now() - t0, la[0], la[1], la[2]);
 }
 
 static int size_given(int argc, char **argv)
@@ -383,6 +437,7 @@ int cmd_bench(int argc, char **argv)
 	struct bench_src src = { 0 };
 	struct bench_opts o;
 	const char *mode, *source;
+	double t0 = bench_now();
 	int rc, err;
 
 	set_defaults(&o);
@@ -425,6 +480,7 @@ int cmd_bench(int argc, char **argv)
 		err = err ? err : -EIO;
 	if (o.plot && res.n)
 		bench_plot(o.plot, &res, o.quiet);
+	print_footer(&o, t0);
 	bench_src_free(&src);
 	free(res.v);
 	bench_tmp_cleanup();

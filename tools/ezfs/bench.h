@@ -3,6 +3,7 @@
 #ifndef EZFS_TOOL_BENCH_H
 #define EZFS_TOOL_BENCH_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,19 @@
 #define BENCH_CMD "bench"
 #define BENCH_MAX_CLUSTERS 12
 #define BENCH_MAX_ALGS 32
+#define BENCH_MAX_DISP 4
+#define BENCH_MAX_ENGINES 8
+
+/* Competing CPU load during a measurement (--load). */
+enum { BENCH_LOAD_NONE, BENCH_LOAD_BUSY, BENCH_NLOADS };
+extern const char *const bench_load_names[BENCH_NLOADS]; /* none, busy */
+
+/* One dispatch mode of --dispatch: "queue:4" -> queue, 4 workers. */
+struct bench_disp {
+	char name[12];
+	int mode;               /* enum ezfs_dispatch */
+	unsigned nthreads;
+};
 
 /* One compression setting: "zstd", level 9 (level < 0: codec default). */
 struct bench_alg {
@@ -24,7 +38,13 @@ struct bench_opts {
 	int no_drop;            /* --no-drop: keep the page cache */
 	const char *csv, *json, *plot;
 	const char *path;       /* --path DIR: read through a mounted view */
-	const char *engines;    /* --engines (needs the engine layer) */
+	const char *engines;    /* --engines: engine names, "default" */
+	struct bench_disp disp[BENCH_MAX_DISP]; /* --dispatch */
+	int ndisp;
+	int disp_given;         /* read: --dispatch given (else EZFS_DISPATCH) */
+	int loads[BENCH_NLOADS]; /* --load: BENCH_LOAD_* */
+	int nloads;
+	uint64_t window;        /* seq read: readahead window, 0 = none */
 	const char *goal;       /* advise: size|seq|random|balanced */
 	uint32_t clusters[BENCH_MAX_CLUSTERS];
 	int nclusters;
@@ -51,7 +71,7 @@ struct bench_rec {
 	uint32_t cluster;
 	char engine[24];
 	char dispatch[12];
-	char load[8];           /* idle, loaded */
+	char load[8];           /* latency: none, busy */
 	int repeat;
 	uint64_t bytes;
 	double seconds;
@@ -106,6 +126,24 @@ void bench_src_free(struct bench_src *s);
 int bench_build(const struct bench_src *s, const struct bench_alg *a,
 		uint32_t cluster, char **path, uint64_t *image_bytes,
 		double *seconds);
+
+/* Engines, dispatch modes, competing load (bench_eng.c). */
+int bench_parse_dispatch(const char *s, struct bench_opts *o);
+int bench_parse_loads(const char *s, struct bench_opts *o);
+int bench_check_engines(const char *list);
+int bench_engines_for(const struct bench_opts *o, int alg,
+		      char names[][24], int max, int note);
+int bench_open(const char *image, const char *engine,
+	       const struct bench_disp *d, ezfs_image **img);
+void bench_disp_label(ezfs_image *img, char *buf, size_t size);
+void bench_disp_describe(ezfs_image *img, char *buf, size_t size);
+struct bench_load {
+	pthread_t *th;
+	unsigned n;
+	int stop;
+};
+int bench_load_start(struct bench_load *l, int kind);
+void bench_load_stop(struct bench_load *l);
 
 /* Parsing helpers (bench.c). */
 int bench_parse_alg(const char *s, struct bench_alg *a);

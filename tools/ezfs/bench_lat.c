@@ -2,11 +2,11 @@
 /* bench_lat.c - ezfs bench ratio and latency: image size and decode times. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ezfs/engine.h"
 #include "bench.h"
 #include "common.h"
 
@@ -58,82 +58,43 @@ int bench_ratio(const struct bench_opts *o, const struct bench_src *s,
 	return err;
 }
 
-/* ---- competing CPU load ---- */
-
-struct load {
-	pthread_t *th;
-	unsigned n;
-	volatile int stop;
-};
-
-static void *spin(void *arg)
-{
-	struct load *l = arg;
-	volatile uint64_t x = 0;
-
-	while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED))
-		x = x * 6364136223846793005ull + 1;
-	return NULL;
-}
-
-static int load_start(struct load *l)
-{
-	unsigned i;
-
-	l->n = cli_online_cpus();
-	l->stop = 0;
-	l->th = calloc(l->n, sizeof(*l->th));
-	if (!l->th)
-		return -ENOMEM;
-	for (i = 0; i < l->n; i++) {
-		if (pthread_create(&l->th[i], NULL, spin, l)) {
-			l->n = i;
-			break;
-		}
-	}
-	return 0;
-}
-
-static void load_stop(struct load *l)
-{
-	unsigned i;
-
-	__atomic_store_n(&l->stop, 1, __ATOMIC_RELAXED);
-	for (i = 0; i < l->n; i++)
-		pthread_join(l->th[i], NULL);
-	free(l->th);
-	l->th = NULL;
-}
+/* Requests timed per cell: the engine keeps this many latency samples. */
+#define LAT_MAX 8192
 
 /*
- * Inline dispatch: the caller's thread decodes. Time ezfs_pread of each
- * compressed extent once, on a fresh instance (nothing cached).
+ * Read every compressed extent of image once (whole extent, one
+ * ezfs_pread) on a fresh instance with engine and dispatch mode d, until
+ * LAT_MAX requests or cap seconds, and take the engine's latency figures:
+ * submit to completion of each decode request (inline: the decode itself).
  */
-static int measure_inline(const char *image, double cap, double **out,
-			  size_t *n)
+static int measure(const char *image, const char *engine,
+		   const struct bench_disp *d, double cap,
+		   struct bench_rec *rec, char *desc, size_t dsz)
 {
 	struct bench_files fl = { 0 };
-	struct ezfs_open_params p;
+	struct ezfs_latency_stats ls;
 	struct ezfs_extent ext;
 	ezfs_image *img = NULL;
-	size_t i, cnt = 0, max = 20000, bufsz = 0;
-	double *v = malloc(max * sizeof(*v)), t0 = bench_now();
+	size_t i, cnt = 0, bufsz = 0;
+	double t0;
 	char *buf = NULL;
 	int err;
 
-	if (!v)
-		return -ENOMEM;
-	ezfs_open_params_init(&p);
-	err = ezfs_image_open(image, &p, &img);
-	if (!err)
-		err = bench_list_files(img, &fl);
-	for (i = 0; !err && i < fl.n && cnt < max; i++) {
+	err = bench_open(image, engine, d, &img);
+	if (err)
+		return err;
+	err = bench_list_files(img, &fl);
+	bench_disp_label(img, rec->dispatch, sizeof(rec->dispatch));
+	bench_disp_describe(img, desc, dsz);
+	ezfs_image_engine_reset(img);
+	t0 = bench_now();
+	for (i = 0; !err && i < fl.n && cnt < LAT_MAX; i++) {
 		ezfs_inode *ino = NULL;
 		uint64_t la = 0;
 
 		err = ezfs_inode_get(img, fl.v[i].nid, &ino);
-		while (!err && la < fl.v[i].size && cnt < max) {
-			double t1;
+		while (!err && la < fl.v[i].size && cnt < LAT_MAX &&
+		       bench_now() - t0 <= cap) {
 			ssize_t r;
 
 			err = ezfs_map(ino, la, &ext);
@@ -150,80 +111,100 @@ static int measure_inline(const char *image, double cap, double **out,
 				bufsz = ext.llen;
 			}
 			if (ext.flags & EZFS_EXTENT_ENCODED) {
-				t1 = bench_now();
 				r = ezfs_pread(ino, buf, ext.llen, ext.la);
-				v[cnt++] = (bench_now() - t1) * 1e6;
+				cnt++;
 				if (r < 0)
 					err = (int)r;
 			}
 			la = ext.la + ext.llen;
-			if (bench_now() - t0 > cap)
-				break;
 		}
 		if (ino)
 			ezfs_inode_put(ino);
-		if (bench_now() - t0 > cap)
-			break;
 	}
+	if (!err)
+		err = ezfs_image_latency_stats(img, &ls);
 	free(buf);
 	free(fl.v);
-	if (img)
-		ezfs_image_close(img);
+	ezfs_image_close(img);
 	if (err) {
 		cli_fail(BENCH_CMD, image, NULL, err);
-		free(v);
 		return err;
 	}
-	*out = v;
-	*n = cnt;
+	rec->samples = ls.count;
+	rec->avg_us = ls.avg;
+	rec->median_us = ls.median;
+	rec->min_us = ls.min;
+	rec->max_us = ls.max;
+	rec->stddev_us = ls.stddev;
 	return 0;
+}
+
+static unsigned engines_of(const struct bench_opts *o, int alg)
+{
+	char eng[BENCH_MAX_ENGINES][24];
+
+	return (unsigned)bench_engines_for(o, alg, eng, BENCH_MAX_ENGINES, 0);
 }
 
 unsigned bench_latency_cells(const struct bench_opts *o,
 			     const struct bench_src *s)
 {
-	return 2u * (unsigned)(s->is_image ? 1 : o->nalgs);
+	unsigned n = 0;
+	int a;
+
+	if (s->is_image)
+		return (unsigned)(o->ndisp * o->nloads) * engines_of(o, -1);
+	for (a = 0; a < o->nalgs; a++)
+		n += (unsigned)(o->ndisp * o->nloads) *
+		     engines_of(o, o->algs[a].alg);
+	return n;
 }
 
+/* Every engine x dispatch mode x load of the options on one image. */
 static int latency_one(const struct bench_opts *o, const char *image,
-		       struct bench_rec *key, struct bench_results *res,
-		       struct bench_prog *pg)
+		       int alg, struct bench_rec *key,
+		       struct bench_results *res, struct bench_prog *pg)
 {
-	static const char *const loads[] = { "idle", "loaded" };
-	char what[96], cl[16];
-	int l, err = 0;
+	static int described[3];
+	char eng[BENCH_MAX_ENGINES][24], what[128], cl[16], desc[96];
+	int ne = bench_engines_for(o, alg, eng, BENCH_MAX_ENGINES, 1);
+	int e, d, l, err = 0;
 
-	for (l = 0; l < 2 && !err; l++) {
+	for (e = 0; e < ne; e++)
+	for (d = 0; d < o->ndisp; d++)
+	for (l = 0; l < o->nloads; l++) {
+		const char *ln = bench_load_names[o->loads[l]];
 		struct bench_rec rec = *key;
-		struct load ld = { 0 };
-		double *v = NULL;
-		size_t n = 0;
+		struct bench_load ld;
 
-		snprintf(what, sizeof(what), "latency %s %s inline %s", key->alg,
-			 bench_fmt_cluster(key->cluster, cl, sizeof(cl)),
-			 loads[l]);
+		snprintf(what, sizeof(what), "latency %s %s %.23s %s load %s",
+			 key->alg, bench_fmt_cluster(key->cluster, cl,
+			 sizeof(cl)), eng[e], o->disp[d].name, ln);
 		bench_prog_cell(pg, what);
-		if (l == 1)
-			err = load_start(&ld);
-		if (!err)
-			err = measure_inline(image, o->runtime, &v, &n);
-		if (l == 1)
-			load_stop(&ld);
-		if (err)
-			break;
-		snprintf(rec.dispatch, sizeof(rec.dispatch), "inline");
-		snprintf(rec.load, sizeof(rec.load), "%s", loads[l]);
+		snprintf(rec.engine, sizeof(rec.engine), "%.23s", eng[e]);
+		snprintf(rec.load, sizeof(rec.load), "%s", ln);
 		snprintf(rec.workload, sizeof(rec.workload), "decode");
-		bench_stats(v, n, &rec);
-		free(v);
-		if (!n) {
+		err = bench_load_start(&ld, o->loads[l]);
+		if (!err)
+			err = measure(image, eng[e], &o->disp[d], o->runtime,
+				      &rec, desc, sizeof(desc));
+		bench_load_stop(&ld);
+		if (!err && !rec.samples) {
 			cli_error(BENCH_CMD, "%s: no compressed extents", image);
-			return -ENOENT;
+			err = -ENOENT;
+		}
+		if (err)
+			return err;
+		if (!o->quiet && !described[o->disp[d].mode]++) {
+			bench_prog_end(pg);
+			printf("latency: %s\n", desc);
 		}
 		err = bench_add(res, &rec);
 		bench_prog_done(pg);
+		if (err)
+			return err;
 	}
-	return err;
+	return 0;
 }
 
 int bench_latency(const struct bench_opts *o, const struct bench_src *s,
@@ -233,15 +214,10 @@ int bench_latency(const struct bench_opts *o, const struct bench_src *s,
 	int a, err = 0;
 
 	bench_rec_init(&key, "latency");
-	snprintf(key.engine, sizeof(key.engine), "default");
-	if (!o->quiet)
-		printf("latency: inline dispatch measured around ezfs_pread of "
-		       "single extents; queue/percpu: engine layer not "
-		       "available\n");
 	if (s->is_image) {
 		snprintf(key.target, sizeof(key.target), "image");
 		snprintf(key.alg, sizeof(key.alg), "image");
-		return latency_one(o, s->source, &key, res, pg);
+		return latency_one(o, s->source, -1, &key, res, pg);
 	}
 	snprintf(key.target, sizeof(key.target), "lib");
 	key.cluster = o->ratio_cluster;
@@ -256,7 +232,8 @@ int bench_latency(const struct bench_opts *o, const struct bench_src *s,
 		err = bench_build(s, &o->algs[a], o->ratio_cluster, &img, &ib,
 				  &bt);
 		if (!err)
-			err = latency_one(o, img, &key, res, pg);
+			err = latency_one(o, img, o->algs[a].alg, &key, res,
+					  pg);
 		if (img)
 			unlink(img);
 		free(img);

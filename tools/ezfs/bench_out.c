@@ -151,7 +151,8 @@ static double find_mib(const struct bench_results *r,
 		if (!strcmp(x->mode, "read") && !strcmp(x->workload, workload) &&
 		    !strcmp(x->target, k->target) && !strcmp(x->alg, k->alg) &&
 		    x->level == k->level && x->cluster == k->cluster &&
-		    !strcmp(x->engine, k->engine))
+		    !strcmp(x->engine, k->engine) &&
+		    !strcmp(x->dispatch, k->dispatch))
 			return x->mib_s;
 	}
 	return -1;
@@ -165,8 +166,9 @@ static void print_read(FILE *f, const struct bench_results *r)
 	int j;
 
 	fprintf(f, "\nread throughput, MiB/s (cold cache each run)\n");
-	fprintf(f, "%-7s %-8s %-5s %7s %-10s %9s %9s %9s\n", "target", "alg",
-		"level", "cluster", "engine", "seq", "rand", "small");
+	fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %9s %9s %9s\n", "target",
+		"alg", "level", "cluster", "engine", "dispatch", "seq", "rand",
+		"small");
 	for (i = 0; i < r->n; i++) {
 		const struct bench_rec *x = &r->v[i];
 
@@ -181,10 +183,10 @@ static void print_read(FILE *f, const struct bench_results *r)
 				snprintf(num[j], sizeof(num[j]), "%.1f", v);
 		}
 		lvl_str(x->level, lv, sizeof(lv));
-		fprintf(f, "%-7s %-8s %-5s %7s %-10s %9s %9s %9s\n", x->target,
-			x->alg, lv, x->cluster ?
+		fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %9s %9s %9s\n",
+			x->target, x->alg, lv, x->cluster ?
 			bench_fmt_cluster(x->cluster, cl, sizeof(cl)) : "-",
-			x->engine, num[0], num[1], num[2]);
+			x->engine, x->dispatch, num[0], num[1], num[2]);
 	}
 }
 
@@ -215,19 +217,21 @@ static void print_latency(FILE *f, const struct bench_results *r)
 	char cl[16];
 	size_t i;
 
-	fprintf(f, "\ndecode latency per pcluster read, microseconds\n");
-	fprintf(f, "%-8s %7s %-8s %-6s %7s %9s %9s %9s %9s %9s\n", "alg",
-		"cluster", "dispatch", "load", "samples", "avg", "median",
-		"min", "max", "stddev");
+	fprintf(f, "\ndecode latency per pcluster request, submit to "
+		"completion, microseconds\n");
+	fprintf(f, "%-8s %7s %-10s %-8s %-5s %7s %9s %9s %9s %9s %9s\n",
+		"alg", "cluster", "engine", "dispatch", "load", "samples",
+		"avg", "median", "min", "max", "stddev");
 	for (i = 0; i < r->n; i++) {
 		const struct bench_rec *x = &r->v[i];
 
 		if (strcmp(x->mode, "latency"))
 			continue;
-		fprintf(f, "%-8s %7s %-8s %-6s %7llu %9.1f %9.1f %9.1f %9.1f "
-			"%9.1f\n", x->alg,
-			bench_fmt_cluster(x->cluster, cl, sizeof(cl)),
-			x->dispatch, x->load, (unsigned long long)x->samples,
+		fprintf(f, "%-8s %7s %-10s %-8s %-5s %7llu %9.1f %9.1f %9.1f "
+			"%9.1f %9.1f\n", x->alg, x->cluster ?
+			bench_fmt_cluster(x->cluster, cl, sizeof(cl)) : "-",
+			x->engine, x->dispatch, x->load,
+			(unsigned long long)x->samples,
 			x->avg_us, x->median_us, x->min_us, x->max_us,
 			x->stddev_us);
 	}
@@ -289,6 +293,8 @@ static void json_rec(FILE *f, const struct bench_rec *x)
 		"\"target\": \"%s\", \"alg\": \"%s\", \"level\": %d, "
 		"\"cluster\": %u, \"engine\": \"%s\"", x->mode, x->workload,
 		x->target, x->alg, x->level, (unsigned)x->cluster, x->engine);
+	if (!strcmp(x->mode, "read"))
+		fprintf(f, ", \"dispatch\": \"%s\"", x->dispatch);
 	if (!strcmp(x->mode, "read") || !strcmp(x->mode, "advise"))
 		fprintf(f, ", \"repeat\": %d, \"bytes\": %llu, "
 			"\"seconds\": %.6f, \"mib_s\": %.3f", x->repeat,

@@ -55,6 +55,8 @@ struct target {
 	struct bench_files fl;
 	char *buf;
 	uint32_t bs;
+	uint8_t *wbuf;          /* seq: the readahead window */
+	size_t wcap;
 };
 
 static void target_close(struct target *t)
@@ -74,25 +76,23 @@ static void target_close(struct target *t)
 	free(t->paths);
 	free(t->fl.v);
 	free(t->buf);
+	free(t->wbuf);
 	if (t->img)
 		ezfs_image_close(t->img);
 	memset(t, 0, sizeof(*t));
 }
 
 /* A fresh image instance: nothing decoded is cached yet. */
-static int target_open_lib(struct target *t, const char *image, uint32_t bs)
+static int target_open_lib(struct target *t, const char *image, uint32_t bs,
+			   const char *engine, const struct bench_disp *d)
 {
-	struct ezfs_open_params p;
 	size_t i;
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	ezfs_open_params_init(&p);
-	err = ezfs_image_open(image, &p, &t->img);
-	if (err) {
-		cli_fail(BENCH_CMD, image, NULL, err);
+	err = bench_open(image, engine, d, &t->img);
+	if (err)
 		return err;
-	}
 	err = bench_list_files(t->img, &t->fl);
 	t->inos = calloc(t->fl.n + 1, sizeof(*t->inos));
 	t->buf = malloc(bs);
@@ -211,6 +211,61 @@ static struct blk *shuffled_blocks(const struct bench_files *fl, uint32_t bs,
 	return v;
 }
 
+/*
+ * The next readahead window of file i from off: at least window bytes,
+ * grown to the end of the extent it ends in (so that every extent in it is
+ * whole and ezfs_pread can hand them all to the workers at once), then
+ * one ezfs_pread. Returns the bytes read or a negative errno.
+ */
+static ssize_t read_window(struct target *t, size_t i, uint64_t off,
+			   uint64_t window)
+{
+	uint64_t size = t->fl.v[i].size, end;
+	struct ezfs_extent ext;
+	ssize_t r;
+
+	end = size - off > window ? off + window : size;
+	if (end < size && !ezfs_map(t->inos[i], end - 1, &ext) &&
+	    ext.la + ext.llen > end && ext.la + ext.llen - off <= 4 * window)
+		end = ext.la + ext.llen < size ? ext.la + ext.llen : size;
+	if (end - off > t->wcap) {
+		uint8_t *nb = realloc(t->wbuf, end - off);
+
+		if (!nb)
+			return -ENOMEM;
+		t->wbuf = nb;
+		t->wcap = end - off;
+	}
+	r = ezfs_pread(t->inos[i], t->wbuf, end - off, off);
+	return r >= 0 && (uint64_t)r != end - off ? -EIO : r;
+}
+
+/* seq through the window: the application still sees bs reads. */
+static ssize_t seq_windowed(struct target *t, const struct bench_opts *o,
+			    uint64_t *done, double t0)
+{
+	ssize_t r = 0;
+	size_t i;
+
+	for (i = 0; i < t->fl.n; i++) {
+		uint64_t off, k;
+
+		for (off = 0; off < t->fl.v[i].size; off += (uint64_t)r) {
+			r = read_window(t, i, off, o->window);
+			if (r <= 0)
+				return r < 0 ? r : -EIO;
+			for (k = 0; k < (uint64_t)r; k += t->bs)
+				memcpy(t->buf, t->wbuf + k, (uint64_t)r - k <
+				       t->bs ? (size_t)((uint64_t)r - k) :
+				       t->bs);
+			*done += (uint64_t)r;
+			if (bench_now() - t0 > o->runtime)
+				return 0;
+		}
+	}
+	return 0;
+}
+
 /* One run of one workload; bytes and seconds measured. */
 static int run_workload(struct target *t, int w, const struct bench_opts *o,
 			uint64_t *bytes, double *secs)
@@ -221,7 +276,9 @@ static int run_workload(struct target *t, int w, const struct bench_opts *o,
 	size_t i, n = 0;
 	ssize_t r = 0;
 
-	if (w == 0) {
+	if (w == 0 && t->inos && o->window) {
+		r = seq_windowed(t, o, &done, t0);
+	} else if (w == 0) {
 		for (i = 0; i < t->fl.n && r >= 0; i++) {
 			uint64_t off;
 
@@ -240,7 +297,7 @@ static int run_workload(struct target *t, int w, const struct bench_opts *o,
 		if (!v)
 			return -ENOMEM;
 		if (w == 2)
-			n = (size_t)(n * o->io_share + 0.5) ? 
+			n = (size_t)(n * o->io_share + 0.5) ?
 			    (size_t)(n * o->io_share + 0.5) : 1;
 		t0 = bench_now();
 		for (i = 0; i < n; i++) {
@@ -283,8 +340,24 @@ static void drop_caches(const struct bench_opts *o)
 			"after the first may read from memory\n");
 }
 
-/* All workloads on one image (image != NULL) or the --path view. */
-static int read_cells(const struct bench_opts *o, const char *image,
+/* What one read cell runs under: engine and dispatch mode (lib only). */
+struct read_cfg {
+	const char *image;      /* NULL: the --path view */
+	const char *engine;
+	const struct bench_disp *disp; /* NULL: EZFS_DISPATCH or inline */
+};
+
+static int open_target(const struct bench_opts *o, const struct read_cfg *c,
+		       struct target *t)
+{
+	if (c->image)
+		return target_open_lib(t, c->image, o->bs, c->engine, c->disp);
+	drop_caches(o);
+	return target_open_path(t, o->path, o->bs);
+}
+
+/* All workloads on one image (c->image != NULL) or the --path view. */
+static int read_cells(const struct bench_opts *o, const struct read_cfg *c,
 		      struct bench_rec *key, struct bench_results *res,
 		      struct bench_prog *pg)
 {
@@ -294,20 +367,20 @@ static int read_cells(const struct bench_opts *o, const char *image,
 	char what[96], cl[16];
 	int w, k, err = 0;
 
+	snprintf(key->engine, sizeof(key->engine), "%s",
+		 c->image ? c->engine : "-");
+	snprintf(key->dispatch, sizeof(key->dispatch), "-");
 	for (w = 0; w < 3 && !err; w++) {
-		struct bench_rec rec = *key;
+		struct bench_rec rec;
 
-		snprintf(what, sizeof(what), "read %s %s %s %s", key->target,
-			 key->alg, key->cluster ? bench_fmt_cluster(key->cluster,
-			 cl, sizeof(cl)) : "", workloads[w]);
+		snprintf(what, sizeof(what), "read %s %s %s %s %s %s",
+			 key->target, key->alg, key->cluster ?
+			 bench_fmt_cluster(key->cluster, cl, sizeof(cl)) : "",
+			 key->engine, c->disp ? c->disp->name : "",
+			 workloads[w]);
 		bench_prog_cell(pg, what);
 		for (k = 0; k < o->repeat && !err; k++) {
-			if (image) {
-				err = target_open_lib(&t, image, o->bs);
-			} else {
-				drop_caches(o);
-				err = target_open_path(&t, o->path, o->bs);
-			}
+			err = open_target(o, c, &t);
 			if (err)
 				break;
 			if (!t.fl.n) {
@@ -315,12 +388,16 @@ static int read_cells(const struct bench_opts *o, const char *image,
 				target_close(&t);
 				return -ENOENT;
 			}
+			if (t.img)
+				bench_disp_label(t.img, key->dispatch,
+						 sizeof(key->dispatch));
 			err = run_workload(&t, w, o, &bytes, &sec[k]);
 			mib[k] = sec[k] > 0 ? bytes / sec[k] / 1048576.0 : 0;
 			target_close(&t);
 		}
 		if (err)
 			break;
+		rec = *key;
 		snprintf(rec.workload, sizeof(rec.workload), "%s",
 			 workloads[w]);
 		rec.repeat = o->repeat;
@@ -333,35 +410,82 @@ static int read_cells(const struct bench_opts *o, const char *image,
 	return err;
 }
 
-unsigned bench_read_cells(const struct bench_opts *o,
-			  const struct bench_src *s)
+/* Every engine x dispatch mode of the options on one image. */
+static int read_configs(const struct bench_opts *o, const char *image,
+			int alg, struct bench_rec *key,
+			struct bench_results *res, struct bench_prog *pg)
 {
-	if (o->path || s->is_image)
-		return 3;
-	return 3u * (unsigned)(o->nalgs * o->nclusters);
+	char eng[BENCH_MAX_ENGINES][24];
+	int ne = bench_engines_for(o, alg, eng, BENCH_MAX_ENGINES, 1);
+	int nd = o->disp_given ? o->ndisp : 1, e, d, err = 0;
+
+	for (e = 0; e < ne && !err; e++) {
+		for (d = 0; d < nd && !err; d++) {
+			struct read_cfg c = {
+				image, eng[e], o->disp_given ? &o->disp[d] : NULL
+			};
+
+			err = read_cells(o, &c, key, res, pg);
+		}
+	}
+	return err;
 }
 
-/* The algorithm of the first compressed extent of the image, or "plain". */
-static void image_alg(const char *image, char *buf, size_t size)
+/* Cells of one image of algorithm alg. */
+static unsigned cells_per_image(const struct bench_opts *o, int alg)
+{
+	char eng[BENCH_MAX_ENGINES][24];
+
+	return 3u * (unsigned)bench_engines_for(o, alg, eng, BENCH_MAX_ENGINES,
+						0) *
+	       (unsigned)(o->disp_given ? o->ndisp : 1);
+}
+
+/* The algorithm of the first compressed extent of the image (-1: none);
+ * its name, or "image", in buf. */
+static int image_alg(const char *image, char *buf, size_t size)
 {
 	struct ezfs_open_params p;
 	struct bench_files fl = { 0 };
 	struct ezfs_extent ext;
 	ezfs_image *img;
 	ezfs_inode *ino;
+	int alg = -1;
 
 	snprintf(buf, size, "image");
 	ezfs_open_params_init(&p);
 	if (ezfs_image_open(image, &p, &img))
-		return;
+		return -1;
 	if (!bench_list_files(img, &fl) && fl.n &&
 	    !ezfs_inode_get(img, fl.v[0].nid, &ino)) {
-		if (!ezfs_map(ino, 0, &ext))
+		if (!ezfs_map(ino, 0, &ext)) {
 			snprintf(buf, size, "%s", ezfs_alg_name(ext.alg));
+			if (ext.flags & EZFS_EXTENT_ENCODED)
+				alg = ext.alg;
+		}
 		ezfs_inode_put(ino);
 	}
 	free(fl.v);
 	ezfs_image_close(img);
+	return alg;
+}
+
+unsigned bench_read_cells(const struct bench_opts *o,
+			  const struct bench_src *s)
+{
+	char name[16];
+	unsigned n = 0;
+	int a;
+
+	if (o->path)
+		return 3;
+	if (s->is_image)
+		return cells_per_image(o, image_alg(s->source, name,
+						    sizeof(name)));
+	for (a = 0; a < o->nalgs; a++)
+		n += cells_per_image(o, o->algs[a].alg) *
+		     (unsigned)o->nclusters;
+	return n;
 }
 
 int bench_read(const struct bench_opts *o, const struct bench_src *s,
@@ -371,15 +495,17 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 	int a, c, err = 0;
 
 	bench_rec_init(&key, "read");
-	snprintf(key.engine, sizeof(key.engine), "default");
-	if (o->path || s->is_image) {
-		snprintf(key.target, sizeof(key.target), o->path ? "path" :
-			 "image");
-		if (o->path)
-			snprintf(key.alg, sizeof(key.alg), "-");
-		else
-			image_alg(s->source, key.alg, sizeof(key.alg));
-		return read_cells(o, o->path ? NULL : s->source, &key, res, pg);
+	if (o->path) {
+		struct read_cfg cfg = { NULL, NULL, NULL };
+
+		snprintf(key.target, sizeof(key.target), "path");
+		snprintf(key.alg, sizeof(key.alg), "-");
+		return read_cells(o, &cfg, &key, res, pg);
+	}
+	if (s->is_image) {
+		snprintf(key.target, sizeof(key.target), "image");
+		a = image_alg(s->source, key.alg, sizeof(key.alg));
+		return read_configs(o, s->source, a, &key, res, pg);
 	}
 	snprintf(key.target, sizeof(key.target), "lib");
 	for (a = 0; a < o->nalgs && !err; a++) {
@@ -395,7 +521,8 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 			err = bench_build(s, &o->algs[a], o->clusters[c], &img,
 					  &ib, &bt);
 			if (!err)
-				err = read_cells(o, img, &key, res, pg);
+				err = read_configs(o, img, o->algs[a].alg, &key,
+						   res, pg);
 			if (img)
 				unlink(img);
 			free(img);
@@ -414,7 +541,7 @@ int bench_lib_seq(const char *image, uint32_t bs, double cap,
 
 	memset(&o, 0, sizeof(o));
 	o.runtime = cap;
-	err = target_open_lib(&t, image, bs);
+	err = target_open_lib(&t, image, bs, NULL, NULL);
 	if (err)
 		return err;
 	err = run_workload(&t, 0, &o, bytes, seconds);
