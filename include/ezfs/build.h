@@ -172,6 +172,19 @@ EZFS_API int ezfs_builder_new(const struct ezfs_build_params *p,
 EZFS_API int ezfs_builder_scan(ezfs_builder *b, const char *srcdir);
 
 /*
+ * Instead of ezfs_builder_scan: read the tree from a tar archive (ustar,
+ * GNU and PAX headers; plain, gzip or xz, told apart by magic). path NULL
+ * or "-" reads standard input. A seekable plain archive's file data is
+ * read in place; any other input's data is copied into one unlinked
+ * temporary file in tmpdir (NULL: the current directory), kept open until
+ * the builder is freed. Parent directories missing from the archive get
+ * mode 0755, owner 0 and the -T timestamp (else the archive's newest
+ * mtime). A later entry for a path replaces an earlier one.
+ */
+EZFS_API int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
+				   const char *tmpdir);
+
+/*
  * Lay out and write the image to path: a temporary file beside it is
  * written, synced and renamed only when complete; on failure neither the
  * temporary file nor path is left behind (an existing file at path stays

@@ -100,6 +100,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		return -ENOMEM;
 	b->p = *p;
 	b->fd = -1;
+	b->datafd = -1;
 	b->blksz = p->blksz ? p->blksz : 4096;
 	if (b->blksz < 512 || b->blksz > 4096 || (b->blksz & (b->blksz - 1))) {
 		bld_log(b, EZFS_LOG_ERROR,
@@ -189,7 +190,20 @@ void ezfs_builder_free(ezfs_builder *b)
 	free(b->shared);
 	if (b->fd >= 0)
 		close(b->fd);
+	if (b->datafd >= 0)
+		close(b->datafd);
 	free(b);
+}
+
+/* After the tree is read: place the config records and shared xattrs. */
+static int scanned(ezfs_builder *b)
+{
+	/* config records follow the superblock; shared xattrs follow them */
+	if (b->big_pcluster)
+		b->cfgs_len = bld_cfgs_encode(b, NULL);
+	b->shared_start = (EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE +
+			   b->cfgs_len + 3) & ~3u;
+	return bld_xattrs_share(b);
 }
 
 int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
@@ -200,14 +214,19 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 		return -EINVAL;
 	b->scanned = true;
 	err = bld_scan(b, srcdir);
-	if (err)
-		return err;
-	/* config records follow the superblock; shared xattrs follow them */
-	if (b->big_pcluster)
-		b->cfgs_len = bld_cfgs_encode(b, NULL);
-	b->shared_start = (EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE +
-			   b->cfgs_len + 3) & ~3u;
-	return bld_xattrs_share(b);
+	return err ? err : scanned(b);
+}
+
+int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
+			  const char *tmpdir)
+{
+	int err;
+
+	if (b->scanned)
+		return -EINVAL;
+	b->scanned = true;
+	err = bld_scan_tar(b, path, tmpdir);
+	return err ? err : scanned(b);
 }
 
 void ezfs_builder_stats(const ezfs_builder *b, struct ezfs_build_stats *st)

@@ -122,10 +122,11 @@ static int set_inline(struct bzfile *z, uint64_t pos, const uint8_t *src,
 
 /*
  * Fragments (9.10): keep the file's bytes [pos, size) for the packed inode;
- * the window holds [wpos, wend), the rest is read from fd.
+ * the window holds [wpos, wend), the rest is read from src.
  */
 static int take_frag(const struct ezfs_builder *b, const struct binode *in,
-		     struct bzfile *z, int fd, const uint8_t *win,
+		     struct bzfile *z, const struct bsrc *src,
+		     const uint8_t *win,
 		     uint64_t wpos, uint64_t wend, uint64_t pos, uint64_t size)
 {
 	uint64_t len = size - pos, have = wend > pos ? wend - pos : 0;
@@ -138,16 +139,14 @@ static int take_frag(const struct ezfs_builder *b, const struct binode *in,
 		return -ENOMEM;
 	memcpy(z->frag, win + (pos - wpos), (size_t)have);
 	while (have < len) {
-		ssize_t n = pread(fd, z->frag + have, (size_t)(len - have),
-				  (off_t)(pos + have));
+		ssize_t n = bld_src_pread(src, z->frag + have,
+					  (size_t)(len - have), pos + have);
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n <= 0) {
 			bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
-				n < 0 ? strerror(errno) :
+				n < 0 ? strerror((int)-n) :
 				"file shrank while building");
-			return n < 0 ? -errno : -EAGAIN;
+			return n < 0 ? (int)n : -EAGAIN;
 		}
 		have += (uint64_t)n;
 	}
@@ -387,8 +386,9 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	bool ztail = !mem && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
 	size_t room = ztail ? inline_room(b, in) : 0;
 	struct bzfile *z;
+	struct bsrc src = { .fd = -1 };
 	void *hctx = cctx;
-	int fd = -1, err = 0;
+	int err = 0;
 
 	*out = NULL;
 	cctx = bld_cctx_get(b, hctx, in->zalg, &err);
@@ -426,14 +426,8 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	}
 	if (mem)
 		wend = size;
-	else
-		fd = open(in->srcpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (!mem && fd < 0) {
-		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
-			strerror(errno));
+	else if ((err = bld_src_open(b, in, &src)))
 		goto fail;
-	}
 	while (pos < size) {
 		uint64_t rem = size - pos, want = rem < maxext ? rem : maxext;
 		size_t inlen;
@@ -446,17 +440,16 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			memmove(win, win + (pos - wpos), keep);
 			wpos = pos;
 			while (wend < pos + want) {
-				ssize_t n = pread(fd, win + (wend - wpos),
-						  (size_t)(maxext - (wend - wpos)),
-						  (off_t)wend);
+				ssize_t n = bld_src_pread(&src,
+						win + (wend - wpos),
+						(size_t)(maxext - (wend - wpos)),
+						wend);
 
-				if (n < 0 && errno == EINTR)
-					continue;
 				if (n <= 0) {
-					err = n < 0 ? -errno : -EAGAIN;
+					err = n < 0 ? (int)n : -EAGAIN;
 					bld_log(b, EZFS_LOG_ERROR, "%s: %s",
 						in->srcpath, n < 0 ?
-						strerror(errno) :
+						strerror(-err) :
 						"file shrank while building");
 					goto fail;
 				}
@@ -484,7 +477,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		}
 		/* fragments: the last <= 1 pcluster (or all) to the packed inode */
 		if (frags && (allfrag ? pos == 0 : rem <= pcap)) {
-			err = take_frag(b, in, z, fd, win, wpos, wend, pos, size);
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size);
 			if (err)
 				goto fail;
 			pos = size;
@@ -507,7 +500,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		}
 		/* the whole rest compresses below one pcluster: a fragment */
 		if (frags && r > 0 && inlen == rem && (uint64_t)r < pcap) {
-			err = take_frag(b, in, z, fd, win, wpos, wend, pos, size);
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size);
 			if (err)
 				goto fail;
 			pos = size;
@@ -631,9 +624,7 @@ fail:
 	bld_zfile_free(z);
 out:
 	bld_cctx_put(b, hctx, in->zalg);
-	/* fd is -1 until the file is open */
-	if (fd >= 0)
-		close(fd);
+	bld_src_close(&src);
 	if (!mem)
 		free(win);
 	free(obuf);

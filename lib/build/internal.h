@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "ezfs/build.h"
@@ -60,6 +61,7 @@ struct bzfile {
 
 struct binode {
 	char *srcpath;           /* source path, for reading the data */
+	uint64_t dataoff;        /* tar source: data offset in b->datafd */
 	uint32_t mode;
 	uint32_t uid, gid;
 	int64_t mtime;
@@ -110,6 +112,7 @@ struct ezfs_builder {
 	void *regex;             /* regex_t array */
 	size_t nregex;
 	bool scanned;
+	int datafd;              /* tar source: all file data; -1: by path */
 
 	struct binode **inodes;  /* BFS order; [0] = root */
 	size_t ninodes, capinodes;
@@ -164,6 +167,33 @@ int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 /* scan.c */
 int bld_scan(struct ezfs_builder *b, const char *srcdir);
 void bld_free_inodes(struct ezfs_builder *b);
+
+/* Shared with tar.c: append to b->inodes, add a dentry, set metadata
+ * (mode, owner, times with -T / --all-root / --force-*) from st, and
+ * finish the tree ("." and "..", sorted directories). */
+int bld_add_inode(struct ezfs_builder *b, struct binode *in);
+int bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
+void bld_inode_meta(struct ezfs_builder *b, struct binode *in,
+		    const struct stat *st);
+int bld_scan_finish(struct ezfs_builder *b);
+
+/* datasrc.c: where a regular file's bytes come from (its path, or a
+ * range of b->datafd for tar sources) */
+struct bsrc {
+	int fd;
+	bool own;                /* close fd when done */
+	uint64_t base, len;      /* reads are clamped to [0, len) */
+};
+int bld_src_open(const struct ezfs_builder *b, const struct binode *in,
+		 struct bsrc *s);
+/* Read up to len bytes at file offset off; short only at the end. */
+ssize_t bld_src_pread(const struct bsrc *s, void *buf, size_t len,
+		      uint64_t off);
+void bld_src_close(struct bsrc *s);
+
+/* tar.c */
+int bld_scan_tar(struct ezfs_builder *b, const char *path,
+		 const char *tmpdir);
 
 /* xattr.c */
 int bld_xattrs_read(struct ezfs_builder *b, struct binode *in);

@@ -84,46 +84,24 @@ static void plan_flat(const struct ezfs_builder *b, struct binode *in,
 	in->unit_size = meta + in->tail_len;
 }
 
-/* Read exactly len bytes (short only at EOF: returns bytes read). */
-static ssize_t read_full(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (!n)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /* Copy a regular file as a flat inode: full blocks at the cursor, tail. */
 static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 			   uint8_t *buf)
 {
 	uint64_t full = in->nblocks << b->blkszbits, done = 0;
-	int fd, err = 0;
+	struct bsrc src;
+	int err;
 	ssize_t n;
 
-	fd = open(in->srcpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
-			strerror(errno));
+	err = bld_src_open(b, in, &src);
+	if (err)
 		return err;
-	}
 	if (in->nblocks)
 		in->startblk = b->cursor;
 	while (done < full) {
 		size_t want = full - done < COPY_BUF ? (size_t)(full - done)
 						     : COPY_BUF;
-		n = read_full(fd, buf, want);
+		n = bld_src_pread(&src, buf, want, done);
 		if (n < 0) {
 			err = (int)n;
 			goto rerr;
@@ -144,7 +122,7 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 			err = -ENOMEM;
 			goto out;
 		}
-		n = read_full(fd, in->tail, in->tail_len);
+		n = bld_src_pread(&src, in->tail, in->tail_len, full);
 		if (n < 0) {
 			err = (int)n;
 			goto rerr;
@@ -162,7 +140,7 @@ changed:
 	bld_log(b, EZFS_LOG_ERROR, "%s: file shrank while building",
 		in->srcpath);
 out:
-	close(fd);
+	bld_src_close(&src);
 	return err;
 }
 
@@ -208,7 +186,8 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 	bool idx8 = b->p.flags & EZFS_BUILD_CHUNK_INDEXES;
 	unsigned unit = idx8 ? 8 : 4;
 	uint8_t *buf = NULL, *tmp = NULL;
-	int fd, err = 0;
+	struct bsrc src;
+	int err = 0;
 
 	while ((1u << cbits) < csz)
 		cbits++;
@@ -221,18 +200,14 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		err = -ENOMEM;
 		goto out_nofd;
 	}
-	fd = open(in->srcpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
-			strerror(errno));
+	err = bld_src_open(b, in, &src);
+	if (err)
 		goto out_nofd;
-	}
 	for (i = 0; i < n; i++) {
 		uint64_t off = (uint64_t)i << cbits, addr, found;
 		size_t len = in->size - off < csz ? (size_t)(in->size - off) : csz;
 		uint32_t blocks = (uint32_t)((len + b->blksz - 1) >> b->blkszbits);
-		ssize_t got = read_full(fd, buf, len);
+		ssize_t got = bld_src_pread(&src, buf, len, off);
 		uint8_t *e = in->chunkidx + (size_t)i * unit;
 
 		if (got < 0 || (size_t)got != len) {
@@ -274,7 +249,7 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		else
 			put_le32(e, (uint32_t)addr);
 	}
-	close(fd);
+	bld_src_close(&src);
 out_nofd:
 	free(buf);
 	free(tmp);

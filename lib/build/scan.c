@@ -13,7 +13,7 @@
 #include "build/internal.h"
 #include "format/erofs_fs.h"
 
-static int add_inode(struct ezfs_builder *b, struct binode *in)
+int bld_add_inode(struct ezfs_builder *b, struct binode *in)
 {
 	if (b->ninodes == b->capinodes) {
 		size_t cap = b->capinodes ? b->capinodes * 2 : 256;
@@ -85,7 +85,7 @@ static int hl_add(struct ezfs_builder *b, struct binode *in)
 
 /* ---- directories ---- */
 
-static int add_dentry(struct binode *dir, const char *name, struct binode *in)
+int bld_add_dentry(struct binode *dir, const char *name, struct binode *in)
 {
 	struct bdentry *d;
 
@@ -143,8 +143,8 @@ static bool excluded(const struct ezfs_builder *b, const char *rel)
 	return false;
 }
 
-static int fill_inode(struct ezfs_builder *b, struct binode *in,
-		      const struct stat *st)
+void bld_inode_meta(struct ezfs_builder *b, struct binode *in,
+		    const struct stat *st)
 {
 	const struct ezfs_build_params *p = &b->p;
 
@@ -171,6 +171,14 @@ static int fill_inode(struct ezfs_builder *b, struct binode *in,
 	in->ino = st->st_ino;
 	in->nlink = 1;
 	in->startblk = EROFS_NULL_ADDR32;
+}
+
+static int fill_inode(struct ezfs_builder *b, struct binode *in,
+		      const struct stat *st)
+{
+	const struct ezfs_build_params *p = &b->p;
+
+	bld_inode_meta(b, in, st);
 	if (S_ISREG(st->st_mode)) {
 		in->size = (uint64_t)st->st_size;
 		b->st.files++;
@@ -305,7 +313,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 			if (in) {
 				in->nlink++;
 				b->st.hardlinks++;
-				err = add_dentry(dir, names[i], in);
+				err = bld_add_dentry(dir, names[i], in);
 				continue;
 			}
 		}
@@ -314,7 +322,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 			err = -ENOMEM;
 			break;
 		}
-		err = add_inode(b, in);
+		err = bld_add_inode(b, in);
 		if (err) {
 			free(in->srcpath);
 			free(in);
@@ -328,7 +336,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 		if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
 			err = hl_add(b, in);
 		if (!err)
-			err = add_dentry(dir, names[i], in);
+			err = bld_add_dentry(dir, names[i], in);
 	}
 out:
 	free(path);
@@ -363,7 +371,7 @@ int bld_scan(struct ezfs_builder *b, const char *srcdir)
 		root->srcpath[--rootlen] = '\0';
 	if (rootlen == 1 && root->srcpath[0] == '/')
 		rootlen = 0;
-	err = add_inode(b, root);
+	err = bld_add_inode(b, root);
 	if (err) {
 		free(root->srcpath);
 		free(root);
@@ -388,15 +396,23 @@ int bld_scan(struct ezfs_builder *b, const char *srcdir)
 		if ((i & 1023) == 0)
 			bld_progress(b, EZFS_BUILD_SCAN, b->ninodes, 0, 0, 0);
 	}
-	/* "." and "..", then sort every directory */
+	return bld_scan_finish(b);
+}
+
+/* "." and "..", then sort every directory */
+int bld_scan_finish(struct ezfs_builder *b)
+{
+	size_t i;
+	int err;
+
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
 
 		if (!S_ISDIR(in->mode))
 			continue;
-		err = add_dentry(in, ".", in);
+		err = bld_add_dentry(in, ".", in);
 		if (!err)
-			err = add_dentry(in, "..", in->parent);
+			err = bld_add_dentry(in, "..", in->parent);
 		if (err)
 			return err;
 		qsort(in->dents, in->ndents, sizeof(*in->dents), cmp_dent);
