@@ -8,3 +8,13 @@ set_tests_properties(interop.mkfs PROPERTIES
                      SKIP_RETURN_CODE 77
                      TIMEOUT 600
                      LABELS "interop;mkfs")
+
+# Several algorithms, --compress-hints, -E48bit, owner offsets
+# (tests/interop/mkfs-hints.sh).
+add_test(NAME interop.mkfs_hints
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-hints.sh)
+set_tests_properties(interop.mkfs_hints PROPERTIES
+                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
+                     SKIP_RETURN_CODE 77
+                     TIMEOUT 300
+                     LABELS "interop;mkfs")
