@@ -47,8 +47,8 @@ int ezfs_engine_bench_raw(const char *engine, const void *data, size_t len,
 	size_t nc = 0, cap = 0, off = 0, zsum = 0, i;
 	uint8_t *out = NULL;
 	void *cctx = NULL;
-	uint64_t t0, t;
-	unsigned it;
+	uint64_t t0 = 0, t;
+	unsigned it, wlog;
 	int err = 0;
 
 	*mbps = 0;
@@ -59,8 +59,15 @@ int ezfs_engine_bench_raw(const char *engine, const void *data, size_t len,
 	enc = encoder_of(dec->alg);
 	if (!enc)
 		return -EOPNOTSUPP;
-	cfg.lzma_dict_size = pcluster * 8 > 65536 ? (uint32_t)(pcluster * 8) :
-						    65536;
+	/* the stream parameters ezfs mkfs records for this pcluster size */
+	cfg.lzma_dict_size = pcluster * 4 < (32u << 10) ? 32u << 10 :
+			     pcluster * 4 > (8u << 20) ? 8u << 20 :
+							 (uint32_t)(pcluster * 4);
+	wlog = 10;
+	while ((2ul << wlog) <= (pcluster * 8 < (1u << 20) ? pcluster * 8 :
+							     1u << 20))
+		wlog++;
+	cfg.zstd_windowlog = wlog - 10;
 	cctx = enc->cctx_new(-1, &cfg, &err);
 	pool = ezfs_codec_pool_new(&cfg);
 	out = malloc(pcluster * 64);
@@ -104,8 +111,10 @@ int ezfs_engine_bench_raw(const char *engine, const void *data, size_t len,
 		off += inlen;
 		nc++;
 	}
-	t0 = ezfs_engine_now_ns();
-	for (it = 0; it < iters && !err; it++) {
+	/* round 0 checks the output and warms up; rounds 1..iters count */
+	for (it = 0; it <= iters && !err; it++) {
+		if (it == 1)
+			t0 = ezfs_engine_now_ns();
 		for (i = 0; i < nc && !err; i++) {
 			struct ezfs_dreq rq = {
 				.in = c[i].z, .inlen = c[i].zlen, .out = out,

@@ -8,3 +8,14 @@ set_tests_properties(interop.engines PROPERTIES
                      SKIP_RETURN_CODE 77
                      TIMEOUT 300
                      LABELS "interop;engines")
+# The live engine switch of a running mount (tests/interop/mount-accel.sh):
+# root, /dev/fuse and the deflate-16k fixture, else it skips.
+if(EZFS_WITH_FUSE)
+  add_test(NAME interop.mount-accel
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mount-accel.sh)
+  set_tests_properties(interop.mount-accel PROPERTIES
+                       ENVIRONMENT "${EZFS_TEST_ENV}"
+                       SKIP_RETURN_CODE 77
+                       TIMEOUT 120
+                       LABELS "interop;engines;mount")
+endif()

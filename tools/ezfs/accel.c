@@ -1,28 +1,48 @@
 /* SPDX-License-Identifier: MIT */
-/* accel.c - ezfs accel: list decompression engines, per-image stats. */
+/*
+ * accel.c - ezfs accel: list decompression engines, per-image or per-mount
+ * counters (stats), live switch of a mount (set, accel_ctl.c), benchmark
+ * (bench, accel_bench.c).
+ */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
 
 #include <ezfs/engine.h>
 #include <ezfs/ezfs.h>
 
+#include "accel.h"
 #include "cmd.h"
+#include "common.h"
 
-static void accel_usage(void)
+void accel_usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: ezfs accel list\n"
 		"       ezfs accel stats [--accel SPEC] [--dispatch MODE] "
 		"[--strict-accel] IMG\n"
-		"       ezfs accel bench [-n ITERS] [IMG]\n"
+		"       ezfs accel stats MOUNTPOINT\n"
+		"       ezfs accel set [--dispatch MODE] "
+		"[--[no-]strict-accel] MOUNTPOINT [SPEC]\n"
+		"       ezfs accel bench [-e ENGINE] [-n ITERS] [-s MIB] [-r MIB] "
+		"[IMG]\n"
 		"  SPEC: ALG=ENG[,ENG..][;ALG=..] or ENG (first for its "
-		"algorithm)\n"
+		"algorithm),\n"
+		"        'default' for the default order (see 'ezfs accel "
+		"list')\n"
 		"  MODE: inline, queue[:N], percpu\n"
-		"  The environment sets the same for every command: EZFS_ACCEL,\n"
-		"  EZFS_DISPATCH, EZFS_STRICT_ACCEL=1.\n");
+		"  bench: raw decode against reads through ezfs of a MIB "
+		"sample (4)\n"
+		"  (IMG's data or text) in -r MIB reads (4), per pcluster "
+		"size\n"
+		"  stats IMG reads every file and prints the engine counters;\n"
+		"  stats/set MOUNTPOINT talk to a running 'ezfs mount' (set: "
+		"its owner\n"
+		"  or root). The environment sets the engines of every command:\n"
+		"  EZFS_ACCEL, EZFS_DISPATCH, EZFS_STRICT_ACCEL=1.\n");
 }
 
 static int accel_list(void)
@@ -68,8 +88,7 @@ static int files_ent(void *arg, const char *name, size_t namelen,
 {
 	struct files_walk *fw = arg;
 
-	if ((namelen == 1 && name[0] == '.') ||
-	    (namelen == 2 && !memcmp(name, "..", 2)))
+	if (cli_is_dots(name, namelen))
 		return 0;
 	if (ftype == EZFS_FT_DIR)
 		return files_dir(fw, nid);
@@ -90,8 +109,8 @@ static int files_dir(struct files_walk *fw, uint64_t nid)
 	return err;
 }
 
-static int for_each_file(ezfs_image *img, int (*fn)(void *arg, uint64_t nid),
-			 void *arg)
+int accel_for_each_file(ezfs_image *img, int (*fn)(void *arg, uint64_t nid),
+			void *arg)
 {
 	struct files_walk fw = { .img = img, .fn = fn, .arg = arg };
 
@@ -102,7 +121,24 @@ struct walk {
 	ezfs_image *img;
 	uint8_t *buf;
 	uint64_t bytes;
+	uint64_t digest;        /* of nids and contents, in walk order */
 };
+
+/* A 64-bit digest of n bytes, 8 at a time (differential tests compare it
+ * across engines and dispatch modes; not a cryptographic hash). */
+static uint64_t digest_add(uint64_t h, const uint8_t *p, size_t n)
+{
+	uint64_t w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	while (n--)
+		h = (h ^ *p++) * 0x100000001b3ull;
+	return h;
+}
 
 /* Read a whole file, for the timing walk. */
 static int walk_file(void *arg, uint64_t nid)
@@ -116,7 +152,9 @@ static int walk_file(void *arg, uint64_t nid)
 	err = ezfs_inode_get(w->img, nid, &ino);
 	if (err)
 		return err;
+	w->digest = digest_add(w->digest, (const uint8_t *)&nid, sizeof(nid));
 	while ((n = ezfs_pread(ino, w->buf, 1 << 20, off)) > 0) {
+		w->digest = digest_add(w->digest, w->buf, (size_t)n);
 		off += (uint64_t)n;
 		w->bytes += (uint64_t)n;
 	}
@@ -124,82 +162,65 @@ static int walk_file(void *arg, uint64_t nid)
 	return n < 0 ? (int)n : 0;
 }
 
-static void log_stderr(void *arg, int level, const char *msg)
+void accel_print_counters(const struct ezfs_engine_stats *st, int n)
 {
-	(void)arg;
-	(void)level;
-	fprintf(stderr, "ezfs accel: %s\n", msg);
-}
+	int i;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	printf("%-11s %-8s %10s %14s %10s %8s\n", "ENGINE", "ALG", "REQUESTS",
+	       "BYTES_OUT", "FALLBACKS", "ERRORS");
+	for (i = 0; i < n; i++)
+		if (st[i].requests)
+			printf("%-11s %-8s %10llu %14llu %10llu %8llu\n",
+			       st[i].name, ezfs_alg_name(st[i].alg),
+			       (unsigned long long)st[i].requests,
+			       (unsigned long long)st[i].bytes_out,
+			       (unsigned long long)st[i].fallbacks,
+			       (unsigned long long)st[i].errors);
 }
 
 static int accel_stats(int argc, char **argv)
 {
-	const char *spec = NULL, *mode = NULL, *path = NULL;
-	struct ezfs_engine_stats st[32];
+	static const struct option opts[] = {
+		CLI_ENGINE_OPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ezfs_engine_stats est[32];
 	struct ezfs_latency_stats ls;
 	struct ezfs_dispatch_info di;
-	struct ezfs_open_params p;
+	struct cli_log lg = { 0 };
 	struct walk w = { 0 };
+	struct stat sb;
 	ezfs_image *img;
-	int strict = 0, i, n, err;
-	unsigned nt;
+	const char *path;
+	int c, n, err;
 	double t0, t;
 	char order[256];
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--accel") && i + 1 < argc)
-			spec = argv[++i];
-		else if (!strcmp(argv[i], "--dispatch") && i + 1 < argc)
-			mode = argv[++i];
-		else if (!strcmp(argv[i], "--strict-accel"))
-			strict = 1;
-		else if (argv[i][0] != '-' && !path)
-			path = argv[i];
-		else {
-			accel_usage();
-			return 2;
-		}
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		err = cli_opt_other("accel", c, argv, accel_usage);
+		if (err >= 0)
+			return err;
 	}
-	if (!path) {
-		accel_usage();
+	if (cli_nargs("accel", argc - optind, 1, 1, "missing IMG"))
 		return 2;
-	}
-	ezfs_open_params_init(&p);
-	p.log = log_stderr;
-	err = ezfs_image_open(path, &p, &img);
-	if (err) {
-		fprintf(stderr, "ezfs accel: %s: %s\n", path, ezfs_strerror(err));
+	path = argv[optind];
+	if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
+		return accel_mount_stats(path);
+	if (cli_open("accel", path, &lg, &img) < 0)
 		return 1;
-	}
-	err = spec ? ezfs_image_set_accel(img, spec) : 0;
-	if (!err && mode) {
-		int m = ezfs_dispatch_parse(mode, &nt);
-
-		err = m < 0 ? m : ezfs_image_set_dispatch(img, m, nt);
-		if (m < 0)
-			fprintf(stderr, "ezfs accel: bad --dispatch '%s'\n",
-				mode);
-	}
-	if (!err && strict)
-		err = ezfs_image_set_strict_accel(img, 1);
 	w.img = img;
 	w.buf = malloc(1 << 20);
-	if (!err && !w.buf)
-		err = -ENOMEM;
-	t0 = now_s();
+	err = w.buf ? 0 : -ENOMEM;
+	t0 = cli_now();
 	if (!err)
-		err = for_each_file(img, walk_file, &w);
-	t = now_s() - t0;
+		err = accel_for_each_file(img, walk_file, &w);
+	t = cli_now() - t0;
 	free(w.buf);
 	if (err) {
-		fprintf(stderr, "ezfs accel: %s: %s\n", path, ezfs_strerror(err));
+		cli_fail("accel", path, NULL, err);
 		ezfs_image_close(img);
 		return 1;
 	}
@@ -212,17 +233,9 @@ static int accel_stats(int argc, char **argv)
 	       ezfs_dispatch_name(di.mode), di.workers, di.pinned,
 	       di.policy ? "SCHED_FIFO" : "SCHED_OTHER", di.nice,
 	       (unsigned long long)di.batches);
-	printf("%-11s %-8s %10s %14s %10s %8s\n", "ENGINE", "ALG", "REQUESTS",
-	       "BYTES_OUT", "FALLBACKS", "ERRORS");
-	n = ezfs_image_engine_stats(img, st, 32);
-	for (i = 0; i < n && i < 32; i++)
-		if (st[i].requests)
-			printf("%-11s %-8s %10llu %14llu %10llu %8llu\n",
-			       st[i].name, ezfs_alg_name(st[i].alg),
-			       (unsigned long long)st[i].requests,
-			       (unsigned long long)st[i].bytes_out,
-			       (unsigned long long)st[i].fallbacks,
-			       (unsigned long long)st[i].errors);
+	printf("digest: %016llx\n", (unsigned long long)w.digest);
+	n = ezfs_image_engine_stats(img, est, 32);
+	accel_print_counters(est, n < 32 ? n : 32);
 	ezfs_image_latency_stats(img, &ls);
 	printf("latency (us, last %llu of %llu): avg %.1f median %.1f "
 	       "min %.1f max %.1f stddev %.1f\n", (unsigned long long)ls.count,
@@ -232,186 +245,23 @@ static int accel_stats(int argc, char **argv)
 	return 0;
 }
 
-/* The files of an image (up to 64 MiB), for the raw benchmark. */
-struct slurp {
-	ezfs_image *img;
-	uint8_t *buf;
-	size_t len, cap;
-};
-
-static int slurp_file(void *arg, uint64_t nid)
-{
-	struct slurp *s = arg;
-	ezfs_inode *ino;
-	ssize_t n;
-	int err;
-
-	if (s->len == s->cap)
-		return 0;
-	err = ezfs_inode_get(s->img, nid, &ino);
-	if (err)
-		return err;
-	n = ezfs_pread(ino, s->buf + s->len, s->cap - s->len, 0);
-	ezfs_inode_put(ino);
-	if (n < 0)
-		return (int)n;
-	s->len += (size_t)n;
-	return 0;
-}
-
-/* /usr/share/common-licenses/ concatenated. */
-static int slurp_licenses(struct slurp *s)
-{
-	static const char *const files[] = {
-		"Apache-2.0", "Artistic", "BSD", "CC0-1.0", "GFDL-1.3",
-		"GPL-2", "GPL-3", "LGPL-2", "LGPL-2.1", "LGPL-3", "MPL-2.0",
-	};
-	size_t i, round;
-	char path[256];
-
-	for (round = 0; round < 1; round++) { /* one copy: no long repeats */
-		for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-			FILE *f;
-			size_t n;
-
-			snprintf(path, sizeof(path),
-				 "/usr/share/common-licenses/%s", files[i]);
-			f = fopen(path, "rb");
-			if (!f)
-				continue;
-			n = fread(s->buf + s->len, 1, s->cap - s->len, f);
-			s->len += n;
-			fclose(f);
-		}
-	}
-	return s->len ? 0 : -ENOENT;
-}
-
-static int accel_bench(int argc, char **argv)
-{
-	static const size_t sizes[] = { 4096, 16384, 65536, 262144, 1048576 };
-	struct ezfs_open_params p;
-	struct ezfs_engine_info info;
-	struct ezfs_sb_info si;
-	struct slurp s = { 0 };
-	const char *path = NULL;
-	unsigned iters = 20, i, k;
-	ezfs_image *img = NULL;
-	int err, a;
-
-	for (a = 1; a < argc; a++) {
-		if (!strcmp(argv[a], "-n") && a + 1 < argc)
-			iters = (unsigned)atoi(argv[++a]);
-		else if (argv[a][0] != '-' && !path)
-			path = argv[a];
-		else {
-			accel_usage();
-			return 2;
-		}
-	}
-	if (!iters)
-		iters = 1;
-	s.cap = 64u << 20;
-	s.buf = malloc(s.cap);
-	if (!s.buf)
-		return 1;
-	ezfs_open_params_init(&p);
-	p.log = log_stderr;
-	p.cache_bytes = 1 << 20;
-	if (path) {
-		err = ezfs_image_open(path, &p, &img);
-		s.img = img;
-		if (!err)
-			err = for_each_file(img, slurp_file, &s);
-	} else {
-		err = slurp_licenses(&s);
-	}
-	if (err) {
-		fprintf(stderr, "ezfs accel bench: %s: %s\n",
-			path ? path : "/usr/share/common-licenses",
-			ezfs_strerror(err));
-		ezfs_image_close(img);
-		free(s.buf);
-		return 1;
-	}
-	printf("data: %zu bytes from %s, %u decodes of each pcluster\n",
-	       s.len, path ? path : "/usr/share/common-licenses", iters);
-	printf("raw decode, MB/s (compression ratio)\n%-11s %-8s", "ENGINE",
-	       "ALG");
-	for (k = 0; k < 5; k++)
-		printf(" %15zuK", sizes[k] >> 10);
-	printf("\n");
-	for (i = 0; i < ezfs_engine_count(); i++) {
-		if (ezfs_engine_get_info(i, &info) || info.probe ||
-		    (info.flags & EZFS_ENGINE_TEST))
-			continue;
-		printf("%-11s %-8s", info.name, ezfs_alg_name(info.alg));
-		for (k = 0; k < 5; k++) {
-			double mbps = 0, ratio = 0;
-
-			err = ezfs_engine_bench_raw(info.name, s.buf, s.len,
-						    sizes[k], iters, &mbps,
-						    &ratio);
-			if (err)
-				printf(" %16s", ezfs_strerror(err));
-			else
-				printf(" %9.0f (%4.2f)", mbps, ratio);
-			fflush(stdout);
-		}
-		printf("\n");
-	}
-	if (img) {
-		ezfs_get_sb_info(img, &si);
-		printf("read path (ezfs_pread of every file, 1 MiB cache), "
-		       "MB/s, against raw decode at the same pcluster size "
-		       "is the ratio to compare\n");
-		for (i = 0; i < ezfs_engine_count(); i++) {
-			struct walk w = { .img = img };
-			char spec[64];
-			double t0, t;
-			unsigned r;
-
-			if (ezfs_engine_get_info(i, &info) || info.probe ||
-			    (info.flags & EZFS_ENGINE_TEST) ||
-			    !(si.available_algs & (1u << info.alg)))
-				continue;
-			snprintf(spec, sizeof(spec), "%s=%s",
-				 ezfs_alg_name(info.alg), info.name);
-			if (ezfs_image_set_accel(img, spec))
-				continue;
-			w.buf = malloc(1 << 20);
-			if (!w.buf)
-				break;
-			t0 = now_s();
-			for (r = 0, err = 0; r < iters && !err; r++)
-				err = for_each_file(img, walk_file, &w);
-			t = now_s() - t0;
-			free(w.buf);
-			if (err)
-				printf("%-11s %s\n", info.name,
-				       ezfs_strerror(err));
-			else
-				printf("%-11s %9.0f MB/s\n", info.name,
-				       t > 0 ? (double)w.bytes / t / 1e6 : 0);
-		}
-	}
-	ezfs_image_close(img);
-	free(s.buf);
-	return 0;
-}
-
 int cmd_accel(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		accel_usage();
-		return argc < 2 ? 2 : 0;
+	if (argc < 2)
+		return cli_usage_error("accel", "missing list, stats, set or "
+				       "bench");
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		accel_usage(stdout);
+		return 0;
 	}
 	if (!strcmp(argv[1], "list"))
-		return accel_list();
+		return argc == 2 ? accel_list() :
+				   cli_usage_error("accel", "too many arguments");
 	if (!strcmp(argv[1], "stats"))
 		return accel_stats(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "set"))
+		return accel_set(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bench"))
 		return accel_bench(argc - 1, argv + 1);
-	accel_usage();
-	return 2;
+	return cli_usage_error("accel", "unknown subcommand '%s'", argv[1]);
 }

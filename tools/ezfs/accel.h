@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* accel.h - the parts of ezfs accel (accel.c, accel_ctl.c, accel_bench.c). */
+#ifndef EZFS_TOOL_ACCEL_H
+#define EZFS_TOOL_ACCEL_H
+
+#include <stdio.h>
+
+#include <ezfs/engine.h>
+
+/* Usage of every accel subcommand. */
+void accel_usage(FILE *f);
+/* The counter table of ezfs accel stats (engines that served requests). */
+void accel_print_counters(const struct ezfs_engine_stats *st, int n);
+/* Call fn(arg, nid) for each regular file of img; stops at non-zero. */
+int accel_for_each_file(ezfs_image *img, int (*fn)(void *arg, uint64_t nid),
+			void *arg);
+
+/* ezfs accel set [...] MNT [SPEC]; argv[0] is "set". */
+int accel_set(int argc, char **argv);
+/* ezfs accel stats MNT: the counters of a running mount. */
+int accel_mount_stats(const char *mnt);
+/* ezfs accel bench [-n ITERS] [-s MIB] [IMG]; argv[0] is "bench". */
+int accel_bench(int argc, char **argv);
+
+#endif
