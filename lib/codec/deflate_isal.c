@@ -55,14 +55,16 @@ static int isal_decompress(void *ctx, const struct ezfs_dreq *rq)
 
 		ret = isal_inflate(st);
 		/*
-		 * isal decodes ahead into an internal buffer, so it may hit
-		 * damage past the wanted prefix; what it wrote to out is
-		 * decoded, like what zlib would have stopped at.
+		 * On an error isal_inflate() may still report a full output
+		 * whose tail is stale bytes of its internal buffer (found by
+		 * fuzz_codec: ISAL_INVALID_LOOKBACK with avail_out 0), so an
+		 * error is an error even for a partial request; the reference
+		 * engine then decodes what prefix there is.
 		 */
-		if (rq->partial && !spilled && st->avail_out == 0)
-			return 0;
 		if (ret < 0 || ret == ISAL_NEED_DICT)
 			return -EUCLEAN;
+		if (rq->partial && !spilled && st->avail_out == 0)
+			return 0;
 		if (st->block_state == ISAL_BLOCK_FINISH)
 			break;
 		if (st->avail_out == 0) {

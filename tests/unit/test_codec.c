@@ -874,6 +874,36 @@ static void bench(int argc, char **argv)
 	free(data);
 }
 
+/*
+ * A deflate stream that goes bad after 7 bytes (a distance beyond the
+ * start): every codec must fail a partial decode of 60 bytes. isal used to
+ * report success with the tail taken from stale bytes of its internal buffer
+ * (found by fuzz_codec; tests/fuzz/corpus/codec/regress-isal-error-stale-tail).
+ */
+static void test_partial_after_damage(void)
+{
+	static const uint8_t bad[] = {
+		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0x5d, 0x32, 0xda, 0xda,
+		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+		0xda, 0xda, 0x01
+	};
+	const struct ezfs_codec_ops *const *l = ezfs_codec_list(EZFS_ALG_DEFLATE);
+
+	for (; *l; l++) {
+		int err;
+
+		if (!((*l)->flags & EZFS_CODEC_PARTIAL) ||
+		    ((*l)->probe && (*l)->probe()))
+			continue;
+		err = direct(*l, bad, sizeof(bad), 60, true, NULL);
+		CHECK(err == -EUCLEAN, "%s partial past damage: %d",
+		      (*l)->name, err);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "bench")) {
@@ -882,6 +912,7 @@ int main(int argc, char **argv)
 	}
 	test_dispatch();
 	test_decode();
+	test_partial_after_damage();
 	test_zstd_rules();
 	test_threads();
 	test_destsize();
