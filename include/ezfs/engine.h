@@ -130,8 +130,8 @@ EZFS_API void ezfs_image_engine_reset(ezfs_image *img);
  * Raw in-memory decode speed of one engine: data is compressed with its
  * algorithm's encoder (default level) into pclusters of pcluster bytes
  * (fixed output, as on disk), then every pcluster is decoded once (checked,
- * not timed) and iters times more (timed).
- * *mbps = decoded MB/s (1e6 bytes), *ratio (may be NULL) = compression
+ * not timed) and iters times more (timed): *mbps = decoded MB/s (1e6
+ * bytes) of the fastest of those rounds, in CPU time of the calling thread, *ratio (may be NULL) = compression
  * ratio. The first round is checked against data. Returns 0, -EINVAL,
  * -EOPNOTSUPP (engine not usable here or no encoder), -ENOMEM, -EUCLEAN.
  */

@@ -5,6 +5,8 @@
  * same data read through ezfs: an image built by the library's builder at
  * that pcluster size, held in memory, read with ezfs_pread in large
  * sequential reads (no page cache, a fresh pcluster cache every round).
+ * Both figures: the fastest round, in CPU time of the (only) decoding
+ * thread, so that other load on the machine disturbs them less.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ezfs/build.h>
@@ -236,10 +239,10 @@ static int read_round(struct bench *b, const uint8_t *img, size_t len,
 		      const char *spec, uint8_t *buf, int check, uint64_t *ns)
 {
 	struct ezfs_open_params p;
+	struct timespec t0, t1;
 	ezfs_image *fs;
 	ezfs_inode *ino = NULL;
 	uint64_t nid, off = 0;
-	double t0;
 	ssize_t n = 0;
 	int err;
 
@@ -252,13 +255,15 @@ static int read_round(struct bench *b, const uint8_t *img, size_t len,
 	err = ezfs_resolve(fs, "/sample", &nid);
 	if (!err)
 		err = ezfs_inode_get(fs, nid, &ino);
-	t0 = cli_now();
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	while (!err && (n = ezfs_pread(ino, buf, b->rdsz, off)) > 0) {
 		if (check && memcmp(buf, b->data + off, (size_t)n))
 			err = -EUCLEAN;
 		off += (uint64_t)n;
 	}
-	*ns = (uint64_t)((cli_now() - t0) * 1e9);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	*ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+	      (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
 	if (!err && n < 0)
 		err = (int)n;
 	if (!err && off != b->len)
@@ -275,7 +280,7 @@ static void bench_cell(struct bench *b, const char *engine, int alg,
 		       uint8_t *buf)
 {
 	unsigned iters = b->iters, i;
-	uint64_t ns, sum = 0;
+	uint64_t ns, best = 0;
 	double raw = 0, thr;
 	char spec[64];
 	int err;
@@ -290,13 +295,13 @@ static void bench_cell(struct bench *b, const char *engine, int alg,
 					    iters, &raw, NULL);
 	for (i = 0; !err && i < iters; i++) {
 		err = read_round(b, img, len, spec, buf, 0, &ns);
-		sum += ns;
+		if (!best || ns < best)
+			best = ns;
 	}
 	if (err) {
 		printf(" %22.22s", ezfs_strerror(err));
 	} else {
-		thr = sum ? (double)b->len * iters / ((double)sum / 1e9) / 1e6 :
-			    0;
+		thr = best ? (double)b->len / ((double)best / 1e9) / 1e6 : 0;
 		printf(" %6.0f %6.0f %4.0f%%", raw, thr,
 		       raw > 0 ? 100 * thr / raw : 0);
 	}
@@ -412,7 +417,7 @@ int accel_bench(int argc, char **argv)
 	printf("sample: %zu bytes (%s), %zu KiB ezfs_pread reads, %s\n",
 	       b.len, b.from, b.rdsz >> 10,
 	       b.iters ? "fixed rounds" : "about 0.2 s per figure");
-	printf("MB/s: raw decode, through ezfs (in-memory image built at "
+	printf("MB/s (CPU time, fastest round): raw decode, through ezfs (in-memory image built at "
 	       "that pcluster size), through/raw\n%-11s %-8s", "ENGINE",
 	       "ALG");
 	for (c = 0; c < NSIZES; c++)
