@@ -46,6 +46,7 @@ void bld_zfile_free(struct bzfile *z)
 	if (!z)
 		return;
 	free(z->ext);
+	free(z->plen);
 	free(z->data);
 	free(z->idata);
 	free(z->frag);
@@ -639,6 +640,8 @@ out:
 int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, struct bzfile **out)
 {
+	if (bld_zunaligned_ok(b, in))
+		return bld_zunaligned(b, in, cctx, out);
 	return compress_src(b, in, cctx, NULL, in->size, out);
 }
 

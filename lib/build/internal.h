@@ -57,6 +57,8 @@ struct bzfile {
 	bool wholefrag;          /* the whole file is one fragment */
 	bool has_ref;            /* some extent reuses an earlier pcluster */
 	bool extents;            /* 48-bit encoded extent records (9.12) */
+	uint32_t *plen;          /* byte-aligned data (zunaligned.c): bytes
+				  * stored per extent; NULL: whole blocks */
 };
 
 struct binode {
@@ -233,6 +235,10 @@ uint32_t bld_zindex_size(const struct ezfs_builder *b,
  * z->idx_size. */
 void bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
 		     struct bzfile *z);
+/* zunaligned.c: -E48bit byte-aligned data for zstd and deflate */
+bool bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in);
+int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
+		   void *cctx, struct bzfile **out);
 /* pcluster size of in, in blocks */
 uint32_t bld_pcluster_blocks(const struct ezfs_builder *b,
 			     const struct binode *in);

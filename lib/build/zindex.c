@@ -240,6 +240,11 @@ static uint32_t ext_size(const struct binode *in, const struct bzfile *z)
 {
 	uint32_t h = hdr_offset(in), rs = ext_recsz(in);
 
+	/* byte-aligned data: le64 base address, 4-byte records (H + 8 is
+	 * 4-byte aligned) */
+	if (z->plen)
+		return 8 + 8 + 4 * z->next;
+
 	return ((h + 8 + rs - 1) & ~(rs - 1)) - h + rs * z->next;
 }
 
@@ -251,7 +256,7 @@ void bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
 	if (z->wholefrag || z->idata_len)
 		return;
 	sz = ext_size(in, z);
-	if (sz > bld_zindex_size(b, in, false))
+	if (sz > bld_zindex_size(b, in, false) && !z->plen)
 		return;
 	z->extents = true;
 	z->compact = false;
@@ -266,6 +271,23 @@ static int encode_extents(const struct ezfs_builder *b,
 	uint16_t advise = Z_EROFS_ADVISE_EXTENTS | (rs == 32 ? 6 : 4);
 	uint8_t *r = p + (((h + 8 + rs - 1) & ~(rs - 1)) - h);
 
+	if (z->plen) {
+		uint32_t lcs = bld_pcluster_blocks(b, in) << b->blkszbits;
+		unsigned lcb = 0;
+
+		while ((1u << lcb) < lcs)
+			lcb++;
+		memset(p, 0, 16);
+		put_le16(p + 4, Z_EROFS_ADVISE_EXTENTS);
+		p[7] = (uint8_t)(lcb - b->blkszbits);
+		put_le64(p + 8, (uint64_t)z->ext[0].blkaddr << b->blkszbits);
+		for (k = 0; k < z->next; k++)
+			put_le32(p + 16 + 4 * k, z->plen[k] |
+				 (z->ext[k].type == Z_EROFS_LCLUSTER_TYPE_PLAIN ?
+				  0 : (uint32_t)(b->zalgs[in->zalg].alg + 1)
+				  << Z_EROFS_EXTENT_PLEN_FMT_BIT));
+		return 0;
+	}
 	if (z->frag_len || (z->next && z->ext[z->next - 1].frag))
 		advise |= Z_EROFS_ADVISE_FRAGMENT_PCLUSTER;
 	put_le32(p, z->next);

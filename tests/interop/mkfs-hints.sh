@@ -137,7 +137,8 @@ expect_z "zstd size hints" "$TMP/b.img" /sizes/text_1048576 zstd 8192
 expect_z "zstd size hints" "$TMP/b.img" /sizes/text_1048575 zstd 16384
 
 # (c) 48-bit layout
-for z in "-z lz4hc" "-z zstd -C 65536" "-z lzma -E fragments" "-z none"; do
+for z in "-z lz4hc" "-z zstd -C 65536" "-z deflate -C 12288" \
+	"-z lzma -E fragments" "-z none"; do
 	mkfs c -E48bit $z
 	check "-E48bit $z" "$TMP/c.img" "$TMP/src.json"
 	expect_info "-E48bit $z" "$TMP/c.img" "^Features:.*48bit"
@@ -147,6 +148,18 @@ if "$EZFS" stat "$TMP/c.img" /big/text_3m | grep -q 'Layout: *compressed_full'; 
 	t_pass "-E48bit: a big file uses extent records (compressed_full)"
 else
 	t_fail "-E48bit: $("$EZFS" stat "$TMP/c.img" /big/text_3m | grep Layout)"
+fi
+# zstd: fixed 64 KiB input extents stored back to back (byte addresses)
+mkfs c -E48bit -z zstd -C 65536
+got=$("$EZFS" stat -e "$TMP/c.img" /big/text_3m | awk '
+	$1 ~ /^[0-9]+\.\.[0-9]+$/ { split($1, r, "\\.\\."); n++
+		if (r[2] - r[1] != 65536 && r[2] != 1060921) bad = bad " len " $1
+		if ($2 % 4096) odd++ }
+	END { if (!n || !odd) bad = bad " no unaligned pcluster"; print bad }')
+if [ -z "$got" ]; then
+	t_pass "-E48bit zstd: 64 KiB input extents at byte addresses"
+else
+	t_fail "-E48bit zstd:$got"
 fi
 
 # (d) owner offsets
