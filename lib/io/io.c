@@ -121,6 +121,19 @@ int ezfs_image_open_mem(const void *buf, size_t len,
 	return ezfs_image_open_io(&mem_ops, m, len, p, out);
 }
 
+/* The bytes [off, off + len) of an in-memory image in place, else NULL
+ * (the caller then reads them with ezfs_io_read). */
+const void *ezfs_io_map(ezfs_image *img, size_t len, uint64_t off)
+{
+	const struct mem_io *m = img->io_arg;
+
+	if (img->io_ops != &mem_ops || off > img->io_size ||
+	    len > img->io_size - off || img->io_base + off > m->len ||
+	    len > m->len - (img->io_base + off))
+		return NULL;
+	return m->buf + img->io_base + off;
+}
+
 /* Read exactly len bytes at image offset off. A range past the end of the
  * image is corruption (something in the image pointed there). */
 int ezfs_io_read(ezfs_image *img, void *buf, size_t len, uint64_t off)

@@ -127,6 +127,7 @@ struct ezfs_inode {
 
 /* io.c */
 int ezfs_io_read(ezfs_image *img, void *buf, size_t len, uint64_t off);
+const void *ezfs_io_map(ezfs_image *img, size_t len, uint64_t off);
 
 /* log.c */
 void ezfs_log(const ezfs_image *img, int level, const char *fmt, ...)

@@ -131,26 +131,105 @@ static void shrink(struct pcache *pc)
 	}
 }
 
+/*
+ * The compressed input of a decode: each thread keeps one buffer of the
+ * largest pcluster it has read (freed when the thread ends), so a read does
+ * not pay a malloc, and the page faults of a fresh one, per pcluster.
+ */
+struct zin {
+	uint8_t *buf;
+	size_t cap;
+};
+
+static pthread_key_t zin_key;
+static pthread_once_t zin_once = PTHREAD_ONCE_INIT;
+static bool zin_ok;
+
+static void zin_free(void *p)
+{
+	struct zin *z = p;
+
+	free(z->buf);
+	free(z);
+}
+
+static void zin_init(void)
+{
+	zin_ok = !pthread_key_create(&zin_key, zin_free);
+}
+
+static uint8_t *zin_get(size_t len)
+{
+	struct zin *z;
+
+	pthread_once(&zin_once, zin_init);
+	if (!zin_ok)
+		return NULL;
+	z = pthread_getspecific(zin_key);
+	if (!z) {
+		z = calloc(1, sizeof(*z));
+		if (!z || pthread_setspecific(zin_key, z)) {
+			free(z);
+			return NULL;
+		}
+	}
+	if (z->cap < len) {
+		uint8_t *n = malloc(len);
+
+		if (!n)
+			return NULL;
+		free(z->buf);
+		z->buf = n;
+		z->cap = len;
+	}
+	return z->buf;
+}
+
+/*
+ * The compressed bytes of m: in place for an in-memory image, else read
+ * into the thread's buffer; metadata space (inline pclusters, the metabox,
+ * whose reading may decode again on this thread) into *owned, to free.
+ */
+static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
+		   uint8_t **owned)
+{
+	uint8_t *buf;
+	int err;
+
+	*owned = NULL;
+	if (m->flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_META)) {
+		buf = *owned = malloc(m->plen);
+		if (!buf)
+			return -ENOMEM;
+		err = ezfs_meta_read(img, m->flags & EZFS_EXTENT_META, m->pa,
+				     buf, m->plen);
+	} else {
+		*in = ezfs_io_map(img, m->plen, m->pa);
+		if (*in)
+			return 0;
+		buf = zin_get(m->plen);
+		if (!buf)
+			return -ENOMEM;
+		err = ezfs_io_read(img, buf, m->plen, m->pa);
+	}
+	*in = buf;
+	return err;
+}
+
 int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		  size_t outlen, bool partial)
 {
 	ezfs_image *img = ino->img;
 	struct ezfs_dreq rq = { 0 };
-	uint8_t *in;
+	const uint8_t *in;
+	uint8_t *owned;
 	size_t skip = 0, scan;
 	int err;
 
 	EZFS_CHECK(img, m->plen && m->plen <= EROFS_PCLUSTER_MAX_SIZE,
 		   "nid %llu: bad pcluster size %llu",
 		   (unsigned long long)ino->nid, (unsigned long long)m->plen);
-	in = malloc(m->plen);
-	if (!in)
-		return -ENOMEM;
-	if (m->flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_META))
-		err = ezfs_meta_read(img, m->flags & EZFS_EXTENT_META, m->pa,
-				     in, m->plen);
-	else
-		err = ezfs_io_read(img, in, m->plen, m->pa);
+	err = z_input(img, m, &in, &owned);
 	if (err)
 		goto out;
 	/* [9.8] 0padding: the stream is right-aligned; the kernel scans only
@@ -186,7 +265,7 @@ int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 	if (err == -EINVAL)
 		err = -EUCLEAN;
 out:
-	free(in);
+	free(owned);
 	return err;
 }
 

@@ -147,6 +147,15 @@ static void test_specs(void)
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK(ezfs_accel_check(bad[i]) == -EINVAL, "spec '%s'", bad[i]);
+	{
+		char why[128];
+
+		CHECK(ezfs_accel_check_msg("deflate=zlib,nosuch", why,
+					   sizeof(why)) == -EINVAL &&
+		      strstr(why, "unknown engine 'nosuch'"), "why: %s", why);
+		CHECK(ezfs_accel_check_msg("lz4", why, sizeof(why)) == 0 &&
+		      !why[0], "why for a good spec: %s", why);
+	}
 	CHECK(n >= 6, "%u engines", n);
 	for (i = 0; i < n; i++) {
 		CHECK(!ezfs_engine_get_info(i, &info), "info %u", i);
@@ -210,6 +219,44 @@ static void *live_reader(void *arg)
 		__atomic_fetch_add(&l->rounds, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
+}
+
+/*
+ * The same image held in memory (compressed input read in place, not
+ * copied) must read the same, inline and with batched percpu decoding.
+ */
+static void test_mem(const char *path, uint64_t want)
+{
+	static const char *const modes[] = { "inline", "percpu" };
+	struct ezfs_open_params p;
+	ezfs_image *img;
+	uint8_t *buf;
+	uint64_t h;
+	struct stat st;
+	FILE *f = fopen(path, "rb");
+	unsigned i;
+	int err;
+
+	CHECK(f && !stat(path, &st), "%s", path);
+	if (!f)
+		return;
+	buf = malloc((size_t)st.st_size);
+	CHECK(buf && fread(buf, 1, (size_t)st.st_size, f) ==
+			     (size_t)st.st_size, "read %s", path);
+	fclose(f);
+	for (i = 0; buf && i < 2; i++) {
+		ezfs_open_params_init(&p);
+		p.dispatch = modes[i];
+		p.cache_bytes = 1 << 20;
+		err = ezfs_image_open_mem(buf, (size_t)st.st_size, &p, &img);
+		CHECK(!err, "open_mem %s: %d", path, err);
+		if (err)
+			continue;
+		CHECK(!hash_image(img, &h, NULL) && h == want,
+		      "%s: in-memory read (%s) differs", path, modes[i]);
+		ezfs_image_close(img);
+	}
+	free(buf);
 }
 
 static void test_image(const char *path, int deflate)
@@ -283,9 +330,11 @@ static void test_image(const char *path, int deflate)
 		}
 		/* strict: the fallback becomes an error */
 		CHECK(!ezfs_image_set_strict_accel(img, 1), "strict");
+		CHECK(ezfs_image_get_strict_accel(img) == 1, "get strict");
 		err = hash_image(img, &h, NULL);
 		CHECK(err == -EIO, "strict read: %d", err);
 		CHECK(!ezfs_image_set_strict_accel(img, 0), "strict off");
+		CHECK(ezfs_image_get_strict_accel(img) == 0, "get strict off");
 		CHECK(!ezfs_image_set_accel(img, NULL), "default");
 	}
 
@@ -337,6 +386,7 @@ static void test_image(const char *path, int deflate)
 		       l.rounds, l.bad);
 	}
 	ezfs_image_close(img);
+	test_mem(path, want);
 
 	/* environment */
 	setenv("EZFS_ACCEL", "deflate=nosuch", 1);
