@@ -595,6 +595,11 @@ raw:
 			goto fail;
 		pos += want;
 	}
+	if (!mem) {
+		err = bld_src_check(b, in, &src);
+		if (err)
+			goto fail;
+	}
 	z->datalen = (uint64_t)z->blocks << b->blkszbits;
 	/* compact packs need consecutive pclusters (9.5.3) */
 	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "build/internal.h"
@@ -58,6 +59,37 @@ ssize_t bld_src_pread(const struct bsrc *s, void *buf, size_t len,
 		got += (size_t)n;
 	}
 	return (ssize_t)got;
+}
+
+int bld_src_check(const struct ezfs_builder *b, const struct binode *in,
+		  const struct bsrc *s)
+{
+	const char *what;
+	struct stat st;
+
+	if (!s->own)
+		return 0;
+	if (fstat(s->fd, &st)) {
+		int err = -errno;
+
+		bld_log(b, EZFS_LOG_ERROR, "%s: stat: %s", in->srcpath,
+			strerror(-err));
+		return err;
+	}
+	if ((uint64_t)st.st_size > in->size)
+		what = "grew";
+	else if ((uint64_t)st.st_size < in->size)
+		what = "shrank";
+	else if (st.st_ino != in->ino || st.st_dev != in->dev)
+		what = "was replaced";
+	else if ((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
+		 in->src_mtime_ns)
+		what = "changed";
+	else
+		return 0;
+	bld_log(b, EZFS_LOG_ERROR, "%s: file %s while building", in->srcpath,
+		what);
+	return -EAGAIN;
 }
 
 void bld_src_close(struct bsrc *s)

@@ -73,6 +73,7 @@ struct binode {
 	uint32_t nlink;
 	dev_t dev;
 	ino_t ino;
+	int64_t src_mtime_ns;    /* the source's mtime when scanned */
 	char *symlink;           /* target (symlinks) */
 
 	struct bxattr *xattrs;   /* sorted by (name, value) */
@@ -192,6 +193,10 @@ int bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 ssize_t bld_src_pread(const struct bsrc *s, void *buf, size_t len,
 		      uint64_t off);
 void bld_src_close(struct bsrc *s);
+/* After the last read: the source must still be the file the scan saw
+ * (inode, size, mtime); else one error line and -EAGAIN. */
+int bld_src_check(const struct ezfs_builder *b, const struct binode *in,
+		  const struct bsrc *s);
 
 /* tar.c */
 int bld_scan_tar(struct ezfs_builder *b, const char *path,

@@ -130,6 +130,7 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 		if ((uint32_t)n != in->tail_len)
 			goto changed;
 	}
+	err = bld_src_check(b, in, &src);
 	goto out;
 rerr:
 	bld_log(b, EZFS_LOG_ERROR, "%s: read: %s", in->srcpath,
@@ -249,6 +250,8 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		else
 			put_le32(e, (uint32_t)addr);
 	}
+	if (!err)
+		err = bld_src_check(b, in, &src);
 	bld_src_close(&src);
 out_nofd:
 	free(buf);

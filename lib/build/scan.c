@@ -169,6 +169,8 @@ void bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 	}
 	in->dev = st->st_dev;
 	in->ino = st->st_ino;
+	in->src_mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+			   st->st_mtim.tv_nsec;
 	in->nlink = 1;
 	in->startblk = EROFS_NULL_ADDR32;
 }
