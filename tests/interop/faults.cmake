@@ -18,7 +18,7 @@ set_target_properties(ezfs_faultshim PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/interop)
 target_link_libraries(ezfs_faultshim PRIVATE ${CMAKE_DL_LIBS})
 
-foreach(_t extract-hostile)
+foreach(_t mkfs-faults extract-hostile)
   add_test(NAME interop.${_t}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/${_t}.sh)
   set_tests_properties(interop.${_t} PROPERTIES

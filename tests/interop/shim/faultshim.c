@@ -9,7 +9,8 @@
  *                            grow:   append 4 KiB to it just after
  *                            eio:    reads of that descriptor fail (EIO)
  *                            sigint, sigterm: send the signal to the
- *                            process just after (mid-build)
+ *                            process just after (mid-build), then stall
+ *                            that thread for up to 10 s
  *   EZFS_FAULT_NOTMPFILE=1   open(O_TMPFILE) fails with EOPNOTSUPP
  *
  * The scan only lstat()s files, so the first open() of a regular file is
@@ -68,10 +69,14 @@ static int act(const char *path, int before, int fd)
 		close(w);
 	} else if (!strcmp(a, "eio")) {
 		eio_fd = fd;
-	} else if (!strcmp(a, "sigint")) {
-		kill(getpid(), SIGINT);
-	} else if (!strcmp(a, "sigterm")) {
-		kill(getpid(), SIGTERM);
+	} else if (!strcmp(a, "sigint") || !strcmp(a, "sigterm")) {
+		int i;
+
+		kill(getpid(), a[3] == 'i' ? SIGINT : SIGTERM);
+		/* hold this file's reader until the signal has done its work
+		 * (10 s at most), so the build cannot finish first */
+		for (i = 0; i < 1000; i++)
+			usleep(10000);
 	}
 	return fd;
 }
