@@ -8,7 +8,9 @@
 #  - symlinks already at the destination (to a file and to folders outside)
 #    are replaced with --force, never written through;
 #  - device nodes extracted by a user other than root are skipped with a
-#    warning (as root: through setpriv to nobody).
+#    warning (as root: through setpriv to nobody);
+#  - an I/O error reading one file's data from the image (LD_PRELOAD shim,
+#    $EZFS_FAULTSHIM) fails that file only: cat and fsck of the others.
 # Images are made by ezfs mkfs from placeholder names, then the names are
 # rewritten in the directory blocks (tests/corrupt/erofs_img.py finds them)
 # and the superblock checksum is fixed.
@@ -190,6 +192,51 @@ t_expect "symlinks at the destination, --force: exit 0" [ "$RC" = 0 ]
 victims_untouched "--force"
 t_expect "--force: the symlinks are replaced by the image's entries" \
 	diff -r -q --no-dereference "$tree" "$dest"
+
+# --- read errors from the image: only the file hit fails ---
+SHIM=${EZFS_FAULTSHIM:-}
+if [ ! -f "$SHIM" ]; then
+	echo "skip: read errors: no fault shim (\$EZFS_FAULTSHIM)"
+else
+	tree=$TMP/rd
+	mkdir -p "$tree"
+	for f in a b c; do head -c 20000 /dev/urandom >"$tree/$f"; done
+	"$EZFS" mkfs "${MKFS_OPTS[@]}" -E noinline_data "$TMP/rd.img" "$tree" ||
+		t_fail "mkfs of the read-error tree"
+	# the offset of /b's data (random bytes: found once) + one block
+	off=$(python3 -c 'import sys; print(open(sys.argv[1], "rb").read().find(open(sys.argv[2], "rb").read(4096)) + 4096)' \
+		"$TMP/rd.img" "$tree/b")
+	eio() {
+		LD_PRELOAD=$SHIM EZFS_FAULT=eio EZFS_FAULT_PATH=/rd.img \
+			EZFS_FAULT_RANGE=$off,1 "$@"
+	}
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	t_run rd-cat eio "$EZFS" cat "$TMP/rd.img" /b
+	if [ "$RC" = 1 ] && [ ! -s "$OUT" ] && tail -n 1 "$ERR" | grep -q '/b: .*Input/output error'; then
+		t_pass "read error: cat of the file hit: exit 1, EIO, no bytes"
+	else
+		t_fail "read error: cat /b: rc=$RC, $(wc -c <"$OUT") bytes, $(head -c 300 "$ERR")"
+	fi
+	t_run rd-cat2 eio "$EZFS" cat "$TMP/rd.img" /c
+	c_ok() { [ "$RC" = 0 ] && cmp -s "$OUT" "$tree/c"; }
+	t_expect "read error: another file reads right" c_ok
+	t_run rd-fsck eio "$EZFS" fsck "$TMP/rd.img"
+	if [ "$RC" = 1 ] && grep -q '(/b): .*Input/output error' "$ERR" &&
+	   [ "$(grep -c 'Input/output error' "$ERR")" -le 2 ]; then
+		t_pass "read error: fsck names the file hit, and only it"
+	else
+		t_fail "read error: fsck rc=$RC: $(head -c 300 "$ERR")"
+	fi
+	sandbox
+	t_run rd-x eio "$EZFS" extract -q "$TMP/rd.img" "$dest"
+	if [ "$RC" = 1 ] && tail -n 1 "$ERR" | grep -q '/b: .*Input/output error' &&
+	   [ ! -e "$dest/b" ]; then
+		t_pass "read error: extract exits 1 naming the file, leaves no partial file"
+	else
+		t_fail "read error: extract rc=$RC: $(head -c 300 "$ERR")"
+	fi
+	outside_untouched "read error"
+fi
 
 # --- device nodes, extracted by another user than root ---
 if ! t_is_root; then

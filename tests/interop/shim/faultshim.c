@@ -7,7 +7,9 @@
  *   EZFS_FAULT=ACTION        vanish: unlink it just before the open
  *                            shrink: truncate it to half just after
  *                            grow:   append 4 KiB to it just after
- *                            eio:    reads of that descriptor fail (EIO)
+ *                            eio:    reads of that descriptor fail (EIO);
+ *                                    with EZFS_FAULT_RANGE=OFF,LEN only
+ *                                    those overlapping [OFF, OFF + LEN)
  *                            sigint, sigterm: send the signal to the
  *                            process just after (mid-build), then stall
  *                            that thread for up to 10 s
@@ -22,6 +24,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -188,11 +191,25 @@ int openat64(int dirfd, const char *path, int flags, ...)
 typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
 typedef ssize_t (*read_fn)(int, void *, size_t);
 
+/* Does a read of n bytes at off hit the fault? */
+static int eio_hits(int fd, size_t n, off_t off)
+{
+	const char *r = getenv("EZFS_FAULT_RANGE");
+	unsigned long long o, l;
+
+	if (fd < 0 || fd != eio_fd)
+		return 0;
+	if (!r || sscanf(r, "%llu,%llu", &o, &l) != 2)
+		return 1;
+	return (unsigned long long)off < o + l &&
+	       (unsigned long long)off + n > o;
+}
+
 ssize_t read(int fd, void *buf, size_t n)
 {
 	read_fn real = (read_fn)dlsym(RTLD_NEXT, "read");
 
-	if (fd >= 0 && fd == eio_fd) {
+	if (eio_hits(fd, n, lseek(fd, 0, SEEK_CUR))) {
 		errno = EIO;
 		return -1;
 	}
@@ -203,7 +220,7 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
 	pread_fn real = (pread_fn)dlsym(RTLD_NEXT, "pread");
 
-	if (fd >= 0 && fd == eio_fd) {
+	if (eio_hits(fd, n, off)) {
 		errno = EIO;
 		return -1;
 	}
