@@ -129,11 +129,13 @@ EZFS_API void ezfs_image_engine_reset(ezfs_image *img);
 /*
  * Raw in-memory decode speed of one engine: data is compressed with its
  * algorithm's encoder (default level) into pclusters of pcluster bytes
- * (fixed output, as on disk), then every pcluster is decoded once (checked,
- * not timed) and iters times more (timed): *mbps = decoded MB/s (1e6
- * bytes) of the fastest of those rounds, in CPU time of the calling thread, *ratio (may be NULL) = compression
- * ratio. The first round is checked against data. Returns 0, -EINVAL,
- * -EOPNOTSUPP (engine not usable here or no encoder), -ENOMEM, -EUCLEAN.
+ * (fixed output, as on disk, stream parameters as ezfs mkfs records them),
+ * then every pcluster is decoded to its place in one buffer of len bytes
+ * (as a file read lands), once checked and untimed, then iters rounds
+ * timed. *mbps = decoded MB/s (1e6 bytes) of the fastest round, in CPU
+ * time of the calling thread; *ratio (may be NULL) = compression ratio.
+ * Returns 0, -EINVAL, -EOPNOTSUPP (engine not usable here or no encoder),
+ * -ENOMEM, -EUCLEAN (output differs from data).
  */
 EZFS_API int ezfs_engine_bench_raw(const char *engine, const void *data,
 				   size_t len, size_t pcluster, unsigned iters,
