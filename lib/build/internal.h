@@ -179,6 +179,8 @@ int bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
 void bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 		    const struct stat *st);
 int bld_scan_finish(struct ezfs_builder *b);
+void bld_inode_free(struct binode *in);
+bool bld_excluded(const struct ezfs_builder *b, const char *rel);
 
 /* datasrc.c: where a regular file's bytes come from (its path, or a
  * range of b->datafd for tar sources) */
@@ -204,6 +206,11 @@ int bld_scan_tar(struct ezfs_builder *b, const char *path,
 
 /* xattr.c */
 int bld_xattrs_read(struct ezfs_builder *b, struct binode *in);
+/* Add one xattr (copied; a prefix EROFS cannot store is skipped with a
+ * warning), then sort once all are in. */
+int bld_xattr_add(struct ezfs_builder *b, struct binode *in,
+		  const char *name, const void *value, size_t vlen);
+void bld_xattrs_sort(struct binode *in);
 int bld_xattrs_share(struct ezfs_builder *b);
 /* Write the inode's xattr ibody (xattr_isize bytes) at out. */
 void bld_xattrs_encode(const struct binode *in, uint8_t *out);

@@ -120,7 +120,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Is relative path rel excluded by --exclude-path / --exclude-regex? */
-static bool excluded(const struct ezfs_builder *b, const char *rel)
+bool bld_excluded(const struct ezfs_builder *b, const char *rel)
 {
 	const regex_t *re = b->regex;
 	size_t i;
@@ -297,7 +297,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 		}
 		sprintf(path, "%s/%s", dir->srcpath, names[i]);
 		rel = path + rootlen + 1;
-		if (excluded(b, rel))
+		if (bld_excluded(b, rel))
 			continue;
 		if (lstat(path, &st)) {
 			err = -errno;
@@ -423,29 +423,32 @@ int bld_scan_finish(struct ezfs_builder *b)
 	return 0;
 }
 
+void bld_inode_free(struct binode *in)
+{
+	unsigned k;
+
+	for (k = 0; k < in->ndents; k++)
+		free(in->dents[k].name);
+	free(in->dents);
+	for (k = 0; k < in->nxattrs; k++) {
+		free(in->xattrs[k].name);
+		free(in->xattrs[k].value);
+	}
+	free(in->xattrs);
+	free(in->symlink);
+	free(in->tail);
+	free(in->chunkidx);
+	bld_zfile_free(in->z);
+	free(in->srcpath);
+	free(in);
+}
+
 void bld_free_inodes(struct ezfs_builder *b)
 {
 	size_t i;
-	unsigned k;
 
-	for (i = 0; i < b->ninodes; i++) {
-		struct binode *in = b->inodes[i];
-
-		for (k = 0; k < in->ndents; k++)
-			free(in->dents[k].name);
-		free(in->dents);
-		for (k = 0; k < in->nxattrs; k++) {
-			free(in->xattrs[k].name);
-			free(in->xattrs[k].value);
-		}
-		free(in->xattrs);
-		free(in->symlink);
-		free(in->tail);
-		free(in->chunkidx);
-		bld_zfile_free(in->z);
-		free(in->srcpath);
-		free(in);
-	}
+	for (i = 0; i < b->ninodes; i++)
+		bld_inode_free(b->inodes[i]);
 	free(b->inodes);
 	b->inodes = NULL;
 	b->ninodes = b->capinodes = 0;

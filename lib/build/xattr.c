@@ -61,10 +61,59 @@ static int cmp_xattr_pq(const void *a, const void *b)
 	return cmp_xattr(*(struct bxattr *const *)a, *(struct bxattr *const *)b);
 }
 
+int bld_xattr_add(struct ezfs_builder *b, struct binode *in,
+		  const char *name, const void *value, size_t vlen)
+{
+	struct bxattr *x, *nx;
+	uint8_t index;
+	size_t skip;
+
+	if (!classify(name, &index, &skip)) {
+		bld_log(b, EZFS_LOG_WARN,
+			"%s: xattr %s: prefix not storable in EROFS, skipped",
+			in->srcpath, name);
+		return 0;
+	}
+	if (vlen > 0xFFFF || strlen(name) - skip > 255) {
+		bld_log(b, EZFS_LOG_ERROR, "%s: xattr %s too large",
+			in->srcpath, name);
+		return -E2BIG;
+	}
+	nx = realloc(in->xattrs, (in->nxattrs + 1) * sizeof(*nx));
+	if (!nx)
+		return -ENOMEM;
+	in->xattrs = nx;
+	x = &nx[in->nxattrs];
+	memset(x, 0, sizeof(*x));
+	x->name = strdup(name);
+	x->value = malloc(vlen + 1);
+	if (!x->name || !x->value) {
+		free(x->name);
+		free(x->value);
+		return -ENOMEM;
+	}
+	if (vlen)
+		memcpy(x->value, value, vlen);
+	in->nxattrs++;
+	x->vlen = (uint16_t)vlen;
+	x->index = index;
+	x->suffix = x->name + skip;
+	x->suffix_len = (uint8_t)(strlen(name) - skip);
+	x->shared_id = -1;
+	b->st.xattrs++;
+	return 0;
+}
+
+void bld_xattrs_sort(struct binode *in)
+{
+	if (in->nxattrs)
+		qsort(in->xattrs, in->nxattrs, sizeof(*in->xattrs), cmp_xattr_q);
+}
+
 int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 {
 	ssize_t len, vlen;
-	char *list = NULL, *name;
+	char *list = NULL, *name, *val = NULL;
 	int err = 0;
 
 	len = llistxattr(in->srcpath, NULL, 0);
@@ -79,8 +128,11 @@ int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 	if (!len)
 		return 0;
 	list = malloc((size_t)len);
-	if (!list)
-		return -ENOMEM;
+	val = malloc(0x10000);
+	if (!list || !val) {
+		err = -ENOMEM;
+		goto out;
+	}
 	len = llistxattr(in->srcpath, list, (size_t)len);
 	if (len < 0) {
 		err = -errno;
@@ -88,65 +140,23 @@ int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 			strerror(errno));
 		goto out;
 	}
-	for (name = list; name < list + len; name += strlen(name) + 1) {
-		struct bxattr *x, *nx;
-		uint8_t index;
-		size_t skip;
-
-		if (!classify(name, &index, &skip)) {
-			bld_log(b, EZFS_LOG_WARN,
-				"%s: xattr %s: prefix not storable in EROFS, skipped",
-				in->srcpath, name);
-			continue;
-		}
-		vlen = lgetxattr(in->srcpath, name, NULL, 0);
-		if (vlen < 0) {
+	for (name = list; name < list + len && !err;
+	     name += strlen(name) + 1) {
+		vlen = lgetxattr(in->srcpath, name, val, 0x10000);
+		if (vlen < 0 && errno == ERANGE) {
+			vlen = 0x10000;	/* too large: bld_xattr_add says so */
+		} else if (vlen < 0) {
 			err = -errno;
 			bld_log(b, EZFS_LOG_ERROR, "%s: getxattr %s: %s",
 				in->srcpath, name, strerror(errno));
-			goto out;
+			break;
 		}
-		if (vlen > 0xFFFF || strlen(name) - skip > 255) {
-			err = -E2BIG;
-			bld_log(b, EZFS_LOG_ERROR, "%s: xattr %s too large",
-				in->srcpath, name);
-			goto out;
-		}
-		nx = realloc(in->xattrs, (in->nxattrs + 1) * sizeof(*nx));
-		if (!nx) {
-			err = -ENOMEM;
-			goto out;
-		}
-		in->xattrs = nx;
-		x = &nx[in->nxattrs];
-		memset(x, 0, sizeof(*x));
-		x->name = strdup(name);
-		x->value = malloc((size_t)vlen + 1);
-		if (!x->name || !x->value) {
-			free(x->name);
-			free(x->value);
-			err = -ENOMEM;
-			goto out;
-		}
-		in->nxattrs++;
-		vlen = lgetxattr(in->srcpath, name, x->value, (size_t)vlen);
-		if (vlen < 0) {
-			err = -errno;
-			bld_log(b, EZFS_LOG_ERROR, "%s: getxattr %s: %s",
-				in->srcpath, name, strerror(errno));
-			goto out;
-		}
-		x->vlen = (uint16_t)vlen;
-		x->index = index;
-		x->suffix = x->name + skip;
-		x->suffix_len = (uint8_t)(strlen(name) - skip);
-		x->shared_id = -1;
-		b->st.xattrs++;
+		err = bld_xattr_add(b, in, name, val, (size_t)vlen);
 	}
-	if (in->nxattrs)
-		qsort(in->xattrs, in->nxattrs, sizeof(*in->xattrs), cmp_xattr_q);
+	bld_xattrs_sort(in);
 out:
 	free(list);
+	free(val);
 	return err;
 }
 

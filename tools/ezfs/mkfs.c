@@ -16,7 +16,11 @@
 
 static const char usage_text[] =
 	"usage: ezfs mkfs [OPTIONS] IMAGE SOURCEDIR\n"
-	"Build an EROFS image of SOURCEDIR.\n"
+	"       ezfs mkfs [OPTIONS] --tar[=f] IMAGE [TARFILE|-]\n"
+	"Build an EROFS image of SOURCEDIR, or of a tar archive (plain, gzip or\n"
+	"xz; standard input when TARFILE is - or missing).\n"
+	"  --tar[=f]             SOURCE is a tar archive (--ungzip, --unxz: the\n"
+	"                        same; the compression is detected anyway)\n"
 	"  -z ALG[,level=N|,N][:ALG2...]\n"
 	"                        compress: lz4, lz4hc, lzma, deflate, zstd, none;\n"
 	"                        further algorithms are for --compress-hints\n"
@@ -156,7 +160,20 @@ enum {
 	OPT_ALL_TIME = 256, OPT_MKFS_TIME, OPT_ALL_ROOT, OPT_FORCE_UID,
 	OPT_FORCE_GID, OPT_EXCL_PATH, OPT_EXCL_RE, OPT_WORKERS, OPT_HELP,
 	OPT_NOFSYNC, OPT_CHUNKSIZE, OPT_HINTS, OPT_UID_OFF, OPT_GID_OFF,
+	OPT_TAR, OPT_UNGZIP, OPT_UNXZ,
 };
+
+/* --tar[=f], --ungzip, --unxz: 0, or the usage error's exit status */
+static int parse_tar(int c, const char *arg)
+{
+	if (c == OPT_TAR && arg && strcmp(arg, "f"))
+		return cli_usage_error(CMD, "--tar=%s: not supported (only full "
+				       "images, --tar or --tar=f)", arg);
+	if (c != OPT_TAR && arg)
+		return cli_usage_error(CMD, "--%s=FILE: not supported",
+				       c == OPT_UNGZIP ? "ungzip" : "unxz");
+	return 0;
+}
 
 int cmd_mkfs(int argc, char **argv)
 {
@@ -174,6 +191,9 @@ int cmd_mkfs(int argc, char **argv)
 		{ "compress-hints", required_argument, NULL, OPT_HINTS },
 		{ "uid-offset", required_argument, NULL, OPT_UID_OFF },
 		{ "gid-offset", required_argument, NULL, OPT_GID_OFF },
+		{ "tar", optional_argument, NULL, OPT_TAR },
+		{ "ungzip", optional_argument, NULL, OPT_UNGZIP },
+		{ "unxz", optional_argument, NULL, OPT_UNXZ },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -183,7 +203,8 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_state s = { .phase = -1 };
 	const char **xpaths = NULL, **xres = NULL, *hints = NULL;
 	struct mkfs_z zs = { .nhints = 0 };
-	int c, err, ret = 1, mkfs_time = 0;
+	int c, err, ret = 1, mkfs_time = 0, tar = 0;
+	char *tmpdir = NULL;
 	ezfs_builder *b = NULL;
 	const char *sde;
 	uint64_t v;
@@ -316,6 +337,14 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_NOFSYNC:
 			p.flags |= EZFS_BUILD_NO_FSYNC;
 			break;
+		case OPT_TAR:
+		case OPT_UNGZIP:
+		case OPT_UNXZ:
+			ret = parse_tar(c, optarg);
+			if (ret)
+				goto out;
+			tar = 1;
+			break;
 		case 'h':
 		case OPT_HELP:
 			fputs(usage_text, stdout);
@@ -326,9 +355,21 @@ int cmd_mkfs(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (argc - optind != 2) {
-		ret = cli_usage_error(CMD, "need IMAGE and SOURCEDIR");
+	if (argc - optind != 2 && !(tar && argc - optind == 1)) {
+		ret = cli_usage_error(CMD, tar ? "need IMAGE and at most one TARFILE"
+					       : "need IMAGE and SOURCEDIR");
 		goto out;
+	}
+	if (tar) {
+		/* a spool file for streamed data goes beside the image */
+		const char *sl = strrchr(argv[optind], '/');
+
+		tmpdir = strndup(argv[optind], sl ? (size_t)(sl - argv[optind]) + 1
+						  : 1);
+		if (!tmpdir)
+			goto out;
+		if (!sl)
+			strcpy(tmpdir, ".");
 	}
 	if (hints) {
 		ret = mkfs_z_hints(CMD, hints, &p, &zs);
@@ -364,7 +405,9 @@ int cmd_mkfs(int argc, char **argv)
 		goto out;
 	}
 	err = ezfs_builder_new(&p, &b);
-	if (!err)
+	if (!err && tar)
+		err = ezfs_builder_scan_tar(b, argv[optind + 1], tmpdir);
+	else if (!err)
 		err = ezfs_builder_scan(b, argv[optind + 1]);
 	if (!err)
 		err = ezfs_builder_write(b, argv[optind]);
@@ -394,6 +437,7 @@ out:
 	ezfs_builder_free(b);
 	free(xpaths);
 	free(xres);
+	free(tmpdir);
 	mkfs_z_free(&zs);
 	return ret;
 }

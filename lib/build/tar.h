@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* tar.h - the tar source of the builder: input stream, headers, tree. */
+#ifndef EZFS_BUILD_TAR_H
+#define EZFS_BUILD_TAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ezfs_builder;
+
+/* ---- tar_stream.c: the archive bytes, decompressed, in order ---- */
+
+enum { TAR_PLAIN, TAR_GZIP, TAR_XZ };
+
+struct tstream {
+	int fd;
+	bool own_fd;
+	bool seekable;           /* plain regular file: data read in place */
+	int kind;                /* TAR_PLAIN / TAR_GZIP / TAR_XZ */
+	uint64_t pos;            /* offset in the (decompressed) archive */
+	uint64_t fsize;          /* seekable: file size */
+	uint64_t base;           /* seekable: file offset of the archive */
+	uint8_t *ibuf;           /* compressed input buffer */
+	size_t ilen, ioff;       /* bytes held, next to use */
+	bool ieof;
+	bool zend;               /* decoder reported the end of the stream */
+	void *z;                 /* z_stream or lzma_stream */
+	const char *name;        /* for messages: the path or "stdin" */
+	const char *err;         /* set with -EIO/-EUCLEAN: what went wrong */
+};
+
+/* Open path (NULL or "-": standard input) and detect the compression. */
+int tstream_open(struct tstream *s, const char *path);
+/* Read exactly len bytes; returns bytes read (< len only at the end of
+ * the archive) or a negative errno (s->err says why for decode errors). */
+ssize_t tstream_read(struct tstream *s, void *buf, size_t len);
+/* Skip len bytes (lseek for seekable input); -EPIPE if the archive ends. */
+int tstream_skip(struct tstream *s, uint64_t len);
+void tstream_close(struct tstream *s);
+
+/* ---- tar_hdr.c: headers and PAX records ---- */
+
+struct txattr {
+	char *name;
+	uint8_t *value;
+	size_t len;
+};
+
+/* Extended attributes and overrides collected from 'x', 'g', 'L', 'K'. */
+struct tpax {
+	char *path, *link;
+	bool has_size, has_uid, has_gid, has_mtime;
+	uint64_t size;
+	uint64_t uid, gid;
+	int64_t mtime;
+	uint32_t mtime_ns;
+	struct txattr *x;
+	size_t nx;
+};
+
+/* One archive member, headers merged. */
+struct tentry {
+	char type;               /* typeflag ('0' for '\0' and '7') */
+	char *path;              /* malloc'ed, as in the archive */
+	char *link;              /* malloc'ed or NULL */
+	uint32_t mode;           /* permission bits only */
+	uint64_t uid, gid;
+	int64_t mtime;
+	uint32_t mtime_ns;
+	uint64_t size;           /* data bytes following the header */
+	uint32_t major, minor;
+	struct txattr *x;        /* owned */
+	size_t nx;
+};
+
+/* Header block check: 1 all zero, 0 valid, -EUCLEAN bad checksum. */
+int thdr_check(const uint8_t blk[512]);
+/* Decode a numeric field (octal or base-256); -ERANGE if it overflows. */
+int thdr_num(const uint8_t *f, size_t n, int64_t *v);
+/* Parse PAX records (len bytes) into p; global: skip path/link/size.
+ * Returns 0 or -EUCLEAN with *why set. */
+int tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
+	       const char **why);
+void tpax_clear(struct tpax *p);
+/* Fill e from header blk, the global PAX state g, then the local one l
+ * (which is consumed). Returns 0 or -EUCLEAN/-ERANGE/-ENOMEM with *why. */
+int tentry_fill(struct tentry *e, const uint8_t blk[512],
+		const struct tpax *g, struct tpax *l, const char **why);
+void tentry_clear(struct tentry *e);
+
+#endif

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tar_stream.c - the bytes of a tar archive from a file or standard input,
+ * plain or decompressed (gzip through zlib, xz through liblzma), told
+ * apart by their magic. A plain regular file is "seekable": data is
+ * skipped with lseek and later read in place.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <lzma.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "build/tar.h"
+
+#define IBUF (128u << 10)
+
+/* Refill the input buffer from fd (unread input must be consumed). */
+static int fill(struct tstream *s)
+{
+	ssize_t n;
+
+	s->ioff = s->ilen = 0;
+	if (s->ieof)
+		return 0;
+	do
+		n = read(s->fd, s->ibuf, IBUF);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (!n)
+		s->ieof = true;
+	s->ilen = (size_t)n;
+	return 0;
+}
+
+int tstream_open(struct tstream *s, const char *path)
+{
+	static const uint8_t gz[2] = { 0x1f, 0x8b };
+	static const uint8_t xz[6] = { 0xfd, '7', 'z', 'X', 'Z', 0 };
+	struct stat st;
+
+	memset(s, 0, sizeof(*s));
+	s->name = path && strcmp(path, "-") ? path : "stdin";
+	if (path && strcmp(path, "-")) {
+		s->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (s->fd < 0)
+			return -errno;
+		s->own_fd = true;
+	}
+	if (fstat(s->fd, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	s->ibuf = malloc(IBUF);
+	if (!s->ibuf)
+		return -ENOMEM;
+	/* the first bytes, enough for either magic */
+	while (s->ilen < sizeof(xz) && !s->ieof) {
+		ssize_t n = read(s->fd, s->ibuf + s->ilen, IBUF - s->ilen);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			s->ieof = true;
+		s->ilen += (size_t)n;
+	}
+	if (s->ilen >= sizeof(gz) && !memcmp(s->ibuf, gz, sizeof(gz))) {
+		z_stream *z = calloc(1, sizeof(*z));
+
+		s->z = z;
+		if (!z)
+			return -ENOMEM;
+		if (inflateInit2(z, 16 + MAX_WBITS) != Z_OK) {
+			free(z);
+			s->z = NULL;
+			return -ENOMEM;
+		}
+		z->next_in = s->ibuf;
+		z->avail_in = (uInt)s->ilen;
+		s->kind = TAR_GZIP;
+	} else if (s->ilen >= sizeof(xz) && !memcmp(s->ibuf, xz, sizeof(xz))) {
+		lzma_stream *x = calloc(1, sizeof(*x));
+
+		s->z = x;
+		if (!x)
+			return -ENOMEM;
+		*x = (lzma_stream)LZMA_STREAM_INIT;
+		if (lzma_stream_decoder(x, UINT64_MAX, LZMA_CONCATENATED) !=
+		    LZMA_OK) {
+			free(x);
+			s->z = NULL;
+			return -ENOMEM;
+		}
+		x->next_in = s->ibuf;
+		x->avail_in = s->ilen;
+		s->kind = TAR_XZ;
+	} else if (S_ISREG(st.st_mode)) {
+		off_t here = lseek(s->fd, 0, SEEK_CUR);
+
+		if (here < 0)
+			return -errno;
+		/* offsets in the archive are file offsets minus the start */
+		s->seekable = true;
+		s->fsize = (uint64_t)st.st_size;
+		s->base = (uint64_t)here - s->ilen;
+	}
+	return 0;
+}
+
+static ssize_t read_plain(struct tstream *s, uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+	int err;
+
+	while (got < len) {
+		if (s->ioff < s->ilen) {
+			size_t n = s->ilen - s->ioff;
+
+			if (n > len - got)
+				n = len - got;
+			memcpy(buf + got, s->ibuf + s->ioff, n);
+			s->ioff += n;
+			got += n;
+			continue;
+		}
+		err = fill(s);
+		if (err)
+			return err;
+		if (!s->ilen)
+			break;
+	}
+	return (ssize_t)got;
+}
+
+static ssize_t read_gzip(struct tstream *s, uint8_t *buf, size_t len)
+{
+	z_stream *z = s->z;
+
+	z->next_out = buf;
+	z->avail_out = (uInt)len;
+	while (z->avail_out && !s->zend) {
+		int r;
+
+		if (!z->avail_in) {
+			int err = fill(s);
+
+			if (err)
+				return err;
+			z->next_in = s->ibuf;
+			z->avail_in = (uInt)s->ilen;
+			if (!s->ilen) {
+				s->err = "truncated gzip data";
+				return -EUCLEAN;
+			}
+		}
+		r = inflate(z, Z_NO_FLUSH);
+		if (r == Z_STREAM_END) {
+			/* another member may follow (concatenated gzip) */
+			if (!z->avail_in) {
+				int err = fill(s);
+
+				if (err)
+					return err;
+				z->next_in = s->ibuf;
+				z->avail_in = (uInt)s->ilen;
+			}
+			if (!z->avail_in)
+				s->zend = true;
+			else if (inflateReset(z) != Z_OK)
+				return -ENOMEM;
+		} else if (r != Z_OK && r != Z_BUF_ERROR) {
+			s->err = r == Z_MEM_ERROR ? "out of memory" :
+						    "corrupt gzip data";
+			return r == Z_MEM_ERROR ? -ENOMEM : -EUCLEAN;
+		}
+	}
+	return (ssize_t)(len - z->avail_out);
+}
+
+static ssize_t read_xz(struct tstream *s, uint8_t *buf, size_t len)
+{
+	lzma_stream *x = s->z;
+
+	x->next_out = buf;
+	x->avail_out = len;
+	while (x->avail_out && !s->zend) {
+		lzma_ret r;
+
+		if (!x->avail_in && !s->ieof) {
+			int err = fill(s);
+
+			if (err)
+				return err;
+			x->next_in = s->ibuf;
+			x->avail_in = s->ilen;
+		}
+		r = lzma_code(x, s->ieof && !x->avail_in ? LZMA_FINISH
+							 : LZMA_RUN);
+		if (r == LZMA_STREAM_END) {
+			s->zend = true;
+		} else if (r == LZMA_BUF_ERROR) {
+			s->err = "truncated xz data";
+			return -EUCLEAN;
+		} else if (r != LZMA_OK) {
+			s->err = r == LZMA_MEM_ERROR ? "out of memory" :
+						       "corrupt xz data";
+			return r == LZMA_MEM_ERROR ? -ENOMEM : -EUCLEAN;
+		}
+	}
+	return (ssize_t)(len - x->avail_out);
+}
+
+ssize_t tstream_read(struct tstream *s, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (s->kind == TAR_GZIP)
+		n = read_gzip(s, buf, len);
+	else if (s->kind == TAR_XZ)
+		n = read_xz(s, buf, len);
+	else
+		n = read_plain(s, buf, len);
+	if (n > 0)
+		s->pos += (uint64_t)n;
+	return n;
+}
+
+int tstream_skip(struct tstream *s, uint64_t len)
+{
+	uint8_t tmp[8192];
+
+	if (s->seekable) {
+		uint64_t inbuf = s->ilen - s->ioff;
+
+		if (s->pos + len > s->fsize - s->base)
+			return -EPIPE;
+		if (len <= inbuf) {
+			s->ioff += (size_t)len;
+		} else {
+			if (lseek(s->fd, (off_t)(s->base + s->pos + len),
+				  SEEK_SET) < 0)
+				return -errno;
+			s->ioff = s->ilen = 0;
+		}
+		s->pos += len;
+		return 0;
+	}
+	while (len) {
+		size_t want = len < sizeof(tmp) ? (size_t)len : sizeof(tmp);
+		ssize_t n = tstream_read(s, tmp, want);
+
+		if (n < 0)
+			return (int)n;
+		if ((size_t)n < want)
+			return -EPIPE;
+		len -= want;
+	}
+	return 0;
+}
+
+void tstream_close(struct tstream *s)
+{
+	if (s->kind == TAR_GZIP && s->z)
+		inflateEnd(s->z);
+	else if (s->kind == TAR_XZ && s->z)
+		lzma_end(s->z);
+	free(s->z);
+	free(s->ibuf);
+	if (s->own_fd && s->fd >= 0)
+		close(s->fd);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+}
