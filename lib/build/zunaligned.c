@@ -114,6 +114,8 @@ int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 		}
 		z->next = k + 1;
 	}
+	if (!err)
+		err = bld_src_check(b, in, &src);
 	if (err)
 		goto out;
 	/* whole blocks: the writer places z->data at a block boundary */
