@@ -30,21 +30,33 @@ struct itable {
 	size_t nbuckets, count;
 };
 
-/* One queued prefetch: decode [off, off + len) of node into the cache. */
+/*
+ * One job of the store-ahead helpers: bytes of node's [off, off + len) go
+ * into the kernel's page cache (fuse_lowlevel_notify_store), so that later
+ * reads of them never reach the daemon. Without buf the helper decodes the
+ * range first; with buf (owned by the job) it holds them already, and
+ * [skip, skip + skip_len) of it was answered by the read that made it.
+ */
 struct pf_job {
 	struct mnode *node;     /* pinned */
 	uint64_t off, len;
+	char *buf;
+	uint64_t skip, skip_len;
 };
 
 #define PF_QUEUE 64
+#define PF_THREADS_MAX 4
 
 struct prefetcher {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct pf_job q[PF_QUEUE];
 	unsigned head, n;
+	size_t buf_bytes;       /* held by queued jobs with a buf */
+	size_t buf_max;         /* a quarter of the cache budget */
 	bool stop, started;
-	pthread_t tid;
+	unsigned nthreads;
+	pthread_t tid[PF_THREADS_MAX];
 };
 
 struct ezfs_mount {
@@ -64,8 +76,13 @@ struct ezfs_mount {
 struct mfile {
 	struct mnode *node;     /* pinned */
 	pthread_mutex_t lock;
+	uint64_t size;
 	uint64_t last_end;      /* end of the previous read */
-	uint64_t pf_end;        /* prefetched (queued) up to here */
+	uint64_t pf_end;        /* queued for the page cache up to here */
+	/* Ranges recently decoded for the page cache (widened reads, jobs):
+	 * reads inside them are not widened again. */
+	struct { uint64_t from, to; } recent[4];
+	unsigned recent_next;
 	bool compressed;
 };
 
@@ -117,8 +134,23 @@ void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 /* prefetch.c */
 int pf_start(struct ezfs_mount *m);
 void pf_stop(struct ezfs_mount *m);
-/* Queue a prefetch (takes its own pin); dropped when the queue is full. */
-void pf_queue(struct ezfs_mount *m, struct mnode *node, uint64_t off,
-	      uint64_t len);
+/* The range to decode for a read of [*from, *to) of f: widened to whole
+ * encoded extents when that is worth it (their other bytes then go to the
+ * page cache through pf_store_rest). */
+bool pf_widen(struct ezfs_mount *m, struct mfile *f, uint64_t *from,
+	      uint64_t *to);
+/* Read [from, to) of f into a new buffer *out; its length, or a library
+ * error. cached: through the decoded-pcluster cache (see prefetch.c). */
+ssize_t pf_read(struct mfile *f, uint64_t from, uint64_t to, bool cached,
+		char **out);
+/* Hand buf, the bytes of [from, to) of node, to a helper that stores all
+ * but [off, off + len) in the page cache; false if not taken (caller
+ * frees). */
+bool pf_store_rest(struct ezfs_mount *m, struct mnode *node, char *buf,
+		   uint64_t from, uint64_t to, uint64_t off, uint64_t len);
+/* After a read of [off, off + len) that decoded up to decoded_end: store
+ * ahead of a sequential reader. */
+void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
+		 uint64_t len, uint64_t decoded_end);
 
 #endif

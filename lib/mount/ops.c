@@ -242,6 +242,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	ezfs_inode_stat(n->ino, &es);
 	f->node = n;
+	f->size = es.size;
 	f->compressed = es.layout == EZFS_LAYOUT_COMPRESSED_FULL ||
 			es.layout == EZFS_LAYOUT_COMPRESSED_COMPACT;
 	pthread_mutex_init(&f->lock, NULL);
@@ -255,72 +256,61 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 }
 
-/* Sequential detection: when a read starts where the last one ended, queue
- * the decoding of what comes next (compressed files only; plain data is
- * read straight from the image). */
-static void seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
-		     uint64_t len, uint64_t fsize)
-{
-	uint64_t end = off + len, win, from = 0, to = 0;
-
-	pthread_mutex_lock(&f->lock);
-	if (off == f->last_end && off) {
-		win = len * 2 < (256u << 10) ? (256u << 10) : len * 2;
-		if (win > (4u << 20))
-			win = 4u << 20;
-		/* Never more than an eighth of the cache budget ahead. */
-		if (m->p.cache_bytes && win > m->p.cache_bytes / 8)
-			win = m->p.cache_bytes / 8;
-		from = f->pf_end > end ? f->pf_end : end;
-		to = end + win > fsize ? fsize : end + win;
-		/* Top up only when less than half the window is queued. */
-		if (f->pf_end > end + win / 2 || from >= to)
-			from = to = 0;
-		else
-			f->pf_end = to;
-	}
-	f->last_end = end;
-	pthread_mutex_unlock(&f->lock);
-	if (to > from)
-		pf_queue(m, f->node, from, to - from);
-}
-
+/*
+ * A read is widened to the whole encoded extents it touches (they are
+ * decoded whole anyway); the reply is its part, and the rest goes to the
+ * page cache through a helper (prefetch.c). If the wider read fails, the
+ * exact range is read again, so an error is reported only for the bytes
+ * asked for.
+ */
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct ezfs_mount *m = req_mount(req);
 	struct mfile *f = (struct mfile *)(uintptr_t)fi->fh;
-	struct ezfs_stat es;
-	size_t done = 0;
+	uint64_t from = (uint64_t)off, to, want;
+	struct mnode *node;
+	bool wide = false;
 	ssize_t r = 0;
 	char *buf;
 
 	if (size > MNT_MAX_READ)
 		size = MNT_MAX_READ;
-	buf = malloc(size ? size : 1);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	while (done < size) {
-		r = ezfs_pread(f->node->ino, buf + done, size - done,
-			       (uint64_t)off + done);
-		if (r <= 0)
-			break;
-		done += (size_t)r;
+	to = from < f->size ? (f->size - from < size ? f->size : from + size) :
+			      from;
+	want = to - from;
+	if (m->p.prefetch)
+		wide = pf_widen(m, f, &from, &to);
+	r = pf_read(f, from, to, wide, &buf);
+	if (r < 0 && wide) {
+		wide = false;
+		from = (uint64_t)off;
+		to = from + want;
+		r = pf_read(f, from, to, false, &buf);
 	}
 	if (r < 0) {
-		log_once(m, f->node, "read", (uint64_t)off + done, (int)r);
-		free(buf);
+		log_once(m, f->node, "read", (uint64_t)off, (int)r);
 		fuse_reply_err(req, fs_err((int)r));
 		return;
 	}
-	if (f->compressed && m->p.prefetch && done == size) {
-		ezfs_inode_stat(f->node->ino, &es);
-		seq_hint(m, f, (uint64_t)off, done, es.size);
-	}
-	fuse_reply_buf(req, buf, done);
-	free(buf);
+	if ((uint64_t)r < (uint64_t)off - from + want)
+		want = (uint64_t)r > (uint64_t)off - from ?
+			       (uint64_t)r - ((uint64_t)off - from) : 0;
+	/* Once answered, the file may be released at any time: f is not
+	 * used after the reply, its node is pinned through it. */
+	if (m->p.prefetch)
+		pf_seq_hint(m, f, (uint64_t)off, want, from + (uint64_t)r);
+	node = f->node;
+	if (wide)
+		it_pin(m, node);
+	fuse_reply_buf(req, buf + ((uint64_t)off - from), (size_t)want);
+	if (!wide)
+		free(buf);
+	else if (!pf_store_rest(m, node, buf, from, from + (uint64_t)r,
+				(uint64_t)off, want))
+		free(buf);
+	if (wide)
+		it_unpin(m, node);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
