@@ -43,10 +43,12 @@ fresh_src() {
 }
 
 # The tree's names, types, modes, sizes, mtimes, link targets and
-# contents (access times left out).
+# contents (access times left out; what a non-root user cannot read in the
+# unreadable cases is left out both times).
 snapshot() {
-	(cd "$1" && find . -printf '%p %y %m %s %T@ %l\n' | LC_ALL=C sort &&
-		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+	(cd "$1" && find . -printf '%p %y %m %s %T@ %l\n' 2>/dev/null | LC_ALL=C sort &&
+		find . -type f -print0 2>/dev/null | LC_ALL=C sort -z |
+		xargs -0 sha256sum 2>/dev/null)
 }
 
 mk() { "$EZFS" mkfs -q --no-fsync "$@"; }
