@@ -90,7 +90,7 @@ static void *sig_thread(void *arg)
 	sigaddset(&one, sig);
 	raise(sig);
 	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
-	_exit(128 + sig);	/* not reached */
+	_exit(128 + sig); /* not reached */
 }
 
 int mkfs_sig_start(const char *image)
@@ -99,8 +99,7 @@ int mkfs_sig_start(const char *image)
 	pthread_t t;
 	int err;
 
-	dir = slash ? strndup(image, (size_t)(slash - image + 1)) :
-		      strdup(".");
+	dir = slash ? strndup(image, (size_t)(slash - image + 1)) : strdup(".");
 	base = strdup(slash ? slash + 1 : image);
 	if (!dir || !base)
 		return -ENOMEM;

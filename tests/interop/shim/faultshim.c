@@ -116,14 +116,14 @@ static int do_openat(const char *sym, int dirfd, const char *path, int flags,
 	return m ? act(path, 0, fd) : fd;
 }
 
-#define MODE_ARG(flags, mode)                                        \
-	do {                                                         \
-		if ((flags) & (O_CREAT | __O_TMPFILE)) {             \
-			va_list ap;                                  \
-			va_start(ap, flags);                         \
-			mode = (mode_t)va_arg(ap, int);              \
-			va_end(ap);                                  \
-		}                                                    \
+#define MODE_ARG(flags, mode)                                                  \
+	do {                                                                   \
+		if ((flags) & (O_CREAT | __O_TMPFILE)) {                       \
+			va_list ap;                                            \
+			va_start(ap, flags);                                   \
+			mode = (mode_t)va_arg(ap, int);                        \
+			va_end(ap);                                            \
+		}                                                              \
 	} while (0)
 
 int open(const char *path, int flags, ...);
