@@ -10,7 +10,8 @@
 #  - device nodes extracted by a user other than root are skipped with a
 #    warning (as root: through setpriv to nobody);
 #  - an I/O error reading one file's data from the image (LD_PRELOAD shim,
-#    $EZFS_FAULTSHIM) fails that file only: cat and fsck of the others.
+#    $EZFS_FAULTSHIM) fails that file only: cat and fsck of the others;
+#    short reads from the image change nothing.
 # Images are made by ezfs mkfs from placeholder names, then the names are
 # rewritten in the directory blocks (tests/corrupt/erofs_img.py finds them)
 # and the superblock checksum is fixed.
@@ -236,6 +237,12 @@ else
 		t_fail "read error: extract rc=$RC: $(head -c 300 "$ERR")"
 	fi
 	outside_untouched "read error"
+	# short reads (half of each request) are only slower
+	sandbox
+	t_run rd-short env LD_PRELOAD="$SHIM" EZFS_FAULT=short EZFS_FAULT_PATH=/rd.img \
+		"$EZFS" extract -q "$TMP/rd.img" "$dest"
+	short_ok() { [ "$RC" = 0 ] && diff -r -q "$tree" "$dest" >/dev/null; }
+	t_expect "short reads from the image: extract still right" short_ok
 fi
 
 # --- device nodes, extracted by another user than root ---

@@ -10,6 +10,8 @@
  *                            eio:    reads of that descriptor fail (EIO);
  *                                    with EZFS_FAULT_RANGE=OFF,LEN only
  *                                    those overlapping [OFF, OFF + LEN)
+ *                            short:  reads of that descriptor return at
+ *                                    most half the bytes asked for (+1)
  *                            sigint, sigterm: send the signal to the
  *                            process just after (mid-build), then stall
  *                            that thread for up to 10 s
@@ -32,6 +34,7 @@
 
 static int fired;
 static int eio_fd = -1;
+static int short_reads;
 
 static int match(const char *path)
 {
@@ -70,8 +73,9 @@ static int act(const char *path, int before, int fd)
 		if (w < 0 || write(w, more, sizeof(more)) != sizeof(more))
 			abort();
 		close(w);
-	} else if (!strcmp(a, "eio")) {
+	} else if (!strcmp(a, "eio") || !strcmp(a, "short")) {
 		eio_fd = fd;
+		short_reads = a[0] == 's';
 	} else if (!strcmp(a, "sigint") || !strcmp(a, "sigterm")) {
 		int i;
 
@@ -197,7 +201,7 @@ static int eio_hits(int fd, size_t n, off_t off)
 	const char *r = getenv("EZFS_FAULT_RANGE");
 	unsigned long long o, l;
 
-	if (fd < 0 || fd != eio_fd)
+	if (fd < 0 || fd != eio_fd || short_reads)
 		return 0;
 	if (!r || sscanf(r, "%llu,%llu", &o, &l) != 2)
 		return 1;
@@ -224,6 +228,8 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 		errno = EIO;
 		return -1;
 	}
+	if (fd >= 0 && fd == eio_fd && short_reads && n > 1)
+		n = n / 2 + 1;
 	return real(fd, buf, n, off);
 }
 
