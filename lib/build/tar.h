@@ -17,18 +17,18 @@ enum { TAR_PLAIN, TAR_GZIP, TAR_XZ };
 struct tstream {
 	int fd;
 	bool own_fd;
-	bool seekable;           /* plain regular file: data read in place */
-	int kind;                /* TAR_PLAIN / TAR_GZIP / TAR_XZ */
-	uint64_t pos;            /* offset in the (decompressed) archive */
-	uint64_t fsize;          /* seekable: file size */
-	uint64_t base;           /* seekable: file offset of the archive */
-	uint8_t *ibuf;           /* compressed input buffer */
-	size_t ilen, ioff;       /* bytes held, next to use */
+	bool seekable;	   /* plain regular file: data read in place */
+	int kind;	   /* TAR_PLAIN / TAR_GZIP / TAR_XZ */
+	uint64_t pos;	   /* offset in the (decompressed) archive */
+	uint64_t fsize;	   /* seekable: file size */
+	uint64_t base;	   /* seekable: file offset of the archive */
+	uint8_t *ibuf;	   /* compressed input buffer */
+	size_t ilen, ioff; /* bytes held, next to use */
 	bool ieof;
-	bool zend;               /* decoder reported the end of the stream */
-	void *z;                 /* z_stream or lzma_stream */
-	const char *name;        /* for messages: the path or "stdin" */
-	const char *err;         /* set with -EIO/-EUCLEAN: what went wrong */
+	bool zend;	  /* decoder reported the end of the stream */
+	void *z;	  /* z_stream or lzma_stream */
+	const char *name; /* for messages: the path or "stdin" */
+	const char *err;  /* set with -EIO/-EUCLEAN: what went wrong */
 };
 
 /* Open path (NULL or "-": standard input) and detect the compression. */
@@ -62,16 +62,16 @@ struct tpax {
 
 /* One archive member, headers merged. */
 struct tentry {
-	char type;               /* typeflag ('0' for '\0' and '7') */
-	char *path;              /* malloc'ed, as in the archive */
-	char *link;              /* malloc'ed or NULL */
-	uint32_t mode;           /* permission bits only */
+	char type;     /* typeflag ('0' for '\0' and '7') */
+	char *path;    /* malloc'ed, as in the archive */
+	char *link;    /* malloc'ed or NULL */
+	uint32_t mode; /* permission bits only */
 	uint64_t uid, gid;
 	int64_t mtime;
 	uint32_t mtime_ns;
-	uint64_t size;           /* data bytes following the header */
+	uint64_t size; /* data bytes following the header */
 	uint32_t major, minor;
-	struct txattr *x;        /* owned */
+	struct txattr *x; /* owned */
 	size_t nx;
 };
 
@@ -86,8 +86,65 @@ int tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
 void tpax_clear(struct tpax *p);
 /* Fill e from header blk, the global PAX state g, then the local one l
  * (which is consumed). Returns 0 or -EUCLEAN/-ERANGE/-ENOMEM with *why. */
-int tentry_fill(struct tentry *e, const uint8_t blk[512],
-		const struct tpax *g, struct tpax *l, const char **why);
+int tentry_fill(struct tentry *e, const uint8_t blk[512], const struct tpax *g,
+		struct tpax *l, const char **why);
 void tentry_clear(struct tentry *e);
+
+/* ---- tar.c and tar_tree.c: the tree being read ---- */
+
+#define MAX_DEPTH 1024
+
+struct binode;
+
+struct tnode {
+	char *name;
+	struct tnode *parent;
+	struct binode *in;
+	struct tnode **kids;
+	unsigned nkids, capkids;
+	bool implicit; /* a parent missing from the archive */
+};
+
+struct vec {
+	void **v;
+	size_t n, cap;
+};
+
+struct tctx {
+	struct ezfs_builder *b;
+	struct tstream s;
+	int spool; /* -1: data read in place */
+	uint64_t spool_off;
+	struct tnode *root;
+	struct tnode **tab; /* (parent, name) -> node, open addressing */
+	size_t tabcap, tabn;
+	struct vec nodes, bins; /* every tnode and binode, to free */
+	int64_t newest;		/* newest mtime in the archive */
+	const char *entry;	/* member being read, for messages */
+	uint64_t hdr_off;
+};
+
+/* One error line "INPUT: entry 'PATH' (offset N): reason"; returns err. */
+int tar_err(struct tctx *c, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int tar_push(struct vec *v, void *p);
+struct tnode **tar_slot(struct tctx *c, const struct tnode *parent,
+			const char *name);
+struct binode *tar_binode(struct tctx *c, const char *path);
+/* A new node (name, in) under parent, replacing the old one if any. */
+struct tnode *tar_put(struct tctx *c, struct tnode *parent, const char *name,
+		      struct binode *in);
+/* Metadata of e (NULL: a missing parent) with the builder's options. */
+int tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
+	     const struct tentry *e);
+/* Split path in place into at most max components; refuses "..". */
+int tar_split(struct tctx *c, char *path, char **comp, int max);
+/* The node of comp[0..n-1]; create: make missing directories. */
+int tar_walk(struct tctx *c, char **comp, int n, bool create,
+	     struct tnode **out);
+/* Root node and table; then, once read: b->inodes in scan order. */
+int tar_tree_init(struct tctx *c);
+int tar_emit(struct tctx *c);
+void tar_free(struct tctx *c);
 
 #endif

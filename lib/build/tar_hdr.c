@@ -11,19 +11,19 @@
 #include "build/tar.h"
 
 /* ustar header fields: offset, length */
-#define F_NAME 0, 100
-#define F_MODE 100, 8
-#define F_UID 108, 8
-#define F_GID 116, 8
-#define F_SIZE 124, 12
-#define F_MTIME 136, 12
-#define F_LINK 157, 100
-#define F_MAJOR 329, 8
-#define F_MINOR 337, 8
-#define F_PREFIX 345, 155
+#define F_NAME	   0, 100
+#define F_MODE	   100, 8
+#define F_UID	   108, 8
+#define F_GID	   116, 8
+#define F_SIZE	   124, 12
+#define F_MTIME	   136, 12
+#define F_LINK	   157, 100
+#define F_MAJOR	   329, 8
+#define F_MINOR	   337, 8
+#define F_PREFIX   345, 155
 #define OFF_CHKSUM 148
-#define OFF_TYPE 156
-#define OFF_MAGIC 257
+#define OFF_TYPE   156
+#define OFF_MAGIC  257
 
 int thdr_check(const uint8_t blk[512])
 {
@@ -37,7 +37,8 @@ int thdr_check(const uint8_t blk[512])
 	if (i == 512)
 		return 1;
 	for (i = 0; i < 512; i++) {
-		uint8_t c = i >= OFF_CHKSUM && i < OFF_CHKSUM + 8 ? ' ' : blk[i];
+		uint8_t c =
+		    i >= OFF_CHKSUM && i < OFF_CHKSUM + 8 ? ' ' : blk[i];
 
 		sum += c;
 		ssum += (int8_t)c;
@@ -83,8 +84,8 @@ int thdr_num(const uint8_t *f, size_t n, int64_t *v)
 
 /* ---- PAX records ---- */
 
-static int add_xattr(struct txattr **x, size_t *nx, char *name,
-		     uint8_t *value, size_t len)
+static int add_xattr(struct txattr **x, size_t *nx, char *name, uint8_t *value,
+		     size_t len)
 {
 	struct txattr *n;
 	size_t i;
@@ -94,7 +95,7 @@ static int add_xattr(struct txattr **x, size_t *nx, char *name,
 			continue;
 		free((*x)[i].name);
 		free((*x)[i].value);
-		(*x)[i] = (struct txattr){ name, value, len };
+		(*x)[i] = (struct txattr){name, value, len};
 		return 0;
 	}
 	n = realloc(*x, (*nx + 1) * sizeof(*n));
@@ -104,7 +105,7 @@ static int add_xattr(struct txattr **x, size_t *nx, char *name,
 		return -ENOMEM;
 	}
 	*x = n;
-	n[(*nx)++] = (struct txattr){ name, value, len };
+	n[(*nx)++] = (struct txattr){name, value, len};
 	return 0;
 }
 
@@ -165,8 +166,8 @@ static char *unurl(const char *s, size_t n)
 	for (i = 0; i < n; i++) {
 		int c = (unsigned char)s[i];
 
-		if (c == '%' && i + 2 < n &&
-		    hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+		if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 &&
+		    hexval(s[i + 2]) >= 0) {
 			c = hexval(s[i + 1]) << 4 | hexval(s[i + 2]);
 			i += 2;
 		}
@@ -181,8 +182,7 @@ static char *unurl(const char *s, size_t n)
 }
 
 /* decimal, optionally negative with a fraction (mtime) */
-static int pax_num(const char *s, size_t n, bool sign, int64_t *v,
-		   uint32_t *ns)
+static int pax_num(const char *s, size_t n, bool sign, int64_t *v, uint32_t *ns)
 {
 	uint64_t u = 0;
 	uint32_t frac = 0, scale = 100000000;
@@ -229,7 +229,7 @@ static int set_str(char **dst, const char *v, size_t n)
 			return -ENOMEM;
 	}
 	free(*dst);
-	*dst = s;	/* an empty value removes the override */
+	*dst = s; /* an empty value removes the override */
 	return 0;
 }
 
@@ -262,9 +262,8 @@ static bool key_is(const char *k, size_t klen, const char *s)
 	return strlen(s) == klen && !memcmp(k, s, klen);
 }
 
-static int pax_record(struct tpax *p, const char *k, size_t klen,
-		      const char *v, size_t vlen, bool global,
-		      const char **why)
+static int pax_record(struct tpax *p, const char *k, size_t klen, const char *v,
+		      size_t vlen, bool global, const char **why)
 {
 	static const char sx[] = "SCHILY.xattr.", lx[] = "LIBARCHIVE.xattr.";
 	int64_t num;
@@ -322,7 +321,7 @@ int tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
 		int r;
 
 		if (rec[off] == '\0')
-			break;	/* NUL padding after the last record */
+			break; /* NUL padding after the last record */
 		for (; i < len && rec[i] >= '0' && rec[i] <= '9'; i++) {
 			rlen = rlen * 10 + (size_t)(rec[i] - '0');
 			if (rlen > len)
@@ -365,16 +364,15 @@ void tpax_clear(struct tpax *p)
 
 void tentry_clear(struct tentry *e)
 {
-	struct tpax t = { .path = e->path, .link = e->link, .x = e->x,
-			  .nx = e->nx };
+	struct tpax t = {
+	    .path = e->path, .link = e->link, .x = e->x, .nx = e->nx};
 
 	tpax_clear(&t);
 	memset(e, 0, sizeof(*e));
 }
 
 /* Copy g's xattrs into e, then move l's in (replacing equal names). */
-static int merge_xattrs(struct tentry *e, const struct tpax *g,
-			struct tpax *l)
+static int merge_xattrs(struct tentry *e, const struct tpax *g, struct tpax *l)
 {
 	size_t i;
 	int err = 0;
@@ -411,10 +409,10 @@ static int field(const uint8_t *blk, size_t off, size_t n, int64_t *v,
 	return r;
 }
 
-int tentry_fill(struct tentry *e, const uint8_t blk[512],
-		const struct tpax *g, struct tpax *l, const char **why)
+int tentry_fill(struct tentry *e, const uint8_t blk[512], const struct tpax *g,
+		struct tpax *l, const char **why)
 {
-	const struct tpax *src[2] = { g, l };
+	const struct tpax *src[2] = {g, l};
 	bool posix = !memcmp(blk + OFF_MAGIC, "ustar\0", 6);
 	int64_t mode, uid, gid, size, mtime, major = 0, minor = 0;
 	size_t i;
@@ -481,7 +479,7 @@ int tentry_fill(struct tentry *e, const uint8_t blk[512],
 	if (l->has_size)
 		e->size = l->size;
 	if (e->type == '\0' && *e->path && e->path[strlen(e->path) - 1] == '/')
-		e->type = '5';	/* pre-POSIX directory */
+		e->type = '5'; /* pre-POSIX directory */
 	if (e->type == '\0' || e->type == '7')
 		e->type = '0';
 	return merge_xattrs(e, g, l);

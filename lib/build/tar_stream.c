@@ -39,8 +39,8 @@ static int fill(struct tstream *s)
 
 int tstream_open(struct tstream *s, const char *path)
 {
-	static const uint8_t gz[2] = { 0x1f, 0x8b };
-	static const uint8_t xz[6] = { 0xfd, '7', 'z', 'X', 'Z', 0 };
+	static const uint8_t gz[2] = {0x1f, 0x8b};
+	static const uint8_t xz[6] = {0xfd, '7', 'z', 'X', 'Z', 0};
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
@@ -175,8 +175,8 @@ static ssize_t read_gzip(struct tstream *s, uint8_t *buf, size_t len)
 			else if (inflateReset(z) != Z_OK)
 				return -ENOMEM;
 		} else if (r != Z_OK && r != Z_BUF_ERROR) {
-			s->err = r == Z_MEM_ERROR ? "out of memory" :
-						    "corrupt gzip data";
+			s->err = r == Z_MEM_ERROR ? "out of memory"
+						  : "corrupt gzip data";
 			return r == Z_MEM_ERROR ? -ENOMEM : -EUCLEAN;
 		}
 	}
@@ -200,16 +200,16 @@ static ssize_t read_xz(struct tstream *s, uint8_t *buf, size_t len)
 			x->next_in = s->ibuf;
 			x->avail_in = s->ilen;
 		}
-		r = lzma_code(x, s->ieof && !x->avail_in ? LZMA_FINISH
-							 : LZMA_RUN);
+		r = lzma_code(x,
+			      s->ieof && !x->avail_in ? LZMA_FINISH : LZMA_RUN);
 		if (r == LZMA_STREAM_END) {
 			s->zend = true;
 		} else if (r == LZMA_BUF_ERROR) {
 			s->err = "truncated xz data";
 			return -EUCLEAN;
 		} else if (r != LZMA_OK) {
-			s->err = r == LZMA_MEM_ERROR ? "out of memory" :
-						       "corrupt xz data";
+			s->err = r == LZMA_MEM_ERROR ? "out of memory"
+						     : "corrupt xz data";
 			return r == LZMA_MEM_ERROR ? -ENOMEM : -EUCLEAN;
 		}
 	}
