@@ -103,6 +103,28 @@ differential() {
 	esac
 }
 
+# the engine options on every reading command: accepted, and bad values
+# are a usage error (exit 2) naming the value
+options() {
+	local c args
+	for c in cat extract fsck ls stat info; do
+		case $c in
+		cat) args=("$img" /d/e/text) ;;
+		extract) rm -rf "$TMP/o"; args=("$img" "$TMP/o") ;;
+		stat) args=("$img" /d/big) ;;
+		*) args=("$img") ;;
+		esac
+		t_run opt "$EZFS" $c --accel deflate=zlib --dispatch queue:2 --strict-accel "${args[@]}"
+		t_expect "$c --accel --dispatch --strict-accel: exit 0" [ "$RC" -eq 0 ]
+		t_run opt "$EZFS" $c --accel deflate=bogus "${args[@]}"
+		t_expect "$c --accel deflate=bogus: exit 2 naming it" [ "$RC" -eq 2 ] &&
+			grep -q "bogus" "$ERR"
+		t_run opt "$EZFS" $c --dispatch sideways "${args[@]}"
+		t_expect "$c --dispatch sideways: exit 2" [ "$RC" -eq 2 ]
+	done
+	rm -rf "$TMP/o"
+}
+
 for name in "${names[@]}"; do
 	t_fixture_unpack "$name" || continue
 	differential
@@ -139,6 +161,7 @@ for z in lz4 lz4hc deflate zstd lzma; do
 		diff "$TMP/src.digest" "$TMP/ref.digest" | head -n 6 | cut -c1-300
 	fi
 	differential
+	[ $z = deflate ] && options
 	rm -f "$img"
 done
 t_done
