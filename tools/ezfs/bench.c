@@ -23,7 +23,7 @@ static const char bench_usage_text[] =
 	"  --cluster SIZE      ratio, latency: pcluster size (16K)\n"
 	"  --algs LIST         read, latency: algorithms (lz4hc,deflate,zstd);\n"
 	"                      ALG or ALG:LEVEL, e.g. zstd:9\n"
-	"  --levels SPEC       ratio: \"lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,15\n"
+	"  --levels SPEC       ratio: \"lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,12\n"
 	"                      lzma:6\" (the default)\n"
 	"  --engines LIST      engines to compare, e.g. libdeflate,isal,zlib\n"
 	"                      (each with its algorithm; 'ezfs accel list')\n"
@@ -38,7 +38,7 @@ static const char bench_usage_text[] =
 	"  --no-drop           --path: do not drop the page cache between runs\n"
 	"  --bs SIZE           read block size (4K)\n"
 	"  --io-share PCT      small random read: share of the data (5)\n"
-	"  --runtime SEC       cap of each measured run (10)\n"
+	"  --runtime SEC       cap of each measured run (3)\n"
 	"  --size BYTES        sample at most this much of SOURCE (64M)\n"
 	"  --repeat N          repeat each run, report the median (1)\n"
 	"  --goal G            advise: size, seq, random or balanced\n"
@@ -201,12 +201,12 @@ static void set_defaults(struct bench_opts *o)
 	memset(o, 0, sizeof(*o));
 	parse_clusters("4K,16K,64K,256K,1M", o->clusters, &o->nclusters);
 	parse_algs("lz4hc,deflate,zstd", o->algs, &o->nalgs);
-	parse_levels("lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,15 lzma:6",
+	parse_levels("lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,12 lzma:6",
 		     o->levels, &o->nlevels);
 	o->ratio_cluster = 16384;
 	o->bs = 4096;
 	o->io_share = 0.05;
-	o->runtime = 10;
+	o->runtime = 3;
 	o->size = 64ull << 20;
 	o->repeat = 1;
 	o->seed = 1;
@@ -413,6 +413,8 @@ static int run_modes(struct bench_opts *o, const char *mode,
 	if (la)
 		cells += bench_latency_cells(o, src);
 	bench_prog_init(&pg, o->quiet || !isatty(2), cells);
+	if (rd && la && !src->is_image)
+		bench_keep_cluster(o->ratio_cluster); /* latency reuses them */
 	if (rd && !err) {
 		err = bench_read(o, src, res, &pg);
 		bench_prog_end(&pg);

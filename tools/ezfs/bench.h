@@ -122,10 +122,14 @@ void bench_tmp_cleanup(void);
 int bench_src_prepare(struct bench_src *s, const char *source,
 		      uint64_t max_bytes);
 void bench_src_free(struct bench_src *s);
-/* Build an image of s->dir into the temp dir; *path is malloc'ed. */
+/* Build an image of s->dir into the temp dir; *path is malloc'ed. An image
+ * at the cluster size of bench_keep_cluster() is built once and kept. */
 int bench_build(const struct bench_src *s, const struct bench_alg *a,
 		uint32_t cluster, char **path, uint64_t *image_bytes,
 		double *seconds);
+void bench_keep_cluster(uint32_t cluster);
+/* Done with an image of bench_build: deleted (unless kept), path freed. */
+void bench_image_done(char *path, uint32_t cluster);
 
 /* Engines, dispatch modes, competing load (bench_eng.c). */
 int bench_parse_dispatch(const char *s, struct bench_opts *o);
@@ -179,6 +183,30 @@ struct bench_files {
 	uint64_t total;
 };
 int bench_list_files(ezfs_image *img, struct bench_files *fl);
+/* Read targets and workloads (bench_target.c). One target: the library
+ * (inodes of a fresh image instance) or a mounted view (paths). */
+struct bench_target {
+	ezfs_image *img;
+	ezfs_inode **inos;
+	char **paths;
+	int *fds;
+	struct bench_files fl;
+	char *buf;
+	uint32_t bs;
+	uint8_t *wbuf;          /* seq: the readahead window */
+	size_t wcap;
+};
+extern const char *const bench_workloads[3]; /* seq, rand, small */
+int bench_target_open_lib(struct bench_target *t, const char *image,
+			  uint32_t bs, const char *engine,
+			  const struct bench_disp *d);
+int bench_target_open_path(struct bench_target *t, const char *dir,
+			   uint32_t bs);
+void bench_target_close(struct bench_target *t);
+/* One run of workload w (index into bench_workloads). */
+int bench_run_workload(struct bench_target *t, int w,
+		       const struct bench_opts *o, uint64_t *bytes,
+		       double *secs);
 /* Sequential read of every file through a fresh instance of image. */
 int bench_lib_seq(const char *image, uint32_t bs, double cap,
 		  uint64_t *bytes, double *seconds);

@@ -195,6 +195,8 @@ static void *spin(void *arg)
 
 int bench_load_start(struct bench_load *l, int kind)
 {
+	struct sched_param sp = { 0 };
+	pthread_attr_t attr;
 	unsigned i;
 
 	memset(l, 0, sizeof(*l));
@@ -204,13 +206,18 @@ int bench_load_start(struct bench_load *l, int kind)
 	l->th = calloc(l->n, sizeof(*l->th));
 	if (!l->th)
 		return -ENOMEM;
+	/* normal priority whatever ours is (not inherited): SCHED_OTHER */
+	pthread_attr_init(&attr);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+	pthread_attr_setschedparam(&attr, &sp);
 	for (i = 0; i < l->n; i++) {
-		/* default attributes: SCHED_OTHER, nice 0, any CPU */
-		if (pthread_create(&l->th[i], NULL, spin, l)) {
+		if (pthread_create(&l->th[i], &attr, spin, l)) {
 			l->n = i;
 			break;
 		}
 	}
+	pthread_attr_destroy(&attr);
 	return 0;
 }
 

@@ -234,9 +234,7 @@ int bench_latency(const struct bench_opts *o, const struct bench_src *s,
 		if (!err)
 			err = latency_one(o, img, o->algs[a].alg, &key, res,
 					  pg);
-		if (img)
-			unlink(img);
-		free(img);
+		bench_image_done(img, o->ratio_cluster);
 	}
 	return err;
 }

@@ -41,8 +41,8 @@ static int has_mode(const struct bench_results *r, const char *mode)
 	return 0;
 }
 
-/* The series ("ALG[-LEVEL]/ENGINE") of a read record of workload wl in s,
- * or NULL for a record of another kind. */
+/* The series ("ALG[-LEVEL]/ENGINE/DISPATCH") of a read record of workload
+ * wl in s, or NULL for a record of another kind. */
 static const char *read_series(const struct bench_rec *x, const char *wl,
 			       char *s, size_t size)
 {
@@ -53,7 +53,7 @@ static const char *read_series(const struct bench_rec *x, const char *wl,
 	lv[0] = '\0';
 	if (x->level >= 0)
 		snprintf(lv, sizeof(lv), "-%d", x->level);
-	snprintf(s, size, "%s%s/%s", x->alg, lv, x->engine);
+	snprintf(s, size, "%s%s/%s/%s", x->alg, lv, x->engine, x->dispatch);
 	return s;
 }
 
@@ -149,36 +149,98 @@ static void plot_ratio(FILE *gp, const char *dir,
 	fclose(d);
 }
 
+/* The bar ("DISPATCH load LOAD", with the engine unless default) and the
+ * group ("ALG CLUSTER") of a latency record. */
+static void lat_names(const struct bench_rec *x, char *bar, size_t bsz,
+		      char *grp, size_t gsz)
+{
+	char cl[16];
+
+	if (strcmp(x->engine, "default"))
+		snprintf(bar, bsz, "%s %s, load %s", x->engine, x->dispatch,
+			 x->load);
+	else
+		snprintf(bar, bsz, "%s, load %s", x->dispatch, x->load);
+	snprintf(grp, gsz, "%s %s", x->alg, x->cluster ?
+		 bench_fmt_cluster(x->cluster, cl, sizeof(cl)) : "");
+}
+
+/* Add s to the list v (n entries of 64 bytes, at most max); its index. */
+static size_t name_index(char (*v)[64], size_t *n, size_t max, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < *n && strcmp(v[i], s); i++)
+		;
+	if (i == *n && *n < max)
+		snprintf(v[(*n)++], 64, "%s", s);
+	return i;
+}
+
+/*
+ * latency.png: two panels, median and mean, each a group of bars per
+ * algorithm/cluster and a bar per dispatch mode and load (log scale).
+ */
 static void plot_latency(FILE *gp, const char *dir,
 			 const struct bench_results *r)
 {
-	char fn[4096], cl[16];
-	size_t i;
+	char bars[24][64], grps[32][64], bar[64], grp[64], fn[4096];
+	double med[32][24], avg[32][24];
+	size_t i, g, b, nb = 0, ng = 0;
 	FILE *d;
+	int k;
 
+	for (g = 0; g < 32; g++)
+		for (b = 0; b < 24; b++)
+			med[g][b] = avg[g][b] = -1;
+	for (i = 0; i < r->n; i++) {
+		const struct bench_rec *x = &r->v[i];
+
+		if (strcmp(x->mode, "latency"))
+			continue;
+		lat_names(x, bar, sizeof(bar), grp, sizeof(grp));
+		b = name_index(bars, &nb, 24, bar);
+		g = name_index(grps, &ng, 32, grp);
+		if (b < 24 && g < 32) {
+			med[g][b] = x->median_us;
+			avg[g][b] = x->avg_us;
+		}
+	}
 	snprintf(fn, sizeof(fn), "%s/latency.dat", dir);
 	d = fopen(fn, "w");
 	if (!d)
 		return;
-	for (i = 0; i < r->n; i++) {
-		const struct bench_rec *x = &r->v[i];
-
-		if (!strcmp(x->mode, "latency"))
-			fprintf(d, "\"%s %s\\n%s %s\" %.3f %.3f %.3f\n", x->alg,
-				bench_fmt_cluster(x->cluster, cl, sizeof(cl)),
-				x->dispatch, x->load, x->median_us, x->min_us,
-				x->max_us);
+	fprintf(d, "# group, median per bar, mean per bar (us; - = none)\n");
+	for (g = 0; g < ng; g++) {
+		fprintf(d, "\"%s\"", grps[g]);
+		for (k = 0; k < 2; k++)
+			for (b = 0; b < nb; b++)
+				fprintf(d, (k ? avg : med)[g][b] < 0 ? " -" :
+					" %.3f", (k ? avg : med)[g][b]);
+		fputc('\n', d);
 	}
 	fclose(d);
 	fprintf(gp, "set output '%s/latency.png'\n"
-		"set title 'ezfs bench: decode latency per dispatch mode'\n"
-		"set xlabel 'algorithm, cluster, dispatch mode, load'\n"
-		"set ylabel 'microseconds (median, bar: min..max)'\n"
-		"set style fill solid 0.5\nset boxwidth 0.6\n"
-		"set key outside right\nset logscale y\n"
-		"plot '%s' using 0:2:xtic(1) with boxes title 'median', "
-		"'' using 0:2:3:4 with yerrorbars title 'min..max'\n"
-		"unset logscale y\n", dir, fn);
+		"set multiplot layout 1,2 title 'ezfs bench: decode latency "
+		"per pcluster request, submit to completion'\n"
+		"set style data histogram\nset style histogram cluster gap 1\n"
+		"set style fill solid 0.8 border -1\nset datafile missing '-'\n"
+		"set logscale y\nset xlabel 'algorithm, pcluster size'\n"
+		"set yrange [1:*]\nset bmargin 7\n"
+		"set key below font ',9' maxrows 2 spacing 0.9\n"
+		"set xtics nomirror\n", dir);
+	for (k = 0; k < 2; k++) {
+		fprintf(gp, "set title '%s'\nset ylabel '%s (microseconds)'\n"
+			"plot ", k ? "mean" : "median", k ? "mean" : "median");
+		for (b = 0; b < nb; b++)
+			fprintf(gp, "%s'%s' using %zu:xtic(1) title '%s'",
+				b ? ", " : "", fn, 2 + (size_t)k * nb + b,
+				bars[b]);
+		fputc('\n', gp);
+	}
+	fprintf(gp, "unset multiplot\nunset logscale y\nset yrange [*:*]\n"
+		"set bmargin\n"
+		"set style data points\n");
 }
 
 int bench_plot(const char *dir, const struct bench_results *r, int quiet)
@@ -205,8 +267,8 @@ int bench_plot(const char *dir, const struct bench_results *r, int quiet)
 		return -errno;
 	}
 	fprintf(gp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-		"  set terminal pngcairo size 1000,600 noenhanced\n"
-		"} else {\n  set terminal png size 1000,600 noenhanced\n}\n"
+		"  set terminal pngcairo size 1100,600 noenhanced\n"
+		"} else {\n  set terminal png size 1100,600 noenhanced\n}\n"
 		"set grid\n");
 	if (has_mode(r, "read")) {
 		plot_read(gp, dir, r, "seq");

@@ -3,320 +3,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "common.h"
-
-static const char *const workloads[] = { "seq", "rand", "small" };
-
-static int add_file(struct bench_files *fl, uint64_t nid, uint64_t size)
-{
-	if (fl->n == fl->cap) {
-		size_t cap = fl->cap ? fl->cap * 2 : 256;
-		struct bench_file *v = realloc(fl->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		fl->v = v;
-		fl->cap = cap;
-	}
-	fl->v[fl->n].nid = nid;
-	fl->v[fl->n++].size = size;
-	fl->total += size;
-	return 0;
-}
-
-static int walk_add(void *arg, const char *path, uint64_t nid,
-		    const struct ezfs_stat *st, ezfs_inode *ino)
-{
-	(void)path;
-	(void)ino;
-	if (!S_ISREG(st->mode) || !st->size)
-		return 0;
-	return add_file(arg, nid, st->size);
-}
-
-int bench_list_files(ezfs_image *img, struct bench_files *fl)
-{
-	return cli_walk(img, ezfs_root_nid(img), walk_add, fl);
-}
-
-/* One read target: the library (inodes) or a mounted view (paths). */
-struct target {
-	ezfs_image *img;
-	ezfs_inode **inos;
-	char **paths;
-	int *fds;
-	struct bench_files fl;
-	char *buf;
-	uint32_t bs;
-	uint8_t *wbuf;          /* seq: the readahead window */
-	size_t wcap;
-};
-
-static void target_close(struct target *t)
-{
-	size_t i;
-
-	for (i = 0; i < t->fl.n; i++) {
-		if (t->inos && t->inos[i])
-			ezfs_inode_put(t->inos[i]);
-		if (t->fds && t->fds[i] >= 0)
-			close(t->fds[i]);
-		if (t->paths)
-			free(t->paths[i]);
-	}
-	free(t->inos);
-	free(t->fds);
-	free(t->paths);
-	free(t->fl.v);
-	free(t->buf);
-	free(t->wbuf);
-	if (t->img)
-		ezfs_image_close(t->img);
-	memset(t, 0, sizeof(*t));
-}
-
-/* A fresh image instance: nothing decoded is cached yet. */
-static int target_open_lib(struct target *t, const char *image, uint32_t bs,
-			   const char *engine, const struct bench_disp *d)
-{
-	size_t i;
-	int err;
-
-	memset(t, 0, sizeof(*t));
-	err = bench_open(image, engine, d, &t->img);
-	if (err)
-		return err;
-	err = bench_list_files(t->img, &t->fl);
-	t->inos = calloc(t->fl.n + 1, sizeof(*t->inos));
-	t->buf = malloc(bs);
-	t->bs = bs;
-	if (!err && (!t->inos || !t->buf))
-		err = -ENOMEM;
-	for (i = 0; !err && i < t->fl.n; i++)
-		err = ezfs_inode_get(t->img, t->fl.v[i].nid, &t->inos[i]);
-	if (err) {
-		cli_fail(BENCH_CMD, image, NULL, err);
-		target_close(t);
-	}
-	return err;
-}
-
-static struct target *nftw_target;
-
-static int nftw_add(const char *path, const struct stat *sb, int type,
-		    struct FTW *ftw)
-{
-	struct target *t = nftw_target;
-	char **p;
-
-	(void)ftw;
-	if (type != FTW_F || !S_ISREG(sb->st_mode) || !sb->st_size)
-		return 0;
-	if (add_file(&t->fl, 0, (uint64_t)sb->st_size))
-		return -1;
-	p = realloc(t->paths, t->fl.cap * sizeof(*p));
-	if (!p)
-		return -1;
-	t->paths = p;
-	p[t->fl.n - 1] = strdup(path);
-	return p[t->fl.n - 1] ? 0 : -1;
-}
-
-static int target_open_path(struct target *t, const char *dir, uint32_t bs)
-{
-	size_t i;
-
-	memset(t, 0, sizeof(*t));
-	nftw_target = t;
-	if (nftw(dir, nftw_add, 32, FTW_PHYS)) {
-		cli_error(BENCH_CMD, "%s: cannot list the files", dir);
-		target_close(t);
-		return -EIO;
-	}
-	t->fds = malloc((t->fl.n + 1) * sizeof(*t->fds));
-	t->buf = malloc(bs);
-	t->bs = bs;
-	if (!t->fds || !t->buf) {
-		target_close(t);
-		return -ENOMEM;
-	}
-	for (i = 0; i < t->fl.n; i++)
-		t->fds[i] = -1;
-	return 0;
-}
-
-static ssize_t target_read(struct target *t, size_t i, uint64_t off)
-{
-	if (t->inos)
-		return ezfs_pread(t->inos[i], t->buf, t->bs, off);
-	if (t->fds[i] < 0) {
-		/* keep at most a few hundred descriptors */
-		if (i >= 512 && t->fds[i - 512] >= 0) {
-			close(t->fds[i - 512]);
-			t->fds[i - 512] = -1;
-		}
-		t->fds[i] = open(t->paths[i], O_RDONLY | O_CLOEXEC);
-		if (t->fds[i] < 0)
-			return -errno;
-	}
-	return pread(t->fds[i], t->buf, t->bs, (off_t)off) < 0 ? -errno : 1;
-}
-
-/* (file, block) pairs in a fixed pseudo-random order. */
-struct blk {
-	uint32_t file;
-	uint64_t off;
-};
-
-static struct blk *shuffled_blocks(const struct bench_files *fl, uint32_t bs,
-				   unsigned seed, size_t *n)
-{
-	uint64_t x = seed * 2654435761u + 0x9e3779b97f4a7c15ull, tot = 0;
-	struct blk *v;
-	size_t i, k = 0;
-
-	for (i = 0; i < fl->n; i++)
-		tot += (fl->v[i].size + bs - 1) / bs;
-	v = malloc((tot + 1) * sizeof(*v));
-	if (!v)
-		return NULL;
-	for (i = 0; i < fl->n; i++) {
-		uint64_t o;
-
-		for (o = 0; o < fl->v[i].size; o += bs) {
-			v[k].file = (uint32_t)i;
-			v[k++].off = o;
-		}
-	}
-	for (i = k; i > 1; i--) {
-		size_t j;
-		struct blk tmp;
-
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		j = (size_t)(x % i);
-		tmp = v[i - 1];
-		v[i - 1] = v[j];
-		v[j] = tmp;
-	}
-	*n = k;
-	return v;
-}
-
-/*
- * The next readahead window of file i from off: at least window bytes,
- * grown to the end of the extent it ends in (so that every extent in it is
- * whole and ezfs_pread can hand them all to the workers at once), then
- * one ezfs_pread. Returns the bytes read or a negative errno.
- */
-static ssize_t read_window(struct target *t, size_t i, uint64_t off,
-			   uint64_t window)
-{
-	uint64_t size = t->fl.v[i].size, end;
-	struct ezfs_extent ext;
-	ssize_t r;
-
-	end = size - off > window ? off + window : size;
-	if (end < size && !ezfs_map(t->inos[i], end - 1, &ext) &&
-	    ext.la + ext.llen > end && ext.la + ext.llen - off <= 4 * window)
-		end = ext.la + ext.llen < size ? ext.la + ext.llen : size;
-	if (end - off > t->wcap) {
-		uint8_t *nb = realloc(t->wbuf, end - off);
-
-		if (!nb)
-			return -ENOMEM;
-		t->wbuf = nb;
-		t->wcap = end - off;
-	}
-	r = ezfs_pread(t->inos[i], t->wbuf, end - off, off);
-	return r >= 0 && (uint64_t)r != end - off ? -EIO : r;
-}
-
-/* seq through the window: the application still sees bs reads. */
-static ssize_t seq_windowed(struct target *t, const struct bench_opts *o,
-			    uint64_t *done, double t0)
-{
-	ssize_t r = 0;
-	size_t i;
-
-	for (i = 0; i < t->fl.n; i++) {
-		uint64_t off, k;
-
-		for (off = 0; off < t->fl.v[i].size; off += (uint64_t)r) {
-			r = read_window(t, i, off, o->window);
-			if (r <= 0)
-				return r < 0 ? r : -EIO;
-			for (k = 0; k < (uint64_t)r; k += t->bs)
-				memcpy(t->buf, t->wbuf + k, (uint64_t)r - k <
-				       t->bs ? (size_t)((uint64_t)r - k) :
-				       t->bs);
-			*done += (uint64_t)r;
-			if (bench_now() - t0 > o->runtime)
-				return 0;
-		}
-	}
-	return 0;
-}
-
-/* One run of one workload; bytes and seconds measured. */
-static int run_workload(struct target *t, int w, const struct bench_opts *o,
-			uint64_t *bytes, double *secs)
-{
-	uint64_t done = 0, cnt = 0;
-	double t0 = bench_now();
-	struct blk *v = NULL;
-	size_t i, n = 0;
-	ssize_t r = 0;
-
-	if (w == 0 && t->inos && o->window) {
-		r = seq_windowed(t, o, &done, t0);
-	} else if (w == 0) {
-		for (i = 0; i < t->fl.n && r >= 0; i++) {
-			uint64_t off;
-
-			for (off = 0; off < t->fl.v[i].size; off += t->bs) {
-				r = target_read(t, i, off);
-				if (r < 0)
-					break;
-				done += t->bs;
-				if (!(++cnt & 63) &&
-				    bench_now() - t0 > o->runtime)
-					goto out;
-			}
-		}
-	} else {
-		v = shuffled_blocks(&t->fl, t->bs, o->seed, &n);
-		if (!v)
-			return -ENOMEM;
-		if (w == 2)
-			n = (size_t)(n * o->io_share + 0.5) ?
-			    (size_t)(n * o->io_share + 0.5) : 1;
-		t0 = bench_now();
-		for (i = 0; i < n; i++) {
-			r = target_read(t, v[i].file, v[i].off);
-			if (r < 0)
-				break;
-			done += t->bs;
-			if (!(++cnt & 63) && bench_now() - t0 > o->runtime)
-				break;
-		}
-	}
-out:
-	*secs = bench_now() - t0;
-	*bytes = done;
-	free(v);
-	if (r < 0)
-		cli_error(BENCH_CMD, "read failed: %s", ezfs_strerror((int)r));
-	return r < 0 ? (int)r : 0;
-}
 
 static int dropped_warned;
 
@@ -348,12 +40,12 @@ struct read_cfg {
 };
 
 static int open_target(const struct bench_opts *o, const struct read_cfg *c,
-		       struct target *t)
+		       struct bench_target *t)
 {
 	if (c->image)
-		return target_open_lib(t, c->image, o->bs, c->engine, c->disp);
+		return bench_target_open_lib(t, c->image, o->bs, c->engine, c->disp);
 	drop_caches(o);
-	return target_open_path(t, o->path, o->bs);
+	return bench_target_open_path(t, o->path, o->bs);
 }
 
 /* All workloads on one image (c->image != NULL) or the --path view. */
@@ -363,7 +55,7 @@ static int read_cells(const struct bench_opts *o, const struct read_cfg *c,
 {
 	double mib[100], sec[100];
 	uint64_t bytes = 0;
-	struct target t;
+	struct bench_target t;
 	char what[96], cl[16];
 	int w, k, err = 0;
 
@@ -377,7 +69,7 @@ static int read_cells(const struct bench_opts *o, const struct read_cfg *c,
 			 key->target, key->alg, key->cluster ?
 			 bench_fmt_cluster(key->cluster, cl, sizeof(cl)) : "",
 			 key->engine, c->disp ? c->disp->name : "",
-			 workloads[w]);
+			 bench_workloads[w]);
 		bench_prog_cell(pg, what);
 		for (k = 0; k < o->repeat && !err; k++) {
 			err = open_target(o, c, &t);
@@ -385,21 +77,21 @@ static int read_cells(const struct bench_opts *o, const struct read_cfg *c,
 				break;
 			if (!t.fl.n) {
 				cli_error(BENCH_CMD, "no regular files to read");
-				target_close(&t);
+				bench_target_close(&t);
 				return -ENOENT;
 			}
 			if (t.img)
 				bench_disp_label(t.img, key->dispatch,
 						 sizeof(key->dispatch));
-			err = run_workload(&t, w, o, &bytes, &sec[k]);
+			err = bench_run_workload(&t, w, o, &bytes, &sec[k]);
 			mib[k] = sec[k] > 0 ? bytes / sec[k] / 1048576.0 : 0;
-			target_close(&t);
+			bench_target_close(&t);
 		}
 		if (err)
 			break;
 		rec = *key;
 		snprintf(rec.workload, sizeof(rec.workload), "%s",
-			 workloads[w]);
+			 bench_workloads[w]);
 		rec.repeat = o->repeat;
 		rec.bytes = bytes;
 		rec.mib_s = bench_median(mib, (size_t)o->repeat);
@@ -523,28 +215,8 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 			if (!err)
 				err = read_configs(o, img, o->algs[a].alg, &key,
 						   res, pg);
-			if (img)
-				unlink(img);
-			free(img);
+			bench_image_done(img, o->clusters[c]);
 		}
 	}
-	return err;
-}
-
-/* Sequential read of every file of image (advise: decode rate). */
-int bench_lib_seq(const char *image, uint32_t bs, double cap,
-		  uint64_t *bytes, double *seconds)
-{
-	struct bench_opts o;
-	struct target t;
-	int err;
-
-	memset(&o, 0, sizeof(o));
-	o.runtime = cap;
-	err = target_open_lib(&t, image, bs, NULL, NULL);
-	if (err)
-		return err;
-	err = run_workload(&t, 0, &o, bytes, seconds);
-	target_close(&t);
 	return err;
 }

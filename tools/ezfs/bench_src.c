@@ -277,6 +277,44 @@ static void build_log(void *arg, int level, const char *msg)
 		cli_error(BENCH_CMD, "build: %s", msg);
 }
 
+/*
+ * Images at keep_cluster outlive their first use (read builds what latency
+ * measures next in 'all'); kept[] remembers their build figures.
+ */
+#define BENCH_KEPT_MAX BENCH_MAX_ALGS
+static uint32_t keep_cluster;
+static struct {
+	char *path;
+	uint64_t bytes;
+	double seconds;
+} kept[BENCH_KEPT_MAX];
+static int nkept;
+
+void bench_keep_cluster(uint32_t cluster)
+{
+	keep_cluster = cluster;
+}
+
+void bench_image_done(char *path, uint32_t cluster)
+{
+	int i;
+
+	for (i = 0; path && i < nkept; i++)
+		if (!strcmp(kept[i].path, path))
+			break;
+	if (path && i == nkept && cluster != keep_cluster)
+		unlink(path);
+	free(path);
+}
+
+static void keep_image(const char *path, uint64_t bytes, double seconds)
+{
+	if (nkept == BENCH_KEPT_MAX || !(kept[nkept].path = strdup(path)))
+		return;
+	kept[nkept].bytes = bytes;
+	kept[nkept++].seconds = seconds;
+}
+
 int bench_build(const struct bench_src *s, const struct bench_alg *a,
 		uint32_t cluster, char **path, uint64_t *image_bytes,
 		double *seconds)
@@ -286,11 +324,19 @@ int bench_build(const struct bench_src *s, const struct bench_alg *a,
 	ezfs_builder *b = NULL;
 	char lab[32], img[PATH_MAX];
 	double t0;
-	int err;
+	int err, i;
 
 	bench_alg_label(a, lab, sizeof(lab));
 	snprintf(img, sizeof(img), "%s/%s-%u.img", bench_tmp_dir(), lab,
 		 (unsigned)cluster);
+	for (i = 0; i < nkept; i++) {
+		if (strcmp(kept[i].path, img))
+			continue;
+		*image_bytes = kept[i].bytes;
+		*seconds = kept[i].seconds;
+		*path = strdup(img);
+		return *path ? 0 : -ENOMEM;
+	}
 	ezfs_build_params_init(&p);
 	p.log = build_log;
 	p.alg = a->alg;
@@ -318,6 +364,8 @@ int bench_build(const struct bench_src *s, const struct bench_alg *a,
 			  (unsigned)cluster, ezfs_strerror(err));
 		return err;
 	}
+	if (cluster == keep_cluster)
+		keep_image(img, *image_bytes, *seconds);
 	*path = strdup(img);
 	return *path ? 0 : -ENOMEM;
 }
