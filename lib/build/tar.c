@@ -150,7 +150,7 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 			return -ENOMEM;
 		return 0;
 	}
-	in = tar_binode(c, c->entry);
+	in = tar_binode(c, comp, n);
 	if (!in)
 		return -ENOMEM;
 	err = tar_meta(c, in, fmt[e->type - '0'] | e->mode, e);

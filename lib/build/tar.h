@@ -130,7 +130,8 @@ int tar_err(struct tctx *c, int err, const char *fmt, ...)
 int tar_push(struct vec *v, void *p);
 struct tnode **tar_slot(struct tctx *c, const struct tnode *parent,
 			const char *name);
-struct binode *tar_binode(struct tctx *c, const char *path);
+/* A new inode, its srcpath "INPUT:/" and the components joined. */
+struct binode *tar_binode(struct tctx *c, char *const *comp, int n);
 /* A new node (name, in) under parent, replacing the old one if any. */
 struct tnode *tar_put(struct tctx *c, struct tnode *parent, const char *name,
 		      struct binode *in);

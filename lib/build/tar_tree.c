@@ -100,19 +100,28 @@ static int tab_grow(struct tctx *c)
 
 /* ---- nodes ---- */
 
-struct binode *tar_binode(struct tctx *c, const char *path)
+struct binode *tar_binode(struct tctx *c, char *const *comp, int n)
 {
 	struct binode *in = calloc(1, sizeof(*in));
+	size_t len = strlen(c->s.name) + 3;
+	char *p;
+	int i;
 
 	if (!in)
 		return NULL;
-	in->srcpath = malloc(strlen(c->s.name) + strlen(path) + 2);
+	for (i = 0; i < n; i++)
+		len += strlen(comp[i]) + 1;
+	/* "INPUT:/a/b": the builder takes what follows its root's "INPUT:/"
+	 * as the relative path (--compress-hints) */
+	in->srcpath = malloc(len);
 	if (!in->srcpath || tar_push(&c->bins, in)) {
 		free(in->srcpath);
 		free(in);
 		return NULL;
 	}
-	sprintf(in->srcpath, "%s:%s", c->s.name, path);
+	p = in->srcpath + sprintf(in->srcpath, "%s:/", c->s.name);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, i ? "/%s" : "%s", comp[i]);
 	return in;
 }
 
@@ -232,7 +241,7 @@ int tar_walk(struct tctx *c, char **comp, int n, bool create,
 		if (!k && !create)
 			return -ENOENT;
 		if (!k) {
-			struct binode *in = tar_binode(c, comp[i]);
+			struct binode *in = tar_binode(c, comp, i + 1);
 
 			if (!in)
 				return -ENOMEM;
@@ -271,7 +280,7 @@ static void count(struct ezfs_builder *b, const struct binode *in)
 /* Breadth first, names sorted: the order of a directory scan. */
 int tar_tree_init(struct tctx *c)
 {
-	struct binode *rin = tar_binode(c, "/");
+	struct binode *rin = tar_binode(c, NULL, 0);
 
 	if (!rin)
 		return -ENOMEM;
