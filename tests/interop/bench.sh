@@ -59,6 +59,10 @@ for m in want:
             assert c in j, (m, c, j)
         if m == "read":
             assert float(j["mib_s"]) > 0 and j["bytes"] > 0, j
+            # lib rows carry their image's size: ratio = image / input
+            assert j["target"] != "lib" or j["input_blocks"] > 0, j
+            if j["target"] == "lib":
+                assert abs(j["ratio"] - j["image_blocks"] / j["input_blocks"]) < 1e-4, j
         if m == "ratio":
             assert j["input_blocks"] > 0 and j["image_blocks"] > 0, j
             assert abs(j["ratio"] - j["image_blocks"] / j["input_blocks"]) < 1e-4, j

@@ -161,14 +161,15 @@ static double find_mib(const struct bench_results *r,
 static void print_read(FILE *f, const struct bench_results *r)
 {
 	static const char *wl[] = { "seq", "rand", "small" };
-	char cl[16], lv[12], num[3][16];
+	char cl[16], lv[12], num[3][16], rt[16];
 	size_t i;
 	int j;
 
-	fprintf(f, "\nread throughput, MiB/s (cold cache each run)\n");
-	fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %9s %9s %9s\n", "target",
-		"alg", "level", "cluster", "engine", "dispatch", "seq", "rand",
-		"small");
+	fprintf(f, "\nread throughput, MiB/s (cold cache each run; ratio = "
+		"image blocks / input blocks)\n");
+	fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %6s %9s %9s %9s\n",
+		"target", "alg", "level", "cluster", "engine", "dispatch",
+		"ratio", "seq", "rand", "small");
 	for (i = 0; i < r->n; i++) {
 		const struct bench_rec *x = &r->v[i];
 
@@ -183,10 +184,14 @@ static void print_read(FILE *f, const struct bench_results *r)
 				snprintf(num[j], sizeof(num[j]), "%.1f", v);
 		}
 		lvl_str(x->level, lv, sizeof(lv));
-		fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %9s %9s %9s\n",
+		if (x->ratio > 0)
+			snprintf(rt, sizeof(rt), "%.3f", x->ratio);
+		else
+			snprintf(rt, sizeof(rt), "-");
+		fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %6s %9s %9s %9s\n",
 			x->target, x->alg, lv, x->cluster ?
 			bench_fmt_cluster(x->cluster, cl, sizeof(cl)) : "-",
-			x->engine, x->dispatch, num[0], num[1], num[2]);
+			x->engine, x->dispatch, rt, num[0], num[1], num[2]);
 	}
 }
 
@@ -301,7 +306,8 @@ static void json_rec(FILE *f, const struct bench_rec *x)
 			(unsigned long long)x->bytes, x->seconds, x->mib_s);
 	if (!strcmp(x->mode, "ratio"))
 		fprintf(f, ", \"seconds\": %.6f", x->seconds);
-	if (!strcmp(x->mode, "ratio") || !strcmp(x->mode, "advise"))
+	if (!strcmp(x->mode, "ratio") || !strcmp(x->mode, "advise") ||
+	    (!strcmp(x->mode, "read") && x->image_blocks))
 		fprintf(f, ", \"input_blocks\": %llu, \"image_blocks\": %llu, "
 			"\"ratio\": %.6f, \"mkfs_mb_s\": %.3f",
 			(unsigned long long)x->input_blocks,

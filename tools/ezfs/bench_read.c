@@ -212,6 +212,12 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 			bench_prog_cell(pg, "building image");
 			err = bench_build(s, &o->algs[a], o->clusters[c], &img,
 					  &ib, &bt);
+			/* the image's size next to its speed */
+			key.input_blocks = s->input_blocks;
+			key.image_blocks = (ib + 4095) / 4096;
+			key.ratio = s->input_blocks ? (double)key.image_blocks /
+						      s->input_blocks : 0;
+			key.mkfs_mb_s = bt > 0 ? s->input_bytes / 1e6 / bt : 0;
 			if (!err)
 				err = read_configs(o, img, o->algs[a].alg, &key,
 						   res, pg);
