@@ -66,6 +66,7 @@ struct ezfs_mount {
 	struct ezfs_sb_info sb;
 	struct fuse_session *se;
 	bool mounted, daemonized, sig_set;
+	pthread_t loop_thread, stopper;
 	bool serving;           /* in ezfs_mount_run */
 	struct itable it;
 	struct prefetcher pf;
@@ -133,6 +134,9 @@ void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 
 /* prefetch.c */
 int pf_start(struct ezfs_mount *m);
+/* Drop the queue, let the running jobs end, join the helpers. A job may
+ * wait for a page whose read is in flight: call it while requests are
+ * still answered (session.c). */
 void pf_stop(struct ezfs_mount *m);
 /* The range to decode for a read of [*from, *to) of f: widened to whole
  * encoded extents when that is worth it (their other bytes then go to the

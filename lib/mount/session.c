@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* session.c - mount session: open, mount, daemonize, serve, unmount. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,16 +172,102 @@ int ezfs_mount_daemonize(ezfs_mount *m)
 	return 0;
 }
 
+/*
+ * SIGTERM, SIGINT, SIGHUP. libfuse's own handlers would end the loop at
+ * once; but a store-ahead helper may be waiting for a page whose read is
+ * still queued, and once the loop has ended nobody answers that read. So
+ * the handler only wakes the stopper thread, which stops the helpers while
+ * the workers still serve, then ends the loop and interrupts the loop
+ * thread's wait with the same signal. One mount per process at a time.
+ */
+static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE };
+#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
+static struct sigaction old_actions[NSTOP];
+static int stop_pipe[2] = { -1, -1 };
+
+static void on_stop_signal(int sig)
+{
+	char c = 1;
+	int e = errno;
+
+	if (write(stop_pipe[1], &c, 1) < 0) {
+		/* full: a stop is pending already */
+	}
+	errno = e;
+}
+
+static void *stopper(void *arg)
+{
+	struct ezfs_mount *m = arg;
+	ssize_t r;
+	char c;
+
+	do
+		r = read(stop_pipe[0], &c, 1);
+	while (r < 0 && errno == EINTR);
+	if (r == 1 && c) {
+		pf_stop(m);
+		fuse_session_exit(m->se);
+		pthread_kill(m->loop_thread, SIGTERM);
+	}
+	return NULL;
+}
+
+static void restore_signals(struct ezfs_mount *m)
+{
+	char c = 0;
+	unsigned i;
+
+	if (!m->sig_set)
+		return;
+	if (write(stop_pipe[1], &c, 1) == 1)
+		pthread_join(m->stopper, NULL);
+	for (i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &old_actions[i], NULL);
+	close(stop_pipe[0]);
+	close(stop_pipe[1]);
+	stop_pipe[0] = stop_pipe[1] = -1;
+	m->sig_set = false;
+}
+
+static int set_signals(struct ezfs_mount *m)
+{
+	struct sigaction sa;
+	unsigned i;
+
+	if (pipe(stop_pipe))
+		return -errno;
+	/* The stopper blocks in read: only the write end is non-blocking. */
+	fcntl(stop_pipe[0], F_SETFD, FD_CLOEXEC);
+	fcntl(stop_pipe[1], F_SETFD, FD_CLOEXEC);
+	fcntl(stop_pipe[1], F_SETFL, O_NONBLOCK);
+	m->loop_thread = pthread_self();
+	if (pthread_create(&m->stopper, NULL, stopper, m)) {
+		close(stop_pipe[0]);
+		close(stop_pipe[1]);
+		return -EAGAIN;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < NSTOP; i++) {
+		/* no SA_RESTART: the loop's wait must be interrupted */
+		sa.sa_handler = stop_signals[i] == SIGPIPE ? SIG_IGN :
+							     on_stop_signal;
+		sigaction(stop_signals[i], &sa, &old_actions[i]);
+	}
+	m->sig_set = true;
+	return 0;
+}
+
 int ezfs_mount_run(ezfs_mount *m)
 {
 	struct fuse_loop_config *cfg;
 	int ret;
 
-	if (fuse_set_signal_handlers(m->se)) {
+	if (set_signals(m)) {
 		mnt_log(m, EZFS_LOG_ERROR, "cannot set signal handlers");
 		return -EIO;
 	}
-	m->sig_set = true;
 	m->serving = true;
 	if (m->p.prefetch && pf_start(m))
 		mnt_log(m, EZFS_LOG_WARN, "prefetch thread not started");
@@ -200,10 +288,9 @@ int ezfs_mount_run(ezfs_mount *m)
 		fuse_loop_cfg_destroy(cfg);
 	}
 out:
+	restore_signals(m);
 	pf_stop(m);
 	m->serving = false;
-	fuse_remove_signal_handlers(m->se);
-	m->sig_set = false;
 	if (m->mounted) {
 		fuse_session_unmount(m->se);
 		m->mounted = false;
@@ -217,8 +304,7 @@ void ezfs_mount_destroy(ezfs_mount *m)
 	if (!m)
 		return;
 	if (m->se) {
-		if (m->sig_set)
-			fuse_remove_signal_handlers(m->se);
+		restore_signals(m);
 		if (m->mounted)
 			fuse_session_unmount(m->se);
 		fuse_session_destroy(m->se);
