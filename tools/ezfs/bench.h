@@ -172,6 +172,10 @@ unsigned bench_latency_cells(const struct bench_opts *o,
 int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 		 struct bench_results *r);
 
+/* The algorithm of an image's first compressed extent (-1: none found);
+ * its name (or "image") in buf (bench_read.c). */
+int bench_image_alg(const char *image, char *buf, size_t size);
+
 /* Library read helpers shared by read, latency and advise (bench_read.c). */
 struct bench_file {
 	uint64_t nid;

@@ -150,10 +150,13 @@ unsigned bench_latency_cells(const struct bench_opts *o,
 			     const struct bench_src *s)
 {
 	unsigned n = 0;
+	char name[16];
 	int a;
 
 	if (s->is_image)
-		return (unsigned)(o->ndisp * o->nloads) * engines_of(o, -1);
+		return (unsigned)(o->ndisp * o->nloads) *
+		       engines_of(o, bench_image_alg(s->source, name,
+						     sizeof(name)));
 	for (a = 0; a < o->nalgs; a++)
 		n += (unsigned)(o->ndisp * o->nloads) *
 		     engines_of(o, o->algs[a].alg);
@@ -216,8 +219,8 @@ int bench_latency(const struct bench_opts *o, const struct bench_src *s,
 	bench_rec_init(&key, "latency");
 	if (s->is_image) {
 		snprintf(key.target, sizeof(key.target), "image");
-		snprintf(key.alg, sizeof(key.alg), "image");
-		return latency_one(o, s->source, -1, &key, res, pg);
+		a = bench_image_alg(s->source, key.alg, sizeof(key.alg));
+		return latency_one(o, s->source, a, &key, res, pg);
 	}
 	snprintf(key.target, sizeof(key.target), "lib");
 	key.cluster = o->ratio_cluster;

@@ -135,7 +135,7 @@ static unsigned cells_per_image(const struct bench_opts *o, int alg)
 
 /* The algorithm of the first compressed extent of the image (-1: none);
  * its name, or "image", in buf. */
-static int image_alg(const char *image, char *buf, size_t size)
+int bench_image_alg(const char *image, char *buf, size_t size)
 {
 	struct ezfs_open_params p;
 	struct bench_files fl = { 0 };
@@ -172,7 +172,7 @@ unsigned bench_read_cells(const struct bench_opts *o,
 	if (o->path)
 		return 3;
 	if (s->is_image)
-		return cells_per_image(o, image_alg(s->source, name,
+		return cells_per_image(o, bench_image_alg(s->source, name,
 						    sizeof(name)));
 	for (a = 0; a < o->nalgs; a++)
 		n += cells_per_image(o, o->algs[a].alg) *
@@ -196,7 +196,7 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 	}
 	if (s->is_image) {
 		snprintf(key.target, sizeof(key.target), "image");
-		a = image_alg(s->source, key.alg, sizeof(key.alg));
+		a = bench_image_alg(s->source, key.alg, sizeof(key.alg));
 		return read_configs(o, s->source, a, &key, res, pg);
 	}
 	snprintf(key.target, sizeof(key.target), "lib");
