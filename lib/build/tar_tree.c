@@ -317,8 +317,9 @@ int tar_emit(struct tctx *c)
 	for (qi = 0; qi < qn && !err; qi++) {
 		struct binode *dir = q[qi]->in;
 
-		qsort(q[qi]->kids, q[qi]->nkids, sizeof(*q[qi]->kids),
-		      cmp_tnode);
+		if (q[qi]->nkids)
+			qsort(q[qi]->kids, q[qi]->nkids, sizeof(*q[qi]->kids),
+			      cmp_tnode);
 		for (k = 0; k < q[qi]->nkids && !err; k++) {
 			struct tnode *t = q[qi]->kids[k];
 			struct binode *in = t->in;
