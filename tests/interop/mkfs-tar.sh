@@ -146,6 +146,14 @@ done
 build gzpipe-zstd "|$TMP/pax.tgz" -z zstd -E ztailpacking &&
 	check "gzip tar on stdin, zstd" "$TMP/gzpipe-zstd.img" "$TMP/full.json"
 kcheck "gzip tar on stdin, zstd" "$TMP/gzpipe-zstd.img"
+build frag "|$TMP/pax.tar" -z lz4hc -E fragments,dedupe &&
+	check "pax tar on stdin, lz4hc fragments+dedupe" "$TMP/frag.img" \
+		"$TMP/full.json"
+# --compress-hints see member paths as a directory scan shows them
+printf '4096 1 ^sizes/text_\n' >"$TMP/hints"
+build hints "$TMP/pax.tar" -z lz4hc:lzma --compress-hints="$TMP/hints" &&
+	t_expect "--compress-hints match member paths" \
+		sh -c "'$EZFS' stat -e '$TMP/hints.img' /sizes/text_65536 | grep -q ' lzma '"
 build xz-plain "$TMP/pax.txz" &&
 	check "xz tar, uncompressed" "$TMP/xz-plain.img" "$TMP/full.json"
 build gnu-lz4hc "$TMP/gnu.tar" -z lz4hc &&
