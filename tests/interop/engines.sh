@@ -123,6 +123,13 @@ options() {
 		t_expect "$c --dispatch sideways: exit 2" [ "$RC" -eq 2 ]
 	done
 	rm -rf "$TMP/o"
+	# accel bench on the image's data: a zlib row, raw and through ezfs
+	# (whose first round is compared with the data) at 5 pcluster sizes
+	t_run bench "$EZFS" accel bench -e zlib -n 1 -s 1 "$img"
+	t_expect "accel bench IMG: exit 0, 5 zlib figures" [ "$RC" -eq 0 ] &&
+		[ "$(awk '$1 == "zlib"' "$OUT" | grep -o '%' | wc -l)" = 5 ]
+	t_run bench "$EZFS" accel bench -e nosuch -s 1
+	t_expect "accel bench -e nosuch: exit 2" [ "$RC" -eq 2 ]
 }
 
 for name in "${names[@]}"; do

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,17 @@ static void bench_alg(struct bench *b, int alg, uint8_t *buf)
 		free(img[k]);
 }
 
+static bool engine_known(const char *name)
+{
+	struct ezfs_engine_info info;
+	unsigned i;
+
+	for (i = 0; i < ezfs_engine_count(); i++)
+		if (!ezfs_engine_get_info(i, &info) && !strcmp(info.name, name))
+			return true;
+	return false;
+}
+
 int accel_bench(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -378,6 +390,9 @@ int accel_bench(int argc, char **argv)
 	}
 	if (cli_nargs("accel", argc - optind, 0, 1, ""))
 		return 2;
+	if (b.only && !engine_known(b.only))
+		return cli_usage_error("accel", "unknown engine '%s' (see "
+				       "'ezfs accel list')", b.only);
 	if (argc > optind)
 		path = argv[optind];
 	b.cap = (size_t)mib << 20;
