@@ -25,7 +25,8 @@
 
 #define PF_WIDEN_MAX (8u << 20)   /* largest widened read */
 #define PF_BUF_MAX (16u << 20)    /* bytes held by queued buffers, at most */
-#define PF_WINDOW (4u << 20)      /* ahead of a sequential reader */
+#define PF_WINDOW (4u << 20)      /* ahead of a sequential reader, at least */
+#define PF_WINDOW_MAX (32u << 20)
 #define PF_CHUNK (512u << 10)     /* one helper job, at least */
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -324,20 +325,25 @@ bool pf_store_rest(struct ezfs_mount *m, struct mnode *node, char *buf,
 void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 		 uint64_t len, uint64_t decoded_end)
 {
-	uint64_t end = off + len, from = 0, to = 0, pos, jend;
+	uint64_t end = off + len, from = 0, to = 0, pos, jend, win;
 	struct pf_job job = { .node = f->node };
 
 	if (!m->pf.started || !f->compressed)
 		return;
+	/* Two extents ahead at least (1 MiB pclusters decode to ~4 MiB of
+	 * text), so that both helpers have one. */
+	win = 2 * (decoded_end - off);
+	win = win < PF_WINDOW ? PF_WINDOW : win > PF_WINDOW_MAX ?
+						 PF_WINDOW_MAX : win;
 	pthread_mutex_lock(&f->lock);
 	/* Sequential: this read starts where the last ended, or where the
 	 * pages stored ahead ran out (reads of those never came here). */
 	if ((off == f->last_end && (off || len > 4096)) ||
 	    (off > f->last_end && off <= f->pf_end)) {
 		from = f->pf_end > decoded_end ? f->pf_end : decoded_end;
-		to = end + PF_WINDOW < f->size ? end + PF_WINDOW : f->size;
+		to = end + win < f->size ? end + win : f->size;
 		/* Top up only when less than half the window is queued. */
-		if (f->pf_end > end + PF_WINDOW / 2 || from >= to)
+		if (f->pf_end > end + win / 2 || from >= to)
 			from = to = 0;
 	}
 	f->last_end = end;
