@@ -57,10 +57,45 @@ static const char *read_series(const struct bench_rec *x, const char *wl,
 	return s;
 }
 
+/*
+ * Series j's algorithm (part 0: before the first '/') or variant (part 1:
+ * engine/dispatch) as the index of its first appearance among series[]:
+ * one colour per algorithm, one dash and point type per variant.
+ */
+/* Do series a and b share the part before (0) or after (1) the first '/'? */
+static int same_part(const char *a, const char *b, int part)
+{
+	const char *sa = strchr(a, '/'), *sb = strchr(b, '/');
+	size_t la = sa ? (size_t)(sa - a) : strlen(a);
+	size_t lb = sb ? (size_t)(sb - b) : strlen(b);
+
+	if (!part)
+		return la == lb && !strncmp(a, b, la);
+	return !strcmp(sa ? sa : "", sb ? sb : "");
+}
+
+static unsigned series_part(char (*series)[80], size_t j, int part)
+{
+	unsigned n = 0;
+	size_t i, k;
+
+	for (i = 0; i < j; i++) {
+		for (k = 0; k < i && !same_part(series[k], series[i], part); k++)
+			;
+		if (k < i)
+			continue; /* not the first of its kind */
+		if (same_part(series[i], series[j], part))
+			return n;
+		n++;
+	}
+	return n;
+}
+
 /* read-WORKLOAD.png: MiB/s against cluster size, a line per alg/engine. */
 static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
 		      const char *wl)
 {
+	static const unsigned pts[5] = { 7, 5, 9, 11, 13 };
 	char series[64][80], fn[4096];
 	size_t i, j, ns = 0;
 	FILE *d;
@@ -100,9 +135,14 @@ static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
 		"set xlabel 'pcluster size (KiB)'\nset ylabel 'MiB/s'\n"
 		"set logscale x 2\nset key outside right\nunset logscale y\n"
 		"plot ", dir, wl, wl);
-	for (j = 0; j < ns; j++)
-		fprintf(gp, "%s'%s' index %zu using 1:2 with linespoints "
-			"title '%s'", j ? ", " : "", fn, j, series[j]);
+	for (j = 0; j < ns; j++) {
+		unsigned c = series_part(series, j, 0), v = series_part(series,
+									j, 1);
+
+		fprintf(gp, "%s'%s' index %zu using 1:2 with linespoints lw 1.5 "
+			"lc %u dt %u pt %u title '%s'", j ? ", " : "", fn, j,
+			c % 8 + 1, v % 5 + 1, pts[v % 5], series[j]);
+	}
 	fprintf(gp, "\nunset logscale x\n");
 }
 
