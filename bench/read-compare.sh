@@ -168,8 +168,7 @@ sqfs_img() {
 
 # --- mounting ---------------------------------------------------------------
 wait_mount() {
-	local i
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		mountpoint -q "$MNT" && return 0
 		sleep 0.1
 	done
@@ -189,9 +188,8 @@ do_mount() { # TARGET IMG
 	esac && wait_mount
 }
 do_umount() {
-	local i
 	mountpoint -q "$MNT" || return 0
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		umount "$MNT" 2>/dev/null && return 0
 		sleep 0.2
 	done
