@@ -217,6 +217,9 @@ void bld_xattrs_encode(const struct binode *in, uint8_t *out);
 
 /* layout.c */
 int bld_write_data(struct ezfs_builder *b);
+/* fragments.c: put every file's pending z->frag into b->packed, in
+ * depth-first tree order (after all files are compressed) */
+int bld_frags_place(struct ezfs_builder *b);
 int bld_write_meta(struct ezfs_builder *b);
 
 /* super.c */

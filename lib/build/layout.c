@@ -268,108 +268,6 @@ out_nofd:
 	return 0;
 }
 
-/* Fragment dedupe table entry: identical tails share packed bytes. */
-struct fragent {
-	uint64_t off, len;
-	uint32_t crc;
-	bool used;
-};
-
-static int frag_table_grow(struct ezfs_builder *b)
-{
-	size_t cap = b->fragtab_cap ? b->fragtab_cap * 2 : 1024, i;
-	struct fragent *nt = calloc(cap, sizeof(*nt)), *ot = b->fragtab;
-
-	if (!nt)
-		return -ENOMEM;
-	for (i = 0; i < b->fragtab_cap; i++) {
-		size_t h;
-
-		if (!ot[i].used)
-			continue;
-		for (h = ot[i].crc & (cap - 1); nt[h].used; h = (h + 1) & (cap - 1))
-			;
-		nt[h] = ot[i];
-	}
-	free(ot);
-	b->fragtab = nt;
-	b->fragtab_cap = cap;
-	return 0;
-}
-
-#define FRAG_HASHLEN 64	/* bytes of a fragment's end that are hashed */
-
-/* Key of a fragment: CRC32C of its last FRAG_HASHLEN bytes (or all). */
-static uint32_t frag_key(const uint8_t *p, uint64_t len)
-{
-	uint64_t n = len < FRAG_HASHLEN ? len : FRAG_HASHLEN;
-
-	return ezfs_crc32c(0, p + len - n, (size_t)n) ^ (len < FRAG_HASHLEN ?
-							 (uint32_t)len : 0);
-}
-
-/*
- * Put z's tail into the packed inode, or point it at identical packed
- * bytes: the end of an earlier fragment with the same last bytes (9.10).
- */
-static int place_frag(struct ezfs_builder *b, struct binode *in,
-		      struct bzfile *z)
-{
-	uint32_t crc = frag_key(z->frag, z->frag_len);
-	struct fragent *t;
-	size_t h;
-	int err;
-
-	if (2 * (b->fragtab_n + 1) > b->fragtab_cap) {
-		err = frag_table_grow(b);
-		if (err)
-			return err;
-	}
-	t = b->fragtab;
-	for (h = crc & (b->fragtab_cap - 1); t[h].used;
-	     h = (h + 1) & (b->fragtab_cap - 1)) {
-		uint64_t off;
-
-		if (t[h].crc != crc || t[h].len < z->frag_len ||
-		    (z->frag_len < FRAG_HASHLEN && t[h].len != z->frag_len))
-			continue;
-		off = t[h].off + t[h].len - z->frag_len;
-		if (!memcmp(b->packed + off, z->frag, (size_t)z->frag_len)) {
-			z->fragoff = off;
-			goto done;
-		}
-	}
-	if (b->packed_len + z->frag_len > b->packed_cap) {
-		uint64_t cap = b->packed_cap ? b->packed_cap : (1u << 20);
-		uint8_t *np;
-
-		while (cap < b->packed_len + z->frag_len)
-			cap *= 2;
-		np = realloc(b->packed, cap);
-		if (!np)
-			return -ENOMEM;
-		b->packed = np;
-		b->packed_cap = cap;
-	}
-	memcpy(b->packed + b->packed_len, z->frag, (size_t)z->frag_len);
-	z->fragoff = b->packed_len;
-	b->packed_len += z->frag_len;
-	t[h].crc = crc;
-	t[h].len = z->frag_len;
-	t[h].off = z->fragoff;
-	t[h].used = true;
-	b->fragtab_n++;
-done:
-	free(z->frag);
-	z->frag = NULL;
-	/* compact headers hold 32 bits of the offset (9.10) */
-	if (z->compact && z->fragoff > 0xFFFFFFFFull) {
-		z->compact = false;
-		z->idx_size = bld_zindex_size(b, in, false);
-	}
-	return 0;
-}
-
 /* Place one regular file whose compression result (or NULL) is known. */
 static int place_file(struct ezfs_builder *b, struct binode *in,
 		      struct bzfile *z, uint8_t *buf)
@@ -379,13 +277,7 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 	if (z) {
 		uint32_t k;
 
-		if (z->frag) {
-			err = place_frag(b, in, z);
-			if (err) {
-				bld_zfile_free(z);
-				return err;
-			}
-		}
+		/* z->frag: placed by bld_frags_place() once all are known */
 		/* like mkfs.erofs, fragments also share identical pclusters */
 		if ((b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_FRAGMENTS |
 				   EZFS_BUILD_ALL_FRAGMENTS)) &&
@@ -538,12 +430,12 @@ int bld_write_data(struct ezfs_builder *b)
 		}
 	}
 	bld_zjobs_stop(b);
+	if (!err)
+		err = bld_frags_place(b);
 	if (!err && b->packed_len)
 		err = write_packed(b, buf);
 	free(b->packed);
 	b->packed = NULL;
-	free(b->fragtab);
-	b->fragtab = NULL;
 	bld_dedupe_free(b);
 	b->st.bytes_in = bytes;
 	bld_progress(b, EZFS_BUILD_DATA, files, b->st.files, bytes,
