@@ -165,7 +165,8 @@ static unsigned online_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-/* Pin worker w to its CPU after creation (attribute refused): 0 or -1. */
+/* Pin worker w to cpu after creation (the attribute was refused): cpu, or
+ * -1 when that is refused too. */
 static int pin_after(struct worker *w, int cpu)
 {
 	cpu_set_t one;
