@@ -385,6 +385,12 @@ static int run(struct xctx *x, struct walker *w, const char *subpath)
 	if (!ret)
 		ret = x_dir_phase(w);
 	cli_progress_end(&x->prog, x->bytes_done, x->entries_done);
+	if (!ret && x->read_errors) {
+		cli_error("extract", "%s: %u file%s not extracted: unreadable "
+			  "data (see above)", x->img, x->read_errors,
+			  x->read_errors == 1 ? "" : "s");
+		ret = -EIO;
+	}
 	return ret;
 }
 

@@ -21,6 +21,7 @@ struct xjob {
 	int fd;                 /* the new file, opened for writing */
 	int mode_set;           /* created with its final permissions */
 	char *path;             /* DEST-relative path (messages, removal) */
+	int read_failed;        /* its data could not be read from the image */
 };
 
 struct xctx {
@@ -44,6 +45,7 @@ struct xctx {
 	uint64_t bbytes;
 	int closing;
 	int failed;             /* set once; everyone stops */
+	unsigned read_errors;   /* files skipped: their data unreadable (atomic) */
 	int warned_xattr;
 
 	uint64_t bytes_done, entries_done;   /* atomics */

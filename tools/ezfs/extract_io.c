@@ -254,13 +254,12 @@ static int do_job(struct xctx *x, struct xjob *j, char *buf)
 
 		if (x_failed(x))
 			return -ECANCELED;
-		if (n < 0) {
-			x_error(x, j->path, "reading from the image", (int)n);
-			return (int)n;
-		}
-		if (n == 0) {
-			x_error(x, j->path, "reading from the image: unexpected end of data", 0);
-			return -EIO;
+		if (n <= 0) {
+			j->read_failed = 1;
+			x_error(x, j->path, n ? "reading from the image" :
+				"reading from the image: unexpected end of data",
+				n ? (int)n : 0);
+			return n ? (int)n : -EIO;
 		}
 		if (all_zero(buf, n)) {
 			sparse = 1;
@@ -369,8 +368,17 @@ static void *worker(void *arg)
 			ret = do_job(x, j, buf);
 		}
 		if (ret < 0) {
-			/* never leave a half-written file behind */
-			x_set_failed(x);
+			/*
+			 * Never leave a half-written file behind. A file whose
+			 * data the image cannot give is skipped (the others
+			 * still come out, the exit status says it); anything
+			 * else (the target is full, ...) stops everyone.
+			 */
+			if (j->read_failed)
+				__atomic_add_fetch(&x->read_errors, 1,
+						   __ATOMIC_RELAXED);
+			else
+				x_set_failed(x);
 			discard(x, j);
 		} else {
 			__atomic_add_fetch(&x->entries_done, 1,

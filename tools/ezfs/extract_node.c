@@ -174,6 +174,9 @@ int x_link_phase(struct walker *w)
 			;
 		close(ofd);
 		close(nfd);
+		/* the file it links to was skipped: unreadable data */
+		if (ret == -ENOENT && x->read_errors)
+			continue;
 		if (ret < 0) {
 			x_error(x, l->newpath, "creating the hard link", ret);
 			return ret;
