@@ -280,7 +280,7 @@ int bld_zjobs_mem(struct ezfs_builder *b, struct binode *in,
 
 	*out = NULL;
 	/* segment boundaries are extent boundaries on block boundaries */
-	m.seg = pcap * 16 > (4u << 20) ? pcap * 16 : (4u << 20);
+	m.seg = pcap * 16 > (16u << 20) ? pcap * 16 : (16u << 20);
 	m.nseg = (size_t)((len + m.seg - 1) / m.seg);
 	m.res = calloc(m.nseg, sizeof(*m.res));
 	m.err = calloc(m.nseg, sizeof(*m.err));
