@@ -139,7 +139,8 @@ kcheck "pax tar, lz4hc" "$TMP/pax-lz4hc.img"
 build pipe-lz4hc "|$TMP/pax.tar" -z lz4hc "${fixed[@]}" --workers=1
 build gz-lz4hc "$TMP/pax.tgz" -z lz4hc "${fixed[@]}" --workers=2
 build xz-lz4hc "<$TMP/pax.txz" -z lz4hc "${fixed[@]}"
-for v in pipe gz xz; do
+build redir-lz4hc "<$TMP/pax.tar" -z lz4hc "${fixed[@]}"
+for v in pipe gz xz redir; do
 	t_expect "$v lz4hc image = plain file image (any source, any workers)" \
 		cmp -s "$TMP/pax-lz4hc.img" "$TMP/$v-lz4hc.img"
 done
