@@ -9,6 +9,15 @@ set_tests_properties(interop.mkfs PROPERTIES
                      TIMEOUT 600
                      LABELS "interop;mkfs")
 
+# Every algorithm x pcluster size 4K..1M (mkfs-roundtrip.sh matrix).
+add_test(NAME interop.mkfs-matrix
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-roundtrip.sh matrix)
+set_tests_properties(interop.mkfs-matrix PROPERTIES
+                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
+                     SKIP_RETURN_CODE 77
+                     TIMEOUT 600
+                     LABELS "interop;mkfs")
+
 # Several algorithms, --compress-hints, -E48bit, owner offsets
 # (tests/interop/mkfs-hints.sh).
 add_test(NAME interop.mkfs_hints
