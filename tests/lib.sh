@@ -139,6 +139,24 @@ t_can_kmount() {
 	t_kumount "$TMP/probe.mnt"
 }
 
+# t_need_make_tree: what the tests building make_tree.py trees need: the
+# shared material, python3, root (devices, owners, trusted.* xattrs); sets
+# MKTREE, and KMOUNT=1 when the kernel can mount erofs here (else prints
+# the skip line of the kernel checks and sets KMOUNT=0).
+t_need_make_tree() {
+	t_need_shared
+	t_need_cmd python3
+	t_is_root || t_skip "needs root (make_tree.py makes devices, owners, trusted.* xattrs)"
+	MKTREE=$SHARED/tools/make_tree.py
+	[ -f "$MKTREE" ] || t_skip "no $MKTREE"
+	KMOUNT=0
+	if t_can_kmount; then
+		KMOUNT=1
+	else
+		echo "SKIP: kernel mount checks (no root, loop device or erofs module)"
+	fi
+}
+
 # run_cmd NAME CMD...: run, keep stdout/stderr in $TMP/NAME.{out,err}, set RC.
 t_run() {
 	local name=$1

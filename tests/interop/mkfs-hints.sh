@@ -14,18 +14,8 @@ export EZFS_BIN=${EZFS_BIN:-${EZFS:-}}
 export EZFS_SRC=${EZFS_SRC:-${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}}
 . "$EZFS_SRC/tests/lib.sh"
 t_init
-t_need_shared
-t_need_cmd python3 awk
-t_is_root || t_skip "needs root (make_tree.py makes devices, owners, trusted.* xattrs)"
-MKTREE=$SHARED/tools/make_tree.py
-[ -f "$MKTREE" ] || t_skip "no $MKTREE"
-
-KMOUNT=0
-if t_can_kmount; then
-	KMOUNT=1
-else
-	echo "SKIP: kernel mount checks (no root, loop device or erofs module)"
-fi
+t_need_make_tree
+t_need_cmd awk
 
 TREE=$TMP/tree
 python3 "$MKTREE" 1 "$TREE" --small >/dev/null || t_skip "make_tree.py failed"

@@ -12,19 +12,8 @@ export EZFS_BIN=${EZFS_BIN:-${EZFS:-}}
 export EZFS_SRC=${EZFS_SRC:-${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}}
 . "$EZFS_SRC/tests/lib.sh"
 t_init
-t_need_shared
-t_need_cmd python3 cmp
-t_is_root || t_skip "needs root (special files, owners, trusted.* xattrs)"
-
-MKTREE=$SHARED/tools/make_tree.py
-[ -f "$MKTREE" ] || t_skip "no $MKTREE"
-
-KMOUNT=0
-if t_can_kmount; then
-	KMOUNT=1
-else
-	echo "note: kernel mount of erofs not available here: kernel checks skipped"
-fi
+t_need_make_tree
+t_need_cmd cmp
 FSCK_EROFS=0
 command -v fsck.erofs >/dev/null && FSCK_EROFS=1
 [ "$FSCK_EROFS" = 1 ] || echo "note: fsck.erofs not installed: its checks skipped"

@@ -11,18 +11,8 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 t_init
-t_need_shared
-t_need_cmd python3 tar gzip xz cmp
-t_is_root || t_skip "needs root (special files, owners, trusted.* xattrs)"
-MKTREE=$SHARED/tools/make_tree.py
-[ -f "$MKTREE" ] || t_skip "no $MKTREE"
-
-KMOUNT=0
-if t_can_kmount; then
-	KMOUNT=1
-else
-	echo "SKIP: kernel mount of erofs not available here: kernel checks skipped"
-fi
+t_need_make_tree
+t_need_cmd tar gzip xz cmp
 
 python3 "$MKTREE" 11 "$TMP/src" --small >/dev/null || exit 1
 # tar cannot hold sockets
