@@ -26,7 +26,7 @@ static double now_s(void)
 
 void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[1024], q[4096];
 	va_list ap;
 
 	if (!b->p.log || level > (int)b->p.verbose)
@@ -34,7 +34,9 @@ void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	b->p.log(b->p.log_arg, level, msg);
+	/* names from the source (a tree, a tar archive) may hold newlines:
+	 * one message, one line */
+	b->p.log(b->p.log_arg, level, ezfs_quote(msg, strlen(msg), q, sizeof(q)));
 }
 
 void bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
