@@ -97,6 +97,38 @@ for z in "$FIX"/*.img.zst; do
 	[ "$n" = "${EZFS_OPT_IMAGE:-zstd-256k}" ] || rm -f "$TMP/$n.img"
 done
 
+# --- round trips: a make_tree.py tree built by ezfs mkfs with each
+# algorithm, through the mount, equals the source tree --------------------
+MKTREE=$SHARED/tools/make_tree.py
+if [ -f "$MKTREE" ] && python3 "$MKTREE" 5 "$TMP/rt" --small >/dev/null; then
+	python3 "$SHARED/tools/manifest.py" "$TMP/rt" >"$TMP/rt.want"
+	for z in "" "-z lz4 -C 16384" "-z lz4hc -C 65536 -E ztailpacking" \
+		 "-z deflate -C 65536" "-z zstd -C 262144 -E fragments" \
+		 "-z lzma -C 1048576"; do
+		name="round trip [${z:-plain}]"
+		# shellcheck disable=SC2086
+		if ! "$EZFS" mkfs -q $z "$TMP/rt.img" "$TMP/rt" 2>"$TMP/rt.err"; then
+			t_fail "$name: mkfs: $(head -c 300 "$TMP/rt.err")"
+			continue
+		fi
+		if ! start "$TMP/rt.img" "$TMP/rt.log"; then
+			t_fail "$name: mount"
+			continue
+		fi
+		python3 "$SHARED/tools/manifest.py" "$MP" >"$TMP/rt.got" 2>&1
+		if cmp -s "$TMP/rt.want" "$TMP/rt.got"; then
+			t_pass "$name: manifest through the mount equals the source"
+		else
+			t_fail "$name: manifest through the mount"
+			diff "$TMP/rt.want" "$TMP/rt.got" | head -n 10
+		fi
+		t_expect "$name: umount, daemon exits 0" stop
+	done
+	rm -rf "$TMP/rt" "$TMP/rt.img"
+else
+	echo "SKIP: round trips through the mount: no make_tree.py tree here"
+fi
+
 # --- option errors: one line, exit 2 ---------------------------------------
 limg=${EZFS_OPT_IMAGE:-zstd-256k}
 [ -f "$TMP/$limg.img" ] || unpack "$limg" 2>/dev/null ||
