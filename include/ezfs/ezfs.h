@@ -299,6 +299,9 @@ struct ezfs_extent {
 
 /* Map the extent containing logical offset la (< size). */
 EZFS_API int ezfs_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
+/* If la (< size) lies in a hole, the end of the hole (at most size), else
+ * la (also when the map cannot be read: the read then reports why). */
+EZFS_API uint64_t ezfs_hole_end(ezfs_inode *ino, uint64_t la, uint64_t size);
 
 /* ------------------------------------------------------------------ */
 /* Extended attributes                                                 */

@@ -128,6 +128,18 @@ int ezfs_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 	return 0;
 }
 
+uint64_t ezfs_hole_end(ezfs_inode *ino, uint64_t la, uint64_t size)
+{
+	struct ezfs_extent e;
+	uint64_t end;
+
+	if (ezfs_map(ino, la, &e) || (e.flags & EZFS_EXTENT_MAPPED) ||
+	    e.la > la || e.llen > UINT64_MAX - e.la)
+		return la;
+	end = e.la + e.llen;
+	return end < size ? end : size;
+}
+
 /* Copy a raw extent (SHIFTED or INTERLACED) part [from, from+len). */
 static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 		    uint8_t *dst, size_t len)

@@ -462,6 +462,8 @@ int cmd_extract(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	/* the library's details of at most as many failures as are named */
+	lg.max = XREAD_NAMED;
 	if (cli_open("extract", x.img, &lg, &x.fs) < 0)
 		return 1;
 	pthread_mutex_init(&x.lock, NULL);

@@ -12,6 +12,7 @@
 #define XBUF_SIZE (4u << 20)   /* data chunk: whole pclusters decode in place */
 #define XBATCH_JOBS 32         /* files handed to the workers at once */
 #define XBATCH_BYTES (1u << 20)
+#define XREAD_NAMED 20         /* files with unreadable data named one by one */
 
 /* A regular file whose contents a worker writes. */
 struct xjob {
@@ -22,6 +23,7 @@ struct xjob {
 	int mode_set;           /* created with its final permissions */
 	char *path;             /* DEST-relative path (messages, removal) */
 	int read_failed;        /* its data could not be read from the image */
+	int read_err;           /* why: -errno, 0 = the data ended early */
 };
 
 struct xctx {

@@ -249,16 +249,25 @@ static int do_job(struct xctx *x, struct xjob *j, char *buf)
 	while (off < st->size) {
 		size_t want = st->size - off < XBUF_SIZE ?
 			      (size_t)(st->size - off) : XBUF_SIZE;
-		ssize_t n = ezfs_pread(j->ino, buf, want, off), w;
+		uint64_t hole = ezfs_hole_end(j->ino, off, st->size);
 		size_t done = 0;
+		ssize_t n, w;
 
 		if (x_failed(x))
 			return -ECANCELED;
+		/* holes stay holes, without reading their zeros */
+		if (hole > off) {
+			sparse = 1;
+			__atomic_add_fetch(&x->bytes_done, hole - off,
+					   __ATOMIC_RELAXED);
+			off = hole;
+			continue;
+		}
+		n = ezfs_pread(j->ino, buf, want, off);
 		if (n <= 0) {
+			/* named by the worker (at most XREAD_NAMED files) */
 			j->read_failed = 1;
-			x_error(x, j->path, n ? "reading from the image" :
-				"reading from the image: unexpected end of data",
-				n ? (int)n : 0);
+			j->read_err = (int)n;
 			return n ? (int)n : -EIO;
 		}
 		if (all_zero(buf, n)) {
@@ -326,6 +335,20 @@ static void discard(struct xctx *x, struct xjob *j)
 	}
 }
 
+/* Count a file skipped for unreadable data; name the first XREAD_NAMED. */
+static void read_failed(struct xctx *x, struct xjob *j)
+{
+	unsigned k = __atomic_add_fetch(&x->read_errors, 1, __ATOMIC_RELAXED);
+
+	if (k <= XREAD_NAMED)
+		x_error(x, j->path, j->read_err ? "reading from the image" :
+			"reading from the image: unexpected end of data",
+			j->read_err);
+	if (k == XREAD_NAMED)
+		cli_error("extract", "%s: more files with unreadable data are "
+			  "counted, not named", x->img);
+}
+
 static void *worker(void *arg)
 {
 	struct xctx *x = arg;
@@ -375,8 +398,7 @@ static void *worker(void *arg)
 			 * else (the target is full, ...) stops everyone.
 			 */
 			if (j->read_failed)
-				__atomic_add_fetch(&x->read_errors, 1,
-						   __ATOMIC_RELAXED);
+				read_failed(x, j);
 			else
 				x_set_failed(x);
 			discard(x, j);
