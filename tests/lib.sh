@@ -157,6 +157,37 @@ t_need_make_tree() {
 	fi
 }
 
+# t_check_image NAME IMG WANT [MANIFEST_OPTS...]: ezfs fsck passes, and
+# the manifest (with MANIFEST_OPTS) of ezfs extract and, when KMOUNT=1, of
+# the kernel mount equals the JSON lines in WANT.
+t_check_image() {
+	local name=$1 img=$2 want=$3
+	shift 3
+	t_run fsck "$EZFS" fsck "$img"
+	if [ "$RC" = 0 ]; then
+		t_pass "$name: ezfs fsck"
+	else
+		t_fail "$name: ezfs fsck rc=$RC: $(head -c 300 "$ERR")"
+	fi
+	rm -rf "$TMP/x"
+	t_run extract "$EZFS" extract "$img" "$TMP/x"
+	if [ "$RC" = 0 ]; then
+		t_manifest "$TMP/x" "$@" >"$TMP/x.json"
+		t_same_manifest "$name: ezfs extract" "$want" "$TMP/x.json"
+	else
+		t_fail "$name: ezfs extract rc=$RC: $(head -c 300 "$ERR")"
+	fi
+	rm -rf "$TMP/x"
+	[ "${KMOUNT:-0}" = 1 ] || return 0
+	if t_kmount "$img" "$TMP/mnt"; then
+		t_manifest "$TMP/mnt" "$@" >"$TMP/k.json"
+		t_kumount "$TMP/mnt"
+		t_same_manifest "$name: kernel mount" "$want" "$TMP/k.json"
+	else
+		t_fail "$name: kernel refused to mount"
+	fi
+}
+
 # run_cmd NAME CMD...: run, keep stdout/stderr in $TMP/NAME.{out,err}, set RC.
 t_run() {
 	local name=$1

@@ -21,34 +21,7 @@ TREE=$TMP/tree
 python3 "$MKTREE" 1 "$TREE" --small >/dev/null || t_skip "make_tree.py failed"
 t_manifest "$TREE" >"$TMP/src.json"
 
-# check NAME IMG EXPECTED_MANIFEST: ezfs fsck, ezfs extract, kernel mount.
-check() {
-	local name=$1 img=$2 want=$3
-
-	t_run fsck "$EZFS" fsck "$img"
-	if [ "$RC" = 0 ]; then
-		t_pass "$name: ezfs fsck"
-	else
-		t_fail "$name: ezfs fsck rc=$RC: $(head -c 300 "$ERR")"
-	fi
-	rm -rf "$TMP/x"
-	t_run extract "$EZFS" extract "$img" "$TMP/x"
-	if [ "$RC" = 0 ]; then
-		t_manifest "$TMP/x" >"$TMP/x.json"
-		t_same_manifest "$name: ezfs extract" "$want" "$TMP/x.json"
-	else
-		t_fail "$name: ezfs extract rc=$RC: $(head -c 300 "$ERR")"
-	fi
-	rm -rf "$TMP/x"
-	[ "$KMOUNT" = 1 ] || return 0
-	if t_kmount "$img" "$TMP/mnt"; then
-		t_manifest "$TMP/mnt" >"$TMP/k.json"
-		t_kumount "$TMP/mnt"
-		t_same_manifest "$name: kernel mount" "$want" "$TMP/k.json"
-	else
-		t_fail "$name: kernel refused to mount"
-	fi
-}
+check() { t_check_image "$@"; }
 
 # mkfs NAME ARGS...: build $TMP/NAME.img from the tree.
 mkfs() {

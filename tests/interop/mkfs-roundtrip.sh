@@ -23,33 +23,7 @@ check() {
 	local name=$1 tree=$2 img=$3
 	shift 3
 	t_manifest "$tree" "$@" >"$TMP/src.json"
-
-	t_run fsck "$EZFS" fsck "$img"
-	if [ "$RC" = 0 ]; then
-		t_pass "$name: ezfs fsck"
-	else
-		t_fail "$name: ezfs fsck rc=$RC: $(head -c 300 "$ERR")"
-	fi
-
-	rm -rf "$TMP/x"
-	t_run extract "$EZFS" extract "$img" "$TMP/x"
-	if [ "$RC" = 0 ]; then
-		t_manifest "$TMP/x" "$@" >"$TMP/x.json"
-		t_same_manifest "$name: ezfs extract" "$TMP/src.json" "$TMP/x.json"
-	else
-		t_fail "$name: ezfs extract rc=$RC: $(head -c 300 "$ERR")"
-	fi
-	rm -rf "$TMP/x"
-
-	if [ "$KMOUNT" = 1 ]; then
-		if t_kmount "$img" "$TMP/mnt"; then
-			t_manifest "$TMP/mnt" "$@" >"$TMP/k.json"
-			t_kumount "$TMP/mnt"
-			t_same_manifest "$name: kernel mount" "$TMP/src.json" "$TMP/k.json"
-		else
-			t_fail "$name: kernel refused to mount"
-		fi
-	fi
+	t_check_image "$name" "$img" "$TMP/src.json" "$@"
 }
 
 # fsck.erofs (Debian 1.5: 4 KiB blocks, lz4 only) extracts and compares.
