@@ -138,6 +138,18 @@ static ssize_t read_plain(struct tstream *s, uint8_t *buf, size_t len)
 	return (ssize_t)got;
 }
 
+/* Next input chunk into z (avail_in 0 at the end of the input). */
+static int gz_refill(struct tstream *s, z_stream *z)
+{
+	int err = fill(s);
+
+	if (err)
+		return err;
+	z->next_in = s->ibuf;
+	z->avail_in = (uInt)s->ilen;
+	return 0;
+}
+
 static ssize_t read_gzip(struct tstream *s, uint8_t *buf, size_t len)
 {
 	z_stream *z = s->z;
@@ -148,13 +160,11 @@ static ssize_t read_gzip(struct tstream *s, uint8_t *buf, size_t len)
 		int r;
 
 		if (!z->avail_in) {
-			int err = fill(s);
+			int err = gz_refill(s, z);
 
 			if (err)
 				return err;
-			z->next_in = s->ibuf;
-			z->avail_in = (uInt)s->ilen;
-			if (!s->ilen) {
+			if (!z->avail_in) {
 				s->err = "truncated gzip data";
 				return -EUCLEAN;
 			}
@@ -163,12 +173,10 @@ static ssize_t read_gzip(struct tstream *s, uint8_t *buf, size_t len)
 		if (r == Z_STREAM_END) {
 			/* another member may follow (concatenated gzip) */
 			if (!z->avail_in) {
-				int err = fill(s);
+				int err = gz_refill(s, z);
 
 				if (err)
 					return err;
-				z->next_in = s->ibuf;
-				z->avail_in = (uInt)s->ilen;
 			}
 			if (!z->avail_in)
 				s->zend = true;
