@@ -25,7 +25,7 @@
 
 #define PF_WIDEN_MAX (8u << 20)   /* largest widened read */
 #define PF_BUF_MAX (16u << 20)    /* bytes held by queued buffers, at most */
-#define PF_WINDOW (4u << 20)      /* ahead of a sequential reader, at least */
+#define PF_WINDOW (16u << 20)     /* ahead of a sequential reader, at least */
 #define PF_WINDOW_MAX (32u << 20)
 #define PF_CHUNK (512u << 10)     /* one helper job, at least */
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -330,9 +330,10 @@ void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 
 	if (!m->pf.started || !f->compressed)
 		return;
-	/* Two extents ahead at least (1 MiB pclusters decode to ~4 MiB of
-	 * text), so that both helpers have one. */
-	win = 2 * (decoded_end - off);
+	/* Eight times the rest of the extent just decoded, 16 MiB at
+	 * least: with only two extents (1 MiB pclusters decode to ~4 MiB of
+	 * text) ahead, the helpers sat idle between top-ups. */
+	win = 8 * (decoded_end - off);
 	win = win < PF_WINDOW ? PF_WINDOW : win > PF_WINDOW_MAX ?
 						 PF_WINDOW_MAX : win;
 	pthread_mutex_lock(&f->lock);
