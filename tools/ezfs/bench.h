@@ -156,7 +156,6 @@ const char *bench_fmt_cluster(uint32_t c, char *buf, size_t size);
 
 /* Statistics helpers (bench_out.c). */
 double bench_median(double *v, size_t n);     /* sorts v */
-void bench_stats(double *v, size_t n, struct bench_rec *rec); /* µs */
 
 /* Modes. Each returns 0 or a negative errno. */
 int bench_read(const struct bench_opts *o, const struct bench_src *s,

@@ -39,24 +39,6 @@ int bench_add(struct bench_results *r, const struct bench_rec *rec)
 	return 0;
 }
 
-/* Square root by Newton's method (the tool does not link libm). */
-static double sq_root(double x)
-{
-	double r = x > 1 ? x : 1;
-	int i;
-
-	if (x <= 0)
-		return 0;
-	for (i = 0; i < 200; i++) {
-		double n = (r + x / r) / 2;
-
-		if (n == r)
-			break;
-		r = n;
-	}
-	return r;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -70,26 +52,6 @@ double bench_median(double *v, size_t n)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_double);
 	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-void bench_stats(double *v, size_t n, struct bench_rec *rec)
-{
-	double sum = 0, sq = 0, avg;
-	size_t i;
-
-	rec->samples = n;
-	if (!n)
-		return;
-	for (i = 0; i < n; i++)
-		sum += v[i];
-	avg = sum / n;
-	for (i = 0; i < n; i++)
-		sq += (v[i] - avg) * (v[i] - avg);
-	rec->avg_us = avg;
-	rec->stddev_us = n > 1 ? sq_root(sq / (n - 1)) : 0;
-	rec->median_us = bench_median(v, n);
-	rec->min_us = v[0];
-	rec->max_us = v[n - 1];
 }
 
 /* ---- progress line ---- */
