@@ -3,8 +3,8 @@
 # Shell helpers for the interop tests: source it, then call t_init.
 #
 # Environment (ctest sets the first three; by hand they default sensibly):
-#   EZFS_BIN     the ezfs binary            (default: $SRC/build/tools/ezfs/ezfs)
-#   EZFS_SRC     the source tree            (default: the folder above tests/)
+#   EZFS_BIN     the ezfs binary (or EZFS)  (default: $SRC/build/tools/ezfs/ezfs)
+#   EZFS_SRC     the source tree (or SRC)   (default: the folder above tests/)
 #   EZFS_SHARED  the shared material        (default: $EZFS_SRC/../shared)
 #   EZFS_KEEP=1  keep the temporary folder of a run (its path is printed)
 #   EZFS_TEST_NO_KMOUNT=1  act as if the kernel could not mount erofs images
@@ -16,8 +16,10 @@
 T_SKIP=77
 
 t_init() {
-	SRC=${EZFS_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-	EZFS=${EZFS_BIN:-$SRC/build/tools/ezfs/ezfs}
+	# EZFS and SRC (as the mkfs/mount/bench ctest entries set them) win
+	SRC=${SRC:-${EZFS_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}}
+	EZFS=${EZFS:-${EZFS_BIN:-$SRC/build/tools/ezfs/ezfs}}
+	export EZFS_BIN=$EZFS EZFS_SRC=$SRC
 	SHARED=${EZFS_SHARED:-$SRC/../shared}
 	[ -d "$SHARED" ] && SHARED=$(cd "$SHARED" && pwd)
 	T_FAILS=0

@@ -10,8 +10,6 @@
 #
 # Environment: EZFS (or EZFS_BIN) = the ezfs binary, SRC (or EZFS_SRC).
 set -uo pipefail
-[ -n "${EZFS:-}" ] && export EZFS_BIN=$EZFS
-[ -n "${SRC:-}" ] && export EZFS_SRC=${EZFS_SRC:-$SRC}
 . "$(dirname "$0")/../lib.sh"
 t_init
 

@@ -8,9 +8,7 @@
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 
-export EZFS_BIN=${EZFS_BIN:-${EZFS:-}}
-export EZFS_SRC=${EZFS_SRC:-${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}}
-. "$EZFS_SRC/tests/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 t_init
 t_need_make_tree
 t_need_cmd cmp

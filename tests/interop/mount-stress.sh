@@ -31,8 +31,6 @@
 # STRESS_ALG (lz4hc,level=4), STRESS_THREADS (8), STRESS_OPTS (more -o
 # options).
 set -uo pipefail
-[ -n "${EZFS:-}" ] && export EZFS_BIN=$EZFS
-[ -n "${SRC:-}" ] && export EZFS_SRC=${EZFS_SRC:-$SRC}
 . "$(dirname "$0")/../lib.sh"
 t_init
 

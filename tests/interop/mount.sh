@@ -9,8 +9,6 @@
 # source tree, EZFS_SHARED = shared material (default $SRC/../shared),
 # EZFS_OPT_IMAGE (the fixture for the option checks, default zstd-256k).
 set -uo pipefail
-[ -n "${EZFS:-}" ] && export EZFS_BIN=$EZFS
-[ -n "${SRC:-}" ] && export EZFS_SRC=${EZFS_SRC:-$SRC}
 . "$(dirname "$0")/../lib.sh"
 t_init
 
