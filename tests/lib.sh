@@ -141,6 +141,21 @@ t_can_kmount() {
 	t_kumount "$TMP/probe.mnt"
 }
 
+# t_need_fuse: root, a usable /dev/fuse and an ezfs built with FUSE, else
+# skip; an ezfs without the mount command at all is a failure.
+t_need_fuse() {
+	t_is_root || t_skip "not root (mounting FUSE and dropping caches need it)"
+	[ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null ||
+		t_skip "/dev/fuse is not usable here"
+	local help
+	help=$("$EZFS" mount --help 2>&1)
+	case $help in
+	*"without FUSE"*) t_skip "ezfs was built without FUSE support" ;;
+	*usage:*) ;;
+	*) echo "FAIL: 'ezfs mount' is not there: $help"; exit 1 ;;
+	esac
+}
+
 # t_need_make_tree: what the tests building make_tree.py trees need: the
 # shared material, python3, root (devices, owners, trusted.* xattrs); sets
 # MKTREE, and KMOUNT=1 when the kernel can mount erofs here (else prints

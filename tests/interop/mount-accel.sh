@@ -11,14 +11,8 @@ set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
 
-[ "$(id -u)" = 0 ] || t_skip "not root (mounting FUSE needs it here)"
-[ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null ||
-	t_skip "/dev/fuse is not usable here"
-command -v zstd >/dev/null || t_skip "zstd is not installed"
+t_need_fuse
 t_need_fixtures
-case $("$EZFS" mount --help 2>&1) in
-*"without FUSE"*) t_skip "ezfs was built without FUSE support" ;;
-esac
 t_fixture_unpack deflate-16k || t_done
 FILE=big/text_3m
 unset EZFS_ACCEL EZFS_DISPATCH EZFS_STRICT_ACCEL

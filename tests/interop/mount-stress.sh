@@ -34,17 +34,9 @@ set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
 
-t_is_root || t_skip "not root (mounting FUSE and dropping caches need it)"
-[ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null ||
-	t_skip "/dev/fuse is not usable here"
+t_need_fuse
 t_need_cmd python3 fusermount3
 t_need_shared
-help=$("$EZFS" mount --help 2>&1)
-case $help in
-*"without FUSE"*) t_skip "ezfs was built without FUSE support" ;;
-*usage:*) ;;
-*) echo "FAIL: 'ezfs mount' is not there: $help"; exit 1 ;;
-esac
 
 SECS=${STRESS_SECONDS:-10}
 CACHE=${STRESS_CACHE:-8M}

@@ -12,19 +12,10 @@ set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
 
-[ "$(id -u)" = 0 ] || t_skip "not root (mounting FUSE and dropping caches need it)"
-[ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null ||
-	t_skip "/dev/fuse is not usable here"
-command -v python3 >/dev/null || t_skip "python3 is not installed"
-command -v zstd >/dev/null || t_skip "zstd is not installed"
+t_need_fuse
+t_need_cmd python3 zstd
 FIX=$SHARED/fixtures
 ls "$FIX"/*.img.zst >/dev/null 2>&1 || t_skip "no fixtures in $FIX"
-help=$("$EZFS" mount --help 2>&1)
-case $help in
-*"without FUSE"*) t_skip "ezfs was built without FUSE support" ;;
-*usage:*) ;;
-*) echo "FAIL: 'ezfs mount' is not there: $help"; exit 1 ;;
-esac
 
 MP=$TMP/mnt
 mkdir -p "$MP"
