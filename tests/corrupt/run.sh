@@ -91,17 +91,23 @@ while read -r base; do
 	rm -rf "$cases"
 done < "$work/bases.list"
 
+# tally NAME: add $work/results.NAME to the totals, print its line and its
+# failures.
+tally() {
+	n=$(wc -l < "$work/results.$1")
+	f=$(grep -c '^FAIL' "$work/results.$1")
+	total=$((total + n))
+	nfail=$((nfail + f))
+	printf '%-22s %4d cases, %3d failed\n' "$1" "$n" "$f"
+	grep '^FAIL' "$work/results.$1" | sed 's/^/  /'
+}
+
 # Images that once showed a bug (tests/corrupt/regress/), strict: fsck
 # must not call an image clean that extract refuses.
 if ls "$here"/regress/*.img > /dev/null 2>&1; then
 	ls "$here"/regress/*.img | CORRUPT_STRICT=1 xargs -P "$jobs" -n 1 \
 		sh "$here/check_case.sh" > "$work/results.regress"
-	n=$(wc -l < "$work/results.regress")
-	f=$(grep -c '^FAIL' "$work/results.regress")
-	total=$((total + n))
-	nfail=$((nfail + f))
-	printf '%-22s %4d cases, %3d failed\n' regress "$n" "$f"
-	grep '^FAIL' "$work/results.regress" | sed 's/^/  /'
+	tally regress
 fi
 
 # Hand-made hostile images (extract must not write through symlinks).
@@ -110,12 +116,7 @@ python3 "$here/gen_corrupt.py" crafted --workdir "$work" \
 if [ -s "$work/crafted.list" ]; then
 	xargs -P "$jobs" -n 1 sh "$here/check_case.sh" < "$work/crafted.list" \
 		> "$work/results.crafted"
-	n=$(wc -l < "$work/results.crafted")
-	f=$(grep -c '^FAIL' "$work/results.crafted")
-	total=$((total + n))
-	nfail=$((nfail + f))
-	printf '%-22s %4d cases, %3d failed\n' crafted "$n" "$f"
-	grep '^FAIL' "$work/results.crafted" | sed 's/^/  /'
+	tally crafted
 fi
 
 end=$(date +%s)
