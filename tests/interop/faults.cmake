@@ -19,11 +19,7 @@ set_target_properties(ezfs_faultshim PROPERTIES
 target_link_libraries(ezfs_faultshim PRIVATE ${CMAKE_DL_LIBS})
 
 foreach(_t mkfs-faults extract-hostile)
-  add_test(NAME interop.${_t}
-           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/${_t}.sh)
-  set_tests_properties(interop.${_t} PROPERTIES
-    ENVIRONMENT "${EZFS_TEST_ENV};EZFS_FAULTSHIM=$<TARGET_FILE:ezfs_faultshim>"
-    SKIP_RETURN_CODE 77
-    TIMEOUT 300
-    LABELS "interop;faults")
+  ezfs_script_test(interop.${_t} interop/${_t}.sh
+                   ENV EZFS_FAULTSHIM=$<TARGET_FILE:ezfs_faultshim>
+                   LABELS interop faults TIMEOUT 300)
 endforeach()
