@@ -268,6 +268,27 @@ EZFS_API int ezfs_resolve(ezfs_image *img, const char *path, uint64_t *nid);
 EZFS_API ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len,
 			    uint64_t off);
 
+/*
+ * Decoded bytes of a compressed file without a copy: the encoded extent
+ * holding off, decoded into the decoded-pcluster cache (or found there) and
+ * held there until ezfs_ref_put. data[0] is the byte at file offset
+ * ref->off (the extent's start), len runs to the extent's end (at most the
+ * file size); off lies in [ref->off, ref->off + len). Returns 0, a
+ * negative errno, or -EOPNOTSUPP where off is not in an encoded extent of
+ * its own (uncompressed files, plain or inline data, holes, fragments):
+ * read those with ezfs_pread. A reference keeps cache memory in use: put it
+ * back soon.
+ */
+struct ezfs_ref {
+	const void *data;
+	uint64_t off;
+	size_t len;
+	void *priv;
+};
+EZFS_API int ezfs_extent_ref(ezfs_inode *ino, uint64_t off,
+			     struct ezfs_ref *ref);
+EZFS_API void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref);
+
 /* The longest symlink target an inode may have (PATH_MAX - 1); inodes
  * claiming more are refused as corrupt by ezfs_inode_get. */
 #define EZFS_SYMLINK_MAX 4095

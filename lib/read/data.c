@@ -364,6 +364,49 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 	return (ssize_t)(end - off);
 }
 
+int ezfs_extent_ref(ezfs_inode *ino, uint64_t off, struct ezfs_ref *ref)
+{
+	struct pcache_entry *e;
+	const uint8_t *data;
+	struct zmap m;
+	uint64_t end;
+	int err;
+
+	memset(ref, 0, sizeof(*ref));
+	if (!S_ISREG(ino->mode) || !is_compressed(ino))
+		return -EOPNOTSUPP;
+	if (off >= ino->size)
+		return -EINVAL;
+	err = ezfs_z_map(ino, off, &m);
+	if (err)
+		return err;
+	if (off < m.la || off - m.la >= m.llen) {
+		ezfs_err(ino->img, "nid %llu: extent map does not cover %llu",
+			 NID(ino), (unsigned long long)off);
+		return -EUCLEAN;
+	}
+	if ((m.flags & (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED |
+			EZFS_EXTENT_FRAGMENT)) !=
+	    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED))
+		return -EOPNOTSUPP;
+	end = m.la + m.llen < ino->size ? m.la + m.llen : ino->size;
+	err = ezfs_pcache_get(ino, &m, m.llen, &e, &data);
+	if (err)
+		return err;
+	ref->data = data;
+	ref->off = m.la;
+	ref->len = (size_t)(end - m.la);
+	ref->priv = e;
+	return 0;
+}
+
+void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref)
+{
+	if (ref->priv)
+		ezfs_pcache_put(ino->img, ref->priv);
+	memset(ref, 0, sizeof(*ref));
+}
+
 ssize_t ezfs_readlink(ezfs_inode *ino, char *buf, size_t size)
 {
 	ssize_t n;

@@ -35,6 +35,7 @@ struct meta_cache {
 };
 
 struct pcache_entry;
+#define PC_NSPARE 8
 struct pcache {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -43,6 +44,10 @@ struct pcache {
 	struct pcache_entry *lru_head, *lru_tail; /* head = most recent */
 	size_t bytes, budget;
 	struct ezfs_cache_stats st;
+	/* Buffers of evicted entries kept for the next decodes: a fresh
+	 * buffer costs a page fault per page written. */
+	struct { uint8_t *p; size_t cap; } spare[PC_NSPARE];
+	size_t spare_bytes, spare_max;
 };
 
 struct ezfs_image {

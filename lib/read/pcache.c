@@ -21,7 +21,7 @@ struct pcache_entry {
 	struct pcache_entry *prev, *next; /* LRU */
 	uint64_t key;
 	uint8_t *data;
-	size_t dlen;
+	size_t dlen, cap;
 	unsigned refs;
 	int state;
 	bool dead; /* unhashed: free when the last reference goes */
@@ -39,12 +39,57 @@ int ezfs_pcache_init(ezfs_image *img, size_t budget)
 	pthread_cond_init(&pc->cond, NULL);
 	pc->budget = budget;
 	pc->st.bytes_max = budget;
+	/* An eighth of the budget, at most 32 MiB: enough for the buffers
+	 * that eviction frees while the next decodes need them. */
+	pc->spare_max = budget / 8 < (32u << 20) ? budget / 8 : 32u << 20;
 	return 0;
 }
 
-static void entry_free(struct pcache_entry *e)
+/* A buffer for len decoded bytes: a spare one that fits (not more than
+ * twice as large), else a new one. Called with the lock held. */
+static uint8_t *buf_get(struct pcache *pc, size_t len, size_t *cap)
 {
-	free(e->data);
+	unsigned i, best = PC_NSPARE;
+	uint8_t *p;
+
+	for (i = 0; i < PC_NSPARE; i++) {
+		if (pc->spare[i].p && pc->spare[i].cap >= len &&
+		    pc->spare[i].cap / 2 <= len &&
+		    (best == PC_NSPARE ||
+		     pc->spare[i].cap < pc->spare[best].cap))
+			best = i;
+	}
+	if (best < PC_NSPARE) {
+		p = pc->spare[best].p;
+		*cap = pc->spare[best].cap;
+		pc->spare[best].p = NULL;
+		pc->spare_bytes -= *cap;
+		return p;
+	}
+	*cap = len ? len : 1;
+	return malloc(*cap);
+}
+
+/* Keep p as a spare if there is room, else free it. Lock held (or the
+ * cache going away, with spare_max 0). */
+static void buf_put(struct pcache *pc, uint8_t *p, size_t cap)
+{
+	unsigned i;
+
+	for (i = 0; p && i < PC_NSPARE; i++) {
+		if (!pc->spare[i].p && pc->spare_bytes + cap <= pc->spare_max) {
+			pc->spare[i].p = p;
+			pc->spare[i].cap = cap;
+			pc->spare_bytes += cap;
+			return;
+		}
+	}
+	free(p);
+}
+
+static void entry_free(struct pcache *pc, struct pcache_entry *e)
+{
+	buf_put(pc, e->data, e->cap);
 	free(e);
 }
 
@@ -54,14 +99,17 @@ void ezfs_pcache_fini(ezfs_image *img)
 
 	if (!pc->buckets)
 		return;
+	pc->spare_max = 0;
 	for (unsigned i = 0; i < pc->nbuckets; i++) {
 		struct pcache_entry *e = pc->buckets[i], *n;
 
 		for (; e; e = n) {
 			n = e->hnext;
-			entry_free(e);
+			entry_free(pc, e);
 		}
 	}
+	for (unsigned i = 0; i < PC_NSPARE; i++)
+		free(pc->spare[i].p);
 	free(pc->buckets);
 	pc->buckets = NULL;
 	pthread_mutex_destroy(&pc->lock);
@@ -126,7 +174,7 @@ static void shrink(struct pcache *pc)
 		if (e->refs)
 			continue;
 		unhash(pc, e);
-		entry_free(e);
+		entry_free(pc, e);
 		pc->st.evictions++;
 	}
 }
@@ -306,11 +354,11 @@ again:
 		/* cached prefix too short (a longer extent shares it) */
 		unhash(pc, e);
 		if (!e->refs)
-			entry_free(e);
+			entry_free(pc, e);
 	}
 	e = calloc(1, sizeof(*e));
 	if (e)
-		e->data = malloc(dlen ? dlen : 1);
+		e->data = buf_get(pc, dlen, &e->cap);
 	if (!e || !e->data) {
 		free(e);
 		pthread_mutex_unlock(&pc->lock);
@@ -336,9 +384,9 @@ again:
 				break;
 			}
 		}
+		entry_free(pc, e);
 		pthread_cond_broadcast(&pc->cond);
 		pthread_mutex_unlock(&pc->lock);
-		entry_free(e);
 		return err;
 	}
 	e->dlen = dlen;
@@ -361,7 +409,7 @@ void ezfs_pcache_put(ezfs_image *img, struct pcache_entry *e)
 	pthread_mutex_lock(&pc->lock);
 	if (--e->refs == 0) {
 		if (e->dead)
-			entry_free(e);
+			entry_free(pc, e);
 		else
 			shrink(pc);
 	}
