@@ -85,7 +85,7 @@ EZFS_API ezfs_image *ezfs_mount_image(ezfs_mount *m);
  * unprivileged FUSE daemon too. EZFS_IOC_SET needs the mount owner or root
  * (else EPERM); EZFS_IOC_STATS anyone who may open the root.
  */
-#define EZFS_CTL_VERSION 1
+#define EZFS_CTL_VERSION 2
 #define EZFS_CTL_SPEC 256
 #define EZFS_CTL_ENGINES 16
 
@@ -119,6 +119,14 @@ struct ezfs_ctl_stats {
 	uint64_t lat_total;        /* decode requests timed since mount */
 	double lat_avg, lat_median, lat_max; /* microseconds, recent */
 	struct ezfs_ctl_engine engine[EZFS_CTL_ENGINES];
+	/* the mount since it started (version 2) */
+	uint64_t reads;            /* read requests */
+	uint64_t reads_direct;     /* answered from the decoded-pcluster
+				    * cache, no copy (ezfs_extent_ref) */
+	uint64_t stored_bytes;     /* put into the page cache by the daemon */
+	uint64_t edge_pages;       /* pages joined from two extents' edges */
+	uint64_t jobs_dropped;     /* store jobs left out: queue was full */
+	uint64_t cache_hits, cache_misses, cache_evictions;
 };
 
 #define EZFS_IOC_SET _IOWR('E', 0x41, struct ezfs_ctl_set)

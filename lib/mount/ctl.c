@@ -82,6 +82,7 @@ static void ctl_stats(fuse_req_t req, struct ezfs_mount *m)
 	struct ezfs_dispatch_info di;
 	struct ezfs_latency_stats ls;
 	struct ezfs_ctl_stats out;
+	struct ezfs_cache_stats cs;
 	int n, i;
 
 	memset(&out, 0, sizeof(out));
@@ -111,6 +112,18 @@ static void ctl_stats(fuse_req_t req, struct ezfs_mount *m)
 		e->errors = st[i].errors;
 	}
 	out.nengines = (uint32_t)i;
+	out.reads = __atomic_load_n(&m->st.reads, __ATOMIC_RELAXED);
+	out.reads_direct = __atomic_load_n(&m->st.reads_direct,
+					   __ATOMIC_RELAXED);
+	out.stored_bytes = __atomic_load_n(&m->st.stored_bytes,
+					   __ATOMIC_RELAXED);
+	out.edge_pages = __atomic_load_n(&m->st.edge_pages, __ATOMIC_RELAXED);
+	out.jobs_dropped = __atomic_load_n(&m->st.jobs_dropped,
+					   __ATOMIC_RELAXED);
+	ezfs_cache_stats(m->img, &cs);
+	out.cache_hits = cs.hits;
+	out.cache_misses = cs.misses;
+	out.cache_evictions = cs.evictions;
 	fuse_reply_ioctl(req, 0, &out, sizeof(out));
 }
 

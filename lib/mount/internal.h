@@ -31,21 +31,29 @@ struct itable {
 };
 
 /*
- * One job of the store-ahead helpers: bytes of node's [off, off + len) go
- * into the kernel's page cache (fuse_lowlevel_notify_store), so that later
- * reads of them never reach the daemon. Without buf the helper decodes the
- * range first; with buf (owned by the job) it holds them already, and
- * [skip, skip + skip_len) of it was answered by the read that made it.
+ * One job of the store-ahead helpers: bytes of node go into the kernel's
+ * page cache (fuse_lowlevel_notify_store), so that later reads of them
+ * never reach the daemon. With ref (an extent held in the decoded-pcluster
+ * cache): its bytes but [skip, skip + skip_len), which the read that took
+ * it was answered with. Without: [off, off + len), decoded by the helper.
  */
 struct pf_job {
 	struct mnode *node;     /* pinned */
 	uint64_t off, len;
-	char *buf;
+	struct ezfs_ref ref;
 	uint64_t skip, skip_len;
 };
 
 #define PF_QUEUE 64
 #define PF_THREADS_MAX 4
+
+/* Partial pages waiting for the rest of their bytes (edge.c). */
+struct edge_table {
+	pthread_mutex_t lock;
+	struct edge_slot *slots;
+	size_t nslots;
+	uint32_t page;
+};
 
 struct prefetcher {
 	pthread_mutex_t lock;
@@ -57,6 +65,7 @@ struct prefetcher {
 	bool stop, started;
 	unsigned nthreads;
 	pthread_t tid[PF_THREADS_MAX];
+	struct edge_table edges;
 };
 
 struct ezfs_mount {
@@ -71,7 +80,14 @@ struct ezfs_mount {
 	struct itable it;
 	struct prefetcher pf;
 	double timeout;         /* entry and attr timeout, seconds */
+	struct {                /* counters (ezfs accel stats MNT), atomic */
+		uint64_t reads, reads_direct, stored_bytes, edge_pages,
+			jobs_dropped;
+	} st;
 };
+
+#define MNT_COUNT(m, field, n) \
+	__atomic_fetch_add(&(m)->st.field, (n), __ATOMIC_RELAXED)
 
 /* One open regular file. */
 struct mfile {
@@ -132,26 +148,28 @@ void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 #endif
 
+/* edge.c */
+int edge_init(struct edge_table *t, uint64_t budget);
+void edge_destroy(struct edge_table *t);
+/* Put data, the bytes of [from, to) of node, into the page cache: whole
+ * pages at once, partial ones once the rest of them has come too. */
+void edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
+		uint64_t from, uint64_t to);
+
 /* prefetch.c */
 int pf_start(struct ezfs_mount *m);
 /* Drop the queue, let the running jobs end, join the helpers. A job may
  * wait for a page whose read is in flight: call it while requests are
  * still answered (session.c). */
 void pf_stop(struct ezfs_mount *m);
-/* The range to decode for a read of [*from, *to) of f: widened to whole
- * encoded extents when that is worth it (their other bytes then go to the
- * page cache through pf_store_rest). */
-bool pf_widen(struct ezfs_mount *m, struct mfile *f, uint64_t *from,
-	      uint64_t *to);
+/* Answer a read of [off, off + len) of f straight from the
+ * decoded-pcluster cache and queue the rest of its extents for the page
+ * cache; false (nothing done) unless all of it lies in encoded extents. */
+bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
+	       uint64_t off, uint64_t len);
 /* Read [from, to) of f into a new buffer *out; its length, or a library
- * error. cached: through the decoded-pcluster cache (see prefetch.c). */
-ssize_t pf_read(struct mfile *f, uint64_t from, uint64_t to, bool cached,
-		char **out);
-/* Hand buf, the bytes of [from, to) of node, to a helper that stores all
- * but [off, off + len) in the page cache; false if not taken (caller
- * frees). */
-bool pf_store_rest(struct ezfs_mount *m, struct mnode *node, char *buf,
-		   uint64_t from, uint64_t to, uint64_t off, uint64_t len);
+ * error. */
+ssize_t pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out);
 /* After a read of [off, off + len) that decoded up to decoded_end: store
  * ahead of a sequential reader. */
 void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,

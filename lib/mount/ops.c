@@ -257,10 +257,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /*
- * A read is widened to the whole encoded extents it touches (they are
- * decoded whole anyway); the reply is its part, and the rest goes to the
- * page cache through a helper (prefetch.c). If the wider read fails, the
- * exact range is read again, so an error is reported only for the bytes
+ * A read inside encoded extents is answered from the decoded-pcluster
+ * cache, and the rest of those extents goes to the page cache through a
+ * helper (prefetch.c); any other read, or one whose extents cannot be
+ * decoded, is read exactly, so an error is reported only for the bytes
  * asked for.
  */
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -268,49 +268,27 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct ezfs_mount *m = req_mount(req);
 	struct mfile *f = (struct mfile *)(uintptr_t)fi->fh;
-	uint64_t from = (uint64_t)off, to, want;
-	struct mnode *node;
-	bool wide = false;
-	ssize_t r = 0;
+	uint64_t from = (uint64_t)off, want;
+	ssize_t r;
 	char *buf;
 
 	if (size > MNT_MAX_READ)
 		size = MNT_MAX_READ;
-	to = from < f->size ? (f->size - from < size ? f->size : from + size) :
-			      from;
-	want = to - from;
-	if (m->p.prefetch)
-		wide = pf_widen(m, f, &from, &to);
-	r = pf_read(f, from, to, wide, &buf);
-	if (r < 0 && wide) {
-		wide = false;
-		from = (uint64_t)off;
-		to = from + want;
-		r = pf_read(f, from, to, false, &buf);
-	}
+	want = from < f->size ? (f->size - from < size ? f->size - from : size) :
+				0;
+	MNT_COUNT(m, reads, 1);
+	if (m->p.prefetch && pf_answer(m, f, req, from, want))
+		return;
+	r = pf_read(f, from, from + want, &buf);
 	if (r < 0) {
-		log_once(m, f->node, "read", (uint64_t)off, (int)r);
+		log_once(m, f->node, "read", from, (int)r);
 		fuse_reply_err(req, fs_err((int)r));
 		return;
 	}
-	if ((uint64_t)r < (uint64_t)off - from + want)
-		want = (uint64_t)r > (uint64_t)off - from ?
-			       (uint64_t)r - ((uint64_t)off - from) : 0;
-	/* Once answered, the file may be released at any time: f is not
-	 * used after the reply, its node is pinned through it. */
 	if (m->p.prefetch)
-		pf_seq_hint(m, f, (uint64_t)off, want, from + (uint64_t)r);
-	node = f->node;
-	if (wide)
-		it_pin(m, node);
-	fuse_reply_buf(req, buf + ((uint64_t)off - from), (size_t)want);
-	if (!wide)
-		free(buf);
-	else if (!pf_store_rest(m, node, buf, from, from + (uint64_t)r,
-				(uint64_t)off, want))
-		free(buf);
-	if (wide)
-		it_unpin(m, node);
+		pf_seq_hint(m, f, from, (uint64_t)r, from + (uint64_t)r);
+	fuse_reply_buf(req, buf, (size_t)r);
+	free(buf);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,

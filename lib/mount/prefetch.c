@@ -5,9 +5,10 @@
  * EROFS driver does with the neighbours of what it decompressed.
  *
  * - A read that touches part of an encoded extent decodes the whole extent
- *   anyway: it is widened to whole extents, answered, and its buffer goes
- *   to a helper that stores the rest. Later reads of those pages (random
- *   ones included) are page cache hits.
+ *   anyway: it is answered from the decoded-pcluster cache without a copy
+ *   (ezfs_extent_ref), and a helper stores the rest of the extent from the
+ *   same buffer. Later reads of those pages (random ones included) are
+ *   page cache hits.
  * - A sequential reader gets the next window decoded and stored by the
  *   helpers, in extent-aligned jobs that run in parallel (one helper per
  *   CPU, up to PF_THREADS_MAX), while the FUSE workers answer the reads
@@ -18,6 +19,7 @@
  * answers that read releases it.
  */
 #include <errno.h>
+#include <sys/uio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -28,115 +30,100 @@
 #define PF_WINDOW (16u << 20)     /* ahead of a sequential reader, at least */
 #define PF_WINDOW_MAX (32u << 20)
 #define PF_CHUNK (512u << 10)     /* one helper job, at least */
+#define PF_REFS 16                /* extents in one answer, at most */
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-static void pf_store(struct ezfs_mount *m, struct pf_job *job, uint64_t from,
-		     uint64_t to)
+/* Store [from, to) of node, extent by extent: encoded ones straight from
+ * the decoded-pcluster cache, the others read into a buffer first. */
+static void store_range(struct ezfs_mount *m, struct mnode *node,
+			uint64_t from, uint64_t to)
 {
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	struct ezfs_ref ref;
+	struct ezfs_extent e;
+	uint64_t pos, end;
+	char *buf;
+	int err;
 
-	if (to <= from)
-		return;
-	bv.buf[0].size = (size_t)(to - from);
-	bv.buf[0].mem = job->buf + (from - job->off);
-	/* -ENOENT: the kernel forgot the inode; nothing to do then. */
-	fuse_lowlevel_notify_store(m->se, mnt_nid_to_ino(m, job->node->nid),
-				   (off_t)from, &bv, 0);
+	for (pos = from; pos < to; pos = end) {
+		err = ezfs_extent_ref(node->ino, pos, &ref);
+		if (!err) {
+			end = ref.off + ref.len < to ? ref.off + ref.len : to;
+			edge_store(m, node, (const char *)ref.data +
+					    (pos - ref.off), pos, end);
+			ezfs_ref_put(node->ino, &ref);
+			continue;
+		}
+		/* Errors are for the reader to meet (and log) there. */
+		if (err != -EOPNOTSUPP || ezfs_map(node->ino, pos, &e) ||
+		    e.la + e.llen <= pos)
+			return;
+		end = e.la + e.llen < to ? e.la + e.llen : to;
+		if (end - pos > PF_WIDEN_MAX)
+			end = pos + PF_WIDEN_MAX;
+		buf = malloc((size_t)(end - pos));
+		if (!buf)
+			return;
+		if (ezfs_pread(node->ino, buf, (size_t)(end - pos), pos) ==
+		    (ssize_t)(end - pos))
+			edge_store(m, node, buf, pos, end);
+		free(buf);
+	}
 }
 
 static void pf_run(struct ezfs_mount *m, struct pf_job *job)
 {
-	struct mfile f = { .node = job->node, .size = job->off + job->len };
+	uint64_t end = job->ref.off + job->ref.len, s, e;
+	const char *data = job->ref.data;
 
-	if (!job->buf) {
-		/* Errors are for the reader to meet (and log) there. */
-		if (pf_read(&f, job->off, job->off + job->len, true,
-			    &job->buf) != (ssize_t)job->len)
-			return;
-		job->skip = job->skip_len = 0;
+	if (!job->ref.priv) {
+		store_range(m, job->node, job->off, job->off + job->len);
+		return;
 	}
-	pf_store(m, job, job->off, job->skip_len ? job->skip : job->off +
-		 job->len);
-	if (job->skip_len)
-		pf_store(m, job, job->skip + job->skip_len,
-			 job->off + job->len);
+	/* The extent of a read, but the part that read was answered with. */
+	s = job->skip > job->ref.off ? job->skip : job->ref.off;
+	e = job->skip + job->skip_len < end ? job->skip + job->skip_len : end;
+	if (s >= e) {
+		edge_store(m, job->node, data, job->ref.off, end);
+		return;
+	}
+	edge_store(m, job->node, data, job->ref.off, s);
+	edge_store(m, job->node, data + (e - job->ref.off), e, end);
 }
 
-/* The end of the extent holding pos (clamped to the file), or 0: an error,
- * or, with encoded, not an encoded extent of its own. */
-static uint64_t ext_end(struct mfile *f, uint64_t pos, bool encoded,
-			uint64_t *start)
+/* The end of the extent holding pos (clamped to the file), or 0 on
+ * error. */
+static uint64_t ext_end(struct mfile *f, uint64_t pos)
 {
 	struct ezfs_extent e;
 
 	if (ezfs_map(f->node->ino, pos, &e) || pos < e.la ||
 	    pos - e.la >= e.llen)
 		return 0;
-	if (encoded && (e.flags & (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED |
-				   EZFS_EXTENT_FRAGMENT)) !=
-			       (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED))
-		return 0;
-	if (start)
-		*start = e.la;
 	return e.la + e.llen < f->size ? e.la + e.llen : f->size;
 }
 
-/* pread all of [from, to) into buf. */
-static ssize_t read_all(ezfs_inode *ino, char *buf, uint64_t from,
-			uint64_t to)
-{
-	uint64_t done = 0;
-	ssize_t r = 0;
-
-	while (from + done < to) {
-		r = ezfs_pread(ino, buf + done, to - from - done, from + done);
-		if (r <= 0)
-			break;
-		done += (uint64_t)r;
-	}
-	return r < 0 ? r : (ssize_t)done;
-}
-
-/*
- * A whole encoded extent in one pread is decoded straight into the caller's
- * buffer (lib/read), unseen by anyone else: two FUSE requests inside one
- * extent (readahead sends 128 KiB pieces of a ~1 MiB extent) would decode
- * it twice, and a helper a third time. Cached, each extent is read as its
- * first byte and the rest: one decode into the shared cache, which
- * concurrent readers of the extent wait for and copy from.
- */
-ssize_t pf_read(struct mfile *f, uint64_t from, uint64_t to, bool cached,
-		char **out)
+ssize_t pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out)
 {
 	char *buf = malloc(to > from ? (size_t)(to - from) : 1);
-	uint64_t pos = from, end;
+	uint64_t done = 0;
 	ssize_t r = 0;
 
 	*out = NULL;
 	if (!buf)
 		return -ENOMEM;
-	while (cached && pos < to) {
-		end = ext_end(f, pos, false, NULL);
-		if (!end || end > to)
-			end = to;
-		r = read_all(f->node->ino, buf + (pos - from), pos, pos + 1);
-		if (r == 1 && end > pos + 1)
-			r = read_all(f->node->ino, buf + (pos + 1 - from),
-				     pos + 1, end);
+	while (from + done < to) {
+		r = ezfs_pread(f->node->ino, buf + done, to - from - done,
+			       from + done);
 		if (r <= 0)
 			break;
-		pos = end;
+		done += (uint64_t)r;
 	}
-	if (!cached)
-		r = read_all(f->node->ino, buf, from, to);
-	else if (r >= 0)
-		r = (ssize_t)(pos - from);
 	if (r < 0) {
 		free(buf);
 		return r;
 	}
 	*out = buf;
-	return r;
+	return (ssize_t)done;
 }
 
 /* Take the next job; false when stopping. Called with the lock held. */
@@ -150,16 +137,16 @@ static bool pf_pop(struct prefetcher *pf, struct pf_job *job)
 	return true;
 }
 
-static void pf_done(struct ezfs_mount *m, struct pf_job *job, bool owned)
+static void pf_done(struct ezfs_mount *m, struct pf_job *job)
 {
 	struct prefetcher *pf = &m->pf;
 
-	if (owned) {
+	if (job->ref.priv) {
 		pthread_mutex_lock(&pf->lock);
-		pf->buf_bytes -= job->len;
+		pf->buf_bytes -= job->ref.len;
 		pthread_mutex_unlock(&pf->lock);
+		ezfs_ref_put(job->node->ino, &job->ref);
 	}
-	free(job->buf);
 	it_unpin(m, job->node);
 }
 
@@ -168,7 +155,6 @@ static void *pf_worker(void *arg)
 	struct ezfs_mount *m = arg;
 	struct prefetcher *pf = &m->pf;
 	struct pf_job job;
-	bool owned;
 
 	pthread_mutex_lock(&pf->lock);
 	for (;;) {
@@ -178,15 +164,14 @@ static void *pf_worker(void *arg)
 			break;
 		pf_pop(pf, &job);
 		pthread_mutex_unlock(&pf->lock);
-		owned = job.buf != NULL;
 		pf_run(m, &job);
-		pf_done(m, &job, owned);
+		pf_done(m, &job);
 		pthread_mutex_lock(&pf->lock);
 	}
 	/* Drop what is still queued. */
 	while (pf_pop(pf, &job)) {
 		pthread_mutex_unlock(&pf->lock);
-		pf_done(m, &job, job.buf != NULL);
+		pf_done(m, &job);
 		pthread_mutex_lock(&pf->lock);
 	}
 	pthread_mutex_unlock(&pf->lock);
@@ -212,6 +197,11 @@ int pf_start(struct ezfs_mount *m)
 		      cs.bytes_max / 4 > PF_BUF_MAX ? PF_BUF_MAX :
 						      (size_t)(cs.bytes_max / 4);
 	pf->stop = false;
+	if (edge_init(&pf->edges, cs.bytes_max)) {
+		pthread_cond_destroy(&pf->cond);
+		pthread_mutex_destroy(&pf->lock);
+		return -ENOMEM;
+	}
 	for (pf->nthreads = 0; pf->nthreads < want; pf->nthreads++) {
 		err = pthread_create(&pf->tid[pf->nthreads], NULL, pf_worker,
 				     m);
@@ -219,6 +209,7 @@ int pf_start(struct ezfs_mount *m)
 			break;
 	}
 	if (!pf->nthreads) {
+		edge_destroy(&pf->edges);
 		pthread_cond_destroy(&pf->cond);
 		pthread_mutex_destroy(&pf->lock);
 		return -err;
@@ -240,6 +231,7 @@ void pf_stop(struct ezfs_mount *m)
 	pthread_mutex_unlock(&pf->lock);
 	for (i = 0; i < pf->nthreads; i++)
 		pthread_join(pf->tid[i], NULL);
+	edge_destroy(&pf->edges);
 	pthread_cond_destroy(&pf->cond);
 	pthread_mutex_destroy(&pf->lock);
 	pf->started = false;
@@ -255,12 +247,13 @@ static bool pf_queue(struct ezfs_mount *m, const struct pf_job *job)
 		return false;
 	pthread_mutex_lock(&pf->lock);
 	if (pf->n == PF_QUEUE || pf->stop ||
-	    (job->buf && pf->buf_bytes + job->len > pf->buf_max)) {
+	    (job->ref.priv && pf->buf_bytes + job->ref.len > pf->buf_max)) {
 		pthread_mutex_unlock(&pf->lock);
+		MNT_COUNT(m, jobs_dropped, 1);
 		return false;
 	}
-	if (job->buf)
-		pf->buf_bytes += job->len;
+	if (job->ref.priv)
+		pf->buf_bytes += job->ref.len;
 	it_pin(m, job->node);
 	pf->q[(pf->head + pf->n) % PF_QUEUE] = *job;
 	pf->n++;
@@ -290,36 +283,63 @@ static bool note_recent(struct mfile *f, uint64_t from, uint64_t to,
 	return true;
 }
 
-bool pf_widen(struct ezfs_mount *m, struct mfile *f, uint64_t *from,
-	      uint64_t *to)
-{
-	uint64_t s = *from, e = *to, la, end;
-
-	if (!m->pf.started || !f->compressed || s >= e)
-		return false;
-	end = ext_end(f, s, true, &la);
-	if (end)
-		s = la;
-	end = ext_end(f, e - 1, true, NULL);
-	if (end)
-		e = end;
-	if ((s == *from && e == *to) || e - s > PF_WIDEN_MAX ||
-	    !note_recent(f, *from, *to, s, e))
-		return false;
-	*from = s;
-	*to = e;
-	return true;
-}
-
-bool pf_store_rest(struct ezfs_mount *m, struct mnode *node, char *buf,
-		   uint64_t from, uint64_t to, uint64_t off, uint64_t len)
+/* Queue the store of ref's extent but [off, off + len) (answered); false
+ * if not taken. */
+static bool store_rest(struct ezfs_mount *m, struct mnode *node,
+		       struct ezfs_ref *ref, uint64_t off, uint64_t len)
 {
 	struct pf_job job = {
-		.node = node, .off = from, .len = to - from, .buf = buf,
-		.skip = off, .skip_len = len,
+		.node = node, .ref = *ref, .skip = off, .skip_len = len,
 	};
 
 	return pf_queue(m, &job);
+}
+
+bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
+	       uint64_t off, uint64_t len)
+{
+	struct ezfs_ref refs[PF_REFS];
+	struct iovec iov[PF_REFS];
+	uint64_t pos = off, end = off + len, e;
+	struct mnode *node = f->node;
+	unsigned n = 0, i;
+	bool rest;
+
+	if (!m->pf.started || !f->compressed || !len)
+		return false;
+	for (; pos < end && n < PF_REFS; n++) {
+		if (ezfs_extent_ref(node->ino, pos, &refs[n]))
+			break;
+		e = refs[n].off + refs[n].len;
+		iov[n].iov_base = (char *)refs[n].data + (pos - refs[n].off);
+		iov[n].iov_len = (size_t)((e < end ? e : end) - pos);
+		pos = e;
+	}
+	if (!n || pos < end) {
+		/* Not all encoded (or an error): the caller reads it. */
+		while (n)
+			ezfs_ref_put(node->ino, &refs[--n]);
+		return false;
+	}
+	/* The rest of these extents goes to the page cache, unless it was
+	 * stored (or queued) lately: readahead sends 128 KiB pieces of one
+	 * extent. */
+	rest = note_recent(f, off, end, refs[0].off,
+			   refs[n - 1].off + refs[n - 1].len);
+	/* Once answered, the file may be released at any time: f is not
+	 * used after the reply, its node is pinned through it. */
+	pf_seq_hint(m, f, off, len, pos);
+	MNT_COUNT(m, reads_direct, 1);
+	it_pin(m, node);
+	fuse_reply_iov(req, iov, (int)n);
+	for (i = 0; i < n; i++) {
+		if (!rest || (refs[i].off >= off &&
+			      refs[i].off + refs[i].len <= end) ||
+		    !store_rest(m, node, &refs[i], off, len))
+			ezfs_ref_put(node->ino, &refs[i]);
+	}
+	it_unpin(m, node);
+	return true;
 }
 
 void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
@@ -353,7 +373,7 @@ void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 	/* Jobs of whole extents, at least PF_CHUNK each, run in parallel. */
 	for (pos = from; pos < to; pos = jend) {
 		jend = pos + PF_CHUNK < to ? pos + PF_CHUNK : to;
-		jend = ext_end(f, jend - 1, false, NULL);
+		jend = ext_end(f, jend - 1);
 		if (!jend || jend - pos > PF_WIDEN_MAX)
 			break;
 		job.off = pos;

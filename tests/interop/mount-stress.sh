@@ -11,18 +11,19 @@
 #              metadata, the root) - measured, not assumed
 #   workers    per FUSE worker thread (threads=$THREADS, so at most that
 #              many), 4 MiB: libfuse's receive buffer (1 MiB + a page: 256
-#              pages of max_write), the read buffer of op_read (a 128 KiB
-#              readahead request widened to whole extents: well under 1
-#              MiB with 64 KiB pclusters), one decoded pcluster in use
+#              pages of max_write), the read buffer of op_read (reads
+#              outside encoded extents: at most 1 MiB), one decoded pcluster in use
 #              beyond the budget while it is copied (entries in use are not
 #              evicted), and what malloc keeps of those after free (ezfs
 #              mount limits glibc to two arenas)
-#   store-     buffers queued for the page cache: a quarter of the cache
-#   ahead      budget (1..16 MiB); per helper thread (one per CPU, at most
-#              4) 2 MiB: a job of whole extents (512 KiB or more) and the
-#              malloc slack of it
+#   store-     decoded extents held for the page cache by queued jobs
+#   ahead      (they cannot be evicted): a quarter of the cache budget
+#              (1..16 MiB); per helper thread (one per CPU, at most 4) 2
+#              MiB: a plain extent read into a buffer and malloc's slack
+#   spares     buffers of evicted extents kept for the next decodes: an
+#              eighth of the budget, at most 32 MiB
 #
-# so bound = baseline + cache * 5/4 + THREADS * 4 MiB + helpers * 2 MiB.
+# so bound = baseline + cache * 11/8 + THREADS * 4 MiB + helpers * 2 MiB.
 # Measured on 2 CPUs, cache=8M: about 35 MiB against a bound of 49; the
 # same load with an unbounded cache (cache=256M) peaks at about 66 MiB.
 #
@@ -209,7 +210,9 @@ queued=$((cache_kib / 4))
 [ $queued -gt 16384 ] && queued=16384
 helpers=$(nproc)
 [ "$helpers" -gt 4 ] && helpers=4
-bound=$((base + cache_kib + queued + THREADS * 4096 + helpers * 2048))
+spares=$((cache_kib / 8))
+[ $spares -gt 32768 ] && spares=32768
+bound=$((base + cache_kib + queued + spares + THREADS * 4096 + helpers * 2048))
 echo "daemon RSS: idle $((base / 1024)) MiB, sampled max $((max / 1024)) MiB" \
 	"($samples samples), peak VmHWM $((hwm / 1024)) MiB; cache=$CACHE," \
 	"threads=$THREADS, bound $((bound / 1024)) MiB"

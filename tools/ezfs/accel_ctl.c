@@ -136,5 +136,16 @@ int accel_mount_stats(const char *mnt)
 	printf("latency (us, recent): avg %.1f median %.1f max %.1f, %llu "
 	       "requests timed\n", s.lat_avg, s.lat_median, s.lat_max,
 	       (unsigned long long)s.lat_total);
+	printf("mount: %llu reads (%llu from the pcluster cache without a "
+	       "copy), %.1f MiB stored ahead, %llu edge pages joined, %llu "
+	       "store jobs dropped\n", (unsigned long long)s.reads,
+	       (unsigned long long)s.reads_direct,
+	       (double)s.stored_bytes / (1 << 20),
+	       (unsigned long long)s.edge_pages,
+	       (unsigned long long)s.jobs_dropped);
+	printf("cache: %llu hits, %llu misses, %llu evictions\n",
+	       (unsigned long long)s.cache_hits,
+	       (unsigned long long)s.cache_misses,
+	       (unsigned long long)s.cache_evictions);
 	return 0;
 }
