@@ -10,9 +10,11 @@
  *
  * The edge table keeps those partial pages: each extent stored adds its
  * head and tail bytes, and the page goes into the cache once the
- * neighbouring extent has brought the rest. A direct-mapped table of whole
- * pages, a small share of the cache budget: a slot taken by another page
- * only costs that page a read through the daemon later.
+ * neighbouring extent has brought the rest. A set-associative table of
+ * whole pages (8 ways, the oldest entry of a set replaced), 1/16 of the
+ * cache budget: random reads leave a partial page waiting until its
+ * neighbour is first read, so one entry per extent of the file may be
+ * waiting; a page pushed out only costs a read through the daemon later.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +22,11 @@
 
 #include "internal.h"
 
+#define EDGE_WAYS 8
+
 struct edge_slot {
 	uint64_t nid, page;     /* page index in the file */
+	uint64_t stamp;         /* when taken: the oldest goes first */
 	uint32_t lo, hi;        /* [0, lo) and [hi, page size) are filled */
 	bool used;
 	char *data;
@@ -33,9 +38,10 @@ int edge_init(struct edge_table *t, uint64_t budget)
 	uint64_t n;
 
 	t->page = pg > 0 ? (uint32_t)pg : 4096;
-	/* 1/32 of the decoded-data budget, 64 to 4096 pages. */
-	n = budget / 32 / t->page;
-	t->nslots = n < 64 ? 64 : n > 4096 ? 4096 : (size_t)n;
+	/* 1/16 of the decoded-data budget, 64 to 8192 pages, whole sets. */
+	n = budget / 16 / t->page;
+	n = n < 64 ? 64 : n > 8192 ? 8192 : n;
+	t->nslots = (size_t)n / EDGE_WAYS * EDGE_WAYS;
 	t->slots = calloc(t->nslots, sizeof(*t->slots));
 	if (!t->slots)
 		return -1;
@@ -80,11 +86,22 @@ static bool edge_add(struct edge_table *t, uint64_t nid, uint64_t fsize,
 	uint32_t s = (uint32_t)(from - base), e = (uint32_t)(to - base);
 	uint32_t plen = fsize - base < t->page ? (uint32_t)(fsize - base) :
 						 t->page;
-	struct edge_slot *sl;
+	struct edge_slot *set, *sl;
 	bool done = false;
+	unsigned i;
 
-	sl = &t->slots[(nid * 0x9e3779b97f4a7c15ull + page) % t->nslots];
+	set = &t->slots[(nid * 0x9e3779b97f4a7c15ull + page) %
+			(t->nslots / EDGE_WAYS) * EDGE_WAYS];
 	pthread_mutex_lock(&t->lock);
+	for (sl = NULL, i = 0; i < EDGE_WAYS; i++) {
+		if (set[i].used && set[i].nid == nid && set[i].page == page) {
+			sl = &set[i];
+			break;
+		}
+		if (!sl || (sl->used && (!set[i].used ||
+					 set[i].stamp < sl->stamp)))
+			sl = &set[i];
+	}
 	if (!sl->data && !(sl->data = malloc(t->page))) {
 		pthread_mutex_unlock(&t->lock);
 		return false;
@@ -93,6 +110,7 @@ static bool edge_add(struct edge_table *t, uint64_t nid, uint64_t fsize,
 		sl->used = true;
 		sl->nid = nid;
 		sl->page = page;
+		sl->stamp = ++t->stamp;
 		sl->lo = 0;
 		sl->hi = plen;  /* past the end of the file counts as filled */
 	}

@@ -52,6 +52,7 @@ struct edge_table {
 	pthread_mutex_t lock;
 	struct edge_slot *slots;
 	size_t nslots;
+	uint64_t stamp;
 	uint32_t page;
 };
 
