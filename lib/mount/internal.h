@@ -96,7 +96,8 @@ struct mfile {
 	pthread_mutex_t lock;
 	uint64_t size;
 	uint64_t last_end;      /* end of the previous read */
-	uint64_t pf_end;        /* queued for the page cache up to here */
+	uint64_t pf_start, pf_end; /* queued for the page cache: the run of
+				    * a sequential reader */
 	/* Ranges recently decoded for the page cache (widened reads, jobs):
 	 * reads inside them are not widened again. */
 	struct { uint64_t from, to; } recent[4];

@@ -262,14 +262,19 @@ static bool pf_queue(struct ezfs_mount *m, const struct pf_job *job)
 	return true;
 }
 
-/* Unless [from, to) lies in a range recently decoded for the page cache,
- * note [s, e) as one (true). */
+/* Unless [from, to) lies in a range recently decoded for the page cache
+ * or in the run queued for a sequential reader, note [s, e) as one
+ * (true). */
 static bool note_recent(struct mfile *f, uint64_t from, uint64_t to,
 			uint64_t s, uint64_t e)
 {
 	unsigned i;
 
 	pthread_mutex_lock(&f->lock);
+	if (from >= f->pf_start && to <= f->pf_end) {
+		pthread_mutex_unlock(&f->lock);
+		return false;
+	}
 	for (i = 0; i < ARRAY_SIZE(f->recent); i++) {
 		if (from >= f->recent[i].from && to <= f->recent[i].to) {
 			pthread_mutex_unlock(&f->lock);
@@ -383,9 +388,10 @@ void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 	}
 	if (pos > from) {
 		pthread_mutex_lock(&f->lock);
-		if (pos > f->pf_end)
+		if (from != f->pf_end)  /* a new run */
+			f->pf_start = from;
+		if (pos > f->pf_end || from != f->pf_end)
 			f->pf_end = pos;
 		pthread_mutex_unlock(&f->lock);
-		note_recent(f, pos, pos, from, pos);
 	}
 }
