@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_iofault.c - I/O faults: a custom backend that fails chosen reads. */
+/* test_iofault.c - I/O faults: a custom backend that fails chosen reads;
+ * extent references (ezfs_extent_ref) with and without them. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -302,6 +303,61 @@ static int data_range(ezfs_image *img, const char *path, uint64_t *lo,
 	return err;
 }
 
+/*
+ * ezfs_extent_ref over a whole file: each reference holds its extent's
+ * bytes, from its start, and covers the offset asked for; uncompressed
+ * data is -EOPNOTSUPP (then the next extent is asked). 0, or the first
+ * error other than -EOPNOTSUPP (the reference then left empty).
+ */
+static int ref_file(ezfs_image *img, const struct file *f, const char *tag,
+		    unsigned *nrefs)
+{
+	struct ezfs_extent e;
+	struct ezfs_ref ref;
+	ezfs_inode *ino;
+	uint64_t nid, pos = 0;
+	int err;
+
+	err = ezfs_resolve(img, f->path, &nid);
+	if (!err)
+		err = ezfs_inode_get(img, nid, &ino);
+	if (err)
+		return err;
+	while (pos < f->size && !err) {
+		err = ezfs_extent_ref(ino, pos, &ref);
+		if (err == -EOPNOTSUPP) {
+			CHECK(!ref.data && !ref.priv, "%s: %s: refused ref "
+			      "not empty", tag, f->path);
+			err = ezfs_map(ino, pos, &e);
+			if (!err && e.la + e.llen <= pos)
+				err = -EUCLEAN;
+			if (!err)
+				pos = e.la + e.llen;
+			continue;
+		}
+		if (err) {
+			CHECK(!ref.data && !ref.priv, "%s: %s: failed ref not "
+			      "empty", tag, f->path);
+			break;
+		}
+		(*nrefs)++;
+		CHECK(ref.off <= pos && pos < ref.off + ref.len &&
+		      ref.off + ref.len <= f->size, "%s: %s: ref at %llu "
+		      "holds [%llu, +%zu)", tag, f->path,
+		      (unsigned long long)pos, (unsigned long long)ref.off,
+		      ref.len);
+		if (ref.off + ref.len <= f->size)
+			CHECK(!memcmp(ref.data, f->data + ref.off, ref.len),
+			      "%s: %s: ref at %llu: wrong bytes", tag, f->path,
+			      (unsigned long long)ref.off);
+		pos = ref.off + ref.len > pos ? ref.off + ref.len : pos + 1;
+		ezfs_ref_put(ino, &ref);
+		CHECK(!ref.priv, "%s: ref_put left the ref set", tag);
+	}
+	ezfs_inode_put(ino);
+	return err;
+}
+
 static int is_errno(int err)
 {
 	return err == -EIO || err == -EUCLEAN || err == -ENOMEM ||
@@ -394,6 +450,14 @@ static void test_data_fault(struct backend *b, const char *name,
 	if (mode == F_EIO)
 		CHECK(err == -EIO, "%s: read of a file with a bad block: %d, want -EIO",
 		      name, err);
+	if (mode == F_EIO) {
+		unsigned n = 0;
+
+		err = ref_file(img, &files[0], name, &n);
+		CHECK(err == -EIO || (!err && !n), "%s: refs of a file with a "
+		      "bad block: %d, want -EIO (or no encoded extent)", name,
+		      err);
+	}
 	else
 		CHECK(err < 0, "%s: short read: read succeeded (%d)", name, err);
 	for (i = 1; i < NFILES; i++) {
@@ -480,7 +544,7 @@ static void test_image(const char *imgpath, const char *name)
 {
 	struct backend b;
 	ezfs_image *img;
-	unsigned i;
+	unsigned i, nrefs;
 	int err;
 
 	memset(&b, 0, sizeof(b));
@@ -499,6 +563,12 @@ static void test_image(const char *imgpath, const char *name)
 	for (i = 0; i < NFILES; i++)
 		CHECK(!read_file(img, &files[i], name), "%s: read %s", name,
 		      files[i].path);
+	for (i = 0, nrefs = 0; i < NFILES; i++)
+		CHECK(!ref_file(img, &files[i], name, &nrefs), "%s: refs of %s",
+		      name, files[i].path);
+	/* The plain image has no encoded extent; the lz4 ones have some. */
+	CHECK(!strcmp(name, "plain") == !nrefs, "%s: %u extent refs", name,
+	      nrefs);
 	ezfs_image_close(img);
 	CHECK(b.closes == 1, "%s: close called %d times", name, b.closes);
 
