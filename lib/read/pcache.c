@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "read/internal.h"
 #include "engine/engine.h"
@@ -45,6 +46,27 @@ int ezfs_pcache_init(ezfs_image *img, size_t budget)
 	return 0;
 }
 
+/*
+ * A new buffer. Large ones (extents of big pclusters: a 1 MiB pcluster of
+ * text decodes to about 4 MiB) are aligned to 2 MiB and offered to
+ * transparent huge pages: a decode into fresh memory otherwise takes a
+ * page fault per 4 KiB, a tenth of the time of a zstd decode.
+ */
+#define HUGE_SZ (2u << 20)
+static uint8_t *buf_new(size_t len)
+{
+	void *p;
+
+	if (len < HUGE_SZ)
+		return malloc(len);
+	if (posix_memalign(&p, HUGE_SZ, len))
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, len / HUGE_SZ * HUGE_SZ, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
 /* A buffer for len decoded bytes: a spare one that fits (not more than
  * twice as large), else a new one. Called with the lock held. */
 static uint8_t *buf_get(struct pcache *pc, size_t len, size_t *cap)
@@ -67,7 +89,7 @@ static uint8_t *buf_get(struct pcache *pc, size_t len, size_t *cap)
 		return p;
 	}
 	*cap = len ? len : 1;
-	return malloc(*cap);
+	return buf_new(*cap);
 }
 
 /* Keep p as a spare if there is room, else free it. Lock held (or the
