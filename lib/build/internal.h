@@ -152,6 +152,8 @@ struct ezfs_builder {
 	bool chunked;            /* some inode is CHUNK_BASED */
 
 	uint64_t data_start;     /* first data block */
+	uint64_t root_blk;       /* root inode's own block(s) before the
+				  * data when it does not fit in block 0 */
 	uint64_t cursor;         /* next free block */
 	int fd;                  /* output (temp) file */
 	const char *out_path;    /* the image being written, for messages */

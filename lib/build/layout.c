@@ -4,13 +4,14 @@
  *
  * Image layout (all addresses deterministic, independent of thread count):
  *   block 0..      zeros, superblock at 1024, compression configs, shared
- *                  xattrs
+ *                  xattrs, then inodes (meta_blkaddr = 0); a root inode
+ *                  that does not fit there gets the next block(s)
  *   data_start..   file data (flat blocks and pclusters) in inode order
  *   meta..         inodes, each followed by its xattrs, compressed index and
- *                  inline tail; meta_blkaddr = first metadata block - 1 so
- *                  that the root NID is small and non-zero
+ *                  inline tail, largest first into the best-fitting gap;
+ *                  if block 0 cannot be used, meta_blkaddr = first metadata
+ *                  block - 1 so that the root NID is small and non-zero
  *   after meta     full blocks of directories (they need the NIDs)
- * Without any file data the inodes follow the shared xattrs in block 0.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -364,6 +365,34 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
 	return 0;
 }
 
+/*
+ * A root inode that does not fit in block 0 after the superblock gets its
+ * own block(s) right after it, before the data (as mkfs.erofs): then
+ * meta_blkaddr stays 0, the root NID small, and block 0 and the rest of
+ * the root's block still take other inodes.
+ */
+static void reserve_root(struct ezfs_builder *b, uint64_t shared_end)
+{
+	struct binode *root = b->inodes[0];
+	uint64_t gap0 = (shared_end + 31) & ~31ull, nb;
+
+	b->root_blk = 0;
+	if (!S_ISDIR(root->mode))
+		return;
+	root->size = dir_size(b, root);
+	if (root->size > 0xFFFFFFFFull)
+		root->extended = true;
+	plan_flat(b, root, true);
+	if (gap0 + ((root->unit_size + 31) & ~31u) <= b->blksz)
+		return;
+	nb = (root->unit_size + b->blksz - 1) >> b->blkszbits;
+	/* the root NID must fit in 16 bits */
+	if ((b->data_start << b->blkszbits) >> EROFS_ISLOTBITS > 0xFFFF)
+		return;
+	b->root_blk = b->data_start;
+	b->data_start += nb;
+}
+
 int bld_write_data(struct ezfs_builder *b)
 {
 	uint64_t shared_end = b->shared_start + b->shared_len, bytes = 0;
@@ -373,7 +402,6 @@ int bld_write_data(struct ezfs_builder *b)
 	int err = 0;
 
 	b->data_start = (shared_end + b->blksz - 1) >> b->blkszbits;
-	b->cursor = b->data_start;
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
 
@@ -384,6 +412,8 @@ int bld_write_data(struct ezfs_builder *b)
 		if (S_ISREG(in->mode))
 			total_bytes += in->size;
 	}
+	reserve_root(b, shared_end);
+	b->cursor = b->data_start;
 	buf = malloc(COPY_BUF);
 	if (!buf)
 		return -ENOMEM;
@@ -624,29 +654,80 @@ static bool unit_in_one_block(const struct binode *in)
 	return in->tail_len || (in->z && in->z->idata_len);
 }
 
+/* The root at the start of its reserved block(s); the rest is a gap. */
+static int place_root(struct ezfs_builder *b, struct gaps *g)
+{
+	struct binode *root = b->inodes[0];
+	uint64_t end = (b->root_blk << b->blkszbits) +
+		       ((root->unit_size + 31) & ~31u);
+
+	root->meta_off = b->root_blk << b->blkszbits;
+	root->nid = root->meta_off >> EROFS_ISLOTBITS;
+	root->ino32 = 1;
+	if (!(end & (b->blksz - 1)))
+		return 0;
+	return gap_push(g, end >> b->blkszbits,
+			(unsigned)((b->blksz - (end & (b->blksz - 1))) >> 5));
+}
+
+/*
+ * The order units are placed in: the root first, then by size, largest
+ * first (in inode order for equal sizes), so that the small ones fill
+ * what the large ones leave (first fit decreasing: fewer metadata blocks
+ * than in plain inode order).
+ */
+static size_t *place_order(const struct ezfs_builder *b)
+{
+	unsigned nk = BLD_MAX_SLOTS + 2, key;
+	size_t *ord = malloc(b->ninodes * sizeof(*ord)), *cnt, i;
+
+	if (!ord)
+		return NULL;
+	cnt = calloc(nk + 1, sizeof(*cnt));
+	if (!cnt) {
+		free(ord);
+		return NULL;
+	}
+#define PLACE_KEY(in) (((in)->unit_size + 31) >> 5 > BLD_MAX_SLOTS ? 0 : \
+		       nk - (unsigned)(((in)->unit_size + 31) >> 5))
+	ord[0] = 0;
+	for (i = 1; i < b->ninodes; i++)
+		cnt[PLACE_KEY(b->inodes[i]) + 1]++;
+	cnt[0] = 1;
+	for (key = 1; key <= nk; key++)
+		cnt[key] += cnt[key - 1];
+	for (i = 1; i < b->ninodes; i++)
+		ord[cnt[PLACE_KEY(b->inodes[i])]++] = i;
+#undef PLACE_KEY
+	free(cnt);
+	return ord;
+}
+
 /* Assign meta_off/nid to every inode; returns the end of the area. */
 static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 			uint64_t meta_blkaddr, uint64_t *endp)
 {
 	uint64_t pos = base, blksz = b->blksz;
-	size_t i;
-	int r;
+	size_t k, *ord = place_order(b);
+	int r = 0;
 
-	for (i = 0; i < b->ninodes; i++) {
-		struct binode *in = b->inodes[i];
+	if (!ord)
+		return -ENOMEM;
+	for (k = b->root_blk ? 1 : 0; k < b->ninodes; k++) {
+		struct binode *in = b->inodes[ord[k]];
 		uint32_t need = (in->unit_size + 31) & ~31u;
 		uint64_t inblk = pos & (blksz - 1), off;
 
 		r = need <= blksz ? gap_take(g, b->blkszbits, need >> 5, &off) : 0;
 		if (r < 0)
-			return r;
+			break;
 		if (!r) {
 			if (inblk && inblk + need > blksz &&
 			    (need <= blksz || unit_in_one_block(in))) {
 				r = gap_push(g, pos >> b->blkszbits,
 					     (unsigned)((blksz - inblk) >> 5));
 				if (r < 0)
-					return r;
+					break;
 				pos += blksz - inblk;
 			} else if (in->extended && inblk + 64 > blksz) {
 				pos += 32;
@@ -663,34 +744,45 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 		in->meta_off = off;
 		in->nid = (off - (meta_blkaddr << b->blkszbits)) >>
 			  EROFS_ISLOTBITS;
-		in->ino32 = (uint32_t)(i + 1);
+		in->ino32 = (uint32_t)(ord[k] + 1);
+		r = 0;
 	}
+	free(ord);
 	*endp = pos;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 int bld_write_meta(struct ezfs_builder *b)
 {
 	uint64_t shared_end = b->shared_start + b->shared_len;
-	uint64_t base, meta_blkaddr, blk, end = 0, gap0;
+	uint64_t base, meta_blkaddr, blk, end = 0, gap0, early;
 	uint8_t *meta = NULL, *dbuf = NULL, *blk0buf = NULL;
 	struct gaps *g;
 	bool blk0;
 	size_t i;
 	int err = 0;
 
-	/* 1. NIDs: block 0 after the superblock when the root fits there */
+	/*
+	 * 1. NIDs: block 0 after the superblock when the root fits there,
+	 * or the root's own block before the data (reserve_root)
+	 */
 	base = b->cursor << b->blkszbits;
 	gap0 = (shared_end + 31) & ~31ull;
-	blk0 = gap0 + ((b->inodes[0]->unit_size + 31) & ~31u) <= b->blksz;
+	early = b->data_start << b->blkszbits;
+	blk0 = b->root_blk ||
+	       gap0 + ((b->inodes[0]->unit_size + 31) & ~31u) <= b->blksz;
 	meta_blkaddr = blk0 ? 0 : (base - 1) >> b->blkszbits;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
 	g->nslots = b->blksz >> 5;
-	/* block 0 takes inodes whenever NIDs can address it */
-	if (!meta_blkaddr && gap0 < b->blksz)
-		err = gap_push(g, 0, (unsigned)((b->blksz - gap0) >> 5));
+	/* the early blocks take inodes whenever NIDs can address them */
+	if (!meta_blkaddr && (gap0 & (b->blksz - 1)))
+		err = gap_push(g, gap0 >> b->blkszbits,
+			       (unsigned)((b->blksz - (gap0 & (b->blksz - 1))) >>
+					  5));
+	if (!err && b->root_blk)
+		err = place_root(b, g);
 	if (!err)
 		err = place_inodes(b, g, base, meta_blkaddr, &end);
 	gaps_free(g);
@@ -716,7 +808,7 @@ int bld_write_meta(struct ezfs_builder *b)
 
 	/* 3. encode inodes into one metadata buffer, directory blocks */
 	meta = calloc(1, end - base ? end - base : 1);
-	blk0buf = calloc(1, b->blksz);
+	blk0buf = calloc(1, early > gap0 ? early - gap0 : 1);
 	if (!meta || !blk0buf) {
 		free(meta);
 		free(blk0buf);
@@ -724,7 +816,7 @@ int bld_write_meta(struct ezfs_builder *b)
 	}
 	for (i = 0; i < b->ninodes && !err; i++) {
 		struct binode *in = b->inodes[i];
-		uint8_t *p = in->meta_off < base ? blk0buf + in->meta_off :
+		uint8_t *p = in->meta_off < base ? blk0buf + (in->meta_off - gap0) :
 			     meta + (in->meta_off - base);
 		uint32_t hdr = core_size(in) + in->xattr_isize;
 
@@ -777,8 +869,8 @@ int bld_write_meta(struct ezfs_builder *b)
 	free(dbuf);
 	if (!err && end > base)
 		err = bld_pwrite(b, meta, end - base, base);
-	if (!err && !meta_blkaddr && gap0 < b->blksz)
-		err = bld_pwrite(b, blk0buf + gap0, b->blksz - gap0, gap0);
+	if (!err && !meta_blkaddr && early > gap0)
+		err = bld_pwrite(b, blk0buf, early - gap0, gap0);
 	free(meta);
 	free(blk0buf);
 	if (err)
