@@ -389,6 +389,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	struct bzfile *z;
 	struct bsrc src = { .fd = -1 };
 	void *hctx = cctx;
+	uint32_t meta;
 	int err = 0;
 
 	*out = NULL;
@@ -612,8 +613,18 @@ raw:
 	}
 	if (b->p.flags & EZFS_BUILD_48BIT)
 		bld_zext_choose(b, in, z);
-	/* 9.14 step 7: keep a file only if it saves space */
-	if (!mem && z->datalen + z->idx_size + z->idata_len >= size)
+	/*
+	 * 9.14 step 7: keep a file only if it saves space. As in mkfs.erofs
+	 * the index counts as full (8 bytes an lcluster) even when it is
+	 * compact, unless the file has a fragment: a file that compresses
+	 * only a few bytes below its size is stored plain (FLAT_INLINE, read
+	 * without decoding), which takes no more room in the image.
+	 */
+	meta = z->idx_size;
+	if (!z->extents && !z->frag_len &&
+	    meta < bld_zindex_size(b, in, false))
+		meta = bld_zindex_size(b, in, false);
+	if (!mem && z->datalen + meta + z->idata_len >= size)
 		bld_zfile_free(z);
 	else
 		*out = z;
