@@ -42,6 +42,9 @@ struct ezfs_mount_params {
 				  * EZFS_DISPATCH */
 	unsigned dispatch_threads; /* queue:N */
 	int prefetch;            /* 1 (default): sequential-read prefetch */
+	int64_t readahead_kb;    /* the kernel's readahead window: -1 (auto,
+				  * the default): per file, 0: the kernel's,
+				  * else KiB (needs root) */
 	ezfs_log_fn log;         /* NULL: silent */
 	void *log_arg;
 	unsigned verbose;        /* log level threshold: 0 = errors only */
@@ -49,7 +52,7 @@ struct ezfs_mount_params {
 
 typedef struct ezfs_mount ezfs_mount;
 
-/* Defaults: uid = gid = -1, prefetch on, the rest zero. */
+/* Defaults: uid = gid = -1, prefetch on, readahead auto, the rest zero. */
 EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
 
 /*

@@ -81,6 +81,8 @@ struct ezfs_mount {
 	struct itable it;
 	struct prefetcher pf;
 	double timeout;         /* entry and attr timeout, seconds */
+	int ra_fd;              /* read_ahead_kb of the connection, or -1 */
+	uint32_t ra_kernel_kb, ra_cur_kb;
 	struct {                /* counters (ezfs accel stats MNT), atomic */
 		uint64_t reads, reads_direct, stored_bytes, edge_pages,
 			jobs_dropped;
@@ -103,6 +105,7 @@ struct mfile {
 	struct { uint64_t from, to; } recent[4];
 	unsigned recent_next;
 	bool compressed;
+	bool small;             /* small extents: no store-ahead (pf_open) */
 };
 
 /* FUSE inode numbers: the root is FUSE_ROOT_ID, every other nid + 2. */
@@ -158,12 +161,21 @@ void edge_destroy(struct edge_table *t);
 void edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
 		uint64_t from, uint64_t to);
 
+/* readahead.c: the kernel's readahead window (readahead=) */
+void ra_init(struct ezfs_mount *m);
+void ra_set(struct ezfs_mount *m, uint32_t kb);
+/* Before the open reply: the window for f (readahead=auto). */
+void ra_open(struct ezfs_mount *m, const struct mfile *f);
+void ra_fini(struct ezfs_mount *m);
+
 /* prefetch.c */
 int pf_start(struct ezfs_mount *m);
 /* Drop the queue, let the running jobs end, join the helpers. A job may
  * wait for a page whose read is in flight: call it while requests are
  * still answered (session.c). */
 void pf_stop(struct ezfs_mount *m);
+/* A file opened: how to read it ahead (mount option readahead). */
+void pf_open(struct ezfs_mount *m, struct mfile *f);
 /* Answer a read of [off, off + len) of f straight from the
  * decoded-pcluster cache and queue the rest of its extents for the page
  * cache; false (nothing done) unless all of it lies in encoded extents. */

@@ -246,6 +246,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f->compressed = es.layout == EZFS_LAYOUT_COMPRESSED_FULL ||
 			es.layout == EZFS_LAYOUT_COMPRESSED_COMPACT;
 	pthread_mutex_init(&f->lock, NULL);
+	pf_open(m, f);
+	ra_open(m, f);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 1;
 	fi->noflush = 1;

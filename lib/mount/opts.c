@@ -14,6 +14,7 @@ void ezfs_mount_params_init(struct ezfs_mount_params *p)
 	p->uid = -1;
 	p->gid = -1;
 	p->prefetch = 1;
+	p->readahead_kb = -1;
 	p->dispatch = -1;
 }
 
@@ -142,6 +143,15 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 			return fail(err, errsize, "bad prefetch '%s' (0 or 1)",
 				    val);
 		p->prefetch = val[0] == '1';
+	} else if (!strcmp(opt, "readahead")) {
+		NEED_VAL();
+		if (!strcmp(val, "auto"))
+			p->readahead_kb = -1;
+		else if (parse_size(val, true, &v) || v > (256ull << 20))
+			return fail(err, errsize, "bad readahead '%s' (auto, "
+				    "or a size up to 256M)", val);
+		else
+			p->readahead_kb = (int64_t)((v + 1023) >> 10);
 	} else if (!strcmp(opt, "rw")) {
 		return fail(err, errsize, "option 'rw': ezfs mounts are "
 			    "read-only");

@@ -95,6 +95,7 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 		return -ENOMEM;
 	m->p = *p;
 	m->timeout = MNT_TIMEOUT;
+	m->ra_fd = -1;
 	/* Absolute paths: daemonizing changes the directory to /. */
 	m->image_path = realpath(p->image, NULL);
 	m->mountpoint = realpath(p->mountpoint, NULL);
@@ -155,6 +156,7 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 		goto fail;
 	}
 	m->mounted = true;
+	ra_init(m);
 	*out = m;
 	return 0;
 fail:
@@ -310,6 +312,7 @@ void ezfs_mount_destroy(ezfs_mount *m)
 		fuse_session_destroy(m->se);
 	}
 	it_destroy(&m->it);
+	ra_fini(m);
 	ezfs_image_close(m->img);
 	free(m->image_path);
 	free(m->mountpoint);

@@ -124,7 +124,7 @@ limg=${EZFS_OPT_IMAGE:-zstd-256k}
 	limg=$(basename "$(ls "$FIX"/*.img.zst | head -n 1)" .img.zst)
 [ -f "$TMP/$limg.img" ] || unpack "$limg"
 IMG=$TMP/$limg.img
-for bad in bogus cache=12X threads=0 dispatch=fast accel=Bad! rw uid=x; do
+for bad in bogus cache=12X threads=0 dispatch=fast accel=Bad! rw uid=x readahead=1Z; do
 	"$EZFS" mount -o "$bad" "$IMG" "$MP" >"$TMP/o.out" 2>"$TMP/o.err"
 	rc=$?
 	if [ $rc = 2 ] && [ "$(wc -l <"$TMP/o.err")" = 1 ] &&
@@ -136,8 +136,11 @@ for bad in bogus cache=12X threads=0 dispatch=fast accel=Bad! rw uid=x; do
 done
 
 # --- options that must be accepted; SIGTERM unmounts cleanly --------------
-if start "$IMG" "$TMP/opts.log" -s -o cache=8M,threads=4,uid=123,gid=456,accel=deflate=isal+libdeflate,dispatch=percpu,ro; then
+if start "$IMG" "$TMP/opts.log" -s -o cache=8M,threads=4,uid=123,gid=456,accel=deflate=isal+libdeflate,dispatch=percpu,readahead=2M,ro; then
 	t_expect "uid=/gid= override" test "$(stat -c %u:%g "$MP")" = 123:456
+	ra=/sys/class/bdi/$(mountpoint -d "$MP")/read_ahead_kb
+	head -c 1 "$(find "$MP" -type f | head -n 1)" >/dev/null
+	t_expect "readahead=2M: the kernel's window is 2048 KiB once a file is open" test "$(cat "$ra")" = 2048
 	t_expect "statfs: namemax 255, read-only" \
 		test "$(stat -f -c %l "$MP")" = 255
 	kill -TERM "$PID"
