@@ -10,7 +10,8 @@
  * headers), so neighbours in the packed stream compress better than in
  * the breadth-first inode order (mkfs.erofs 1.9.3 uses the same order).
  * A fragment equal to the end of an earlier one points into it instead
- * of being appended. The order depends only on the tree, never on the
+ * of being appended; a whole-file fragment that only ends like an earlier
+ * one may keep just its head (fragnear.c). The order depends only on the tree, never on the
  * number of workers.
  */
 #include <errno.h>
@@ -81,6 +82,17 @@ static int packed_append(struct ezfs_builder *b, const uint8_t *p,
 	return 0;
 }
 
+/* Length of the longest common end of a[0, alen) and f[0, flen). */
+static uint64_t common_end(const uint8_t *a, uint64_t alen, const uint8_t *f,
+			   uint64_t flen)
+{
+	uint64_t n = alen < flen ? alen : flen, l = 0;
+
+	while (l < n && a[alen - 1 - l] == f[flen - 1 - l])
+		l++;
+	return l;
+}
+
 /*
  * Put z's fragment into the packed inode, or point it at identical packed
  * bytes: the end of an earlier fragment with the same last bytes.
@@ -89,6 +101,7 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 		      struct bzfile *z)
 {
 	uint32_t crc = frag_key(z->frag, z->frag_len), idx = z->idx_size;
+	uint64_t best = 0, bend = 0;
 	struct fragent *t;
 	size_t h;
 	int err;
@@ -101,9 +114,20 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 	t = b->fragtab;
 	for (h = crc & (b->fragtab_cap - 1); t[h].used;
 	     h = (h + 1) & (b->fragtab_cap - 1)) {
-		uint64_t off;
+		uint64_t off, l;
 
-		if (t[h].crc != crc || t[h].len < z->frag_len ||
+		if (t[h].crc != crc)
+			continue;
+		if (t[h].len >= FRAG_HASHLEN && z->frag_len > FRAG_HASHLEN) {
+			/* the longest common end, for near-copies */
+			l = common_end(b->packed + t[h].off, t[h].len,
+				       z->frag, z->frag_len);
+			if (l > best) {
+				best = l;
+				bend = t[h].off + t[h].len;
+			}
+		}
+		if (t[h].len < z->frag_len ||
 		    (z->frag_len < FRAG_HASHLEN && t[h].len != z->frag_len))
 			continue;
 		off = t[h].off + t[h].len - z->frag_len;
@@ -111,6 +135,13 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 			z->fragoff = off;
 			goto done;
 		}
+	}
+	if (best >= b->blksz) {
+		err = bld_frag_near(b, in, z, bend, best);
+		if (err < 0)
+			return err;
+		if (err)
+			goto done;
 	}
 	z->fragoff = b->packed_len;
 	err = packed_append(b, z->frag, z->frag_len);
@@ -222,6 +253,9 @@ int bld_frags_place(struct ezfs_builder *b)
 		if (S_ISREG(in->mode) && in->z && in->z->frag)
 			err = place_frag(b, in, in->z);
 	}
+	if (b->fragcctx)
+		bld_cctx_free(b, b->fragcctx);
+	b->fragcctx = NULL;
 	free(b->fragtab);
 	b->fragtab = NULL;
 	b->fragtab_cap = b->fragtab_n = 0;

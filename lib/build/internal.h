@@ -146,6 +146,7 @@ struct ezfs_builder {
 	uint64_t packed_len, packed_cap;
 	void *fragtab;
 	size_t fragtab_cap, fragtab_n;
+	void *fragcctx;          /* writer's codec contexts (fragnear.c) */
 	struct binode *packed_inode;
 	void *dedupe;            /* dedupe.c table */
 	bool deduped;            /* some pcluster is shared (DEDUPE bit) */
@@ -222,6 +223,10 @@ int bld_write_data(struct ezfs_builder *b);
 /* fragments.c: put every file's pending z->frag into b->packed, in
  * depth-first tree order (after all files are compressed) */
 int bld_frags_place(struct ezfs_builder *b);
+/* fragnear.c: a whole-file fragment whose last `matched` bytes end the
+ * packed bytes at cend: 1 if its head became pclusters, 0 if not */
+int bld_frag_near(struct ezfs_builder *b, struct binode *in,
+		  struct bzfile *z, uint64_t cend, uint64_t matched);
 int bld_write_meta(struct ezfs_builder *b);
 
 /* super.c */
