@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# mkfs-layout.sh - size choices of ezfs mkfs pinned on a crafted tree:
+#  - a file a few bytes over a block whose compression saves less than a
+#    full index is stored plain with an inline tail (as mkfs.erofs);
+#  - a root directory too large for block 0 gets block 1: meta_blkaddr 0,
+#    root NID 128, and block 0 still holds inodes;
+#  - -E fragments: a whole-file near-copy of an earlier fragment keeps its
+#    head in a pcluster and points its tail into the packed inode;
+#  - the image is the same for --workers 1 and 2, and reads back whole.
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+
+. "$(dirname "$0")/../lib.sh"
+t_init
+t_need_cmd python3
+t_need_cmd cmp
+KMOUNT=0
+t_can_kmount && KMOUNT=1
+
+tree=$TMP/tree
+python3 - "$tree" <<'EOF' || { t_fail "crafting the tree"; t_done; }
+import os, random, sys
+root = sys.argv[1]
+os.makedirs(root + "/n")
+rnd = random.Random(7)
+words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz")
+                 for _ in range(rnd.randint(2, 9))) for _ in range(4000)]
+def text(n, seed):
+    r = random.Random(seed)
+    out = []
+    size = 0
+    while size < n:
+        w = r.choice(words) + (" " if r.random() < 0.9 else "\n")
+        out.append(w)
+        size += len(w)
+    return "".join(out)[:n].encode()
+# compresses, but by less than a full index would take
+line = b"".join(b"%06d some text that compresses\n" % i for i in range(200))
+open(root + "/small4127", "wb").write(line[:4127])
+# a root directory of 3.3 KiB: one block, too large for block 0
+for i in range(88):
+    open(root + "/entry_with_a_long_name_%03d" % i, "wb").write(b"x")
+# a, then 150 KiB of other text, then b: a's last 36 KiB after a new head
+a = text(40000, 1)
+open(root + "/n/a.dts", "wb").write(a)
+for i in range(3):
+    open(root + "/n/f%d.dts" % i, "wb").write(text(50000, 10 + i))
+open(root + "/n/z.dts", "wb").write(text(2500, 99) + a[-36000:])
+EOF
+
+mk() { "$EZFS" mkfs -q --no-fsync -T0 -U 00000000-0000-0000-0000-000000000001 "$@"; }
+field() { awk -v k="$1" '$0 ~ "^"k":" {print $NF; exit}'; }
+
+t_manifest "$tree" --no-times >"$TMP/src.json"
+for w in 1 2; do
+	t_run mkfs$w mk --workers=$w -z lz4hc,12 -C 65536 "$TMP/p$w.img" "$tree"
+	[ "$RC" = 0 ] || t_fail "mkfs --workers=$w rc=$RC: $(head -c 300 "$ERR")"
+	t_run mkfsf$w mk --workers=$w -z lz4hc,12 -C 65536 -E ztailpacking,fragments \
+		"$TMP/f$w.img" "$tree"
+	[ "$RC" = 0 ] || t_fail "mkfs -E fragments --workers=$w rc=$RC: $(head -c 300 "$ERR")"
+done
+t_expect "same image for --workers 1 and 2" cmp -s "$TMP/p1.img" "$TMP/p2.img"
+t_expect "same image for --workers 1 and 2 (-E fragments)" \
+	cmp -s "$TMP/f1.img" "$TMP/f2.img"
+t_check_image "plain" "$TMP/p1.img" "$TMP/src.json" --no-times
+t_check_image "fragments" "$TMP/f1.img" "$TMP/src.json" --no-times
+
+# the 4127-byte file: one plain block and a 31-byte inline tail
+layout=$("$EZFS" stat "$TMP/p1.img" /small4127 | field Layout)
+if [ "$layout" = flat_inline ]; then
+	t_pass "4127-byte file stored plain with an inline tail"
+else
+	t_fail "4127-byte file: layout '$layout', want flat_inline"
+fi
+
+# the root in block 1, block 0 used too
+"$EZFS" info "$TMP/p1.img" >"$TMP/info" 2>&1
+meta=$(field "Meta blkaddr" <"$TMP/info")
+rootnid=$(field "Root nid" <"$TMP/info")
+if [ "$meta" = 0 ] && [ "$rootnid" = 128 ]; then
+	t_pass "large root: meta_blkaddr 0, root nid 128"
+else
+	t_fail "large root: meta_blkaddr '$meta', root nid '$rootnid'"
+fi
+low=$("$EZFS" stat "$TMP/p1.img" /n | field Nid)
+for f in /small4127 /n/a.dts /entry_with_a_long_name_000; do
+	n=$("$EZFS" stat "$TMP/p1.img" "$f" | field Nid)
+	[ "$n" -lt "$low" ] && low=$n
+done
+if [ "$low" -lt 128 ]; then
+	t_pass "block 0 holds inodes (nid $low)"
+else
+	t_fail "block 0 holds no inode (lowest nid seen $low)"
+fi
+
+# the near-copy: a pcluster for its head, the rest a fragment
+"$EZFS" stat -e "$TMP/f1.img" /n/z.dts >"$TMP/z.txt"
+if grep -q 'encoded' "$TMP/z.txt" && grep -q 'fragment' "$TMP/z.txt"; then
+	t_pass "near-copy: head in a pcluster, tail in the packed inode"
+else
+	t_fail "near-copy: $(tr '\n' ' ' <"$TMP/z.txt" | tail -c 300)"
+fi
+t_done
