@@ -21,6 +21,7 @@ struct mnode {
 	uint64_t nlookup;       /* kernel references (lookup counts) */
 	unsigned pins;          /* requests and open files using it */
 	int err_logged;         /* a read error was logged for it */
+	struct stored_set *stored; /* extents stored (stored.c) */
 };
 
 /* nid -> mnode, with lookup counts; thread-safe. */
@@ -82,6 +83,7 @@ struct ezfs_mount {
 	struct prefetcher pf;
 	double timeout;         /* entry and attr timeout, seconds */
 	int ra_fd;              /* read_ahead_kb of the connection, or -1 */
+	pthread_mutex_t st_lock; /* the inodes' stored sets */
 	uint32_t ra_kernel_kb, ra_cur_kb;
 	struct {                /* counters (ezfs accel stats MNT), atomic */
 		uint64_t reads, reads_direct, stored_bytes, edge_pages,
@@ -160,6 +162,11 @@ void edge_destroy(struct edge_table *t);
  * pages at once, partial ones once the rest of them has come too. */
 void edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
 		uint64_t from, uint64_t to);
+
+/* stored.c: extents of an inode put into the page cache. Mark the one
+ * starting at off; true if it was marked before. */
+bool st_mark(struct ezfs_mount *m, struct mnode *n, uint64_t off);
+void st_free(struct mnode *n);
 
 /* readahead.c: the kernel's readahead window (readahead=) */
 void ra_init(struct ezfs_mount *m);

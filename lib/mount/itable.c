@@ -36,6 +36,7 @@ void it_destroy(struct itable *it)
 		for (; n; n = next) {
 			next = n->next;
 			ezfs_inode_put(n->ino);
+			st_free(n);
 			free(n);
 		}
 	}
@@ -163,6 +164,7 @@ static void free_node(struct mnode *n)
 	if (!n)
 		return;
 	ezfs_inode_put(n->ino);
+	st_free(n);
 	free(n);
 }
 

@@ -96,6 +96,7 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	m->p = *p;
 	m->timeout = MNT_TIMEOUT;
 	m->ra_fd = -1;
+	pthread_mutex_init(&m->st_lock, NULL);
 	/* Absolute paths: daemonizing changes the directory to /. */
 	m->image_path = realpath(p->image, NULL);
 	m->mountpoint = realpath(p->mountpoint, NULL);
@@ -316,6 +317,7 @@ void ezfs_mount_destroy(ezfs_mount *m)
 	ezfs_image_close(m->img);
 	free(m->image_path);
 	free(m->mountpoint);
+	pthread_mutex_destroy(&m->st_lock);
 	free(m);
 }
 
