@@ -15,7 +15,7 @@
 #include "internal.h"
 
 #define ST_MIN 64
-#define ST_MAX (1u << 16)
+#define ST_MAX (1u << 14)
 
 struct stored_set {
 	uint32_t cap, n;
