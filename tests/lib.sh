@@ -25,6 +25,8 @@ t_init() {
 	T_FAILS=0
 	T_PASSES=0
 	T_MOUNTS=()
+	T_PIDS=()
+	MP=
 	TMP=$(mktemp -d "${TMPDIR:-/tmp}/ezfs-test.XXXXXX")
 	trap t_cleanup EXIT
 	trap 'exit 130' INT TERM
@@ -34,7 +36,11 @@ t_init() {
 t_cleanup() {
 	local m
 	for m in "${T_MOUNTS[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && umount "$m" 2>/dev/null
+		mountpoint -q "$m" 2>/dev/null &&
+			{ umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; }
+	done
+	for m in "${T_PIDS[@]}"; do
+		kill "$m" 2>/dev/null
 	done
 	if [ -n "${EZFS_KEEP:-}" ]; then
 		echo "kept: $TMP"
@@ -154,6 +160,37 @@ t_need_fuse() {
 	*usage:*) ;;
 	*) echo "FAIL: 'ezfs mount' is not there: $help"; exit 1 ;;
 	esac
+}
+
+# t_fuse_start IMG LOG [MOUNT ARGS...]: `ezfs mount -f` of IMG on $MP
+# (default $TMP/mnt; made, and unmounted at exit) in the background, its
+# stderr in LOG; sets PID (killed at exit). Fails, with a line, unless it is
+# mounted within 10 s.
+t_fuse_start() {
+	local img=$1 log=$2 i
+	shift 2
+	MP=${MP:-$TMP/mnt}
+	mkdir -p "$MP"
+	T_MOUNTS+=("$MP")
+	"$EZFS" mount -f "$@" "$img" "$MP" 2>"$log" &
+	PID=$!
+	T_PIDS+=("$PID")
+	for i in $(seq 100); do
+		mountpoint -q "$MP" && return 0
+		kill -0 "$PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "  mount failed: $(head -c 300 "$log")"
+	return 1
+}
+
+# t_fuse_stop: ezfs umount $MP; true if it is gone and the daemon exited 0.
+t_fuse_stop() {
+	local rc=0
+	"$EZFS" umount "$MP" || rc=1
+	wait "$PID" || rc=1
+	mountpoint -q "$MP" && rc=1
+	return $rc
 }
 
 # t_need_make_tree: what the tests building make_tree.py trees need: the

@@ -17,24 +17,9 @@ t_fixture_unpack deflate-16k || t_done
 FILE=big/text_3m
 unset EZFS_ACCEL EZFS_DISPATCH EZFS_STRICT_ACCEL
 
-MP=$TMP/mnt
-mkdir -p "$MP"
-T_MOUNTS+=("$MP")
 # no prefetch and no pcluster cache: every read decodes in the daemon
-"$EZFS" mount -f -o prefetch=0,cache=4K "$img" "$MP" 2>"$TMP/daemon.log" &
-PID=$!
-cleanup() {
-	mountpoint -q "$MP" 2>/dev/null && umount -l "$MP" 2>/dev/null
-	kill "$PID" 2>/dev/null
-	t_cleanup
-}
-trap cleanup EXIT
-for _ in $(seq 100); do
-	mountpoint -q "$MP" && break
-	kill -0 "$PID" 2>/dev/null || break
-	sleep 0.1
-done
-mountpoint -q "$MP" || { t_fail "mount: $(head -c 300 "$TMP/daemon.log")"; exit 1; }
+t_fuse_start "$img" "$TMP/daemon.log" -o prefetch=0,cache=4K ||
+	{ t_fail "mount"; exit 1; }
 
 # requests of ENGINE in `ezfs accel stats MNT` (0 when not listed)
 requests() { awk -v e="$1" '$1 == e {print $3; f = 1} END {if (!f) print 0}' "$OUT"; }
@@ -78,6 +63,5 @@ if command -v setpriv >/dev/null; then
 	t_expect "another user cannot switch: exit 1" [ "$RC" -eq 1 ]
 fi
 
-"$EZFS" umount "$MP" || t_fail "umount"
-wait "$PID" || t_fail "daemon exit status"
+t_expect "umount, daemon exits 0" t_fuse_stop
 t_done

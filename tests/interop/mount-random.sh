@@ -20,16 +20,7 @@ t_need_fuse
 t_need_cmd python3
 unset EZFS_ACCEL EZFS_DISPATCH EZFS_STRICT_ACCEL
 
-MP=$TMP/mnt
-mkdir -p "$MP" "$TMP/src"
-T_MOUNTS+=("$MP")
-PID=
-cleanup() {
-	mountpoint -q "$MP" 2>/dev/null && umount -l "$MP" 2>/dev/null
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null
-	t_cleanup
-}
-trap cleanup EXIT
+mkdir -p "$TMP/src"
 
 # Deterministic text: words of a small vocabulary, ratio ~0.3 with deflate.
 python3 - "$TMP/src/text" <<'EOF'
@@ -50,14 +41,7 @@ t_run mkfs "$EZFS" mkfs -q -z deflate -C 65536 "$img" "$TMP/src"
 extents=$("$EZFS" stat -e "$img" /text | awk '/ extents, /{print $2}')
 [ "${extents:-0}" -gt 20 ] || { t_fail "image has ${extents:-no} extents"; t_done; }
 
-"$EZFS" mount -f "$img" "$MP" 2>"$TMP/daemon.log" &
-PID=$!
-for _ in $(seq 100); do
-	mountpoint -q "$MP" && break
-	kill -0 "$PID" 2>/dev/null || break
-	sleep 0.1
-done
-mountpoint -q "$MP" || { t_fail "mount: $(head -c 300 "$TMP/daemon.log")"; t_done; }
+t_fuse_start "$img" "$TMP/daemon.log" || { t_fail "mount"; t_done; }
 sync
 echo 3 >/proc/sys/vm/drop_caches
 
@@ -90,8 +74,5 @@ t_expect "decodes ($decodes) at most $limit" [ "$decodes" -le "$limit" -a "$deco
 t_expect "edge pages joined (${edges:-?})" [ "${edges:-0}" -gt 0 ]
 t_expect "reads answered from the cache without a copy" [ "${direct:--1}" = "${reads:-}" ]
 
-"$EZFS" umount "$MP"
-wait "$PID"
-t_expect "umount, daemon exits 0" [ $? = 0 ]
-PID=
+t_expect "umount, daemon exits 0" t_fuse_stop
 t_done

@@ -43,16 +43,6 @@ SECS=${STRESS_SECONDS:-10}
 CACHE=${STRESS_CACHE:-8M}
 ALG=${STRESS_ALG:-lz4hc,level=4}
 THREADS=${STRESS_THREADS:-8}
-MP=$TMP/mnt
-mkdir -p "$MP"
-T_MOUNTS+=("$MP")
-PID=
-cleanup() {
-	mountpoint -q "$MP" 2>/dev/null && umount -l "$MP" 2>/dev/null
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null
-	t_cleanup
-}
-trap cleanup EXIT
 
 # --- the tree and its image ------------------------------------------------
 tree=$TMP/tree
@@ -83,15 +73,9 @@ fi
 nfiles=$(find "$tree" -type f | wc -l)
 echo "tree: $nfiles files, $(du -sm "$tree" | cut -f1) MiB; image $ALG, 64K pclusters"
 
-"$EZFS" mount -f -o "cache=$CACHE,threads=$THREADS${STRESS_OPTS:+,$STRESS_OPTS}" "$img" "$MP" 2>"$TMP/mount.log" &
-PID=$!
-for _ in $(seq 100); do
-	mountpoint -q "$MP" && break
-	kill -0 "$PID" 2>/dev/null || break
-	sleep 0.1
-done
-if ! mountpoint -q "$MP"; then
-	echo "FAIL: mount: $(head -c 300 "$TMP/mount.log")"
+if ! t_fuse_start "$img" "$TMP/mount.log" \
+	-o "cache=$CACHE,threads=$THREADS${STRESS_OPTS:+,$STRESS_OPTS}"; then
+	echo "FAIL: mount"
 	exit 1
 fi
 rss_kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$PID/status"; }
@@ -225,9 +209,5 @@ else
 fi
 
 # --- clean stop ----------------------------------------------------------------
-"$EZFS" umount "$MP"
-wait "$PID"
-rc=$?
-PID=
-t_expect "umount, daemon exits 0" test $rc = 0
+t_expect "umount, daemon exits 0" t_fuse_stop
 t_done

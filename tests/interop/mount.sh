@@ -16,53 +16,9 @@ t_need_fuse
 t_need_cmd python3 zstd
 FIX=$SHARED/fixtures
 ls "$FIX"/*.img.zst >/dev/null 2>&1 || t_skip "no fixtures in $FIX"
-
 MP=$TMP/mnt
 mkdir -p "$MP"
 T_MOUNTS+=("$MP")
-PIDS=()
-cleanup() {
-	local p
-	mountpoint -q "$MP" 2>/dev/null && umount -l "$MP" 2>/dev/null
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	t_cleanup
-}
-trap cleanup EXIT
-
-# wait_mounted PID: until $MP is a mount point (10 s); fails if PID died.
-wait_mounted() {
-	local i
-	for i in $(seq 100); do
-		mountpoint -q "$MP" && return 0
-		[ -n "$1" ] && ! kill -0 "$1" 2>/dev/null && return 1
-		sleep 0.1
-	done
-	return 1
-}
-
-# start IMG LOG [OPTS...]: ezfs mount -f in the background; sets PID.
-start() {
-	local img=$1 log=$2
-	shift 2
-	"$EZFS" mount -f "$@" "$img" "$MP" 2>"$log" &
-	PID=$!
-	PIDS+=("$PID")
-	if ! wait_mounted "$PID"; then
-		echo "  mount failed: $(head -c 300 "$log")"
-		return 1
-	fi
-}
-
-# stop: ezfs umount, then the daemon must exit 0.
-stop() {
-	local rc=0
-	"$EZFS" umount "$MP" || rc=1
-	wait "$PID" || rc=1
-	mountpoint -q "$MP" && rc=1
-	return $rc
-}
 
 unpack() { zstd -q -d -f "$FIX/$1.img.zst" -o "$TMP/$1.img"; }
 
@@ -70,7 +26,7 @@ unpack() { zstd -q -d -f "$FIX/$1.img.zst" -o "$TMP/$1.img"; }
 for z in "$FIX"/*.img.zst; do
 	n=$(basename "$z" .img.zst)
 	unpack "$n"
-	if ! start "$TMP/$n.img" "$TMP/$n.log"; then
+	if ! t_fuse_start "$TMP/$n.img" "$TMP/$n.log"; then
 		t_fail "$n: mount"
 		continue
 	fi
@@ -82,7 +38,7 @@ for z in "$FIX"/*.img.zst; do
 		diff "$FIX/$n.manifest.jsonl" "$TMP/$n.got" | head -n 10
 		head -n 3 "$TMP/$n.err"
 	fi
-	t_expect "$n: umount, daemon exits 0" stop
+	t_expect "$n: umount, daemon exits 0" t_fuse_stop
 	[ "$n" = "${EZFS_OPT_IMAGE:-zstd-256k}" ] || rm -f "$TMP/$n.img"
 done
 
@@ -100,7 +56,7 @@ if [ -f "$MKTREE" ] && python3 "$MKTREE" 5 "$TMP/rt" --small >/dev/null; then
 			t_fail "$name: mkfs: $(head -c 300 "$TMP/rt.err")"
 			continue
 		fi
-		if ! start "$TMP/rt.img" "$TMP/rt.log"; then
+		if ! t_fuse_start "$TMP/rt.img" "$TMP/rt.log"; then
 			t_fail "$name: mount"
 			continue
 		fi
@@ -111,7 +67,7 @@ if [ -f "$MKTREE" ] && python3 "$MKTREE" 5 "$TMP/rt" --small >/dev/null; then
 			t_fail "$name: manifest through the mount"
 			diff "$TMP/rt.want" "$TMP/rt.got" | head -n 10
 		fi
-		t_expect "$name: umount, daemon exits 0" stop
+		t_expect "$name: umount, daemon exits 0" t_fuse_stop
 	done
 	rm -rf "$TMP/rt" "$TMP/rt.img"
 else
@@ -136,7 +92,7 @@ for bad in bogus cache=12X threads=0 dispatch=fast accel=Bad! rw uid=x readahead
 done
 
 # --- options that must be accepted; SIGTERM unmounts cleanly --------------
-if start "$IMG" "$TMP/opts.log" -s -o cache=8M,threads=4,uid=123,gid=456,accel=deflate=isal+libdeflate,dispatch=percpu,readahead=2M,ro; then
+if t_fuse_start "$IMG" "$TMP/opts.log" -s -o cache=8M,threads=4,uid=123,gid=456,accel=deflate=isal+libdeflate,dispatch=percpu,readahead=2M,ro; then
 	t_expect "uid=/gid= override" test "$(stat -c %u:%g "$MP")" = 123:456
 	ra=/sys/class/bdi/$(mountpoint -d "$MP")/read_ahead_kb
 	head -c 1 "$(find "$MP" -type f | head -n 1)" >/dev/null
@@ -179,7 +135,7 @@ with open(sys.argv[1], "r+b") as f:
     f.seek(int(sys.argv[2]))
     f.write(b"\xff" * 4096)
 PY
-		if start "$cimg" "$TMP/c.log" -o prefetch=0; then
+		if t_fuse_start "$cimg" "$TMP/c.log" -o prefetch=0; then
 			cat "$MP/big/text_3m" >/dev/null 2>"$TMP/c1.err"
 			c1=$?
 			cat "$MP/big/text_3m" >/dev/null 2>/dev/null
@@ -193,7 +149,7 @@ for l in open(sys.argv[1]):
 			t_expect "still serving other files" test "$got" = "$want"
 			nl=$(grep -c "nid" "$TMP/c.log")
 			t_expect "one log line naming the inode ($(head -n 1 "$TMP/c.log"))" test "$nl" = 1
-			t_expect "corrupt image: umount" stop
+			t_expect "corrupt image: umount" t_fuse_stop
 		else
 			t_fail "corrupt image: mount"
 		fi
