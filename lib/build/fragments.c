@@ -171,8 +171,9 @@ static bool is_dot(const struct bdentry *d)
 				     (d->namelen == 2 && d->name[1] == '.'));
 }
 
-/* Place the pending fragments of the regular files in dir. */
-static int place_dir_files(struct ezfs_builder *b, const struct binode *dir)
+/* Call fn for each regular file in dir (skipping "." and ".."). */
+static int walk_dir_files(struct ezfs_builder *b, const struct binode *dir,
+			  bld_file_fn fn, void *arg)
 {
 	unsigned i;
 	int err;
@@ -180,17 +181,22 @@ static int place_dir_files(struct ezfs_builder *b, const struct binode *dir)
 	for (i = 0; i < dir->ndents; i++) {
 		struct binode *in = dir->dents[i].inode;
 
-		if (is_dot(&dir->dents[i]) || !S_ISREG(in->mode) || !in->z ||
-		    !in->z->frag)
-			continue;	/* hard links: placed on the first visit */
-		err = place_frag(b, in, in->z);
+		if (is_dot(&dir->dents[i]) || !S_ISREG(in->mode))
+			continue;
+		err = fn(b, in, arg);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-int bld_frags_place(struct ezfs_builder *b)
+/*
+ * Call fn for every regular file in depth-first tree order (the files of
+ * a directory in name order, then each subdirectory with its subtree),
+ * then for all regular files in inode order (what the walk did not reach;
+ * fn skips what it has seen, and hard links come more than once).
+ */
+int bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg)
 {
 	struct fstack {
 		const struct binode *dir;
@@ -199,11 +205,10 @@ int bld_frags_place(struct ezfs_builder *b)
 	size_t sp = 0, cap = 0, i;
 	int err;
 
-	if (!b->ninodes || !(b->p.flags & (EZFS_BUILD_FRAGMENTS |
-					   EZFS_BUILD_ALL_FRAGMENTS)))
+	if (!b->ninodes)
 		return 0;
 	/* an explicit stack: the tree may be deep */
-	err = place_dir_files(b, b->inodes[0]);
+	err = walk_dir_files(b, b->inodes[0], fn, arg);
 	if (!err && S_ISDIR(b->inodes[0]->mode)) {
 		st = malloc(16 * sizeof(*st));
 		cap = 16;
@@ -228,11 +233,11 @@ int bld_frags_place(struct ezfs_builder *b)
 			sp--;
 			continue;
 		}
-		err = place_dir_files(b, d);
+		err = walk_dir_files(b, d, fn, arg);
 		if (err)
 			break;
 		if (sp > b->ninodes)
-			break;	/* not a tree: the pass below places the rest */
+			break;	/* not a tree: the pass below takes the rest */
 		if (sp == cap) {
 			struct fstack *ns = realloc(st, 2 * cap * sizeof(*ns));
 
@@ -246,13 +251,28 @@ int bld_frags_place(struct ezfs_builder *b)
 		st[sp++] = (struct fstack){ d, 0 };
 	}
 	free(st);
-	/* whatever the walk did not reach, in inode order */
-	for (i = 0; !err && i < b->ninodes; i++) {
-		struct binode *in = b->inodes[i];
+	for (i = 0; !err && i < b->ninodes; i++)
+		if (S_ISREG(b->inodes[i]->mode))
+			err = fn(b, b->inodes[i], arg);
+	return err;
+}
 
-		if (S_ISREG(in->mode) && in->z && in->z->frag)
-			err = place_frag(b, in, in->z);
-	}
+/* A file's pending fragment (hard links: placed on the first visit). */
+static int place_one(struct ezfs_builder *b, struct binode *in, void *arg)
+{
+	(void)arg;
+	if (!in->z || !in->z->frag)
+		return 0;
+	return place_frag(b, in, in->z);
+}
+
+int bld_frags_place(struct ezfs_builder *b)
+{
+	int err;
+
+	if (!(b->p.flags & (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS)))
+		return 0;
+	err = bld_files_dfs(b, place_one, NULL);
 	if (b->fragcctx)
 		bld_cctx_free(b, b->fragcctx);
 	b->fragcctx = NULL;

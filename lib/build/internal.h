@@ -223,6 +223,11 @@ int bld_write_data(struct ezfs_builder *b);
 /* fragments.c: put every file's pending z->frag into b->packed, in
  * depth-first tree order (after all files are compressed) */
 int bld_frags_place(struct ezfs_builder *b);
+/* every regular file in the fragments' depth-first order, then all in
+ * inode order again (fn must skip what it has seen) */
+typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,
+			   void *arg);
+int bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg);
 /* fragnear.c: a whole-file fragment whose last `matched` bytes end the
  * packed bytes at cend: 1 if its head became pclusters, 0 if not */
 int bld_frag_near(struct ezfs_builder *b, struct binode *in,
