@@ -64,14 +64,47 @@ static void opt_escape(char *dst, size_t size, const char *src)
 	dst[i] = '\0';
 }
 
+/* fusermount3 on the PATH (or in /bin, /usr/bin): what auto_unmount
+ * needs. */
+static bool have_fusermount(void)
+{
+	const char *path = getenv("PATH");
+	char dir[PATH_MAX], file[PATH_MAX + 16];
+	const char *p, *e;
+
+	if (!access("/usr/bin/fusermount3", X_OK) ||
+	    !access("/bin/fusermount3", X_OK))
+		return true;
+	for (p = path; p && *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ':');
+		if (!e)
+			e = p + strlen(p);
+		if (e == p || (size_t)(e - p) >= sizeof(dir))
+			continue;
+		memcpy(dir, p, (size_t)(e - p));
+		dir[e - p] = '\0';
+		snprintf(file, sizeof(file), "%s/fusermount3", dir);
+		if (!access(file, X_OK))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * auto_unmount: fusermount3 keeps watching the connection and unmounts
+ * when the daemon dies, even by SIGKILL or a crash, so no mount point is
+ * left stuck ("Transport endpoint is not connected"). Without fusermount3
+ * that cannot be had; the mount works the same.
+ */
 static int build_args(struct ezfs_mount *m, struct fuse_args *args)
 {
 	char esc[PATH_MAX * 2], opts[PATH_MAX * 2 + 128];
 
 	opt_escape(esc, sizeof(esc), m->image_path);
 	snprintf(opts, sizeof(opts),
-		 "ro,default_permissions,subtype=ezfs,fsname=%s%s", esc,
-		 m->p.allow_other ? ",allow_other" : "");
+		 "ro,default_permissions,subtype=ezfs,fsname=%s%s%s", esc,
+		 m->p.allow_other ? ",allow_other" : "",
+		 have_fusermount() ? ",auto_unmount" : "");
 	if (fuse_opt_add_arg(args, "ezfs") ||
 	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, opts) ||
 	    (m->p.debug && fuse_opt_add_arg(args, "-d")))

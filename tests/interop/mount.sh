@@ -122,6 +122,26 @@ else
 	umount -l "$MP" 2>/dev/null
 fi
 
+# --- a killed daemon leaves no stuck mount point (auto_unmount) ------------
+if ! command -v fusermount3 >/dev/null; then
+	echo "SKIP: killed daemon: no fusermount3, so no auto_unmount"
+elif t_fuse_start "$IMG" "$TMP/k.log"; then
+	kill -KILL "$PID"
+	wait "$PID" 2>/dev/null
+	for _ in $(seq 50); do
+		mountpoint -q "$MP" || break
+		sleep 0.1
+	done
+	if mountpoint -q "$MP"; then
+		t_fail "SIGKILL: the mount point is still there ($(ls "$MP" 2>&1 | head -c 100))"
+		umount -l "$MP" 2>/dev/null
+	else
+		t_pass "SIGKILL: fusermount3 unmounted the mount point"
+	fi
+else
+	t_fail "mount for the SIGKILL check"
+fi
+
 # --- a corrupt pcluster: EIO for that file, one log line, still serving ----
 if [ -f "$FIX/lz4-4k.img.zst" ]; then
 	unpack lz4-4k
