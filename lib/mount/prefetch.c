@@ -105,12 +105,7 @@ static void pf_run(struct ezfs_mount *m, struct pf_job *job,
 	const char *data = job->ref.data;
 
 	if (!job->ref.priv) {
-		/* A tripwire page left out: see pf_seq_hint. */
-		s = job->skip_len ? job->skip : job->off + job->len;
-		store_range(m, job->node, b, job->off, s);
-		if (job->skip_len)
-			store_range(m, job->node, b, s + job->skip_len,
-				    job->off + job->len);
+		store_range(m, job->node, b, job->off, job->off + job->len);
 		return;
 	}
 	/* The extent of a read, but the part that read was answered with. */
@@ -438,8 +433,7 @@ bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 		 uint64_t len, uint64_t decoded_end)
 {
-	uint64_t end = off + len, from = 0, to = 0, pos, jend, win, trip, a, b;
-	uint64_t pg = m->pf.edges.page;
+	uint64_t end = off + len, from = 0, to = 0, pos, jend, win;
 	struct pf_job job = { .node = f->node };
 
 	if (!m->pf.started || !f->compressed)
@@ -464,15 +458,7 @@ void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 	f->last_end = end;
 	pthread_mutex_unlock(&f->lock);
 
-	/*
-	 * Jobs of whole extents, at least PF_CHUNK each, run in parallel.
-	 * One page a quarter into the batch is left out of the cache (a
-	 * tripwire, like the kernel's readahead mark): the reader's read of
-	 * it brings the next top-up while three quarters are still ahead.
-	 * Without it the daemon heard of the reader only once the pages
-	 * stored ahead ran out, and the reader waited for a whole decode.
-	 */
-	trip = to - from >= win / 4 ? (from + (to - from) / 4) / pg * pg : 0;
+	/* Jobs of whole extents, at least PF_CHUNK each, run in parallel. */
 	for (pos = from; pos < to; pos = jend) {
 		jend = pos + PF_CHUNK < to ? pos + PF_CHUNK : to;
 		jend = ext_end(f, jend - 1);
@@ -480,14 +466,6 @@ void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 			break;
 		job.off = pos;
 		job.len = jend - pos;
-		job.skip = job.skip_len = 0;
-		a = (pos + pg - 1) / pg * pg + pg;
-		b = jend / pg * pg;
-		if (trip && trip < jend && b > a + pg) {
-			job.skip = trip < a ? a : trip >= b - pg ? b - 2 * pg : trip;
-			job.skip_len = pg;
-			trip = 0;
-		}
 		if (!pf_queue(m, &job))
 			break;
 	}
