@@ -98,42 +98,4 @@ EOF
 	stats_check "$alg sequential"
 	t_expect "$alg: umount, daemon exits 0" t_fuse_stop
 done
-t_done; }
-extents=$("$EZFS" stat -e "$img" /text | awk '/ extents, /{print $2}')
-[ "${extents:-0}" -gt 20 ] || { t_fail "image has ${extents:-no} extents"; t_done; }
-
-t_fuse_start "$img" "$TMP/daemon.log" || { t_fail "mount"; t_done; }
-sync
-echo 3 >/proc/sys/vm/drop_caches
-
-t_run shuffle python3 - "$MP/text" "$TMP/src/text" <<'EOF'
-import hashlib, os, random, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-size = os.fstat(fd).st_size
-pages = list(range((size + 4095) // 4096))
-random.Random(7).shuffle(pages)
-got = bytearray(size)
-for p in pages:
-    b = os.pread(fd, 4096, p * 4096)
-    got[p * 4096:p * 4096 + len(b)] = b
-want = open(sys.argv[2], "rb").read()
-print("pages", len(pages), "same" if got == want else "DIFFERENT")
-sys.exit(0 if got == want else 1)
-EOF
-t_expect "every page read once in random order equals the source" [ "$RC" = 0 ]
-t_run stats "$EZFS" accel stats "$MP"
-cat "$OUT"
-reads=$(awk '/^mount: /{print $2}' "$OUT")
-direct=$(awk '/^mount: /{sub(/^\(/, "", $4); print $4}' "$OUT")
-edges=$(awk '/^mount: /{for (i = 1; i < NF; i++) if ($(i + 1) == "edge") print $i}' "$OUT")
-decodes=$(awk '$1 == "libdeflate" || $1 == "isal" || $1 == "zlib" {n += $3} END {print n + 0}' "$OUT")
-limit=$((extents * 5 / 4 + 4))
-echo "extents $extents, read requests ${reads:-?}, decodes $decodes, edge pages ${edges:-?}, limit $limit"
-t_expect "read requests (${reads:-?}) at most $limit" [ "${reads:-999999}" -le "$limit" ]
-t_expect "decodes ($decodes) at most $limit" [ "$decodes" -le "$limit" -a "$decodes" -ge "$extents" ]
-t_expect "edge pages joined (${edges:-?})" [ "${edges:-0}" -gt 0 ]
-t_expect "reads answered from the cache without a copy" [ "${direct:--1}" = "${reads:-}" ]
-
-t_expect "umount, daemon exits 0" t_fuse_stop
 t_done
