@@ -62,7 +62,7 @@ struct prefetcher {
 	pthread_cond_t cond;
 	struct pf_job q[PF_QUEUE];
 	unsigned head, n;
-	size_t buf_bytes;       /* held by queued jobs with a buf */
+	size_t buf_bytes;       /* extents held by queued jobs (refs) */
 	size_t buf_max;         /* a quarter of the cache budget */
 	bool stop, started;
 	unsigned nthreads;

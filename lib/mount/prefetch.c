@@ -25,8 +25,8 @@
 
 #include "internal.h"
 
-#define PF_WIDEN_MAX (8u << 20)   /* largest widened read */
-#define PF_BUF_MAX (16u << 20)    /* bytes held by queued buffers, at most */
+#define PF_WIDEN_MAX (8u << 20)   /* largest job or extent stored ahead */
+#define PF_BUF_MAX (16u << 20)    /* extents held by queued jobs, at most */
 #define PF_WINDOW (16u << 20)     /* ahead of a sequential reader, at least */
 #define PF_WINDOW_MAX (32u << 20)
 #define PF_CHUNK (512u << 10)     /* one helper job, at least */
@@ -222,7 +222,8 @@ int pf_start(struct ezfs_mount *m)
 	pthread_cond_init(&pf->cond, NULL);
 	pf->head = pf->n = 0;
 	pf->buf_bytes = 0;
-	/* Queued buffers are decoded data too: a quarter of the budget. */
+	/* Extents held by queued jobs cannot be evicted: a quarter of the
+	 * budget. */
 	ezfs_cache_stats(m->img, &cs);
 	pf->buf_max = cs.bytes_max / 4 < (1u << 20) ? (1u << 20) :
 		      cs.bytes_max / 4 > PF_BUF_MAX ? PF_BUF_MAX :
