@@ -354,6 +354,24 @@ static uint64_t idd_scan(const struct idd *d, const struct bzfile *z,
 	return to;
 }
 
+/*
+ * fragshare.c's later file: the pcluster size (whole blocks) that holds
+ * the head bytes left before the shared end, or pcap if they need more.
+ */
+static int share_cap(const struct ezfs_codec_ops *ops, void *cctx,
+		     const uint8_t *in, uint64_t head, uint32_t pcap,
+		     uint32_t blksz, uint8_t *obuf)
+{
+	size_t inlen = (size_t)head;
+	int r = ops->compress_destsize(cctx, in, &inlen, obuf, pcap);
+
+	if (r < 0 && r != -ENOSPC)
+		return r;
+	if (r > 0 && inlen == head)
+		return (int)(((uint32_t)r + blksz - 1) & ~(blksz - 1));
+	return (int)pcap;
+}
+
 /* Longest extent: 0x7FF lclusters keeps every delta below CBLKCNT. */
 static uint64_t max_extent(const struct ezfs_builder *b)
 {
@@ -385,6 +403,9 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	bool allfrag = !mem && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
 	bool frags = allfrag || (!mem && (b->p.flags & EZFS_BUILD_FRAGMENTS));
 	bool ztail = !mem && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
+	/* fragshare.c: keep a long fragment, or share the end of another */
+	uint64_t zkeep = frags && !allfrag ? in->zkeep : 0;
+	uint64_t share = frags && !allfrag && !zkeep ? in->zshare : 0;
 	size_t room = ztail ? inline_room(b, in) : 0;
 	struct bzfile *z;
 	struct bsrc src = { .fd = -1 };
@@ -478,7 +499,9 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			}
 		}
 		/* fragments: the last <= 1 pcluster (or all) to the packed inode */
-		if (frags && (allfrag ? pos == 0 : rem <= pcap)) {
+		if (frags && (allfrag ? pos == 0 :
+			      share ? rem <= share :
+			      rem <= pcap || (zkeep && rem <= zkeep + blksz))) {
 			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size);
 			if (err)
 				goto fail;
@@ -494,14 +517,28 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		if (!ztail && rem <= blksz)
 			goto raw;
 		inlen = (size_t)want;
+		if (zkeep && inlen > rem - zkeep)
+			inlen = (size_t)(rem - zkeep);
 		r = ops->compress_destsize(cctx, win + (pos - wpos), &inlen,
 					   obuf, pcap);
+		if (share && r > 0 && inlen > rem - share) {
+			/* the last pcluster of the head: as few blocks as hold
+			 * the head, filled with the shared end */
+			r = share_cap(ops, cctx, win + (pos - wpos), rem - share,
+				      pcap, blksz, obuf);
+			inlen = (size_t)want;
+			if (r > 0)
+				r = ops->compress_destsize(cctx,
+						win + (pos - wpos), &inlen,
+						obuf, (size_t)r);
+		}
 		if (r < 0 && r != -ENOSPC) {
 			err = r;
 			goto cfail;
 		}
 		/* the whole rest compresses below one pcluster: a fragment */
-		if (frags && r > 0 && inlen == rem && (uint64_t)r < pcap) {
+		if (frags && !share && r > 0 && inlen == rem &&
+		    (uint64_t)r < pcap) {
 			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size);
 			if (err)
 				goto fail;

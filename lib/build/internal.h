@@ -105,6 +105,12 @@ struct binode {
 	uint8_t zalg;            /* compression configuration (hints) */
 	bool zoff;               /* a hint says: store uncompressed */
 	uint16_t zblks;          /* pcluster blocks from a hint; 0: default */
+	bool zseen;              /* fragshare.c: visited */
+	uint64_t zkeep;          /* fragments: keep at least this much of the
+				  * end in the fragment (a later file ends
+				  * alike) */
+	uint64_t zshare;         /* fragments: the last zshare bytes end an
+				  * earlier file too */
 };
 
 struct ezfs_builder {
@@ -228,6 +234,8 @@ int bld_frags_place(struct ezfs_builder *b);
 typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,
 			   void *arg);
 int bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg);
+/* fragshare.c: mark files that end alike (zkeep, zshare) */
+int bld_frags_share(struct ezfs_builder *b);
 /* fragnear.c: a whole-file fragment whose last `matched` bytes end the
  * packed bytes at cend: 1 if its head became pclusters, 0 if not */
 int bld_frag_near(struct ezfs_builder *b, struct binode *in,

@@ -417,7 +417,9 @@ int bld_write_data(struct ezfs_builder *b)
 	buf = malloc(COPY_BUF);
 	if (!buf)
 		return -ENOMEM;
-	err = bld_zjobs_start(b);
+	err = bld_frags_share(b);
+	if (!err)
+		err = bld_zjobs_start(b);
 	for (i = 0; i < b->ninodes && !err; i++) {
 		struct binode *in = b->inodes[i];
 

@@ -6,7 +6,9 @@
 #  - a root directory too large for block 0 gets block 1: meta_blkaddr 0,
 #    root NID 128, and block 0 still holds inodes;
 #  - -E fragments: a whole-file near-copy of an earlier fragment keeps its
-#    head in a pcluster and points its tail into the packed inode;
+#    head in a pcluster and points its tail into the packed inode, and of
+#    two large files that end alike the later one's fragment is the end of
+#    the earlier one's;
 #  - the image is the same for --workers 1 and 2, and reads back whole.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
@@ -47,6 +49,11 @@ open(root + "/n/a.dts", "wb").write(a)
 for i in range(3):
     open(root + "/n/f%d.dts" % i, "wb").write(text(50000, 10 + i))
 open(root + "/n/z.dts", "wb").write(text(2500, 99) + a[-36000:])
+# large files that end alike: b's end is a's last 200 KB
+os.makedirs(root + "/m")
+big = text(300000, 3)
+open(root + "/m/a.h", "wb").write(big)
+open(root + "/m/b.h", "wb").write(text(250000, 4) + big[-200000:])
 EOF
 
 mk() { "$EZFS" mkfs -q --no-fsync -T0 -U 00000000-0000-0000-0000-000000000001 "$@"; }
@@ -100,5 +107,17 @@ if grep -q 'encoded' "$TMP/z.txt" && grep -q 'fragment' "$TMP/z.txt"; then
 	t_pass "near-copy: head in a pcluster, tail in the packed inode"
 else
 	t_fail "near-copy: $(tr '\n' ' ' <"$TMP/z.txt" | tail -c 300)"
+fi
+# files that end alike: b's fragment ends where a's does in the packed inode
+fragend() {
+	"$EZFS" stat -e "$TMP/f1.img" "$1" | awk '/fragment/ {
+		split($1, r, "\\.\\."); print $2 + r[2] - r[1] }'
+}
+ea=$(fragend /m/a.h)
+eb=$(fragend /m/b.h)
+if [ -n "$ea" ] && [ "$ea" = "$eb" ]; then
+	t_pass "files that end alike share the end of one fragment"
+else
+	t_fail "fragment ends: a.h '$ea', b.h '$eb'"
 fi
 t_done
