@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_zmap.c - fuzz target: extent maps (ezfs_map) over files' ranges. */
+/* fuzz_zmap.c - fuzz target: extent maps (ezfs_map) over files' ranges,
+ * reads and extent references (ezfs_extent_ref) at their starts. */
 #include "fuzz_common.h"
 
 #define MAX_EXTENTS 512		/* extents walked per file */
@@ -37,6 +38,37 @@ static void read_at(ezfs_inode *ino, uint64_t off, size_t len)
 	free(buf);
 }
 
+/* A reference to the extent at la holds it, within the file, or fails
+ * cleanly; its first and last bytes are readable. */
+static void ref_at(ezfs_inode *ino, const struct ezfs_stat *st, uint64_t la)
+{
+	struct ezfs_ref ref;
+	volatile uint8_t sink;
+	int err;
+
+	err = ezfs_extent_ref(ino, la, &ref);
+	fuzz_check_err(err, "extent_ref");
+	if (err) {
+		if (ref.data || ref.priv) {
+			fprintf(stderr, "fuzz: failed extent_ref left data\n");
+			abort();
+		}
+		return;
+	}
+	if (ref.off > la || la - ref.off >= ref.len ||
+	    ref.len > st->size - ref.off) {
+		fprintf(stderr, "fuzz: extent_ref(%llu) gave [%llu, +%zu) of "
+			"%llu\n", (unsigned long long)la,
+			(unsigned long long)ref.off, ref.len,
+			(unsigned long long)st->size);
+		abort();
+	}
+	sink = ((const uint8_t *)ref.data)[0];
+	sink = ((const uint8_t *)ref.data)[ref.len - 1];
+	(void)sink;
+	ezfs_ref_put(ino, &ref);
+}
+
 static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 		  void *arg)
 {
@@ -60,6 +92,7 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 			break;
 		if (reads < 4) {
 			read_at(ino, la, READ_LEN);
+			ref_at(ino, st, la);
 			reads++;
 		}
 		la = e.la + e.llen;
