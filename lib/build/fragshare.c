@@ -161,8 +161,17 @@ int bld_frags_share(struct ezfs_builder *b)
 	struct shtab h = { .cap = 1024 };
 	int err;
 
+	/*
+	 * Only when the packed inode's codec has a short window (lz4: 64 KiB,
+	 * deflate: 32 KiB): with zstd and lzma a fragment among similar ones
+	 * in the packed inode costs much less than alone, and the head in
+	 * pclusters of its own then makes the image larger (linux tools/
+	 * zstd-3: +8 blocks, lz4hc-12 and deflate-9 over amdgpu's register
+	 * headers: -28 and -19 blocks).
+	 */
 	if (!(b->p.flags & EZFS_BUILD_FRAGMENTS) ||
-	    (b->p.flags & (EZFS_BUILD_ALL_FRAGMENTS | EZFS_BUILD_48BIT)))
+	    (b->p.flags & (EZFS_BUILD_ALL_FRAGMENTS | EZFS_BUILD_48BIT)) ||
+	    b->zalgs[0].alg == EZFS_ALG_ZSTD || b->zalgs[0].alg == EZFS_ALG_LZMA)
 		return 0;
 	h.t = calloc(h.cap, sizeof(*h.t));
 	h.b1 = malloc(SHARE_BUF);
