@@ -200,7 +200,9 @@ bound=$((base + cache_kib + queued + spares + THREADS * 4096 + helpers * 2048))
 echo "daemon RSS: idle $((base / 1024)) MiB, sampled max $((max / 1024)) MiB" \
 	"($samples samples), peak VmHWM $((hwm / 1024)) MiB; cache=$CACHE," \
 	"threads=$THREADS, bound $((bound / 1024)) MiB"
-if ldd "$EZFS" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+# (not `ldd | grep -q`: with pipefail, grep leaving early fails ldd)
+libs=$(ldd "$EZFS" 2>/dev/null)
+if [[ $libs == *libasan* || $libs == *libtsan* ]]; then
 	# The sanitizer's quarantine and shadow memory are RSS too.
 	echo "note: sanitizer build, the RSS bound is not checked"
 else
