@@ -31,6 +31,7 @@ struct zjobs {
 	pthread_cond_t cond;
 	struct zslot *slots;
 	size_t njobs, next, consumed, window;
+	uint64_t *upto;          /* input bytes of the jobs before each */
 	bool stop;
 	pthread_t *threads;
 	unsigned nthreads;
@@ -64,6 +65,18 @@ static int run_job(struct ezfs_builder *b, struct binode *in, void **cctx,
 	return err;
 }
 
+/*
+ * A worker may run ahead of the writer by `window` jobs, or further while
+ * the jobs ahead hold less than ZJ_AHEAD input bytes: one large file then
+ * does not leave the other workers idle.
+ */
+#define ZJ_AHEAD (64ull << 20)
+static bool may_take(const struct zjobs *j)
+{
+	return j->next < j->consumed + j->window ||
+	       j->upto[j->next] - j->upto[j->consumed] < ZJ_AHEAD;
+}
+
 static void *worker(void *arg)
 {
 	struct zjobs *j = arg;
@@ -75,8 +88,7 @@ static void *worker(void *arg)
 		struct bzfile *z = NULL;
 		int err;
 
-		while (!j->stop && j->next < j->njobs &&
-		       j->next >= j->consumed + j->window)
+		while (!j->stop && j->next < j->njobs && !may_take(j))
 			pthread_cond_wait(&j->cond, &j->lock);
 		if (j->stop || j->next >= j->njobs)
 			break;
@@ -114,9 +126,20 @@ int bld_zjobs_start(struct ezfs_builder *b)
 		free(j);
 		return -ENOMEM;
 	}
+	j->upto = malloc((n + 1) * sizeof(*j->upto));
+	if (!j->upto) {
+		free(j->slots);
+		free(j);
+		return -ENOMEM;
+	}
+	j->upto[0] = 0;
 	for (i = 0; i < b->ninodes; i++)
-		if (b->inodes[i]->size && bld_compress_wanted(b, b->inodes[i]))
-			j->slots[j->njobs++].in = b->inodes[i];
+		if (b->inodes[i]->size && bld_compress_wanted(b, b->inodes[i])) {
+			j->slots[j->njobs].in = b->inodes[i];
+			j->upto[j->njobs + 1] = j->upto[j->njobs] +
+						b->inodes[i]->size;
+			j->njobs++;
+		}
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
 	b->zjobs = j;
@@ -184,6 +207,7 @@ void bld_zjobs_stop(struct ezfs_builder *b)
 	pthread_cond_destroy(&j->cond);
 	free(j->threads);
 	free(j->slots);
+	free(j->upto);
 	free(j);
 	b->zjobs = NULL;
 }
