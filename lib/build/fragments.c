@@ -102,6 +102,12 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 {
 	uint32_t crc = frag_key(z->frag, z->frag_len), idx = z->idx_size;
 	uint64_t best = 0, bend = 0;
+	/*
+	 * near-copies (fragnear.c): whole-file fragments up to 256 KiB (its
+	 * estimates compress the file twice on this thread), 8 candidates
+	 */
+	unsigned near = z->wholefrag && z->frag_len > b->blksz &&
+			z->frag_len <= (256u << 10) ? 8 : 0;
 	struct fragent *t;
 	size_t h;
 	int err;
@@ -118,8 +124,9 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 
 		if (t[h].crc != crc)
 			continue;
-		if (t[h].len >= FRAG_HASHLEN && z->frag_len > FRAG_HASHLEN) {
+		if (near && t[h].len >= FRAG_HASHLEN) {
 			/* the longest common end, for near-copies */
+			near--;
 			l = common_end(b->packed + t[h].off, t[h].len,
 				       z->frag, z->frag_len);
 			if (l > best) {
