@@ -43,6 +43,7 @@ struct pf_job {
 	uint64_t off, len;
 	struct ezfs_ref ref;
 	uint64_t skip, skip_len;
+	bool decode_only;       /* into the pcluster cache, not the page cache */
 };
 
 #define PF_QUEUE 64
@@ -64,6 +65,7 @@ struct prefetcher {
 	unsigned head, n;
 	size_t buf_bytes;       /* extents held by queued jobs (refs) */
 	size_t buf_max;         /* a quarter of the cache budget */
+	uint64_t win_max;       /* decode-ahead window: half the budget */
 	bool stop, started;
 	unsigned nthreads;
 	pthread_t tid[PF_THREADS_MAX];

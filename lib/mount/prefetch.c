@@ -73,10 +73,13 @@ static void store_read(struct ezfs_mount *m, struct mnode *node,
  * decoded-pcluster cache (shared with readers racing the helper); small
  * ones (small pclusters: 4 KiB of text decodes to ~10 KiB) and the rest
  * read in one go, decoded straight into the helper's buffer and stored in
- * one call instead of a cache entry and a store per extent.
+ * one call instead of a cache entry and a store per extent. decode_only:
+ * the encoded extents are only decoded into the cache, for the reader's
+ * own requests to find there.
  */
 static void store_range(struct ezfs_mount *m, struct mnode *node,
-			struct pf_buf *b, uint64_t from, uint64_t to)
+			struct pf_buf *b, uint64_t from, uint64_t to,
+			bool decode_only)
 {
 	struct ezfs_extent e;
 	struct ezfs_ref ref;
@@ -85,15 +88,18 @@ static void store_range(struct ezfs_mount *m, struct mnode *node,
 	for (pos = from; pos < to; pos = end) {
 		if (ezfs_map(node->ino, pos, &e) || e.la + e.llen <= pos)
 			return;
-		if (e.llen < PF_SMALL ||
+		if ((e.llen < PF_SMALL && !decode_only) ||
 		    ezfs_extent_ref(node->ino, pos, &ref)) {
-			store_read(m, node, b, pos, to);
+			if (!decode_only)
+				store_read(m, node, b, pos, to);
 			return;
 		}
 		end = ref.off + ref.len < to ? ref.off + ref.len : to;
-		st_mark(m, node, ref.off);
-		edge_store(m, node, (const char *)ref.data + (pos - ref.off),
-			   pos, end);
+		if (!decode_only) {
+			st_mark(m, node, ref.off);
+			edge_store(m, node, (const char *)ref.data +
+					    (pos - ref.off), pos, end);
+		}
 		ezfs_ref_put(node->ino, &ref);
 	}
 }
@@ -105,7 +111,8 @@ static void pf_run(struct ezfs_mount *m, struct pf_job *job,
 	const char *data = job->ref.data;
 
 	if (!job->ref.priv) {
-		store_range(m, job->node, b, job->off, job->off + job->len);
+		store_range(m, job->node, b, job->off, job->off + job->len,
+			    job->decode_only);
 		return;
 	}
 	/* The extent of a read, but the part that read was answered with. */
@@ -228,6 +235,7 @@ int pf_start(struct ezfs_mount *m)
 	pf->buf_max = cs.bytes_max / 4 < (1u << 20) ? (1u << 20) :
 		      cs.bytes_max / 4 > PF_BUF_MAX ? PF_BUF_MAX :
 						      (size_t)(cs.bytes_max / 4);
+	pf->win_max = cs.bytes_max / 2;
 	pf->stop = false;
 	if (edge_init(&pf->edges, cs.bytes_max)) {
 		pthread_cond_destroy(&pf->cond);
@@ -438,7 +446,7 @@ void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 		 uint64_t len, uint64_t decoded_end)
 {
 	uint64_t end = off + len, from = 0, to = 0, pos, jend, win;
-	struct pf_job job = { .node = f->node };
+	struct pf_job job = { .node = f->node, .decode_only = true };
 
 	if (!m->pf.started || !f->compressed)
 		return;
@@ -448,6 +456,10 @@ void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 	win = 8 * (decoded_end - off);
 	win = win < PF_WINDOW ? PF_WINDOW : win > PF_WINDOW_MAX ?
 						 PF_WINDOW_MAX : win;
+	/* Decoded ahead into the cache: half of it at most, else the window
+	 * evicts itself before the reader gets there. */
+	if (win > m->pf.win_max)
+		win = m->pf.win_max;
 	pthread_mutex_lock(&f->lock);
 	/* Sequential: this read starts where the last ended, or where the
 	 * pages stored ahead ran out (reads of those never came here). */

@@ -25,7 +25,7 @@
 
 #include "internal.h"
 
-#define RA_SMALL_KB 1024
+#define RA_AUTO_KB 1024
 
 /* The major:minor of the mount at path, from /proc/self/mountinfo. */
 static int mount_dev(const char *path, unsigned *maj, unsigned *min)
@@ -98,14 +98,14 @@ void ra_set(struct ezfs_mount *m, uint32_t kb)
 			"to %u KiB: %s", kb, strerror(errno));
 }
 
-/* Also a fixed window is set here, not when mounting: the kernel lowers
- * the window to the daemon's max_readahead when FUSE's INIT is answered. */
+/* The window is set when a file is opened, not when mounting: the kernel
+ * lowers it to the daemon's max_readahead when FUSE's INIT is answered. */
 void ra_open(struct ezfs_mount *m, const struct mfile *f)
 {
-	if (m->p.readahead_kb > 0)
-		ra_set(m, (uint32_t)m->p.readahead_kb);
-	else if (m->p.readahead_kb < 0 && f->compressed)
-		ra_set(m, f->small ? RA_SMALL_KB : m->ra_kernel_kb);
+	(void)f;
+	if (m->p.readahead_kb)
+		ra_set(m, m->p.readahead_kb > 0 ? (uint32_t)m->p.readahead_kb :
+						  RA_AUTO_KB);
 }
 
 void ra_fini(struct ezfs_mount *m)
