@@ -86,7 +86,7 @@ struct ezfs_mount {
 	double timeout;         /* entry and attr timeout, seconds */
 	int ra_fd;              /* read_ahead_kb of the connection, or -1 */
 	pthread_mutex_t st_lock; /* the inodes' stored sets */
-	uint32_t ra_kernel_kb, ra_cur_kb;
+	uint32_t ra_cur_kb;      /* the window now, KiB */
 	struct {                /* counters (ezfs accel stats MNT), atomic */
 		uint64_t reads, reads_direct, stored_bytes, edge_pages,
 			jobs_dropped;
@@ -173,7 +173,7 @@ void st_free(struct mnode *n);
 /* readahead.c: the kernel's readahead window (readahead=) */
 void ra_init(struct ezfs_mount *m);
 void ra_set(struct ezfs_mount *m, uint32_t kb);
-/* Before the open reply: the window for f (readahead=auto). */
+/* Before the open reply: set the window (readahead=). */
 void ra_open(struct ezfs_mount *m, const struct mfile *f);
 void ra_fini(struct ezfs_mount *m);
 

@@ -3,18 +3,17 @@
  * readahead.c - the kernel's readahead window for the mount
  * (/sys/class/bdi/MAJ:MIN/read_ahead_kb of the FUSE connection).
  *
- * Files of small extents (pclusters up to 64 KiB) are read ahead by the
- * kernel alone, so its window decides how many requests the FUSE workers
- * decode in parallel: 1 MiB read deflate at 64 KiB pclusters at 750-790
- * MiB/s against 480-530 with the kernel's 128 KiB. Files of large extents
- * are stored ahead by the helpers (prefetch.c), which a large window only
- * holds up: its requests lock the pages the helpers store (lz4hc and
- * deflate at 1 MiB pclusters: 500-710 MiB/s instead of 650-930).
+ * The kernel's readahead requests, spread over the FUSE workers, carry a
+ * sequential reader's pages (the helpers only decode ahead of them, see
+ * prefetch.c), so the window decides how many run in parallel: 1 MiB read
+ * deflate at 64 KiB pclusters at 750-790 MiB/s against 480-530 with the
+ * kernel's 128 KiB.
  *
  * The kernel takes a file's window from the device when the file is
- * opened, after the FUSE open request, so with readahead=auto the open
- * handler sets the window for the file it opens. Only root may write the
- * sysfs file; without it the kernel's window stays.
+ * opened, after the FUSE open request, and lowers the device's window to
+ * the daemon's max_readahead when FUSE's INIT is answered: the window is
+ * set at the first open. Only root may write the sysfs file; without it
+ * the kernel's window stays.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,8 +79,7 @@ void ra_init(struct ezfs_mount *m)
 		return;
 	n = pread(m->ra_fd, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = '\0';
-	m->ra_kernel_kb = (uint32_t)strtoul(buf, NULL, 10);
-	m->ra_cur_kb = m->ra_kernel_kb;
+	m->ra_cur_kb = (uint32_t)strtoul(buf, NULL, 10);
 }
 
 void ra_set(struct ezfs_mount *m, uint32_t kb)
