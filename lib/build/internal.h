@@ -229,6 +229,8 @@ int bld_write_data(struct ezfs_builder *b);
 /* fragments.c: put every file's pending z->frag into b->packed, in
  * depth-first tree order (after all files are compressed) */
 int bld_frags_place(struct ezfs_builder *b);
+/* Unmap the packed inode's bytes (fragments.c). */
+void bld_packed_free(struct ezfs_builder *b);
 /* every regular file in the fragments' depth-first order, then all in
  * inode order again (fn must skip what it has seen) */
 typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,

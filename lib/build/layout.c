@@ -466,8 +466,7 @@ int bld_write_data(struct ezfs_builder *b)
 		err = bld_frags_place(b);
 	if (!err && b->packed_len)
 		err = write_packed(b, buf);
-	free(b->packed);
-	b->packed = NULL;
+	bld_packed_free(b);
 	bld_dedupe_free(b);
 	b->st.bytes_in = bytes;
 	bld_progress(b, EZFS_BUILD_DATA, files, b->st.files, bytes,
