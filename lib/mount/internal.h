@@ -104,10 +104,6 @@ struct mfile {
 	uint64_t last_end;      /* end of the previous read */
 	uint64_t pf_start, pf_end; /* queued for the page cache: the run of
 				    * a sequential reader */
-	/* Ranges recently decoded for the page cache (widened reads, jobs):
-	 * reads inside them are not widened again. */
-	struct { uint64_t from, to; } recent[4];
-	unsigned recent_next;
 	bool compressed;
 	bool small;             /* small extents: no store-ahead (pf_open) */
 };

@@ -35,7 +35,6 @@
 #define PF_SMALL (128u << 10)     /* extents below: read, not borrowed */
 #define PF_SEQ_MIN (512u << 10)   /* extents below: no store-ahead */
 #define PF_READ_MAX (1u << 20)    /* one read of a helper */
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A helper's buffer for bytes read rather than borrowed, kept between
  * jobs (a fresh one costs a page fault per 4 KiB). */
@@ -302,30 +301,16 @@ static bool pf_queue(struct ezfs_mount *m, const struct pf_job *job)
 	return true;
 }
 
-/* Unless [from, to) lies in a range recently decoded for the page cache
- * or in the run queued for a sequential reader, note [s, e) as one
- * (true). */
-static bool note_recent(struct mfile *f, uint64_t from, uint64_t to,
-			uint64_t s, uint64_t e)
+/* [from, to) lies in the run queued for a sequential reader (whose
+ * readahead requests then need no store of the rest). */
+static bool in_run(struct mfile *f, uint64_t from, uint64_t to)
 {
-	unsigned i;
+	bool in;
 
 	pthread_mutex_lock(&f->lock);
-	if (from >= f->pf_start && to <= f->pf_end) {
-		pthread_mutex_unlock(&f->lock);
-		return false;
-	}
-	for (i = 0; i < ARRAY_SIZE(f->recent); i++) {
-		if (from >= f->recent[i].from && to <= f->recent[i].to) {
-			pthread_mutex_unlock(&f->lock);
-			return false;
-		}
-	}
-	i = f->recent_next++ % ARRAY_SIZE(f->recent);
-	f->recent[i].from = s;
-	f->recent[i].to = e;
+	in = from >= f->pf_start && to <= f->pf_end;
 	pthread_mutex_unlock(&f->lock);
-	return true;
+	return in;
 }
 
 /* Queue the store of ref's extent but [off, off + len) (answered); false
@@ -400,11 +385,10 @@ bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 			ezfs_ref_put(node->ino, &refs[--n]);
 		return false;
 	}
-	/* The rest of these extents goes to the page cache, unless it was
-	 * stored (or queued) lately: readahead sends 128 KiB pieces of one
-	 * extent. */
-	rest = note_recent(f, off, end, refs[0].off,
-			   refs[n - 1].off + refs[n - 1].len);
+	/* The rest of these extents goes to the page cache, unless a
+	 * sequential run covers it or the extent was stored before (the
+	 * inode's stored set, checked per extent below). */
+	rest = !in_run(f, off, end);
 	/*
 	 * A lone page (a random read): the next extent is decoded and stored
 	 * too, on a helper while this reader goes on (readaround, as the
