@@ -516,6 +516,17 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		 */
 		if (!ztail && rem <= blksz)
 			goto raw;
+		/* a rest that surely compresses below a pcluster: a fragment
+		 * without compressing it twice (zfast.c) */
+		if (frags && !share && !zkeep && want == rem &&
+		    bld_fits_fast(b, in->zalg, win + (pos - wpos), (size_t)rem,
+				  pcap, obuf)) {
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size);
+			if (err)
+				goto fail;
+			pos = size;
+			continue;
+		}
 		inlen = (size_t)want;
 		if (zkeep && inlen > rem - zkeep)
 			inlen = (size_t)(rem - zkeep);

@@ -81,8 +81,9 @@ static int packed_grow(struct ezfs_builder *b, uint64_t need)
 		cap *= 2;
 	if (cap > SIZE_MAX)
 		return -ENOMEM;
+	/* workers read the bytes while b->zsegs runs: grow in place only */
 	np = b->packed ? mremap(b->packed, (size_t)b->packed_cap, (size_t)cap,
-				MREMAP_MAYMOVE) :
+				b->zsegs ? 0 : MREMAP_MAYMOVE) :
 			 mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (np == MAP_FAILED)
@@ -97,6 +98,7 @@ static int packed_grow(struct ezfs_builder *b, uint64_t need)
 
 void bld_packed_free(struct ezfs_builder *b)
 {
+	bld_zsegs_free(b);
 	if (b->packed)
 		munmap(b->packed, (size_t)b->packed_cap);
 	b->packed = NULL;
@@ -115,6 +117,7 @@ static int packed_append(struct ezfs_builder *b, const uint8_t *p,
 	}
 	memcpy(b->packed + b->packed_len, p, (size_t)len);
 	b->packed_len += len;
+	bld_zsegs_feed(b, b->packed_len);
 	return 0;
 }
 
@@ -309,13 +312,40 @@ static int place_one(struct ezfs_builder *b, struct binode *in, void *arg)
 	return place_frag(b, in, in->z);
 }
 
+/*
+ * Reserve room for every pending fragment (what placing can append at
+ * most), so that the bytes never move, and let the workers compress the
+ * packed inode's segments while the rest is placed (zsegs.c).
+ */
+static int packed_reserve(struct ezfs_builder *b)
+{
+	uint64_t total = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < b->ninodes; i++) {
+		const struct bzfile *z = b->inodes[i]->z;
+
+		if (z && z->frag)
+			total += z->frag_len;
+	}
+	if (!total)
+		return 0;
+	err = packed_grow(b, total);
+	if (!err)
+		err = bld_zsegs_start(b, b->packed, total);
+	return err;
+}
+
 int bld_frags_place(struct ezfs_builder *b)
 {
 	int err;
 
 	if (!(b->p.flags & (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS)))
 		return 0;
-	err = bld_files_dfs(b, place_one, NULL);
+	err = packed_reserve(b);
+	if (!err)
+		err = bld_files_dfs(b, place_one, NULL);
 	if (b->fragcctx)
 		bld_cctx_free(b, b->fragcctx);
 	b->fragcctx = NULL;

@@ -146,6 +146,7 @@ struct ezfs_builder {
 	uint32_t cfgs_len;       /* bytes of config records after the sb */
 	uint16_t lz4_maxdist;
 	void *zjobs;             /* struct zjobs, while writing data */
+	void *zsegs;             /* struct zsegs: packed inode segments */
 
 	/* fragments: decoded contents of the packed inode, dedupe table */
 	uint8_t *packed;
@@ -310,9 +311,27 @@ int bld_zjobs_start(struct ezfs_builder *b);
 int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 		   struct bzfile **z);
 void bld_zjobs_stop(struct ezfs_builder *b);
-/* The packed inode's contents, compressed in segments on worker threads;
- * *z = NULL when compression does not save space. */
-int bld_zjobs_mem(struct ezfs_builder *b, struct binode *in,
-		  const uint8_t *mem, uint64_t len, struct bzfile **z);
+/* zfast.c: src[0, len) surely compresses below cap bytes with zalg's
+ * codec (lz4's fast mode fits it; tmp: cap bytes). */
+bool bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
+		   const uint8_t *src, size_t len, uint32_t cap, uint8_t *tmp);
+/* Whether a codec context may serve the next file (history-free). */
+bool bld_ctx_reusable(const struct ezfs_builder *b);
+
+/*
+ * zsegs.c: the packed inode's contents compressed in segments on worker
+ * threads, each segment as soon as its bytes are all appended (mem must
+ * not move meanwhile; maxlen bounds the final length).
+ */
+int bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem,
+		    uint64_t maxlen);
+/* mem[0, avail) is final */
+void bld_zsegs_feed(struct ezfs_builder *b, uint64_t avail);
+/* All len bytes are there: the result, *z = NULL when compression does
+ * not save space. Ends the workers. */
+int bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
+		     uint64_t len, struct bzfile **z);
+/* Stop the workers and drop their results (any time; no-op if none). */
+void bld_zsegs_free(struct ezfs_builder *b);
 
 #endif

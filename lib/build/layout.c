@@ -317,7 +317,7 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
 {
 	struct binode *in, **ni;
 	struct bzfile *z = NULL;
-	int err;
+	int err = 0;
 
 	if (b->ninodes == b->capinodes) {
 		ni = realloc(b->inodes, (b->capinodes + 1) * sizeof(*ni));
@@ -340,7 +340,10 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
 	in->size = b->packed_len;
 	in->startblk = EROFS_NULL_ADDR32;
 	in->extended = need_extended(b, in);
-	err = bld_zjobs_mem(b, in, b->packed, b->packed_len, &z);
+	if (!b->zsegs)
+		err = bld_zsegs_start(b, b->packed, b->packed_len);
+	if (!err)
+		err = bld_zsegs_finish(b, in, b->packed_len, &z);
 	if (err)
 		return err;
 	if (z)

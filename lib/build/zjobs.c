@@ -38,7 +38,7 @@ struct zjobs {
 	void *cctx;              /* synchronous mode (no threads) */
 };
 
-static bool reusable_ctx(const struct ezfs_builder *b)
+bool bld_ctx_reusable(const struct ezfs_builder *b)
 {
 	return b->p.alg == EZFS_ALG_LZ4 || b->p.alg == EZFS_ALG_LZMA;
 }
@@ -58,7 +58,7 @@ static int run_job(struct ezfs_builder *b, struct binode *in, void **cctx,
 		}
 	}
 	err = bld_compress_file(b, in, *cctx, z);
-	if (!reusable_ctx(b)) {
+	if (!bld_ctx_reusable(b)) {
 		bld_cctx_free(b, *cctx);
 		*cctx = NULL;
 	}
@@ -210,148 +210,4 @@ void bld_zjobs_stop(struct ezfs_builder *b)
 	free(j->upto);
 	free(j);
 	b->zjobs = NULL;
-}
-
-/* Segments of the packed inode, compressed by several threads. */
-struct mjobs {
-	struct ezfs_builder *b;
-	struct binode *in;
-	const uint8_t *mem;
-	uint64_t len, seg;
-	size_t nseg, next;
-	struct bzfile **res;
-	int *err;
-	pthread_mutex_t lock;
-};
-
-static void *mworker(void *arg)
-{
-	struct mjobs *m = arg;
-	void *cctx = NULL;
-
-	for (;;) {
-		uint64_t off, n;
-		size_t i;
-		int err = 0;
-
-		pthread_mutex_lock(&m->lock);
-		i = m->next++;
-		pthread_mutex_unlock(&m->lock);
-		if (i >= m->nseg)
-			break;
-		off = (uint64_t)i * m->seg;
-		n = m->len - off < m->seg ? m->len - off : m->seg;
-		if (!cctx)
-			cctx = bld_cctx_new(m->b, &err);
-		if (cctx)
-			err = bld_compress_mem(m->b, m->in, cctx, m->mem + off,
-					       n, &m->res[i]);
-		m->err[i] = cctx ? err : (err ? err : -ENOMEM);
-		if (!reusable_ctx(m->b)) {
-			bld_cctx_free(m->b, cctx);
-			cctx = NULL;
-		}
-	}
-	bld_cctx_free(m->b, cctx);
-	return NULL;
-}
-
-/* Append segment s (logical start la) to z. */
-static int merge_seg(struct ezfs_builder *b, struct bzfile *z,
-		     const struct bzfile *s, uint64_t la)
-{
-	uint32_t k;
-
-	if (z->next + s->next > z->cap) {
-		uint32_t cap = z->next + s->next;
-		struct bextent *e = realloc(z->ext, cap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		z->ext = e;
-		z->cap = cap;
-	}
-	for (k = 0; k < s->next; k++) {
-		z->ext[z->next] = s->ext[k];
-		z->ext[z->next].la += la;
-		z->ext[z->next].blkaddr += z->blocks;
-		z->next++;
-	}
-	if (s->datalen) {
-		uint8_t *d = realloc(z->data, z->datalen + s->datalen);
-
-		if (!d)
-			return -ENOMEM;
-		z->data = d;
-		memcpy(d + z->datalen, s->data, s->datalen);
-		z->datalen += s->datalen;
-	}
-	z->blocks += s->blocks;
-	(void)b;
-	return 0;
-}
-
-int bld_zjobs_mem(struct ezfs_builder *b, struct binode *in,
-		  const uint8_t *mem, uint64_t len, struct bzfile **out)
-{
-	struct mjobs m = { .b = b, .in = in, .mem = mem, .len = len };
-	uint64_t pcap = (uint64_t)b->pclusterblks << b->blkszbits;
-	unsigned want = b->p.workers ? b->p.workers : 1, t, started = 0;
-	pthread_t *th = NULL;
-	struct bzfile *z = NULL;
-	size_t i;
-	int err = 0;
-
-	*out = NULL;
-	/* segment boundaries are extent boundaries on block boundaries */
-	m.seg = pcap * 16 > (16u << 20) ? pcap * 16 : (16u << 20);
-	m.nseg = (size_t)((len + m.seg - 1) / m.seg);
-	m.res = calloc(m.nseg, sizeof(*m.res));
-	m.err = calloc(m.nseg, sizeof(*m.err));
-	if (!m.res || !m.err) {
-		err = -ENOMEM;
-		goto out;
-	}
-	pthread_mutex_init(&m.lock, NULL);
-	if (want > m.nseg)
-		want = (unsigned)m.nseg;
-	if (want > 1)
-		th = calloc(want, sizeof(*th));
-	for (t = 0; th && t < want; t++) {
-		if (pthread_create(&th[t], NULL, mworker, &m))
-			break;
-		started++;
-	}
-	if (!started)
-		mworker(&m);
-	for (t = 0; t < started; t++)
-		pthread_join(th[t], NULL);
-	pthread_mutex_destroy(&m.lock);
-	for (i = 0; i < m.nseg && !err; i++)
-		err = m.err[i];
-	if (!err)
-		z = calloc(1, sizeof(*z));
-	if (!err && !z)
-		err = -ENOMEM;
-	for (i = 0; i < m.nseg && !err; i++)
-		err = merge_seg(b, z, m.res[i], (uint64_t)i * m.seg);
-	if (!err) {
-		z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS);
-		z->idx_size = bld_zindex_size(b, in, z->compact);
-		/* keep it only if it saves space (9.14 step 7) */
-		if (z->datalen + z->idx_size >= len) {
-			bld_zfile_free(z);
-			z = NULL;
-		}
-		*out = z;
-		z = NULL;
-	}
-out:
-	bld_zfile_free(z);
-	for (i = 0; m.res && i < m.nseg; i++)
-		bld_zfile_free(m.res[i]);
-	free(m.res);
-	free(m.err);
-	free(th);
-	return err;
 }

@@ -9,7 +9,9 @@
 #    head in a pcluster and points its tail into the packed inode, and of
 #    two large files that end alike the later one's fragment is the end of
 #    the earlier one's;
-#  - the image is the same for --workers 1 and 2, and reads back whole.
+#  - the image is the same for --workers 1 and 2, and reads back whole,
+#    also when the packed inode spans several 16 MiB segments (compressed
+#    by the workers while the fragments are still being placed).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 
@@ -72,6 +74,23 @@ t_expect "same image for --workers 1 and 2 (-E fragments)" \
 	cmp -s "$TMP/f1.img" "$TMP/f2.img"
 t_check_image "plain" "$TMP/p1.img" "$TMP/src.json" --no-times
 t_check_image "fragments" "$TMP/f1.img" "$TMP/src.json" --no-times
+
+# a packed inode of 3 segments and a bit
+big=$TMP/big
+mkdir -p "$big/d"
+for i in 1 2 3; do
+	head -c 9000000 /dev/urandom | base64 >"$big/d/r$i"
+done
+head -c 3000 /dev/urandom | base64 >"$big/small"
+t_manifest "$big" --no-times >"$TMP/big.json"
+for w in 1 2; do
+	t_run mkfsa$w mk --workers=$w -z lz4 -C 65536 -E all-fragments \
+		"$TMP/a$w.img" "$big"
+	[ "$RC" = 0 ] || t_fail "mkfs -E all-fragments --workers=$w rc=$RC: $(head -c 300 "$ERR")"
+done
+t_expect "same image for --workers 1 and 2 (36 MiB packed inode)" \
+	cmp -s "$TMP/a1.img" "$TMP/a2.img"
+t_check_image "all-fragments, 36 MiB" "$TMP/a2.img" "$TMP/big.json" --no-times
 
 # the 4127-byte file: one plain block and a 31-byte inline tail
 layout=$("$EZFS" stat "$TMP/p1.img" /small4127 | field Layout)
