@@ -530,8 +530,13 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		inlen = (size_t)want;
 		if (zkeep && inlen > rem - zkeep)
 			inlen = (size_t)(rem - zkeep);
-		r = ops->compress_destsize(cctx, win + (pos - wpos), &inlen,
-					   obuf, pcap);
+		/* a whole file that cannot take less than one block */
+		if (!frags && !ztail && !dedup && !pos && want == size &&
+		    (r = bld_one_block_fast(b, in->zalg, win, inlen, obuf)))
+			inlen = (size_t)size;
+		else
+			r = ops->compress_destsize(cctx, win + (pos - wpos),
+						   &inlen, obuf, pcap);
 		if (share && r > 0 && inlen > rem - share) {
 			/* the last pcluster of the head: as few blocks as hold
 			 * the head, filled with the shared end */
