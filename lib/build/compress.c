@@ -127,8 +127,8 @@ static int set_inline(struct bzfile *z, uint64_t pos, const uint8_t *src,
  */
 static int take_frag(const struct ezfs_builder *b, const struct binode *in,
 		     struct bzfile *z, const struct bsrc *src,
-		     const uint8_t *win,
-		     uint64_t wpos, uint64_t wend, uint64_t pos, uint64_t size)
+		     const uint8_t *win, uint64_t wpos, uint64_t wend,
+		     uint64_t pos, uint64_t size, uint64_t base)
 {
 	uint64_t len = size - pos, have = wend > pos ? wend - pos : 0;
 	int r;
@@ -141,7 +141,8 @@ static int take_frag(const struct ezfs_builder *b, const struct binode *in,
 	memcpy(z->frag, win + (pos - wpos), (size_t)have);
 	while (have < len) {
 		ssize_t n = bld_src_pread(src, z->frag + have,
-					  (size_t)(len - have), pos + have);
+					  (size_t)(len - have),
+					  base + pos + have);
 
 		if (n <= 0) {
 			bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
@@ -388,10 +389,13 @@ static uint64_t max_extent(const struct ezfs_builder *b)
  */
 static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			void *cctx, const uint8_t *mem, uint64_t size,
-			struct bzfile **out)
+			const struct bzpart *pt, struct bzfile **out)
 {
+	/* a part of a split file (zsplit.c): only the last has the tail */
+	bool tail = !mem && (!pt || pt->last);
+	uint64_t base = pt ? pt->base : 0;
 	const struct ezfs_codec_ops *ops = bld_codec(b, in->zalg);
-	uint64_t maxext = max_extent(b), pos = 0;
+	uint64_t maxext = max_extent(b), pos = 0, wcap;
 	uint64_t wpos = 0, wend = 0, dcap = 0;	/* window: file [wpos, wend) */
 	uint32_t pcap = bld_pcluster_blocks(b, in) << b->blkszbits;
 	uint32_t blksz = b->blksz;
@@ -400,9 +404,9 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	bool dedup = !mem && (b->p.flags & EZFS_BUILD_DEDUPE);
 	struct idd dd = { 0 };
 	size_t rawlen = 0;
-	bool allfrag = !mem && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
-	bool frags = allfrag || (!mem && (b->p.flags & EZFS_BUILD_FRAGMENTS));
-	bool ztail = !mem && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
+	bool allfrag = tail && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
+	bool frags = allfrag || (tail && (b->p.flags & EZFS_BUILD_FRAGMENTS));
+	bool ztail = tail && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
 	/* fragshare.c: keep a long fragment, or share the end of another */
 	uint64_t zkeep = frags && !allfrag ? in->zkeep : 0;
 	uint64_t share = frags && !allfrag && !zkeep ? in->zshare : 0;
@@ -410,7 +414,6 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	struct bzfile *z;
 	struct bsrc src = { .fd = -1 };
 	void *hctx = cctx;
-	uint32_t meta;
 	int err = 0;
 
 	*out = NULL;
@@ -421,7 +424,11 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		return err;
 	}
 	z = calloc(1, sizeof(*z));
-	win = mem ? (uint8_t *)mem : malloc(maxext);
+	/* twice the longest extent: the window slides (a memmove of what is
+	 * kept) once per extent's worth of input, not after every pcluster
+	 * (8 MiB moved per 64 KiB pcluster made 5 GB for 128 MiB of text) */
+	wcap = 2 * maxext < size ? 2 * maxext : size;
+	win = mem ? (uint8_t *)mem : malloc(wcap);
 	obuf = malloc(pcap);
 	if (ztail && pcap > blksz) {
 		obuf2 = malloc(pcap);
@@ -458,15 +465,18 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 
 		/* 1. slide the window so that [pos, pos + want) is loaded */
 		if (!mem && pos + want > wend) {
-			size_t keep = (size_t)(wend - pos);
-
-			memmove(win, win + (pos - wpos), keep);
-			wpos = pos;
+			if (pos + want > wpos + wcap) {
+				memmove(win, win + (pos - wpos),
+					(size_t)(wend - pos));
+				wpos = pos;
+			}
 			while (wend < pos + want) {
+				uint64_t space = wpos + wcap - wend;
 				ssize_t n = bld_src_pread(&src,
 						win + (wend - wpos),
-						(size_t)(maxext - (wend - wpos)),
-						wend);
+						(size_t)(space < size - wend ?
+							 space : size - wend),
+						base + wend);
 
 				if (n <= 0) {
 					err = n < 0 ? (int)n : -EAGAIN;
@@ -502,7 +512,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		if (frags && (allfrag ? pos == 0 :
 			      share ? rem <= share :
 			      rem <= pcap || (zkeep && rem <= zkeep + blksz))) {
-			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size);
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size, base);
 			if (err)
 				goto fail;
 			pos = size;
@@ -521,7 +531,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		if (frags && !share && !zkeep && want == rem &&
 		    bld_fits_fast(b, in->zalg, win + (pos - wpos), (size_t)rem,
 				  pcap, obuf)) {
-			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size);
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size, base);
 			if (err)
 				goto fail;
 			pos = size;
@@ -555,7 +565,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* the whole rest compresses below one pcluster: a fragment */
 		if (frags && !share && r > 0 && inlen == rem &&
 		    (uint64_t)r < pcap) {
-			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size);
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size, base);
 			if (err)
 				goto fail;
 			pos = size;
@@ -655,32 +665,10 @@ raw:
 			goto fail;
 	}
 	z->datalen = (uint64_t)z->blocks << b->blkszbits;
-	/* compact packs need consecutive pclusters (9.5.3) */
-	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;
-	z->idx_size = bld_zindex_size(b, in, z->compact);
-	if (z->next == 1 && z->ext[0].frag) {
-		/* whole-file fragment: FULL layout, header only (9.10) */
-		z->wholefrag = true;
-		z->compact = false;
-		z->idx_size = 16;
-	}
-	if (b->p.flags & EZFS_BUILD_48BIT)
-		bld_zext_choose(b, in, z);
-	/*
-	 * 9.14 step 7: keep a file only if it saves space. As in mkfs.erofs
-	 * the index counts as full (8 bytes an lcluster) even when it is
-	 * compact, unless the file has a fragment: a file that compresses
-	 * only a few bytes below its size is stored plain (FLAT_INLINE, read
-	 * without decoding), which takes no more room in the image.
-	 */
-	meta = z->idx_size;
-	if (!z->extents && !z->frag_len &&
-	    meta < bld_zindex_size(b, in, false))
-		meta = bld_zindex_size(b, in, false);
-	if (!mem && z->datalen + meta + z->idata_len >= size)
-		bld_zfile_free(z);
+	if (pt)
+		*out = z;	/* the whole file is judged once merged */
 	else
-		*out = z;
+		bld_zfile_finish(b, in, z, !mem, out);
 	z = NULL;
 	err = 0;
 	goto out;
@@ -706,17 +694,57 @@ out:
 	return err;
 }
 
+void bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
+		      struct bzfile *z, bool judge, struct bzfile **out)
+{
+	uint32_t meta;
+
+	/* compact packs need consecutive pclusters (9.5.3) */
+	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;
+	z->idx_size = bld_zindex_size(b, in, z->compact);
+	if (z->next == 1 && z->ext[0].frag) {
+		/* whole-file fragment: FULL layout, header only (9.10) */
+		z->wholefrag = true;
+		z->compact = false;
+		z->idx_size = 16;
+	}
+	if (b->p.flags & EZFS_BUILD_48BIT)
+		bld_zext_choose(b, in, z);
+	/*
+	 * 9.14 step 7: keep a file only if it saves space. As in mkfs.erofs
+	 * the index counts as full (8 bytes an lcluster) even when it is
+	 * compact, unless the file has a fragment: a file that compresses
+	 * only a few bytes below its size is stored plain (FLAT_INLINE, read
+	 * without decoding), which takes no more room in the image.
+	 */
+	meta = z->idx_size;
+	if (!z->extents && !z->frag_len &&
+	    meta < bld_zindex_size(b, in, false))
+		meta = bld_zindex_size(b, in, false);
+	*out = NULL;
+	if (judge && z->datalen + meta + z->idata_len >= in->size)
+		bld_zfile_free(z);
+	else
+		*out = z;
+}
+
 int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, struct bzfile **out)
 {
 	if (bld_zunaligned_ok(b, in))
 		return bld_zunaligned(b, in, cctx, out);
-	return compress_src(b, in, cctx, NULL, in->size, out);
+	return compress_src(b, in, cctx, NULL, in->size, NULL, out);
+}
+
+int bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
+		      void *cctx, const struct bzpart *pt, struct bzfile **out)
+{
+	return compress_src(b, in, cctx, NULL, pt->len, pt, out);
 }
 
 int bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 		     void *cctx, const uint8_t *mem, uint64_t len,
 		     struct bzfile **out)
 {
-	return compress_src(b, in, cctx, mem, len, out);
+	return compress_src(b, in, cctx, mem, len, NULL, out);
 }

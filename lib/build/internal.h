@@ -290,6 +290,28 @@ void *bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
 void bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg);
 int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, struct bzfile **out);
+/* One part of a file split for the workers (zsplit.c): its bytes
+ * [base, base + len); only the last has the file's tail. */
+struct bzpart {
+	uint64_t base, len;
+	bool last;
+};
+int bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
+		      void *cctx, const struct bzpart *pt, struct bzfile **out);
+/* Index size and layout of a whole file's z; judge: *out = NULL (and z
+ * freed) when compression does not save space, else *out = z. */
+void bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
+		      struct bzfile *z, bool judge, struct bzfile **out);
+/* zsplit.c: parts of in for the workers (1: not split), part k of n
+ * compressed, the parts merged (freed) into the file's result. */
+uint32_t bld_zsplit_parts(const struct ezfs_builder *b,
+			  const struct binode *in);
+int bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
+		   void *cctx, uint32_t k, uint32_t n, struct bzfile **out);
+int bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
+		     struct bzfile **parts, uint32_t n, struct bzfile **out);
+/* Append s (logical start la) to z: extents, data, its tail. */
+int bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la);
 /* Compress len bytes at mem as if they were a file (no fragments, no
  * inline tail; segment pieces: the result is kept even without gain). */
 int bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,

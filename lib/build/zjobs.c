@@ -3,7 +3,8 @@
  * zjobs.c - compress files on worker threads, hand results back in inode
  * order.
  *
- * Jobs are the compressible regular files in inode order. Workers take the
+ * Jobs are the compressible regular files in inode order (large files
+ * as several parts, zsplit.c). Workers take the
  * next job while it lies within a window ahead of the consumer (bounding
  * memory), compress it into its own buffer and publish the result; the
  * writer takes results strictly in order and assigns addresses then, so
@@ -21,6 +22,7 @@
 struct zslot {
 	struct binode *in;
 	struct bzfile *z;
+	uint32_t part, nparts;   /* a large file's parts (zsplit.c) */
 	int err;
 	bool done;
 };
@@ -43,9 +45,10 @@ bool bld_ctx_reusable(const struct ezfs_builder *b)
 	return b->p.alg == EZFS_ALG_LZ4 || b->p.alg == EZFS_ALG_LZMA;
 }
 
-static int run_job(struct ezfs_builder *b, struct binode *in, void **cctx,
-		   struct bzfile **z)
+static int run_job(struct ezfs_builder *b, const struct zslot *sl,
+		   void **cctx, struct bzfile **z)
 {
+	struct binode *in = sl->in;
 	int err = 0;
 
 	if (!*cctx) {
@@ -57,7 +60,9 @@ static int run_job(struct ezfs_builder *b, struct binode *in, void **cctx,
 			return err;
 		}
 	}
-	err = bld_compress_file(b, in, *cctx, z);
+	err = sl->nparts > 1 ? bld_zsplit_run(b, in, *cctx, sl->part,
+					       sl->nparts, z) :
+			       bld_compress_file(b, in, *cctx, z);
 	if (!bld_ctx_reusable(b)) {
 		bld_cctx_free(b, *cctx);
 		*cctx = NULL;
@@ -94,7 +99,7 @@ static void *worker(void *arg)
 			break;
 		idx = j->next++;
 		pthread_mutex_unlock(&j->lock);
-		err = run_job(j->b, j->slots[idx].in, &cctx, &z);
+		err = run_job(j->b, &j->slots[idx], &cctx, &z);
 		pthread_mutex_lock(&j->lock);
 		j->slots[idx].z = z;
 		j->slots[idx].err = err;
@@ -120,7 +125,7 @@ int bld_zjobs_start(struct ezfs_builder *b)
 	j->b = b;
 	for (i = 0; i < b->ninodes; i++)
 		if (b->inodes[i]->size && bld_compress_wanted(b, b->inodes[i]))
-			n++;
+			n += bld_zsplit_parts(b, b->inodes[i]);
 	j->slots = calloc(n ? n : 1, sizeof(*j->slots));
 	if (!j->slots) {
 		free(j);
@@ -133,13 +138,21 @@ int bld_zjobs_start(struct ezfs_builder *b)
 		return -ENOMEM;
 	}
 	j->upto[0] = 0;
-	for (i = 0; i < b->ninodes; i++)
-		if (b->inodes[i]->size && bld_compress_wanted(b, b->inodes[i])) {
-			j->slots[j->njobs].in = b->inodes[i];
-			j->upto[j->njobs + 1] = j->upto[j->njobs] +
-						b->inodes[i]->size;
+	for (i = 0; i < b->ninodes; i++) {
+		struct binode *in = b->inodes[i];
+		uint32_t k, np;
+
+		if (!in->size || !bld_compress_wanted(b, in))
+			continue;
+		np = bld_zsplit_parts(b, in);
+		for (k = 0; k < np; k++) {
+			j->slots[j->njobs].in = in;
+			j->slots[j->njobs].part = k;
+			j->slots[j->njobs].nparts = np;
+			j->upto[j->njobs + 1] = j->upto[j->njobs] + in->size / np;
 			j->njobs++;
 		}
+	}
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
 	b->zjobs = j;
@@ -158,19 +171,16 @@ int bld_zjobs_start(struct ezfs_builder *b)
 	return 0;
 }
 
-int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
-		   struct bzfile **z)
+/* The next slot's result (waited for, or computed here without
+ * workers). */
+static int take_slot(struct ezfs_builder *b, struct zjobs *j,
+		     struct bzfile **z)
 {
-	struct zjobs *j = b->zjobs;
-	struct zslot *s;
+	struct zslot *s = &j->slots[j->consumed];
 	int err;
 
-	*z = NULL;
-	if (!j || j->consumed >= j->njobs || j->slots[j->consumed].in != in)
-		return -EINVAL;
-	s = &j->slots[j->consumed];
 	if (!j->nthreads) {
-		err = run_job(b, in, &j->cctx, z);
+		err = run_job(b, s, &j->cctx, z);
 		j->consumed++;
 		return err;
 	}
@@ -183,6 +193,38 @@ int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 	j->consumed++;
 	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->lock);
+	return err;
+}
+
+int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
+		   struct bzfile **z)
+{
+	struct zjobs *j = b->zjobs;
+	struct bzfile **parts;
+	uint32_t k, np;
+	int err = 0, e;
+
+	*z = NULL;
+	if (!j || j->consumed >= j->njobs || j->slots[j->consumed].in != in ||
+	    j->slots[j->consumed].part)
+		return -EINVAL;
+	np = j->slots[j->consumed].nparts;
+	if (np <= 1)
+		return take_slot(b, j, z);
+	parts = calloc(np, sizeof(*parts));
+	if (!parts)
+		return -ENOMEM;
+	/* every part is taken, also after an error (the slots move on) */
+	for (k = 0; k < np; k++) {
+		e = take_slot(b, j, &parts[k]);
+		if (e && !err)
+			err = e;
+	}
+	if (!err)
+		err = bld_zsplit_merge(b, in, parts, np, z);
+	for (k = 0; k < np; k++)
+		bld_zfile_free(parts[k]);
+	free(parts);
 	return err;
 }
 

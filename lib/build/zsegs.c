@@ -183,39 +183,6 @@ void bld_zsegs_free(struct ezfs_builder *b)
 	b->zsegs = NULL;
 }
 
-/* Append segment s (logical start la) to z. */
-static int merge_seg(struct bzfile *z, const struct bzfile *s, uint64_t la)
-{
-	uint32_t k;
-
-	if (z->next + s->next > z->cap) {
-		uint32_t cap = z->next + s->next;
-		struct bextent *e = realloc(z->ext, cap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		z->ext = e;
-		z->cap = cap;
-	}
-	for (k = 0; k < s->next; k++) {
-		z->ext[z->next] = s->ext[k];
-		z->ext[z->next].la += la;
-		z->ext[z->next].blkaddr += z->blocks;
-		z->next++;
-	}
-	if (s->datalen) {
-		uint8_t *d = realloc(z->data, z->datalen + s->datalen);
-
-		if (!d)
-			return -ENOMEM;
-		z->data = d;
-		memcpy(d + z->datalen, s->data, s->datalen);
-		z->datalen += s->datalen;
-	}
-	z->blocks += s->blocks;
-	return 0;
-}
-
 int bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len,
 		     struct bzfile **out)
 {
@@ -246,7 +213,7 @@ int bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len,
 	if (!err && !z)
 		err = -ENOMEM;
 	for (i = 0; i < nseg && !err; i++)
-		err = merge_seg(z, s->res[i], (uint64_t)i * s->seg);
+		err = bld_zfile_append(z, s->res[i], (uint64_t)i * s->seg);
 	if (!err) {
 		z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS);
 		z->idx_size = bld_zindex_size(b, in, z->compact);

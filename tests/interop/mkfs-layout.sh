@@ -11,7 +11,9 @@
 #    the earlier one's;
 #  - the image is the same for --workers 1 and 2, and reads back whole,
 #    also when the packed inode spans several 16 MiB segments (compressed
-#    by the workers while the fragments are still being placed).
+#    by the workers while the fragments are still being placed) and when
+#    files over 16 MiB are compressed in parts (plain, with an inline tail,
+#    with a fragment, with in-file dedupe across the parts).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 
@@ -79,7 +81,7 @@ t_check_image "fragments" "$TMP/f1.img" "$TMP/src.json" --no-times
 big=$TMP/big
 mkdir -p "$big/d"
 for i in 1 2 3; do
-	head -c 9000000 /dev/urandom | base64 >"$big/d/r$i"
+	seq $((i * 2000000)) $((i * 2000000 + 1500000)) >"$big/d/r$i"
 done
 head -c 3000 /dev/urandom | base64 >"$big/small"
 t_manifest "$big" --no-times >"$TMP/big.json"
@@ -91,6 +93,29 @@ done
 t_expect "same image for --workers 1 and 2 (36 MiB packed inode)" \
 	cmp -s "$TMP/a1.img" "$TMP/a2.img"
 t_check_image "all-fragments, 36 MiB" "$TMP/a2.img" "$TMP/big.json" --no-times
+
+# files compressed in parts: 20 MB of numbers, and 18.5 MB of one 604 KiB
+# piece repeated (in-file dedupe refers back inside each part; the period,
+# 151 blocks, does not divide the part size, so the parts differ)
+parts=$TMP/parts
+mkdir -p "$parts"
+seq 1 2600000 >"$parts/seq"
+{ head -c 200000 /dev/urandom | base64; seq 1 60000; } |
+	head -c $((151 * 4096)) >"$TMP/mib"
+for i in $(seq 30); do cat "$TMP/mib"; done >"$parts/rep"
+printf 'tail' >>"$parts/rep"
+t_manifest "$parts" --no-times >"$TMP/parts.json"
+for e in "" ztailpacking fragments dedupe; do
+	for w in 1 2; do
+		t_run mkfsp$w mk --workers=$w -z lz4 -C 16384 ${e:+-E $e} \
+			"$TMP/s$w.img" "$parts"
+		[ "$RC" = 0 ] || t_fail "mkfs parts ${e:-plain} --workers=$w rc=$RC: $(head -c 300 "$ERR")"
+	done
+	t_expect "same image for --workers 1 and 2 (parts, ${e:-plain})" \
+		cmp -s "$TMP/s1.img" "$TMP/s2.img"
+	t_check_image "parts, ${e:-plain}" "$TMP/s2.img" "$TMP/parts.json" \
+		--no-times
+done
 
 # the 4127-byte file: one plain block and a 31-byte inline tail
 layout=$("$EZFS" stat "$TMP/p1.img" /small4127 | field Layout)
