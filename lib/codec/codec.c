@@ -375,8 +375,9 @@ int ezfs_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
 {
 	size_t n = *inlen, lo = 0, lo_size = 0, hi = n + 1, hi_size = 0;
 	size_t plo = 0, plo_size = 0;	/* the fitting trial before lo */
-	/* as full as mkfs.erofs' bisection: an image is never larger */
-	size_t slack = outcap >> 16;
+	/* as full as mkfs.erofs' bisection (an image is never larger), or
+	 * within 1 / 2^slack_shift of outcap */
+	size_t slack = outcap >> (f->slack_shift ? f->slack_shift : 16);
 	double target = (double)outcap - (double)(slack / 2);
 	double flo = -target, fhi = 0, gd;	/* s - target at lo, hi */
 	int trials = 0, last_side = 0;

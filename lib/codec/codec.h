@@ -219,14 +219,18 @@ struct ezfs_fit {
 	uint32_t ratio_q8;      /* input/output of the last call, x256; 0 =
 				 * none yet */
 	uint64_t calls, trials; /* statistics */
+	/* done when the output is within outcap >> slack_shift of outcap
+	 * (0: 16, as full as a bisection gets) */
+	unsigned slack_shift;
 };
 
 /*
  * compress_destsize for codecs without a native fixed-output mode. Searches
  * the prefix length with one-shot trials: a first guess from the previous
  * call's ratio, then interpolation between the longest fitting and the
- * shortest non-fitting trial, until they are within 1/256 or the output is
- * within 1/256 of outcap. Same contract as ops->compress_destsize.
+ * shortest non-fitting trial, until they are within 1/65536 or the output
+ * is within outcap >> slack_shift of outcap. Same contract as
+ * ops->compress_destsize.
  */
 int ezfs_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
 		   uint8_t *out, size_t outcap);
