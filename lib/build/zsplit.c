@@ -3,10 +3,10 @@
  * zsplit.c - large files compressed in parts on several workers.
  *
  * A file larger than 16 MiB (or 16 pclusters) is cut into parts at fixed
- * offsets (part_size() says how: two halves up to 64 MiB); each part is compressed on its own by
- * whichever worker takes it (zjobs.c) and the writer appends them in
- * order. A part ends its last pcluster early, as a file would, so the
- * image depends only on the file and the part size, never on the number
+ * offsets (part_size() says how: two halves up to 64 MiB); each part is
+ * compressed on its own by whichever worker takes it (zjobs.c) and the writer
+ * appends them in order. A part ends its last pcluster early, as a file would,
+ * so the image depends only on the file and the part size, never on the number
  * of workers. Only the last part has the file's tail (inline data or a
  * fragment). Without this a single large file ran on one CPU: 128 MiB of
  * text at lz4hc-12 took 6.7 s against mkfs.erofs 1.9.3's 3.3 s (which
@@ -33,18 +33,16 @@
  * busy, and the two small last ones shorten the wait for the slower
  * worker at the end.
  */
-#define PART_MAX (64ull << 20)
+#define PART_MAX  (64ull << 20)
 #define PART_UNIT (1ull << 20)
-static uint64_t part_max(const struct ezfs_builder *b,
-			 const struct binode *in)
+static uint64_t part_max(const struct ezfs_builder *b, const struct binode *in)
 {
 	uint64_t pc = (uint64_t)bld_pcluster_blocks(b, in) << b->blkszbits;
 
 	return pc * 64 > PART_MAX ? pc * 64 : PART_MAX;
 }
 
-static uint64_t part_size(const struct ezfs_builder *b,
-			  const struct binode *in)
+static uint64_t part_size(const struct ezfs_builder *b, const struct binode *in)
 {
 	uint64_t max = part_max(b, in), n = (in->size + max - 1) / max, ps;
 
@@ -54,15 +52,13 @@ static uint64_t part_size(const struct ezfs_builder *b,
 	return (ps + PART_UNIT - 1) / PART_UNIT * PART_UNIT;
 }
 
-uint32_t bld_zsplit_parts(const struct ezfs_builder *b,
-			  const struct binode *in)
+uint32_t bld_zsplit_parts(const struct ezfs_builder *b, const struct binode *in)
 {
 	uint64_t ps = part_size(b, in);
 
 	/* a quarter of the largest part: 16 MiB, as 1.9.3's segments */
 	if (in->size <= part_max(b, in) / 4 || in->zkeep || in->zshare ||
-	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) ||
-	    bld_zunaligned_ok(b, in))
+	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) || bld_zunaligned_ok(b, in))
 		return 1;
 	return (uint32_t)((in->size + ps - 1) / ps) + 1;
 }
@@ -89,7 +85,7 @@ static void part_range(const struct ezfs_builder *b, const struct binode *in,
 int bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
 		   void *cctx, uint32_t k, uint32_t n, struct bzfile **out)
 {
-	struct bzpart pt = { .last = k + 1 == n };
+	struct bzpart pt = {.last = k + 1 == n};
 
 	part_range(b, in, k, n, &pt.base, &pt.len);
 	return bld_compress_part(b, in, cctx, &pt, out);
