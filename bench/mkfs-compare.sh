@@ -25,7 +25,8 @@
 #   MKFS_EROFS mkfs.erofs to compare with (default: mkfs.erofs in PATH;
 #              Debian's 1.5 runs only lz4/lz4hc without -E)
 #   MKFS_EROFS2 a second mkfs.erofs (1.6 or later: every algorithm, levels
-#              as -zALG,level=N, deflate as libdeflate, -E options), e.g. a
+#              as -zALG,level=N, -E options; deflate is its own built-in
+#              encoder, as in ANCHORS.md, or DEFLATE2=libdeflate), e.g. a
 #              local build of 1.9.3 (default: none)
 #   SQUASHFS   0: leave mksquashfs out (default 1 when installed)
 #   WORKERS    threads for every tool (default: nproc)
@@ -129,9 +130,10 @@ case_row() {
 	local c1 c2 c3 c4 ratio
 	if [ "$alg" != none ]; then
 		zo=(-z "$alg${lvl:+,$lvl}" -C "$cl")
-		# 1.6+: libdeflate is the library ezfs uses for deflate
+		# 1.6+: deflate is its built-in (kite) encoder, as the anchors
+		# use it; DEFLATE2=libdeflate compares with the library ezfs uses
 		local malg=$alg
-		[ "$alg" = deflate ] && malg=libdeflate
+		[ "$alg" = deflate ] && malg=${DEFLATE2:-deflate}
 		mo=(-z"$malg${lvl:+,level=$lvl}" -C"$cl")
 	fi
 	[ "$e" != - ] && eo=(-E "$e")
