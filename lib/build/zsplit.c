@@ -3,7 +3,7 @@
  * zsplit.c - large files compressed in parts on several workers.
  *
  * A file larger than 16 MiB (or 16 pclusters) is cut into parts at fixed
- * offsets (part_size() says how: two halves up to 64 MiB); each part is
+ * offsets (part_plan() says how: two halves up to 64 MiB); each part is
  * compressed on its own by whichever worker takes it (zjobs.c) and the writer
  * appends them in order. A part ends its last pcluster early, as a file would,
  * so the image depends only on the file and the part size, never on the number
@@ -42,42 +42,56 @@ static uint64_t part_max(const struct ezfs_builder *b, const struct binode *in)
 	return pc * 64 > PART_MAX ? pc * 64 : PART_MAX;
 }
 
-static uint64_t part_size(const struct ezfs_builder *b, const struct binode *in)
-{
-	uint64_t max = part_max(b, in), n = (in->size + max - 1) / max, ps;
+/* The parts of a file: nfull of ps bytes, then the rest, halved at a
+ * whole MiB unless it is under 2 MiB. */
+struct plan {
+	uint64_t ps, half;
+	uint32_t nfull, n;
+};
 
-	if (n <= 1)
-		return max;
-	ps = (in->size + n - 1) / n;
-	return (ps + PART_UNIT - 1) / PART_UNIT * PART_UNIT;
+static void part_plan(const struct ezfs_builder *b, const struct binode *in,
+		      struct plan *p)
+{
+	uint64_t max = part_max(b, in), m = (in->size + max - 1) / max;
+
+	p->ps = m <= 1 ? max
+		       : ((in->size + m - 1) / m + PART_UNIT - 1) / PART_UNIT *
+			     PART_UNIT;
+	p->nfull = (uint32_t)((in->size - 1) / p->ps);
+	p->half =
+	    (in->size - (uint64_t)p->nfull * p->ps) / 2 / PART_UNIT * PART_UNIT;
+	p->n = p->nfull + (p->half ? 2 : 1);
 }
 
 uint32_t bld_zsplit_parts(const struct ezfs_builder *b, const struct binode *in)
 {
-	uint64_t ps = part_size(b, in);
+	struct plan p;
 
 	/* a quarter of the largest part: 16 MiB, as 1.9.3's segments */
 	if (in->size <= part_max(b, in) / 4 || in->zkeep || in->zshare ||
 	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) || bld_zunaligned_ok(b, in))
 		return 1;
-	return (uint32_t)((in->size + ps - 1) / ps) + 1;
+	part_plan(b, in, &p);
+	return p.n;
 }
 
-/* Where part k of n starts, and its length. */
+/* Where part k starts, and its length. */
 static void part_range(const struct ezfs_builder *b, const struct binode *in,
-		       uint32_t k, uint32_t n, uint64_t *base, uint64_t *len)
+		       uint32_t k, uint64_t *base, uint64_t *len)
 {
-	uint64_t ps = part_size(b, in), last = (uint64_t)(n - 2) * ps;
-	uint64_t half = (in->size - last) / 2 / PART_UNIT * PART_UNIT;
+	struct plan p;
+	uint64_t rest;
 
-	if (k + 2 < n) {
-		*base = k * ps;
-		*len = ps;
-	} else if (k + 2 == n) {
-		*base = last;
-		*len = half;
+	part_plan(b, in, &p);
+	rest = (uint64_t)p.nfull * p.ps;
+	if (k < p.nfull) {
+		*base = k * p.ps;
+		*len = p.ps;
+	} else if (k == p.nfull && p.half) {
+		*base = rest;
+		*len = p.half;
 	} else {
-		*base = last + half;
+		*base = k == p.nfull ? rest : rest + p.half;
 		*len = in->size - *base;
 	}
 }
@@ -87,7 +101,7 @@ int bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
 {
 	struct bzpart pt = {.last = k + 1 == n};
 
-	part_range(b, in, k, n, &pt.base, &pt.len);
+	part_range(b, in, k, &pt.base, &pt.len);
 	return bld_compress_part(b, in, cctx, &pt, out);
 }
 
@@ -149,7 +163,7 @@ int bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
 	*out = NULL;
 	parts[0] = NULL;
 	for (k = 1; k < n && !err; k++) {
-		part_range(b, in, k, n, &base, &len);
+		part_range(b, in, k, &base, &len);
 		err = bld_zfile_append(z, parts[k], base);
 		bld_zfile_free(parts[k]);
 		parts[k] = NULL;
