@@ -341,6 +341,24 @@ bool bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
  * stream's length in dst (blksz bytes), else 0. */
 int bld_one_block_fast(const struct ezfs_builder *b, unsigned zalg,
 		       const uint8_t *src, size_t len, uint8_t *dst);
+/* zidd.c: -E dedupe inside one file (compress.c) */
+struct bidd {
+	uint32_t *slot;          /* extent index + 1, 0 = empty */
+	uint32_t *hash;
+	uint32_t cap, n, nreg;
+	uint32_t powW;           /* IDD_MUL^(IDD_W-1) */
+};
+void bld_idd_init(struct bidd *d);
+void bld_idd_free(struct bidd *d);
+/* Register z's complete owned extents (all end at or before pos). */
+int bld_idd_register(struct bidd *d, const struct bzfile *z, uint64_t pos,
+		     const uint8_t *win, uint64_t wpos);
+/* First q in [from, to) (q + IDD_W <= wend) where an earlier extent
+ * repeats; returns q and its extent in *jp, or `to` when none. */
+uint64_t bld_idd_scan(const struct bidd *d, const struct bzfile *z,
+		      uint64_t from, uint64_t to, uint64_t pos, uint64_t size,
+		      const uint8_t *win, uint64_t wpos, uint64_t wend,
+		      unsigned blkszbits, uint32_t *jp);
 /* Whether a codec context may serve the next file (history-free). */
 bool bld_ctx_reusable(const struct ezfs_builder *b);
 
