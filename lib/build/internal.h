@@ -146,6 +146,9 @@ struct ezfs_builder {
 	uint32_t cfgs_len;       /* bytes of config records after the sb */
 	uint16_t lz4_maxdist;
 	void *zjobs;             /* struct zjobs, while writing data */
+	/* data phase progress before the file being taken (zjobs.c reports
+	 * the parts of a large file as they come) */
+	uint64_t prog_files, prog_bytes, prog_total;
 	void *zsegs;             /* struct zsegs: packed inode segments */
 
 	/* fragments: decoded contents of the packed inode, dedupe table */

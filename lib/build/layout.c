@@ -430,6 +430,9 @@ int bld_write_data(struct ezfs_builder *b)
 			struct bzfile *z = NULL;
 
 			if (in->size && bld_compress_wanted(b, in)) {
+				b->prog_files = files;
+				b->prog_bytes = bytes;
+				b->prog_total = total_bytes;
 				err = bld_zjobs_take(b, in, &z);
 				if (err)
 					break;

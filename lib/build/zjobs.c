@@ -219,6 +219,10 @@ int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 		e = take_slot(b, j, &parts[k]);
 		if (e && !err)
 			err = e;
+		/* a large file takes long: show its parts coming in */
+		bld_progress(b, EZFS_BUILD_DATA, b->prog_files, b->st.files,
+			     b->prog_bytes + in->size / np * (k + 1),
+			     b->prog_total);
 	}
 	if (!err)
 		err = bld_zsplit_merge(b, in, parts, np, z);
