@@ -56,6 +56,8 @@ struct bzfile {
 	uint64_t fragoff;        /* its offset in the packed inode */
 	bool wholefrag;          /* the whole file is one fragment */
 	bool has_ref;            /* some extent reuses an earlier pcluster */
+	bool written;            /* data already in the image at the file's
+				  * start (zsplit.c); data is NULL */
 	bool extents;            /* 48-bit encoded extent records (9.12) */
 	uint32_t *plen;          /* byte-aligned data (zunaligned.c): bytes
 				  * stored per extent; NULL: whole blocks */
@@ -313,6 +315,11 @@ int bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
 		   void *cctx, uint32_t k, uint32_t n, struct bzfile **out);
 int bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
 		     struct bzfile **parts, uint32_t n, struct bzfile **out);
+/* Part k of a split file, just taken by the writer (blocks: of the parts
+ * before it): its data goes to the image now when nothing will move it
+ * later (no pcluster sharing), behind the file's start at b->cursor. */
+int bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
+		   uint32_t *blocks);
 /* Append s (logical start la) to z: extents, data, its tail. */
 int bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la);
 /* Compress len bytes at mem as if they were a file (no fragments, no

@@ -296,8 +296,9 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 					    : EROFS_INODE_COMPRESSED_FULL;
 		for (k = 0; k < z->next; k++)
 			z->ext[k].blkaddr += (uint32_t)b->cursor;
-		err = bld_pwrite(b, z->data, z->datalen,
-				 b->cursor << b->blkszbits);
+		err = z->written ? 0 :
+				   bld_pwrite(b, z->data, z->datalen,
+					      b->cursor << b->blkszbits);
 		b->cursor += z->blocks;
 		free(z->data);
 		z->data = NULL;

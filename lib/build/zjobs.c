@@ -201,7 +201,7 @@ int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 {
 	struct zjobs *j = b->zjobs;
 	struct bzfile **parts;
-	uint32_t k, np;
+	uint32_t k, np, blocks = 0;
 	int err = 0, e;
 
 	*z = NULL;
@@ -217,6 +217,8 @@ int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 	/* every part is taken, also after an error (the slots move on) */
 	for (k = 0; k < np; k++) {
 		e = take_slot(b, j, &parts[k]);
+		if (!e && !err)
+			e = bld_zsplit_put(b, parts[k], &blocks);
 		if (e && !err)
 			err = e;
 		/* a large file takes long: show its parts coming in */

@@ -105,6 +105,28 @@ int bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
 	return bld_compress_part(b, in, cctx, &pt, out);
 }
 
+int bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
+		   uint32_t *blocks)
+{
+	int err;
+
+	if (!part || (b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_FRAGMENTS |
+				    EZFS_BUILD_ALL_FRAGMENTS)))
+		return 0;
+	/* written while later parts are still being compressed, and never
+	 * copied into one buffer (that copy and its fresh pages were most
+	 * of the writer's time on 256 MiB of text with lz4) */
+	err = bld_pwrite(b, part->data, part->datalen,
+			 (b->cursor + *blocks) << b->blkszbits);
+	if (err)
+		return err;
+	*blocks += part->blocks;
+	free(part->data);
+	part->data = NULL;
+	part->written = true;
+	return 0;
+}
+
 int bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
 {
 	uint32_t k, first = z->next;
@@ -127,7 +149,9 @@ int bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
 		if (e->ref)
 			e->refidx += first;
 	}
-	if (s->datalen) {
+	if (s->written) {
+		z->datalen += s->datalen;	/* in the image already */
+	} else if (s->datalen) {
 		uint8_t *d = realloc(z->data, z->datalen + s->datalen);
 
 		if (!d)

@@ -103,6 +103,8 @@ seq 1 2600000 >"$parts/seq"
 { head -c 200000 /dev/urandom | base64; seq 1 60000; } |
 	head -c $((151 * 4096)) >"$TMP/mib"
 for i in $(seq 30); do cat "$TMP/mib"; done >"$parts/rep"
+# split, its parts written as they come, then stored flat over them
+head -c 17000000 /dev/urandom >"$parts/rnd"
 printf 'tail' >>"$parts/rep"
 t_manifest "$parts" --no-times >"$TMP/parts.json"
 for e in "" ztailpacking fragments dedupe; do
