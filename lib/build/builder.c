@@ -34,6 +34,15 @@ void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* the parts of a split file fail alike (a file that shrank): say it
+	 * once (error lines are rare, and a repeat is always next to it) */
+	if (level == EZFS_LOG_ERROR) {
+		uint32_t crc = ezfs_crc32c(0, msg, strlen(msg)) | 1;
+
+		if (__atomic_exchange_n(&((struct ezfs_builder *)b)->last_err,
+					crc, __ATOMIC_RELAXED) == crc)
+			return;
+	}
 	/* names from the source (a tree, a tar archive) may hold newlines:
 	 * one message, one line */
 	b->p.log(b->p.log_arg, level, ezfs_quote(msg, strlen(msg), q, sizeof(q)));

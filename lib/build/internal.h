@@ -151,6 +151,7 @@ struct ezfs_builder {
 	/* data phase progress before the file being taken (zjobs.c reports
 	 * the parts of a large file as they come) */
 	uint64_t prog_files, prog_bytes, prog_total;
+	uint32_t last_err;       /* CRC32C of the last error line (bld_log) */
 	void *zsegs;             /* struct zsegs: packed inode segments */
 
 	/* fragments: decoded contents of the packed inode, dedupe table */
