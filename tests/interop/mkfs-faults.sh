@@ -136,6 +136,22 @@ for opts in "" "-z lz4" "-z lz4hc -C 16384 -E ztailpacking" \
 	}
 done
 
+# A victim over 16 MiB is compressed in parts on two workers: still one
+# error line, whichever parts meet the change.
+seq 1 2500000 >>"$pristine/v/victim.bin"
+for a in shrink grow eio; do
+	start
+	fault $a -z lz4 --workers=2
+	case $a in
+	shrink) check "shrunk file [split]" 1 "$victim.*(shrank|changed)" 'v/victim';;
+	grow) check "grown file [split]" 1 "$victim.*(grew|changed)" 'v/victim';;
+	eio) check "read error [split]" 1 "$victim.*Input/output error";;
+	esac
+done
+head -c 70000 /dev/urandom >"$pristine/v/victim.bin"
+seq 1 9000 >>"$pristine/v/victim.bin"
+touch -d @1600000000 "$pristine/v/victim.bin"
+
 # Unreadable file and folder: as root, through another user (root reads
 # anything); otherwise the mode is enough.
 asuser=()
