@@ -222,6 +222,10 @@ struct ezfs_fit {
 	/* done when the output is within outcap >> slack_shift of outcap
 	 * (0: 16, as full as a bisection gets) */
 	unsigned slack_shift;
+	/* optional: a much cheaper trial of the same codec (a low level) that
+	 * aims the first real one; est_k: real / cheap output rate seen */
+	ezfs_fit_trial_fn estimate;
+	double est_k;
 };
 
 /*
