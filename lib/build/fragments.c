@@ -11,8 +11,9 @@
  * the breadth-first inode order (mkfs.erofs 1.9.3 uses the same order).
  * A fragment equal to the end of an earlier one points into it instead
  * of being appended; a whole-file fragment that only ends like an earlier
- * one may keep just its head (fragnear.c). The order depends only on the tree, never on the
- * number of workers.
+ * one may keep just its head (fragnear.c). The order depends only on the
+ * tree, never on the number of workers. Workers compress the packed
+ * inode's segments as soon as they are complete (zsegs.c).
  */
 #define _GNU_SOURCE /* mremap */
 #include <errno.h>
@@ -65,12 +66,12 @@ static uint32_t frag_key(const uint8_t *p, uint64_t len)
 }
 
 /*
- * The packed inode's bytes live in anonymous memory grown by mremap (no
- * copy) and offered to huge pages. One thread appends them after the
- * workers are done, so each fresh page is a fault on the critical path,
- * and first touches are slow on a VM: a third of that pass went to
- * zeroing 4 KiB pages (linux tree, lz4hc with fragments, one CPU busy for
- * ~2.5 s while the other idled).
+ * The packed inode's bytes live in anonymous memory offered to huge
+ * pages: one thread appends them, each fresh page is a fault on its path,
+ * and first touches are slow on a VM (a third of the placing went to
+ * zeroing 4 KiB pages). The room for every fragment is reserved before
+ * placing (packed_reserve), so they never move while workers read them;
+ * without workers reading, it may still grow by mremap (no copy).
  */
 static int packed_grow(struct ezfs_builder *b, uint64_t need)
 {
