@@ -3,7 +3,7 @@
  * zsplit.c - large files compressed in parts on several workers.
  *
  * A file larger than 16 MiB (or 16 pclusters) is cut into parts at fixed
- * offsets (part_plan() says how: two halves up to 64 MiB); each part is
+ * offsets (part_plan() says how); each part is
  * compressed on its own by whichever worker takes it (zjobs.c) and the writer
  * appends them in order. A part ends its last pcluster early, as a file would,
  * so the image depends only on the file and the part size, never on the number
@@ -23,27 +23,35 @@
 #include "build/internal.h"
 
 /*
- * Parts of equal size, at most 64 MiB (or 64 pclusters), in whole MiB,
- * the last one cut in two halves. Every part boundary ends a pcluster
- * early and stores its last block raw (~1.3 blocks lost each, give or
- * take the chance of where the following pclusters then end), so parts
- * are few: with 16 MiB parts, as mkfs.erofs 1.9.3 cuts segments, 256 MiB
- * of text took 11 blocks more than 1.9.3 with zstd-3; with 64 MiB 6
- * fewer (lz4hc-12: 12 fewer). Parts of one size keep two workers equally
- * busy, and the two small last ones shorten the wait for the slower
- * worker at the end.
+ * Every part boundary ends a pcluster early and stores its last block
+ * raw: about a block lost, give or take the chance of where the later
+ * pclusters then end. How the parts are cut depends on the encoder:
+ *
+ * lz4hc and lzma fill pclusters natively, as mkfs.erofs 1.9.3 does, and
+ * cost it the same CPU time: their parts are its 16 MiB segments (or 16
+ * pclusters), the last one whatever is left. Same cuts, same pclusters,
+ * so the image is not larger than 1.9.3's, and many parts keep both CPUs
+ * busy to the end (256 MiB of text, lz4hc-12: 6.5 s; with 64 MiB parts
+ * 12 blocks smaller but 6.9 s, one CPU idle behind the last part).
+ *
+ * The others (deflate and zstd, whose fixed-output search differs, and
+ * lz4) take fewer boundaries: equal parts of at most 64 MiB (or 64
+ * pclusters), in whole MiB, the last one halved so that the slower
+ * worker is not waited for long (zstd-3: with 16 MiB parts 11 blocks
+ * more than 1.9.3, with 64 MiB 6 fewer).
  */
-#define PART_MAX  (64ull << 20)
 #define PART_UNIT (1ull << 20)
-static uint64_t part_max(const struct ezfs_builder *b, const struct binode *in)
-{
-	uint64_t pc = (uint64_t)bld_pcluster_blocks(b, in) << b->blkszbits;
+#define SPLIT_MIN (16ull << 20) /* files up to this: one part */
 
-	return pc * 64 > PART_MAX ? pc * 64 : PART_MAX;
+static bool native_fill(const struct ezfs_builder *b, const struct binode *in)
+{
+	const struct ezfs_build_zalg *za = &b->zalgs[in->zalg];
+
+	return (za->alg == EZFS_ALG_LZ4 && za->hc) || za->alg == EZFS_ALG_LZMA;
 }
 
-/* The parts of a file: nfull of ps bytes, then the rest, halved at a
- * whole MiB unless it is under 2 MiB. */
+/* The parts of a file: nfull of ps bytes, then the rest, halved (at a
+ * whole MiB) in `half` unless that is 0. */
 struct plan {
 	uint64_t ps, half;
 	uint32_t nfull, n;
@@ -52,23 +60,34 @@ struct plan {
 static void part_plan(const struct ezfs_builder *b, const struct binode *in,
 		      struct plan *p)
 {
-	uint64_t max = part_max(b, in), m = (in->size + max - 1) / max;
+	uint64_t pc = (uint64_t)bld_pcluster_blocks(b, in) << b->blkszbits;
+	uint64_t max, m;
 
-	p->ps = m <= 1 ? max
-		       : ((in->size + m - 1) / m + PART_UNIT - 1) / PART_UNIT *
-			     PART_UNIT;
-	p->nfull = (uint32_t)((in->size - 1) / p->ps);
-	p->half =
-	    (in->size - (uint64_t)p->nfull * p->ps) / 2 / PART_UNIT * PART_UNIT;
+	if (native_fill(b, in)) {
+		p->ps = pc * 16 > SPLIT_MIN ? pc * 16 : SPLIT_MIN;
+		p->nfull = (uint32_t)((in->size - 1) / p->ps);
+		p->half = 0;
+	} else {
+		max = pc * 64 > 4 * SPLIT_MIN ? pc * 64 : 4 * SPLIT_MIN;
+		m = (in->size + max - 1) / max;
+		p->ps = m <= 1 ? max
+			       : ((in->size + m - 1) / m + PART_UNIT - 1) /
+				     PART_UNIT * PART_UNIT;
+		p->nfull = (uint32_t)((in->size - 1) / p->ps);
+		p->half = (in->size - (uint64_t)p->nfull * p->ps) / 2 /
+			  PART_UNIT * PART_UNIT;
+	}
 	p->n = p->nfull + (p->half ? 2 : 1);
 }
 
 uint32_t bld_zsplit_parts(const struct ezfs_builder *b, const struct binode *in)
 {
+	uint64_t pc = (uint64_t)bld_pcluster_blocks(b, in) << b->blkszbits;
 	struct plan p;
 
-	/* a quarter of the largest part: 16 MiB, as 1.9.3's segments */
-	if (in->size <= part_max(b, in) / 4 || in->zkeep || in->zshare ||
+	/* 16 MiB (or 16 pclusters), as 1.9.3's segments */
+	if (in->size <= (pc * 16 > SPLIT_MIN ? pc * 16 : SPLIT_MIN) ||
+	    in->zkeep || in->zshare ||
 	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) || bld_zunaligned_ok(b, in))
 		return 1;
 	part_plan(b, in, &p);
@@ -150,7 +169,7 @@ int bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
 			e->refidx += first;
 	}
 	if (s->written) {
-		z->datalen += s->datalen;	/* in the image already */
+		z->datalen += s->datalen; /* in the image already */
 	} else if (s->datalen) {
 		uint8_t *d = realloc(z->data, z->datalen + s->datalen);
 

@@ -107,16 +107,18 @@ for i in $(seq 30); do cat "$TMP/mib"; done >"$parts/rep"
 head -c 17000000 /dev/urandom >"$parts/rnd"
 printf 'tail' >>"$parts/rep"
 t_manifest "$parts" --no-times >"$TMP/parts.json"
-for e in "" ztailpacking fragments dedupe; do
+# lz4: equal parts, the last halved; lz4hc: 16 MiB parts (zsplit.c)
+for c in lz4: lz4:ztailpacking lz4:fragments lz4:dedupe lz4hc,3:; do
+	z=${c%%:*} e=${c#*:}
 	for w in 1 2; do
-		t_run mkfsp$w mk --workers=$w -z lz4 -C 16384 ${e:+-E $e} \
+		t_run mkfsp$w mk --workers=$w -z "$z" -C 16384 ${e:+-E $e} \
 			"$TMP/s$w.img" "$parts"
-		[ "$RC" = 0 ] || t_fail "mkfs parts ${e:-plain} --workers=$w rc=$RC: $(head -c 300 "$ERR")"
+		[ "$RC" = 0 ] || t_fail "mkfs parts $z ${e:-plain} --workers=$w rc=$RC: $(head -c 300 "$ERR")"
 	done
-	t_expect "same image for --workers 1 and 2 (parts, ${e:-plain})" \
+	t_expect "same image for --workers 1 and 2 (parts, $z ${e:-plain})" \
 		cmp -s "$TMP/s1.img" "$TMP/s2.img"
-	t_check_image "parts, ${e:-plain}" "$TMP/s2.img" "$TMP/parts.json" \
-		--no-times
+	t_check_image "parts, $z ${e:-plain}" "$TMP/s2.img" \
+		"$TMP/parts.json" --no-times
 done
 
 # the 4127-byte file: one plain block and a 31-byte inline tail
