@@ -50,6 +50,15 @@ static bool native_fill(const struct ezfs_builder *b, const struct binode *in)
 	return (za->alg == EZFS_ALG_LZ4 && za->hc) || za->alg == EZFS_ALG_LZMA;
 }
 
+/* 1.9.3's segment: 16 MiB, or 16 pclusters when larger (times k). */
+static uint64_t seg_size(const struct ezfs_builder *b, const struct binode *in,
+			 unsigned k)
+{
+	uint64_t pc = (uint64_t)bld_pcluster_blocks(b, in) << b->blkszbits;
+
+	return k * (pc * 16 > SPLIT_MIN ? pc * 16 : SPLIT_MIN);
+}
+
 /* The parts of a file: nfull of ps bytes, then the rest, halved (at a
  * whole MiB) in `half` unless that is 0. */
 struct plan {
@@ -60,15 +69,14 @@ struct plan {
 static void part_plan(const struct ezfs_builder *b, const struct binode *in,
 		      struct plan *p)
 {
-	uint64_t pc = (uint64_t)bld_pcluster_blocks(b, in) << b->blkszbits;
 	uint64_t max, m;
 
 	if (native_fill(b, in)) {
-		p->ps = pc * 16 > SPLIT_MIN ? pc * 16 : SPLIT_MIN;
+		p->ps = seg_size(b, in, 1);
 		p->nfull = (uint32_t)((in->size - 1) / p->ps);
 		p->half = 0;
 	} else {
-		max = pc * 64 > 4 * SPLIT_MIN ? pc * 64 : 4 * SPLIT_MIN;
+		max = seg_size(b, in, 4);
 		m = (in->size + max - 1) / max;
 		p->ps = m <= 1 ? max
 			       : ((in->size + m - 1) / m + PART_UNIT - 1) /
@@ -82,12 +90,9 @@ static void part_plan(const struct ezfs_builder *b, const struct binode *in,
 
 uint32_t bld_zsplit_parts(const struct ezfs_builder *b, const struct binode *in)
 {
-	uint64_t pc = (uint64_t)bld_pcluster_blocks(b, in) << b->blkszbits;
 	struct plan p;
 
-	/* 16 MiB (or 16 pclusters), as 1.9.3's segments */
-	if (in->size <= (pc * 16 > SPLIT_MIN ? pc * 16 : SPLIT_MIN) ||
-	    in->zkeep || in->zshare ||
+	if (in->size <= seg_size(b, in, 1) || in->zkeep || in->zshare ||
 	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) || bld_zunaligned_ok(b, in))
 		return 1;
 	part_plan(b, in, &p);
