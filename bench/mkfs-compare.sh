@@ -25,9 +25,10 @@
 #   MKFS_EROFS mkfs.erofs to compare with (default: mkfs.erofs in PATH;
 #              Debian's 1.5 runs only lz4/lz4hc without -E)
 #   MKFS_EROFS2 a second mkfs.erofs (1.6 or later: every algorithm, levels
-#              as -zALG,level=N, -E options; deflate is its own built-in
-#              encoder, as in ANCHORS.md, or DEFLATE2=libdeflate), e.g. a
-#              local build of 1.9.3 (default: none)
+#              as -zALG,level=N, -E options), e.g. a local build of 1.9.3
+#              (default: none). In both tools `deflate` is the tool's own
+#              one-pass encoder (1.9.3: kite, as in ANCHORS.md) and
+#              `libdeflate` libdeflate's (ALGS="libdeflate,9")
 #   SQUASHFS   0: leave mksquashfs out (default 1 when installed)
 #   WORKERS    threads for every tool (default: nproc)
 # Output: a markdown table on stdout (MiB and wall seconds per tool, the
@@ -119,7 +120,7 @@ sqfs_comp() {
 	lz4) echo "-comp lz4";;
 	lz4hc) echo "-comp lz4 -Xhc";;
 	lzma) echo "-comp xz";;
-	deflate) echo "-comp gzip";;
+	deflate|libdeflate) echo "-comp gzip";;
 	zstd) echo "-comp zstd";;
 	esac
 }
@@ -130,11 +131,7 @@ case_row() {
 	local c1 c2 c3 c4 ratio
 	if [ "$alg" != none ]; then
 		zo=(-z "$alg${lvl:+,$lvl}" -C "$cl")
-		# 1.6+: deflate is its built-in (kite) encoder, as the anchors
-		# use it; DEFLATE2=libdeflate compares with the library ezfs uses
-		local malg=$alg
-		[ "$alg" = deflate ] && malg=${DEFLATE2:-deflate}
-		mo=(-z"$malg${lvl:+,level=$lvl}" -C"$cl")
+		mo=(-z"$alg${lvl:+,level=$lvl}" -C"$cl")
 	fi
 	[ "$e" != - ] && eo=(-E "$e")
 	c1=$(run "$IMG" "$EZFS" mkfs -q -T0 --workers="$WORKERS" "${zo[@]}" \

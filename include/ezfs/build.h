@@ -67,7 +67,8 @@ enum ezfs_build_flags {
 #define EZFS_BUILD_MAX_ZALGS 8
 
 /* One compression configuration: enum ezfs_alg (lz4hc = EZFS_ALG_LZ4 with
- * hc = 1), level < 0 = the codec's default. */
+ * hc = 1; EZFS_ALG_DEFLATE with hc = 1 compresses with libdeflate instead
+ * of ezfs' own encoder), level < 0 = the codec's default. */
 struct ezfs_build_zalg {
 	int alg;
 	int hc;
@@ -132,7 +133,8 @@ struct ezfs_build_params {
 	size_t n_exclude_regex;
 
 	/* Compression: alg < 0 = none; else enum ezfs_alg, with lz4hc given
-	 * as EZFS_ALG_LZ4 + hc = 1. level < 0 = the codec's default. */
+	 * as EZFS_ALG_LZ4 + hc = 1 (and libdeflate's encoder as
+	 * EZFS_ALG_DEFLATE + hc = 1). level < 0 = the codec's default. */
 	int alg;
 	int hc;
 	int level;

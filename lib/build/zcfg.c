@@ -29,7 +29,12 @@ const struct ezfs_codec_ops *bld_codec(const struct ezfs_builder *b,
 	case EZFS_ALG_LZMA:
 		return ezfs_codec_find("lzma");
 	case EZFS_ALG_DEFLATE:
-		return ezfs_codec_find("libdeflate");
+		/* our one-pass fixed-output encoder up to level 9; libdeflate
+		 * (trial compressions) when asked for or for its levels
+		 * 10-12 (near-optimal parsing) */
+		if (z->hc || z->level > 9)
+			return ezfs_codec_find("libdeflate");
+		return ezfs_codec_find("ezdeflate");
 	case EZFS_ALG_ZSTD:
 		return ezfs_codec_find("zstd");
 	}

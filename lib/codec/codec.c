@@ -18,6 +18,7 @@ static const struct ezfs_codec_ops *const all_codecs[] = {
 	&ezfs_codec_isal,
 #endif
 	&ezfs_codec_zlib,
+	&ezfs_codec_ezdeflate,
 	&ezfs_codec_zstd,
 	&ezfs_codec_lzma,
 	NULL,

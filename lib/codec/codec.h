@@ -128,6 +128,7 @@ struct ezfs_codec_ops {
 extern const struct ezfs_codec_ops ezfs_codec_lz4;
 extern const struct ezfs_codec_ops ezfs_codec_lz4hc;  /* encode only */
 extern const struct ezfs_codec_ops ezfs_codec_libdeflate;
+extern const struct ezfs_codec_ops ezfs_codec_ezdeflate; /* encode only */
 extern const struct ezfs_codec_ops ezfs_codec_zlib;
 extern const struct ezfs_codec_ops ezfs_codec_isal;   /* EZFS_HAVE_ISAL */
 extern const struct ezfs_codec_ops ezfs_codec_zstd;

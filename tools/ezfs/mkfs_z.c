@@ -23,7 +23,7 @@ static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z)
 	static const struct { const char *name; int alg, hc; } algs[] = {
 		{ "lz4", EZFS_ALG_LZ4, 0 }, { "lz4hc", EZFS_ALG_LZ4, 1 },
 		{ "lzma", EZFS_ALG_LZMA, 0 }, { "deflate", EZFS_ALG_DEFLATE, 0 },
-		{ "libdeflate", EZFS_ALG_DEFLATE, 0 }, { "zstd", EZFS_ALG_ZSTD, 0 },
+		{ "libdeflate", EZFS_ALG_DEFLATE, 1 }, { "zstd", EZFS_ALG_ZSTD, 0 },
 	};
 	const char *comma = memchr(arg, ',', len);
 	size_t n = comma ? (size_t)(comma - arg) : len, i;
@@ -79,7 +79,7 @@ int mkfs_z_parse(const char *cmd, const char *arg,
 		}
 		if (parse_one(s, len, &all[n])) {
 			cli_error(cmd, "bad -z '%s': '%.*s' is not ALG[,level=N] "
-				  "(lz4, lz4hc, lzma, deflate, zstd)", arg,
+				  "(lz4, lz4hc, lzma, deflate, libdeflate, zstd)", arg,
 				  (int)len, s);
 			return 2;
 		}
