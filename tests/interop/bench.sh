@@ -23,7 +23,7 @@ head -c 40000 "$IN/text.txt" >"$IN/sub/small.txt"
 printf 'x' >"$IN/sub/tiny"
 export TMPDIR=$TMP                 # bench's own temp dirs land here
 FAST=(-q --runtime 1 --clusters 4K,64K --algs lz4hc,zstd
-      --levels "lz4hc:9 deflate:6 zstd:3")
+      --levels "lz4hc:9 deflate:6 libdeflate:6 zstd:3")
 
 # has WHAT TEXT PATTERN: pass if TEXT contains PATTERN.
 has() {

@@ -163,7 +163,7 @@ static void print_ratio(FILE *f, const struct bench_results *r)
 	size_t i;
 
 	fprintf(f, "\ncompression ratio (image blocks / input blocks)\n");
-	fprintf(f, "%-8s %-5s %7s %12s %12s %7s %10s\n", "alg", "level",
+	fprintf(f, "%-10s %-5s %7s %12s %12s %7s %10s\n", "alg", "level",
 		"cluster", "input blks", "image blks", "ratio", "mkfs MB/s");
 	for (i = 0; i < r->n; i++) {
 		const struct bench_rec *x = &r->v[i];
@@ -171,7 +171,7 @@ static void print_ratio(FILE *f, const struct bench_results *r)
 		if (strcmp(x->mode, "ratio"))
 			continue;
 		lvl_str(x->level, lv, sizeof(lv));
-		fprintf(f, "%-8s %-5s %7s %12llu %12llu %7.4f %10.2f\n", x->alg,
+		fprintf(f, "%-10s %-5s %7s %12llu %12llu %7.4f %10.2f\n", x->alg,
 			lv, bench_fmt_cluster(x->cluster, cl, sizeof(cl)),
 			(unsigned long long)x->input_blocks,
 			(unsigned long long)x->image_blocks, x->ratio,
