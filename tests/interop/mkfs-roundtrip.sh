@@ -48,7 +48,7 @@ mk() { "$EZFS" mkfs -q --no-fsync "$@"; }
 if [ "${1:-}" = matrix ]; then
 	tree=$TMP/tree4
 	python3 "$MKTREE" 4 "$tree" --small || t_fail "make_tree 4"
-	for alg in lz4 lz4hc deflate zstd lzma; do
+	for alg in lz4 lz4hc deflate libdeflate zstd lzma; do
 		for c in 4096 16384 65536 262144 1048576; do
 			name="seed 4 [-z $alg -C $c]"
 			if ! mk -z "$alg" -C "$c" "$TMP/img" "$tree" 2>"$TMP/mkfs.err"; then
@@ -77,7 +77,8 @@ for seed in 1 2 3; do
 		      "-z lz4 -E ztailpacking" "-z zstd -C 65536 -E ztailpacking,legacy-compress"
 		      "-z lz4 -E dedupe" "--chunksize=8192 -E force-chunk-indexes")
 	elif [ "$seed" = 2 ]; then
-		sets=("--chunksize=4096" "-z lz4hc -C 262144 -E ztailpacking,dedupe")
+		sets=("--chunksize=4096" "-z lz4hc -C 262144 -E ztailpacking,dedupe"
+		      "-z deflate,9 -C 16384 -E ztailpacking,fragments")
 	else
 		sets=("-z zstd -C 16384 -E all-fragments" "-z lz4 -E dedupe,fragments")
 	fi

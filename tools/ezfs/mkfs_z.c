@@ -33,7 +33,9 @@ static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z)
 			continue;
 		z->alg = algs[i].alg;
 		z->hc = algs[i].hc;
-		z->level = -1;
+		/* mkfs.erofs' defaults: deflate and libdeflate at level 1,
+		 * the others at their library's default */
+		z->level = z->alg == EZFS_ALG_DEFLATE ? 1 : -1;
 		if (comma) {
 			const char *lv = comma + 1, *end = arg + len;
 			long l = 0;
