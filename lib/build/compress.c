@@ -258,7 +258,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	uint8_t *obufd = NULL;
 	bool dedup = !mem && (b->p.flags & EZFS_BUILD_DEDUPE);
 	struct bidd dd = { 0 };
-	size_t rawlen = 0;
+	size_t rawlen = 0, rawblks = 0;
 	bool allfrag = tail && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
 	bool frags = allfrag || (tail && (b->p.flags & EZFS_BUILD_FRAGMENTS));
 	bool ztail = tail && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
@@ -435,8 +435,15 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		if (r > 0) {
 			uint32_t ob = ((uint32_t)r + blksz - 1) & ~(blksz - 1);
 
-			if (ob >= inlen)
+			if (ob >= inlen) {
+				/* no block saved: every whole block of it raw
+				 * (as mkfs.erofs), not one block and the same
+				 * pcluster's worth compressed again (64 MiB of
+				 * random bytes, lz4hc-9 64K: 16 s) */
+				if (!dedup)
+					rawblks = inlen / blksz;
 				goto raw;
+			}
 			if (dedup) {
 				/* cut the extent where earlier data repeats */
 				uint64_t from = ((pos >> b->blkszbits) + 1) <<
@@ -500,15 +507,19 @@ raw:
 		}
 		want = rawlen ? rawlen : (rem < blksz ? rem : blksz);
 		rawlen = 0;
-		dst = grow_data(z, &dcap, 1, b->blkszbits);
-		if (!dst)
-			goto nomem;
-		memcpy(dst, win + (pos - wpos), (size_t)want);
-		memset(dst + want, 0, blksz - (size_t)want);
-		err = add_extent(z, pos, 1, Z_EROFS_LCLUSTER_TYPE_PLAIN);
-		if (err)
-			goto fail;
-		pos += want;
+		do {
+			dst = grow_data(z, &dcap, 1, b->blkszbits);
+			if (!dst)
+				goto nomem;
+			memcpy(dst, win + (pos - wpos), (size_t)want);
+			memset(dst + want, 0, blksz - (size_t)want);
+			err = add_extent(z, pos, 1, Z_EROFS_LCLUSTER_TYPE_PLAIN);
+			if (err)
+				goto fail;
+			pos += want;
+			want = blksz;
+		} while (rawblks && --rawblks && size - pos > blksz);
+		rawblks = 0;
 	}
 	if (!mem) {
 		err = bld_src_check(b, in, &src);
