@@ -50,9 +50,9 @@
 static const struct fo_level {
 	unsigned depth, lazy, good, nice, lazy2;
 } levels[10] = {
-    {4, 0, 4, 8, 0},	     {4, 0, 4, 8, 0},	   {8, 0, 4, 16, 0},
-    {32, 0, 4, 32, 0},	     {16, 4, 4, 16, 0},	   {32, 16, 8, 32, 0},
-    {128, 16, 8, 128, 0},    {256, 32, 8, 128, 0}, {160, 128, 32, 258, 1},
+    {4, 0, 4, 8, 0},	    {4, 0, 4, 8, 0},	  {8, 0, 4, 16, 0},
+    {32, 0, 4, 32, 0},	    {16, 4, 4, 16, 0},	  {32, 16, 8, 32, 0},
+    {128, 16, 8, 128, 0},   {256, 32, 8, 128, 0}, {160, 128, 32, 258, 1},
     {256, 258, 32, 258, 1},
 };
 
@@ -149,6 +149,12 @@ static unsigned find(struct fo_cctx *c, size_t pos, unsigned depth,
 	if (avail < 4)
 		return 0;
 	v = load32(p);
+	if (avail >= 12) { /* buckets of a position 8 on, ahead of time */
+		uint32_t nv = load32(p + 8);
+
+		__builtin_prefetch(&c->head4[hash4(nv)]);
+		__builtin_prefetch(&c->head3[hash3(nv)]);
+	}
 	h = hash4(v);
 	cur = c->head4[h];
 	c->prev[pos & WMASK] = cur;
@@ -353,7 +359,7 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 				uint8_t *out, size_t outcap)
 {
 	struct fo_cctx *c = cctx;
-	struct dfl_bw w = { .out = out, .cap = outcap };
+	struct dfl_bw w = {.out = out, .cap = outcap};
 	struct dfl_freqs f, f0, snap; /* f0: f where the stretch began */
 	struct dfl_plan plan, pa;
 	uint64_t cap = (uint64_t)outcap * 8, fit_bits = 10, seg_bits = 10;
@@ -372,8 +378,8 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 		/* items that would still fit at the last rate: parse 3/4 of
 		 * them (1/2 took twice the cost evaluations, 7/8 overshot
 		 * more often; either ~4 % slower at 4 KiB) */
-		double est = room > fit_bits ?
-			     (double)(room - fit_bits) / c->bpi : 0;
+		double est =
+		    room > fit_bits ? (double)(room - fit_bits) / c->bpi : 0;
 		size_t step = (size_t)(est * 0.75) + 16, lo, hi;
 
 		if (step > segstart + SPLIT_ITEMS - checked)
