@@ -362,7 +362,7 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 	struct dfl_bw w = {.out = out, .cap = outcap};
 	struct dfl_freqs f, f0, snap; /* f0: f where the stretch began */
 	struct dfl_plan plan, pa;
-	uint64_t cap = (uint64_t)outcap * 8, fit_bits = 10, seg_bits = 10;
+	uint64_t cap, fit_bits = 10, seg_bits = 10;
 	size_t bstart = 0, checked = 0, segstart = 0, n = *inlen;
 	int err;
 
@@ -370,6 +370,9 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 		return -EINVAL;
 	if (n > MAX_IN)
 		n = MAX_IN;
+	if (outcap > INT_MAX) /* the length is returned as an int */
+		w.cap = INT_MAX;
+	cap = (uint64_t)w.cap * 8;
 	start(c, in, n);
 	memset(&f, 0, sizeof(f));
 	f0 = f;
