@@ -10,7 +10,8 @@
 # $TEXT_MAX bytes of it.
 #
 # Environment:
-#   EZFS       ezfs binary (default: first of build*/tools/ezfs/ezfs)
+#   EZFS       ezfs binary (default: build/tools/ezfs/ezfs, else the first
+#              other build*/ that is not a sanitizer build)
 #   WORK       scratch directory (default /tmp/ezfs-mkfs-bench)
 #   SUBSET     sub-directory of the linux tree to use instead of all of it
 #              (a reduced input, e.g. SUBSET=drivers/net)
@@ -48,7 +49,9 @@ SQUASHFS=${SQUASHFS:-1}
 command -v mksquashfs >/dev/null || SQUASHFS=0
 WORKERS=${WORKERS:-$(nproc)}
 if [ -z "${EZFS:-}" ]; then
-	for c in "$ROOT"/build*/tools/ezfs/ezfs; do
+	# build/ first; never a sanitizer build (build-asan sorts first)
+	for c in "$ROOT"/build/tools/ezfs/ezfs "$ROOT"/build*/tools/ezfs/ezfs; do
+		case $c in *asan*|*tsan*|*ubsan*|*fuzz*) continue;; esac
 		[ -x "$c" ] && EZFS=$c && break
 	done
 fi
