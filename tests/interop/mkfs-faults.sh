@@ -205,6 +205,21 @@ else
 	umount "$TMP/small"
 fi
 
+# --fsync: the image is synced before the rename, and a failing sync is
+# an error like a failing write; by default (as mkfs.erofs) no sync.
+start
+t_run nosync env LD_PRELOAD="$SHIM" EZFS_FAULT_FSYNC=1 "$EZFS" mkfs -q \
+	"$out/img" "$src"
+t_expect "no fsync by default: a build with fsync failing succeeds" \
+	[ "$RC" = 0 -a -s "$out/img" ]
+for notmp in 0 1; do
+	start
+	t_run fsync env LD_PRELOAD="$SHIM" EZFS_FAULT_FSYNC=1 \
+		EZFS_FAULT_NOTMPFILE=$notmp "$EZFS" mkfs -q --fsync "$out/img" "$src"
+	check "--fsync, fsync failing$([ $notmp = 1 ] && echo ', no O_TMPFILE')" \
+		1 "img.*fsync.*Input/output error"
+done
+
 # Signals mid-build. SIGINT from the shim when the data phase opens the
 # victim (deterministic); SIGTERM from outside once the image file is
 # open, on a build that takes a while.

@@ -51,6 +51,9 @@ static const char usage_text[] =
 	"  --chunksize=BYTES     chunk-based uncompressed files (power of two\n"
 	"                        >= block size): identical chunks stored once,\n"
 	"                        all-zero chunks as holes\n"
+	"  --fsync               wait until the image is on disk before it\n"
+	"                        replaces IMAGE (default: not, as mkfs.erofs\n"
+	"                        and mksquashfs; --no-fsync)\n"
 	"  -q, --quiet           no progress, no summary\n";
 
 struct mkfs_state {
@@ -163,7 +166,7 @@ static int parse_E(const char *arg, struct ezfs_build_params *p)
 enum {
 	OPT_ALL_TIME = 256, OPT_MKFS_TIME, OPT_ALL_ROOT, OPT_FORCE_UID,
 	OPT_FORCE_GID, OPT_EXCL_PATH, OPT_EXCL_RE, OPT_WORKERS, OPT_HELP,
-	OPT_NOFSYNC, OPT_CHUNKSIZE, OPT_HINTS, OPT_UID_OFF, OPT_GID_OFF,
+	OPT_NOFSYNC, OPT_FSYNC, OPT_CHUNKSIZE, OPT_HINTS, OPT_UID_OFF, OPT_GID_OFF,
 	OPT_TAR, OPT_UNGZIP, OPT_UNXZ,
 };
 
@@ -192,6 +195,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "chunksize", required_argument, NULL, OPT_CHUNKSIZE },
 		{ "no-fsync", no_argument, NULL, OPT_NOFSYNC },
+		{ "fsync", no_argument, NULL, OPT_FSYNC },
 		{ "compress-hints", required_argument, NULL, OPT_HINTS },
 		{ "uid-offset", required_argument, NULL, OPT_UID_OFF },
 		{ "gid-offset", required_argument, NULL, OPT_GID_OFF },
@@ -214,6 +218,9 @@ int cmd_mkfs(int argc, char **argv)
 	uint64_t v;
 
 	ezfs_build_params_init(&p);
+	/* like mkfs.erofs and mksquashfs: no sync unless asked (the sync
+	 * was 0.13 s of 0.22 for 256 MiB stored uncompressed) */
+	p.flags |= EZFS_BUILD_NO_FSYNC;
 	xpaths = calloc((size_t)argc, sizeof(*xpaths));
 	xres = calloc((size_t)argc, sizeof(*xres));
 	if (!xpaths || !xres) {
@@ -340,6 +347,9 @@ int cmd_mkfs(int argc, char **argv)
 			break;
 		case OPT_NOFSYNC:
 			p.flags |= EZFS_BUILD_NO_FSYNC;
+			break;
+		case OPT_FSYNC:
+			p.flags &= ~(unsigned)EZFS_BUILD_NO_FSYNC;
 			break;
 		case OPT_TAR:
 		case OPT_UNGZIP:

@@ -16,6 +16,7 @@
  *                            process just after (mid-build), then stall
  *                            that thread for up to 10 s
  *   EZFS_FAULT_NOTMPFILE=1   open(O_TMPFILE) fails with EOPNOTSUPP
+ *   EZFS_FAULT_FSYNC=1       fsync() and fdatasync() fail with EIO
  *
  * The scan only lstat()s files, so the first open() of a regular file is
  * the data phase reading it.
@@ -236,4 +237,33 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
 	return pread(fd, buf, n, off);
+}
+
+static int fsync_fails(void)
+{
+	const char *e = getenv("EZFS_FAULT_FSYNC");
+
+	return e && *e == '1';
+}
+
+int fsync(int fd)
+{
+	int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+
+	if (fsync_fails()) {
+		errno = EIO;
+		return -1;
+	}
+	return real(fd);
+}
+
+int fdatasync(int fd)
+{
+	int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+
+	if (fsync_fails()) {
+		errno = EIO;
+		return -1;
+	}
+	return real(fd);
 }
