@@ -239,31 +239,25 @@ ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 	return pread(fd, buf, n, off);
 }
 
-static int fsync_fails(void)
+/* fsync and fdatasync: EIO when EZFS_FAULT_FSYNC=1, else the real one */
+static int sync_call(const char *name, int fd)
 {
 	const char *e = getenv("EZFS_FAULT_FSYNC");
+	int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, name);
 
-	return e && *e == '1';
+	if (e && *e == '1') {
+		errno = EIO;
+		return -1;
+	}
+	return real(fd);
 }
 
 int fsync(int fd)
 {
-	int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-
-	if (fsync_fails()) {
-		errno = EIO;
-		return -1;
-	}
-	return real(fd);
+	return sync_call("fsync", fd);
 }
 
 int fdatasync(int fd)
 {
-	int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-
-	if (fsync_fails()) {
-		errno = EIO;
-		return -1;
-	}
-	return real(fd);
+	return sync_call("fdatasync", fd);
 }
