@@ -168,7 +168,8 @@ static int lz4_compress_destsize(void *cctx, const uint8_t *in,
 	if (outcap > INT_MAX / LZ4_PEEK)
 		outcap = INT_MAX / LZ4_PEEK;
 	if (c->hc_state && outcap <= LZ4_PEEK_MAXCAP &&
-	    srclen > (int)outcap * LZ4_PEEK && lz4_poor(in, srclen, out, outcap)) {
+	    srclen > (int)outcap * LZ4_PEEK &&
+	    lz4_poor(in, srclen, out, outcap)) {
 		int peek;
 
 		for (peek = (int)outcap * LZ4_PEEK; peek < srclen;
