@@ -259,7 +259,7 @@ static uint8_t fixed_litlen(unsigned s)
 void dfl_plan(const struct dfl_freqs *f, struct dfl_plan *p)
 {
 	uint32_t lf[DFL_NLITLEN];
-	uint64_t extra = 0, dyn = 0, fix = 0;
+	uint64_t extra = 3, dyn = 0, fix = 0; /* 3: the block header */
 	unsigned s;
 
 	memcpy(lf, f->lit, sizeof(lf));
@@ -267,21 +267,19 @@ void dfl_plan(const struct dfl_freqs *f, struct dfl_plan *p)
 	for (s = 0; s < 29; s++)
 		extra += (uint64_t)lf[257 + s] * len_extra(s);
 	for (s = 0; s < DFL_NDIST; s++)
-		extra += (uint64_t)f->dist[s] * (dist_extra(s) + 5);
-	for (s = 0; s < DFL_NLITLEN; s++)
-		fix += (uint64_t)lf[s] * fixed_litlen(s);
-	fix += 3 + extra;
-
+		extra += (uint64_t)f->dist[s] * dist_extra(s);
 	huff_lengths(lf, DFL_NLITLEN, DFL_MAXBITS, p->litlen);
 	huff_lengths(f->dist, DFL_NDIST, DFL_MAXBITS, p->distlen);
-	for (s = 0; s < DFL_NLITLEN; s++)
+	for (s = 0; s < DFL_NLITLEN; s++) {
+		fix += (uint64_t)lf[s] * fixed_litlen(s);
 		dyn += (uint64_t)lf[s] * p->litlen[s];
-	for (s = 0; s < DFL_NDIST; s++)
-		dyn += (uint64_t)f->dist[s] * (p->distlen[s] + 0u);
-	/* extra counted the fixed 5-bit distance codes */
-	for (s = 0; s < DFL_NDIST; s++)
-		dyn -= (uint64_t)f->dist[s] * 5;
-	dyn += 3 + extra + plan_header(p);
+	}
+	for (s = 0; s < DFL_NDIST; s++) {
+		fix += (uint64_t)f->dist[s] * 5;
+		dyn += (uint64_t)f->dist[s] * p->distlen[s];
+	}
+	dyn += extra + plan_header(p);
+	fix += extra;
 	if (dyn < fix) {
 		p->dynamic = 1;
 		p->bits = dyn;
