@@ -388,6 +388,14 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			pos = size;
 			continue;
 		}
+		/* a pcluster of random-looking bytes (compressed media): raw,
+		 * without the codec (zfast.c), as it would end anyway */
+		if (!dedup && !share && !zkeep && want >= (uint64_t)pcap + blksz &&
+		    bld_random_fast(b, in->zalg, win + (pos - wpos), pcap,
+				    obuf)) {
+			rawblks = pcap / blksz;
+			goto raw;
+		}
 		inlen = (size_t)want;
 		if (zkeep && inlen > rem - zkeep)
 			inlen = (size_t)(rem - zkeep);

@@ -13,7 +13,8 @@
 #    also when the packed inode spans several 16 MiB segments (compressed
 #    by the workers while the fragments are still being placed) and when
 #    files over 16 MiB are compressed in parts (plain, with an inline tail,
-#    with a fragment, with in-file dedupe across the parts).
+#    with a fragment, with in-file dedupe across the parts);
+#  - stretches of random bytes inside text are stored raw, block by block.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 
@@ -170,4 +171,32 @@ if [ -n "$ea" ] && [ "$ea" = "$eb" ]; then
 else
 	t_fail "fragment ends: a.h '$ea', b.h '$eb'"
 fi
+# text, 300 KB of random bytes, text, 70 KB of random bytes: the random
+# stretches are stored raw, block by block (a pcluster that saves no
+# block is raw whole; random-looking pclusters skip the codec, zfast.c)
+mixd=$TMP/mixd
+mkdir -p "$mixd"
+{ head -c 600000 "$parts/seq"; head -c 300000 /dev/urandom
+  head -c 400000 "$parts/seq"; head -c 70000 /dev/urandom
+  head -c 100000 "$parts/seq"; } >"$mixd/f"
+t_manifest "$mixd" --no-times >"$TMP/mixd.json"
+for zc in lzma,6:65536 lz4hc,9:4096 deflate,9:16384 zstd,3:65536; do
+	z=${zc%%:*} c=${zc#*:}
+	for w in 1 2; do
+		t_run mkfsm$w mk --workers=$w -z "$z" -C "$c" "$TMP/m$w.img" "$mixd"
+		[ "$RC" = 0 ] || t_fail "mkfs mixed $z -C $c rc=$RC: $(head -c 300 "$ERR")"
+	done
+	t_expect "same image for --workers 1 and 2 (mixed, $z -C $c)" \
+		cmp -s "$TMP/m1.img" "$TMP/m2.img"
+	t_check_image "mixed, $z -C $c" "$TMP/m2.img" "$TMP/mixd.json" --no-times
+	plain=$("$EZFS" stat -e "$TMP/m2.img" /f | awk '$NF == "mapped" && $(NF-1) == "plain"' | wc -l)
+	# the 300 KB stretch is raw but for the pclusters that share it with
+	# text on either side
+	want=$(((300000 - 2 * c) / 4096))
+	if [ "$plain" -ge "$want" ]; then
+		t_pass "mixed, $z -C $c: random stretches raw ($plain blocks)"
+	else
+		t_fail "mixed, $z -C $c: $plain raw blocks, want >= $want"
+	fi
+done
 t_done
