@@ -37,7 +37,7 @@ static bool stronger_than_lz4(const struct ezfs_build_zalg *za)
 		return za->hc; /* lz4 itself: the real test costs as much */
 	case EZFS_ALG_DEFLATE:
 	case EZFS_ALG_ZSTD:
-		return za->level != 0; /* deflate 0 only stores */
+		return za->level != 0; /* libdeflate 0 only stores */
 	case EZFS_ALG_LZMA:
 		return true;
 	}
