@@ -391,8 +391,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* a pcluster of random-looking bytes (compressed media): raw,
 		 * without the codec (zfast.c), as it would end anyway */
 		if (!dedup && !share && !zkeep && want >= (uint64_t)pcap + blksz &&
-		    bld_random_fast(b, in->zalg, win + (pos - wpos), pcap,
-				    obuf)) {
+		    bld_random_fast(b, in->zalg, win + (pos - wpos), pcap)) {
 			rawblks = pcap / blksz;
 			goto raw;
 		}

@@ -348,11 +348,10 @@ void bld_zjobs_stop(struct ezfs_builder *b);
  * codec (lz4's fast mode fits it; tmp: cap bytes). */
 bool bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
 		   const uint8_t *src, size_t len, uint32_t cap, uint8_t *tmp);
-/* zfast.c: src[0, n) looks like random bytes (flat histogram, nothing
- * for lz4 to take): zalg's codec cannot save a block of it (tmp: n
- * bytes). */
+/* zfast.c: src[0, n) looks like random bytes (flat histogram, no
+ * repeats) and zalg's codec (lz4hc, deflate) cannot gain on it. */
 bool bld_random_fast(const struct ezfs_builder *b, unsigned zalg,
-		     const uint8_t *src, size_t n, uint8_t *tmp);
+		     const uint8_t *src, size_t n);
 /* zfast.c: an lz4hc file that lz4's fast mode fits in one block: the
  * stream's length in dst (blksz bytes), else 0. */
 int bld_one_block_fast(const struct ezfs_builder *b, unsigned zalg,
