@@ -123,15 +123,19 @@ static inline unsigned match_len(const uint8_t *a, const uint8_t *b,
 	return l;
 }
 
-/* Enter position pos into the tables (needs 4 bytes). */
-static inline void insert(struct fo_cctx *c, size_t pos)
+/* Enter position pos into the tables (needs 4 bytes); the position the
+ * 3-byte table held goes to *old3 when asked for, and the chain's head
+ * (the 4-byte table's) is left in prev[pos & WMASK]. */
+static inline void insert(struct fo_cctx *c, size_t pos, uint32_t *old3)
 {
 	uint32_t v = load32(c->in + pos), st = c->base + (uint32_t)pos;
-	unsigned h = hash4(v);
+	unsigned h = hash4(v), h3 = hash3(v);
 
 	c->prev[pos & WMASK] = c->head4[h];
 	c->head4[h] = st;
-	c->head3[hash3(v)] = st;
+	if (old3)
+		*old3 = c->head3[h3];
+	c->head3[h3] = st;
 }
 
 /*
@@ -145,7 +149,7 @@ static unsigned find(struct fo_cctx *c, size_t pos, unsigned depth,
 	size_t avail = c->n - pos;
 	unsigned maxlen = avail < MAX_MATCH ? (unsigned)avail : MAX_MATCH;
 	uint32_t v, cur, c3, st = c->base + (uint32_t)pos;
-	unsigned best = bar, bestd = 0, h, nice = c->lv->nice;
+	unsigned best = bar, bestd = 0, nice = c->lv->nice;
 
 	if (avail < 4)
 		return 0;
@@ -156,13 +160,8 @@ static unsigned find(struct fo_cctx *c, size_t pos, unsigned depth,
 		__builtin_prefetch(&c->head4[hash4(nv)]);
 		__builtin_prefetch(&c->head3[hash3(nv)]);
 	}
-	h = hash4(v);
-	cur = c->head4[h];
-	c->prev[pos & WMASK] = cur;
-	c->head4[h] = st;
-	h = hash3(v);
-	c3 = c->head3[h];
-	c->head3[h] = st;
+	insert(c, pos, &c3);
+	cur = c->prev[pos & WMASK];
 	if (best >= maxlen)
 		return 0;
 	if (best < 3 && c3 >= c->base) {
@@ -232,7 +231,7 @@ static int emit_match(struct fo_cctx *c, unsigned len, unsigned dist)
 	size_t p, end = c->pos + len;
 
 	for (p = c->ins; p < end && c->n - p >= 4; p++)
-		insert(c, p);
+		insert(c, p, NULL);
 	if (c->ins < end)
 		c->ins = end;
 	c->pos = end;
