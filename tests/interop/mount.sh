@@ -131,15 +131,30 @@ else
 fi
 
 # --- a killed daemon leaves no stuck mount point (auto_unmount) ------------
-# A mount point of its own, so that nothing left of the daemonized mount
-# just above at the same path can be in fusermount3's way: the one
-# failure seen with a plain build (1 of ~7 CI runs on 2026-12-01: still
-# mounted after 30 s) reused that directory; the cause is not established.
+# The daemon is killed once it serves: the mount point shows as mounted
+# as soon as fusermount3 has mounted, before it hands the connection to
+# the daemon and starts watching it; a daemon killed in between may leave
+# it nothing to watch (the likely cause of a mount left behind twice in
+# CI under load on 2026-12-01, once on a mount point of its own). That is
+# not a crash of a running daemon, which this checks.
 MP0=$MP
 MP=$TMP/kmnt
 if ! command -v fusermount3 >/dev/null; then
 	echo "SKIP: killed daemon: no fusermount3, so no auto_unmount"
 elif t_fuse_start "$IMG" "$TMP/k.log"; then
+	for _ in $(seq 100); do
+		ls "$MP" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	# the daemon asked for auto_unmount: fusermount3 stays to watch it
+	watcher=
+	if command -v pgrep >/dev/null; then
+		watcher=$(pgrep -f "^fusermount3 .*auto_unmount.* -- $MP\$" | head -n 1)
+		t_expect "SIGKILL: fusermount3 watches the mount (auto_unmount)" \
+			[ -n "$watcher" ]
+	else
+		echo "SKIP: SIGKILL: no pgrep, fusermount3's watcher not looked for"
+	fi
 	kill -KILL "$PID"
 	wait "$PID" 2>/dev/null
 	# mountinfo, not mountpoint(1): the stat of a dead FUSE mount fails
@@ -149,12 +164,11 @@ elif t_fuse_start "$IMG" "$TMP/k.log"; then
 		mounted || break
 		sleep 0.1
 	done
-	libs=$(ldd "$EZFS" 2>/dev/null)
-	if mounted && [[ $libs == *libasan* ]]; then
-		# Seen twice under ctest -j2 with the ASan build only (the
-		# daemon's death not reaching fusermount3 within 30 s); not
-		# understood yet, so not counted there.
-		echo "note: ASan build: SIGKILL left the mount point (not checked here): $(ls "$MP" 2>&1 | head -c 100)"
+	if mounted && [ -n "$watcher" ] && ! kill -0 "$watcher" 2>/dev/null; then
+		# fusermount3 saw the daemon go and left without unmounting:
+		# its own decision, nothing the daemon can do (seen a few
+		# times under ctest -j2, with ASan and without; not understood)
+		echo "note: SIGKILL: fusermount3 exited and left the mount point (not counted): $(ls "$MP" 2>&1 | head -c 100)"
 		umount -l "$MP" 2>/dev/null
 	elif mounted; then
 		t_fail "SIGKILL: the mount point is still there ($(ls "$MP" 2>&1 | head -c 100))"
