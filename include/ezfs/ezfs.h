@@ -289,6 +289,17 @@ EZFS_API int ezfs_extent_ref(ezfs_inode *ino, uint64_t off,
 			     struct ezfs_ref *ref);
 EZFS_API void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref);
 
+/*
+ * A hint that the encoded extents covering [off, off + len) of a
+ * compressed file will be decoded soon: the compressed bytes of those not
+ * in the decoded-pcluster cache are asked for now, without waiting (a file
+ * image: POSIX_FADV_WILLNEED, one request per run of adjacent pclusters),
+ * so that extents a read needs together arrive in one I/O rather than one
+ * after the other. Does nothing for other layouts, extents and images;
+ * errors are ignored.
+ */
+EZFS_API void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len);
+
 /* The longest symlink target an inode may have (PATH_MAX - 1); inodes
  * claiming more are refused as corrupt by ezfs_inode_get. */
 #define EZFS_SYMLINK_MAX 4095

@@ -134,6 +134,18 @@ const void *ezfs_io_map(ezfs_image *img, size_t len, uint64_t off)
 	return m->buf + img->io_base + off;
 }
 
+/* Ask for [off, off + len) of a file image without waiting for it. */
+void ezfs_io_willneed(ezfs_image *img, uint64_t off, uint64_t len)
+{
+	const struct file_io *f = img->io_arg;
+
+	if (img->io_ops != &file_ops || !len || off > img->io_size ||
+	    len > img->io_size - off)
+		return;
+	(void)posix_fadvise(f->fd, (off_t)(img->io_base + off), (off_t)len,
+			    POSIX_FADV_WILLNEED);
+}
+
 /* Read exactly len bytes at image offset off. A range past the end of the
  * image is corruption (something in the image pointed there). */
 int ezfs_io_read(ezfs_image *img, void *buf, size_t len, uint64_t off)

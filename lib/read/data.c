@@ -400,6 +400,34 @@ int ezfs_extent_ref(ezfs_inode *ino, uint64_t off, struct ezfs_ref *ref)
 	return 0;
 }
 
+void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len)
+{
+	const unsigned mask = EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED |
+			      EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_INLINE |
+			      EZFS_EXTENT_META;
+	uint64_t end, run = 0, run_end = 0;
+	struct zmap m;
+
+	if (!S_ISREG(ino->mode) || !is_compressed(ino) || off >= ino->size)
+		return;
+	end = len < ino->size - off ? off + len : ino->size;
+	while (off < end) {
+		if (ezfs_z_map(ino, off, &m) || m.la + m.llen <= off)
+			break;
+		if ((m.flags & mask) ==
+			    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) &&
+		    !ezfs_pcache_has(ino->img, &m)) {
+			if (m.pa != run_end) {
+				ezfs_io_willneed(ino->img, run, run_end - run);
+				run = m.pa;
+			}
+			run_end = m.pa + m.plen;
+		}
+		off = m.la + m.llen;
+	}
+	ezfs_io_willneed(ino->img, run, run_end - run);
+}
+
 void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref)
 {
 	if (ref->priv)

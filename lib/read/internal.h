@@ -133,6 +133,7 @@ struct ezfs_inode {
 /* io.c */
 int ezfs_io_read(ezfs_image *img, void *buf, size_t len, uint64_t off);
 const void *ezfs_io_map(ezfs_image *img, size_t len, uint64_t off);
+void ezfs_io_willneed(ezfs_image *img, uint64_t off, uint64_t len);
 
 /* log.c */
 void ezfs_log(const ezfs_image *img, int level, const char *fmt, ...)
@@ -169,6 +170,8 @@ struct pcache_entry;
 int ezfs_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
 		    struct pcache_entry **out, const uint8_t **data);
 void ezfs_pcache_put(ezfs_image *img, struct pcache_entry *e);
+/* Whether extent m is decoded, or being decoded, in the cache. */
+bool ezfs_pcache_has(ezfs_image *img, const struct zmap *m);
 /* Decode extent m's first outlen bytes into out (no cache). */
 int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		  size_t outlen, bool partial);

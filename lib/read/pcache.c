@@ -339,20 +339,41 @@ out:
 	return err;
 }
 
-int ezfs_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
-		    struct pcache_entry **out, const uint8_t **data)
+static uint64_t pc_key(const struct zmap *m)
 {
-	ezfs_image *img = ino->img;
-	struct pcache *pc = &img->pc;
 	uint64_t key = m->pa << 1;
-	struct pcache_entry *e;
-	size_t dlen = (size_t)m->llen;
-	int err;
 
 	if (m->flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_META))
 		key |= 1; /* metadata space: not a device pcluster */
 	if (m->flags & EZFS_EXTENT_META)
 		key |= 1ull << 63;
+	return key;
+}
+
+bool ezfs_pcache_has(ezfs_image *img, const struct zmap *m)
+{
+	struct pcache *pc = &img->pc;
+	const uint64_t key = pc_key(m);
+	struct pcache_entry *e;
+
+	pthread_mutex_lock(&pc->lock);
+	for (e = *bucket(pc, key); e; e = e->hnext)
+		if (e->key == key)
+			break;
+	pthread_mutex_unlock(&pc->lock);
+	return e != NULL;
+}
+
+int ezfs_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
+		    struct pcache_entry **out, const uint8_t **data)
+{
+	ezfs_image *img = ino->img;
+	struct pcache *pc = &img->pc;
+	const uint64_t key = pc_key(m);
+	struct pcache_entry *e;
+	size_t dlen = (size_t)m->llen;
+	int err;
+
 	pthread_mutex_lock(&pc->lock);
 again:
 	for (e = *bucket(pc, key); e; e = e->hnext)
