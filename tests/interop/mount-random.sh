@@ -13,7 +13,8 @@
 # `ezfs accel stats MNT`: decodes at most 1.25 times the extents (+4),
 # random read requests of the deflate image at most 1.5 times; random
 # reads join edge pages and are answered from the pcluster cache without
-# a copy.
+# a copy. Then lz4hc at 4 KiB pclusters: one random page read leaves the
+# 256 KiB after it in the page cache (fincore).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
@@ -104,4 +105,40 @@ EOF
 	stats_check "$alg sequential"
 	t_expect "$alg: umount, daemon exits 0" t_fuse_stop
 done
+
+# Small extents (lz4hc, 4 KiB pclusters: ~10 KiB each): one random page
+# read stores the 256 KiB that follow its extent (readaround), so a random
+# reader's later reads near it need no round trip.
+if command -v fincore >/dev/null; then
+	img=$TMP/lz4hc.img
+	t_run mkfs "$EZFS" mkfs -q -z lz4hc -C 4096 "$img" "$TMP/src"
+	if [ "$RC" = 0 ] && t_fuse_start "$img" "$TMP/daemon.log"; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+		t_run page python3 - "$MP/text" "$TMP/src/text" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+off = 4 << 20
+b = os.pread(fd, 4096, off)
+want = open(sys.argv[2], "rb").read()[off:off + 4096]
+sys.exit(0 if b == want else 1)
+EOF
+		t_expect "lz4hc 4K: a random page equals the source" [ "$RC" = 0 ]
+		res=0
+		for _ in $(seq 50); do
+			res=$(fincore -b -n -o RES "$MP/text" 2>/dev/null | tr -d ' ')
+			[ "${res:-0}" -ge $((256 << 10)) ] && break
+			sleep 0.1
+		done
+		echo "lz4hc 4K: after one random page read, ${res:-?} bytes of the file in the page cache"
+		t_expect "lz4hc 4K: readaround stored 256 KiB or more (${res:-?} bytes)" \
+			[ "${res:-0}" -ge $((256 << 10)) ]
+		t_expect "lz4hc 4K: umount, daemon exits 0" t_fuse_stop
+	else
+		t_fail "lz4hc 4K: mkfs or mount: $(head -c 300 "$ERR")"
+	fi
+else
+	echo "SKIP: lz4hc 4K readaround check: fincore (util-linux) is not installed"
+fi
 t_done
