@@ -32,8 +32,11 @@
 #   SQUASHFUSE   squashfuse binary              (squashfuse in PATH)
 #   EZFS_OPTS    -o options for ezfs mount      (none)
 #   RAND_RUNTIME seconds cap of rand            (20)
+#   REPEAT       runs of each cell, the median is printed (1); the runs
+#                go round the targets, so a slow moment hits all alike
 #   NICE         run fio and the daemons at this nice value (e.g. -10)
-#   CSV          also write the results there (alg,cluster,target,workload,MiB/s)
+#   CSV          also write every run there (alg,cluster,target,workload,
+#                MiB/s,load1,run)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 EZFS=${EZFS:-$top/build/tools/ezfs/ezfs}
@@ -47,6 +50,7 @@ EROFSFUSE=${EROFSFUSE:-$(command -v erofsfuse || true)}
 SQUASHFUSE=${SQUASHFUSE:-$(command -v squashfuse || true)}
 EZFS_OPTS=${EZFS_OPTS:-}
 RAND_RUNTIME=${RAND_RUNTIME:-20}
+REPEAT=${REPEAT:-1}
 CSV=${CSV:-}
 MNT=$WORK/mnt
 
@@ -215,7 +219,12 @@ fio_run() { # WORKLOAD
 }
 
 # --- the matrix -------------------------------------------------------------
-[ -n "$CSV" ] && echo "alg,cluster,target,workload,mib_s,load1" >"$CSV"
+[ -n "$CSV" ] && echo "alg,cluster,target,workload,mib_s,load1,run" >"$CSV"
+# median V...: the middle value (FAIL if any run failed, - if none ran)
+median() {
+	case " $* " in *" FAIL "*) echo FAIL; return ;; *" - "*) echo -; return ;; esac
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
 hdr=$(printf '%-12s %-6s' alg cluster)
 for t in "${have[@]}"; do
 	for w in $WORKLOADS; do
@@ -233,33 +242,44 @@ for spec in $ALGS; do
 		row=$(printf '%-12s %-6s' "$alg-$lvl" "$cl")
 		eimg=$(erofs_img "$alg" "$lvl" "$cl")
 		simg=
-		for t in "${have[@]}"; do
-			img=$eimg
-			if [ "$t" = squashfuse ]; then
-				[ -n "$simg" ] || simg=$(sqfs_img "$alg" "$cl") || simg=none
-				img=$simg
-			fi
-			for w in $WORKLOADS; do
-				v=-
-				if [ "$img" != none ] && do_mount "$t" "$img"; then
-					load=$(cut -d' ' -f1 /proc/loadavg)
-					v=$(fio_run "$w") || v=FAIL
-					[ -n "$v" ] || v=FAIL
-					say "$alg-$lvl $cl $t $w: $v MiB/s (load $load)"
-					[ -n "$CSV" ] && echo "$alg-$lvl,$cl,$t,$w,$v,$load" >>"$CSV"
-				elif [ "$img" != none ]; then
-					say "$alg-$lvl $cl $t: mount failed"
-					v=FAIL
+		declare -A got=()
+		# Repetitions go round the targets, so that a slow moment of a
+		# shared machine falls on all of them alike.
+		for rep in $(seq "$REPEAT"); do
+			for t in "${have[@]}"; do
+				img=$eimg
+				if [ "$t" = squashfuse ]; then
+					[ -n "$simg" ] || simg=$(sqfs_img "$alg" "$cl") || simg=none
+					img=$simg
 				fi
-				do_umount
-				row+=$(printf ' %11s' "$v")
+				for w in $WORKLOADS; do
+					v=-
+					if [ "$img" != none ] && do_mount "$t" "$img"; then
+						load=$(cut -d' ' -f1 /proc/loadavg)
+						v=$(fio_run "$w") || v=FAIL
+						[ -n "$v" ] || v=FAIL
+						say "$alg-$lvl $cl $t $w: $v MiB/s (load $load, run $rep)"
+						[ -n "$CSV" ] && echo "$alg-$lvl,$cl,$t,$w,$v,$load,$rep" >>"$CSV"
+					elif [ "$img" != none ]; then
+						say "$alg-$lvl $cl $t: mount failed"
+						v=FAIL
+					fi
+					do_umount
+					got[$t/$w]+="$v "
+				done
 			done
 		done
+		for t in "${have[@]}"; do
+			for w in $WORKLOADS; do
+				row+=$(printf ' %11s' "$(median ${got[$t/$w]})")
+			done
+		done
+		unset got
 		rows+=("$row")
 	done
 done
 
 echo "read MiB/s, fio psync bs=4k, cold caches; file $((fsize >> 20)) MiB;" \
-	"load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+	"median of $REPEAT; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$hdr"
 printf '%s\n' "${rows[@]}"
