@@ -418,7 +418,7 @@ bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 			while (e < f->size && e - pos < PF_AROUND) {
 				uint64_t ne = ext_end(f, e);
 
-				if (ne <= e)
+				if (ne <= e || ne - pos > PF_WIDEN_MAX)
 					break;
 				e = ne;
 			}
