@@ -288,6 +288,14 @@ struct ezfs_ref {
 EZFS_API int ezfs_extent_ref(ezfs_inode *ino, uint64_t off,
 			     struct ezfs_ref *ref);
 EZFS_API void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref);
+/*
+ * The holder of ref has passed bytes of its extent on to where they stay
+ * (a FUSE daemon: the kernel's page cache). Once every byte of the extent
+ * has been, by any holders, the cache lets it go with its last reference
+ * instead of keeping a second copy; its buffer takes the next decode.
+ */
+EZFS_API void ezfs_ref_served(ezfs_inode *ino, struct ezfs_ref *ref,
+			      size_t bytes);
 
 /*
  * A hint that the encoded extents covering [off, off + len) of a
@@ -352,6 +360,7 @@ EZFS_API ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf,
 struct ezfs_cache_stats {
 	uint64_t hits, misses, decoded_bytes, evictions;
 	uint64_t bytes_now, bytes_max;
+	uint64_t dropped; /* let go once passed on whole (ezfs_ref_served) */
 };
 EZFS_API void ezfs_cache_stats(ezfs_image *img, struct ezfs_cache_stats *st);
 

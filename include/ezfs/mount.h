@@ -130,6 +130,7 @@ struct ezfs_ctl_stats {
 	uint64_t edge_pages;       /* pages joined from two extents' edges */
 	uint64_t jobs_dropped;     /* store jobs left out: queue was full */
 	uint64_t cache_hits, cache_misses, cache_evictions;
+	uint64_t cache_dropped;     /* extents let go once in the page cache */
 };
 
 #define EZFS_IOC_SET _IOWR('E', 0x41, struct ezfs_ctl_set)

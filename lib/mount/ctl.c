@@ -124,6 +124,7 @@ static void ctl_stats(fuse_req_t req, struct ezfs_mount *m)
 	out.cache_hits = cs.hits;
 	out.cache_misses = cs.misses;
 	out.cache_evictions = cs.evictions;
+	out.cache_dropped = cs.dropped;
 	fuse_reply_ioctl(req, 0, &out, sizeof(out));
 }
 

@@ -431,7 +431,14 @@ bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 	pf_seq_hint(m, f, off, len, pos);
 	MNT_COUNT(m, reads_direct, 1);
 	it_pin(m, node);
-	fuse_reply_iov(req, iov, (int)n);
+	/* What the reply carried is in the page cache now: counted, so that
+	 * an extent a sequential reader was answered with whole leaves the
+	 * decoded-pcluster cache, its buffer taking the next decode (stores
+	 * are not counted: a random reader's extents stay, for the requests
+	 * of edge pages that come before the neighbour does). */
+	if (!fuse_reply_iov(req, iov, (int)n))
+		for (i = 0; i < n; i++)
+			ezfs_ref_served(node->ino, &refs[i], iov[i].iov_len);
 	for (i = 0; i < n; i++) {
 		if (!rest || (refs[i].off >= off &&
 			      refs[i].off + refs[i].len <= end) ||

@@ -400,6 +400,12 @@ int ezfs_extent_ref(ezfs_inode *ino, uint64_t off, struct ezfs_ref *ref)
 	return 0;
 }
 
+void ezfs_ref_served(ezfs_inode *ino, struct ezfs_ref *ref, size_t bytes)
+{
+	if (ref->priv && bytes)
+		ezfs_pcache_served(ino->img, ref->priv, bytes, ref->len);
+}
+
 void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len)
 {
 	const unsigned mask = EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED |

@@ -170,6 +170,8 @@ struct pcache_entry;
 int ezfs_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
 		    struct pcache_entry **out, const uint8_t **data);
 void ezfs_pcache_put(ezfs_image *img, struct pcache_entry *e);
+void ezfs_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
+			size_t whole);
 /* Whether extent m is decoded, or being decoded, in the cache. */
 bool ezfs_pcache_has(ezfs_image *img, const struct zmap *m);
 /* Decode extent m's first outlen bytes into out (no cache). */

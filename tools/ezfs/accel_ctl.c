@@ -143,9 +143,10 @@ int accel_mount_stats(const char *mnt)
 	       (double)s.stored_bytes / (1 << 20),
 	       (unsigned long long)s.edge_pages,
 	       (unsigned long long)s.jobs_dropped);
-	printf("cache: %llu hits, %llu misses, %llu evictions\n",
-	       (unsigned long long)s.cache_hits,
+	printf("cache: %llu hits, %llu misses, %llu evictions, %llu let go "
+	       "once in the page cache\n", (unsigned long long)s.cache_hits,
 	       (unsigned long long)s.cache_misses,
-	       (unsigned long long)s.cache_evictions);
+	       (unsigned long long)s.cache_evictions,
+	       (unsigned long long)s.cache_dropped);
 	return 0;
 }
