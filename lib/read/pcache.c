@@ -449,11 +449,10 @@ again:
 /*
  * bytes of e were passed on where they stay (the kernel's page cache):
  * once all of them (whole: the extent up to the end of the file) have
- * been, e is unhashed, and freed with its last
- * reference, its buffer kept for the next decode. A sequential reader
- * then decodes into recycled memory instead of fresh pages (a page fault
- * and a cleared page per 4 KiB until the budget filled: a quarter of the
- * daemon's CPU for lz4hc).
+ * been, e is unhashed and freed with its last reference, its buffer kept
+ * for the next decode. A sequential reader then decodes into recycled
+ * memory instead of fresh pages (a page fault and a cleared page per 4
+ * KiB until the budget filled: a quarter of the daemon's CPU for lz4hc).
  */
 void ezfs_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
 			size_t whole)
