@@ -44,6 +44,7 @@ struct pf_job {
 	struct ezfs_ref ref;
 	uint64_t skip, skip_len;
 	bool decode_only;       /* into the pcluster cache, not the page cache */
+	bool around;            /* readaround: [off, off + len) and more */
 };
 
 #define PF_QUEUE 64

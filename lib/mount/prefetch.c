@@ -105,6 +105,39 @@ static void store_range(struct ezfs_mount *m, struct mnode *node,
 	}
 }
 
+/* The end of the extent of ino (size bytes) holding pos (clamped to the
+ * file), or 0 on error. */
+static uint64_t node_ext_end(ezfs_inode *ino, uint64_t size, uint64_t pos)
+{
+	struct ezfs_extent e;
+
+	if (ezfs_map(ino, pos, &e) || pos < e.la || pos - e.la >= e.llen)
+		return 0;
+	return e.la + e.llen < size ? e.la + e.llen : size;
+}
+
+static uint64_t ext_end(struct mfile *f, uint64_t pos)
+{
+	return node_ext_end(f->node->ino, f->size, pos);
+}
+
+/* A readaround job: its first extent, and the ones after it up to
+ * PF_AROUND (mapped here, not on the worker that answered the read). */
+static void around(struct pf_job *job)
+{
+	struct ezfs_stat st;
+	uint64_t e = job->off + job->len, ne;
+
+	ezfs_inode_stat(job->node->ino, &st);
+	while (e < st.size && e - job->off < PF_AROUND) {
+		ne = node_ext_end(job->node->ino, st.size, e);
+		if (ne <= e || ne - job->off > PF_WIDEN_MAX)
+			break;
+		e = ne;
+	}
+	job->len = e - job->off;
+}
+
 static void pf_run(struct ezfs_mount *m, struct pf_job *job,
 		   struct pf_buf *b)
 {
@@ -112,6 +145,8 @@ static void pf_run(struct ezfs_mount *m, struct pf_job *job,
 	const char *data = job->ref.data;
 
 	if (!job->ref.priv) {
+		if (job->around)
+			around(job);
 		store_range(m, job->node, b, job->off, job->off + job->len,
 			    job->decode_only);
 		return;
@@ -125,18 +160,6 @@ static void pf_run(struct ezfs_mount *m, struct pf_job *job,
 	}
 	edge_store(m, job->node, data, job->ref.off, s);
 	edge_store(m, job->node, data + (e - job->ref.off), e, end);
-}
-
-/* The end of the extent holding pos (clamped to the file), or 0 on
- * error. */
-static uint64_t ext_end(struct mfile *f, uint64_t pos)
-{
-	struct ezfs_extent e;
-
-	if (ezfs_map(f->node->ino, pos, &e) || pos < e.la ||
-	    pos - e.la >= e.llen)
-		return 0;
-	return e.la + e.llen < f->size ? e.la + e.llen : f->size;
 }
 
 ssize_t pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out)
@@ -415,15 +438,9 @@ bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 		e = ext_end(f, pos);
 		if (e > pos && e - pos <= PF_WIDEN_MAX &&
 		    !st_mark(m, node, pos)) {
-			while (e < f->size && e - pos < PF_AROUND) {
-				uint64_t ne = ext_end(f, e);
-
-				if (ne <= e || ne - pos > PF_WIDEN_MAX)
-					break;
-				e = ne;
-			}
 			next.off = pos;
 			next.len = e - pos;
+			next.around = true;
 		}
 	}
 	/* Once answered, the file may be released at any time: f is not
