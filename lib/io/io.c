@@ -79,10 +79,11 @@ int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
 	int fd;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO without a writer must not hang the open */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
+	if (fstat(fd, &st) < 0 || fcntl(fd, F_SETFL, 0) < 0) {
 		int err = -errno;
 		close(fd);
 		return err;
@@ -97,7 +98,10 @@ int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
 		size = (uint64_t)st.st_size;
 	} else {
 		close(fd);
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? -ESPIPE :
+								      -ENOTBLK;
 	}
 	f = malloc(sizeof(*f));
 	if (!f) {

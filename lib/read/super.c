@@ -195,6 +195,26 @@ static int parse_compr_cfgs(ezfs_image *img, uint16_t algs)
 	return 0;
 }
 
+/* "2.35 MiB" for the messages of a truncated image. */
+static const char *fmt_size(uint64_t n, char *buf, size_t size)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB",
+					     "PiB", "EiB" };
+	double v = (double)n;
+	unsigned u = 0;
+
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (!u || v == (double)(uint64_t)v)
+		snprintf(buf, size, "%.0f %s", v, units[u]);
+	else
+		snprintf(buf, size, "%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v,
+			 units[u]);
+	return buf;
+}
+
 static int parse_super(ezfs_image *img)
 {
 	struct ezfs_sb_info *si = &img->si;
@@ -205,17 +225,17 @@ static int parse_super(ezfs_image *img)
 
 	memset(raw, 0, sizeof(raw));
 	if (img->io_size < EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE) {
-		ezfs_err(img, "image too small (%llu bytes) to hold a superblock",
-			 (unsigned long long)img->io_size);
-		return -EUCLEAN;
+		ezfs_err(img, "not an EROFS image (%llu bytes: too small for "
+			 "a superblock)", (unsigned long long)img->io_size);
+		return -EMEDIUMTYPE;
 	}
 	err = ezfs_io_read(img, raw, EROFS_SB_BASE_SIZE, EROFS_SUPER_OFFSET);
 	if (err)
 		return err;
 	if (get_le32(&sb->magic) != EROFS_SUPER_MAGIC) {
-		ezfs_err(img, "not an EROFS image (bad magic 0x%08x)",
-			 get_le32(&sb->magic));
-		return -EINVAL;
+		ezfs_err(img, "not an EROFS image (no EROFS magic at byte %u)",
+			 EROFS_SUPER_OFFSET);
+		return -EMEDIUMTYPE;
 	}
 	si->blkszbits = sb->blkszbits;
 	if (si->blkszbits < EROFS_MIN_BLKSZBITS ||
@@ -262,6 +282,15 @@ static int parse_super(ezfs_image *img)
 	if (img->is48 && get_le64(&sb->rootnid_8b)) {
 		si->root_nid = get_le64(&sb->rootnid_8b);
 		si->blocks |= (uint64_t)get_le16(&sb->rootnid_2b) << 32;
+	}
+	if (si->blocks && si->blocks > img->io_size >> img->blkbits) {
+		char have[32], want[32];
+
+		ezfs_err(img, "truncated: %s of %s",
+			 fmt_size(img->io_size, have, sizeof(have)),
+			 fmt_size(si->blocks << img->blkbits, want,
+				  sizeof(want)));
+		return -EUCLEAN;
 	}
 	si->meta_blkaddr = get_le32(&sb->meta_blkaddr);
 	si->xattr_blkaddr = get_le32(&sb->xattr_blkaddr);

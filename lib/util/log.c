@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* log.c - format a message and hand it to the caller's log callback. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,12 @@ const char *ezfs_strerror(int err)
 		return "corrupt image";
 	case EOPNOTSUPP:
 		return "unsupported feature";
+	case EMEDIUMTYPE:
+		return "not an EROFS image";
+	case ESPIPE:
+		return "not seekable (a pipe or socket cannot be read in place)";
+	case ENOTBLK:
+		return "not a regular file or block device";
 	default:
 		return strerror(err);
 	}

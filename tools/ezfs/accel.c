@@ -21,7 +21,7 @@
 void accel_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezfs accel list\n"
+		"usage: ezfs accel list [--all]\n"
 		"       ezfs accel stats [--accel SPEC] [--dispatch MODE] "
 		"[--strict-accel] IMG\n"
 		"       ezfs accel stats MOUNTPOINT\n"
@@ -38,6 +38,7 @@ void accel_usage(FILE *f)
 		"sample (4)\n"
 		"  (IMG's data or text) in -r MIB reads (4), per pcluster "
 		"size\n"
+		"  list --all also shows the test engine 'fail'\n"
 		"  stats IMG reads every file and prints the engine counters;\n"
 		"  stats/set MOUNTPOINT talk to a running 'ezfs mount' (set: "
 		"its owner\n"
@@ -45,7 +46,7 @@ void accel_usage(FILE *f)
 		"  EZFS_ACCEL, EZFS_DISPATCH, EZFS_STRICT_ACCEL=1.\n");
 }
 
-static int accel_list(void)
+static int accel_list(int all)
 {
 	struct ezfs_engine_info info;
 	unsigned i;
@@ -56,6 +57,9 @@ static int accel_list(void)
 		char pos[16];
 
 		if (ezfs_engine_get_info(i, &info))
+			continue;
+		/* the forced-failure engine exists for the tests only */
+		if ((info.flags & EZFS_ENGINE_TEST) && !all)
 			continue;
 		if (info.default_pos >= 0)
 			snprintf(pos, sizeof(pos), "%d", info.default_pos + 1);
@@ -68,7 +72,33 @@ static int accel_list(void)
 		       info.flags & EZFS_ENGINE_TEST ? "test only: always fails" :
 		       info.reference ? "reference (fallback)" : "");
 	}
+	printf("\nDEFAULT: place in the default order of its algorithm.\n"
+	       "PARTIAL: can decode only the start of a pcluster (a read "
+	       "of its first\nbytes); an engine without it passes such "
+	       "requests to the next one.\n");
 	return 0;
+}
+
+static int accel_list_cmd(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, all = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ah", opts, NULL)) != -1) {
+		if (c == 'a')
+			all = 1;
+		else
+			return cli_opt_default("accel", c, argv, accel_usage);
+	}
+	if (cli_nargs("accel", argc - optind, 0, 0, ""))
+		return 2;
+	return accel_list(all);
 }
 
 /*
@@ -255,8 +285,7 @@ int cmd_accel(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "list"))
-		return argc == 2 ? accel_list() :
-				   cli_usage_error("accel", "too many arguments");
+		return accel_list_cmd(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stats"))
 		return accel_stats(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "set"))

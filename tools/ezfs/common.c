@@ -58,16 +58,24 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 int cli_opt_error(const char *cmd, int c, char **argv)
 {
-	const char *bad = argv[optind - 1];
+	const char *bad = optind > 0 ? argv[optind - 1] : NULL;
+	int is_long = bad && bad[0] == '-' && bad[1] == '-' && bad[2];
+	int n;
 
-	if (c == ':' && optopt)
-		return cli_usage_error(cmd, "option '-%c' needs an argument",
-				       optopt);
-	if (c == ':')
-		return cli_usage_error(cmd, "option '%s' needs an argument", bad);
-	if (optopt)
+	/* a long option's optopt is its value (0x100...), not a letter */
+	if (!is_long && optopt > 0 && optopt < 0x80) {
+		if (c == ':')
+			return cli_usage_error(cmd, "option '-%c' needs an "
+					       "argument", optopt);
 		return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-	return cli_usage_error(cmd, "unknown option '%s'", bad);
+	}
+	if (!bad)
+		bad = "?";
+	n = (int)strcspn(bad, "=");
+	if (c == ':')
+		return cli_usage_error(cmd, "option '%.*s' needs an argument",
+				       n, bad);
+	return cli_usage_error(cmd, "unknown option '%.*s'", n, bad);
 }
 
 int cli_opt_default(const char *cmd, int c, char **argv,
@@ -126,7 +134,15 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
 static void log_cb(void *arg, int level, const char *msg)
 {
 	struct cli_log *lg = arg;
-	unsigned n = __atomic_add_fetch(&lg->lines, 1, __ATOMIC_RELAXED);
+	unsigned n;
+
+	if (lg->opening && level == EZFS_LOG_ERROR) {
+		if (!lg->first_error[0])
+			snprintf(lg->first_error, sizeof(lg->first_error),
+				 "%s", msg);
+		return;
+	}
+	n = __atomic_add_fetch(&lg->lines, 1, __ATOMIC_RELAXED);
 
 	if (n > lg->max + 1)
 		return;
@@ -163,9 +179,17 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 		unsetenv("EZFS_DISPATCH");
 	}
 	p.strict_accel = engine_opts.strict;
+	lg->opening = 1;
+	lg->first_error[0] = '\0';
 	ret = ezfs_image_open(img, &p, out);
-	if (ret < 0)
+	lg->opening = 0;
+	/* one line: the library's own reason beats the bare errno text */
+	if (ret < 0 && lg->first_error[0])
+		cli_error(cmd, "%s: %s", img, lg->first_error);
+	else if (ret < 0)
 		cli_fail(cmd, img, NULL, ret);
+	else if (lg->first_error[0])
+		log_cb(lg, EZFS_LOG_ERROR, lg->first_error);
 	return ret;
 }
 

@@ -46,6 +46,9 @@ struct cli_log {
 	const char *img;
 	unsigned max;
 	unsigned lines;         /* atomic */
+	/* while cli_open() runs: the first error, printed as its reason */
+	int opening;
+	char first_error[512];
 };
 
 /*

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* main.c - the ezfs command: option parsing and subcommand dispatch. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,7 +60,7 @@ static int cmd_help(int argc, char **argv)
 	char *av[3];
 	int i;
 
-	if (argc < 2) {
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return 0;
 	}
@@ -79,7 +80,32 @@ static int cmd_help(int argc, char **argv)
 	return commands[i].fn(2, av);
 }
 
-int main(int argc, char **argv)
+/*
+ * Whatever a command printed must have reached stdout: a full disk or a
+ * closed pipe at the last buffered write is an error, not a silent exit 0
+ * (GNU's close_stdout). The name is the command's, "ezfs" before one.
+ */
+static int close_stdout(const char *name, int rc)
+{
+	const char *why = NULL;
+	int failed = ferror(stdout);
+
+	/* an earlier failed write left no trustworthy errno behind */
+	errno = 0;
+	if (fflush(stdout) != 0)
+		why = strerror(errno ? errno : EIO);
+	else if (failed)
+		why = "write error";
+	if (fclose(stdout) != 0 && !why && errno != EBADF)
+		why = strerror(errno ? errno : EIO);
+	if (!why || errno == EPIPE)   /* ezfs ls | head: the reader left */
+		return rc;
+	fprintf(stderr, "ezfs%s%s: stdout: %s\n", name ? " " : "",
+		name ? name : "", why);
+	return rc ? rc : 1;
+}
+
+static int run(int argc, char **argv)
 {
 	int i;
 
@@ -107,4 +133,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	return commands[i].fn(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = NULL;
+	int rc;
+
+	if (argc >= 2 && argv[1][0] != '-' && find_command(argv[1]) >= 0)
+		name = argv[1];
+	rc = run(argc, argv);
+	return close_stdout(name, rc);
 }
