@@ -8,7 +8,8 @@
  * thread and taken by sigwait() on a thread of their own: it unlinks any
  * such temporary file that this process has open, prints one line and
  * re-raises the signal with its default action, so the shell sees the
- * usual 130/143/129.
+ * usual 130/143/129. A signal that was ignored when mkfs started (SIGHUP
+ * under nohup, SIGINT of a background job) stays ignored.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,7 +26,7 @@
 
 static sigset_t sigs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int done;
+static int done, in_place;
 static char *dir, *base;
 
 /* Is (dev, ino) a file that this process has open? */
@@ -79,7 +80,10 @@ static void *sig_thread(void *arg)
 	while (sigwait(&sigs, &sig))
 		;
 	pthread_mutex_lock(&lock);
-	if (!done) {
+	if (!done && in_place) {
+		cli_error("mkfs", "%s: interrupted (%s), the device holds a "
+			  "partial image", image, strsignal(sig));
+	} else if (!done) {
 		remove_temp();
 		cli_error("mkfs", "%s: interrupted (%s), no image written",
 			  image, strsignal(sig));
@@ -93,20 +97,32 @@ static void *sig_thread(void *arg)
 	_exit(128 + sig); /* not reached */
 }
 
-int mkfs_sig_start(const char *image)
+int mkfs_sig_start(const char *image, const char *target, int device)
 {
-	const char *slash = strrchr(image, '/');
+	static const int which[] = { SIGINT, SIGTERM, SIGHUP };
+	const char *slash = strrchr(target, '/');
+	unsigned i, n = 0;
 	pthread_t t;
 	int err;
 
-	dir = slash ? strndup(image, (size_t)(slash - image + 1)) : strdup(".");
-	base = strdup(slash ? slash + 1 : image);
+	in_place = device;
+	dir = slash ? strndup(target, (size_t)(slash - target + 1)) : strdup(".");
+	base = strdup(slash ? slash + 1 : target);
 	if (!dir || !base)
 		return -ENOMEM;
 	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
+	for (i = 0; i < sizeof(which) / sizeof(which[0]); i++) {
+		struct sigaction old;
+
+		/* ignored at startup (nohup): leave it so */
+		if (!sigaction(which[i], NULL, &old) &&
+		    old.sa_handler == SIG_IGN)
+			continue;
+		sigaddset(&sigs, which[i]);
+		n++;
+	}
+	if (!n)
+		return 0;
 	err = pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	if (!err)
 		err = pthread_create(&t, NULL, sig_thread, (void *)image);
