@@ -63,29 +63,95 @@ void bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
 		b->p.progress(b->p.progress_arg, &pr);
 }
 
-int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
-	       uint64_t off)
+/* pwrite all of buf at off; 0 or -errno (-EIO for a write of nothing) */
+static int write_all(int fd, const void *buf, size_t len, uint64_t off)
 {
 	const uint8_t *p = buf;
 
 	while (len) {
-		ssize_t n = pwrite(b->fd, p, len, (off_t)off);
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			int err = n < 0 ? -errno : -EIO;
-
-			bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
-				b->out_path ? b->out_path : "image",
-				strerror(-err));
-			return err;
-		}
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
 		p += n;
 		len -= (size_t)n;
 		off += (uint64_t)n;
 	}
 	return 0;
+}
+
+static int too_large(const struct ezfs_builder *b)
+{
+	bld_log(b, EZFS_LOG_ERROR,
+		"%s: the image is larger than the device (%llu bytes)",
+		b->out_path, (unsigned long long)b->devsize);
+	return -EFBIG;
+}
+
+/*
+ * A device keeps what it held where the image leaves gaps (a file reads
+ * zeros there): zero [b->zeroed, end) before anything is written beyond
+ * it, so that every byte below b->zeroed is either written or zero.
+ */
+static int dev_zero_to(struct ezfs_builder *b, uint64_t off, uint64_t end)
+{
+	static const uint8_t zeros[65536];
+	int err = 0;
+
+	if (end > b->devsize)
+		return too_large(b);
+	pthread_mutex_lock(&b->devlock);
+	while (!err && b->zeroed < off) {
+		uint64_t n = off - b->zeroed;
+
+		if (n > sizeof(zeros))
+			n = sizeof(zeros);
+		err = write_all(b->fd, zeros, (size_t)n, b->zeroed);
+		if (!err)
+			b->zeroed += n;
+	}
+	if (!err && b->zeroed < end)
+		b->zeroed = end;
+	pthread_mutex_unlock(&b->devlock);
+	return err;
+}
+
+int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
+	       uint64_t off)
+{
+	int err = 0;
+
+	if (b->device)
+		err = dev_zero_to(b, off, off + len);
+	if (err == -EFBIG)
+		return err;
+	if (!err)
+		err = write_all(b->fd, buf, len, off);
+	if (err)
+		bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
+			b->out_path ? b->out_path : "image", strerror(-err));
+	return err;
+}
+
+int bld_set_size(struct ezfs_builder *b, uint64_t size)
+{
+	int err;
+
+	if (b->device) {
+		err = dev_zero_to(b, size, size);
+		if (err && err != -EFBIG)
+			bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
+				b->out_path, strerror(-err));
+		return err;
+	}
+	if (!ftruncate(b->fd, (off_t)size))
+		return 0;
+	err = -errno;
+	bld_log(b, EZFS_LOG_ERROR, "%s: truncate: %s", b->out_path,
+		strerror(errno));
+	return err;
 }
 
 void ezfs_build_params_init(struct ezfs_build_params *p)
@@ -259,65 +325,122 @@ static char *temp_name(const char *path)
 	return t;
 }
 
-/*
- * Open the output: an unnamed O_TMPFILE file in path's directory, so that
- * nothing is left behind whatever happens to the process; where the
- * filesystem (or a missing /proc, needed to link it) rules that out, a
- * named temporary file beside path (*tmp).
- */
-static int open_output(struct ezfs_builder *b, const char *path, char **tmp)
+/* Replace the last six characters of t by random ones (try i). */
+static void temp_randomize(char *t, unsigned i)
 {
-	const char *slash = strrchr(path, '/');
+	static const char az[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	char *x = t + strlen(t) - 6;
+	uint8_t rnd[6];
+	int j;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		memset(rnd, (int)i, sizeof(rnd));
+	for (j = 0; j < 6; j++)
+		x[j] = az[rnd[j] % (sizeof(az) - 1)];
+}
+
+/*
+ * Follow the symlinks of path to the name they end at (which need not
+ * exist yet: a dangling link names the file to create). Malloc'd, or
+ * NULL with errno set.
+ */
+static char *resolve_links(const char *path)
+{
+	char *cur = strdup(path);
+	unsigned hops;
+
+	for (hops = 0; cur; hops++) {
+		char buf[4096], *next;
+		const char *slash;
+		struct stat st;
+		size_t dlen;
+		ssize_t n;
+
+		if (lstat(cur, &st) || !S_ISLNK(st.st_mode))
+			return cur;
+		n = hops < 40 ? readlink(cur, buf, sizeof(buf) - 1) : -1;
+		if (n < 0) {
+			int e = hops < 40 ? errno : ELOOP;
+
+			free(cur);
+			errno = e;
+			return NULL;
+		}
+		buf[n] = '\0';
+		slash = strrchr(cur, '/');
+		dlen = buf[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+		next = malloc(dlen + (size_t)n + 1);
+		if (next) {
+			memcpy(next, cur, dlen);
+			memcpy(next + dlen, buf, (size_t)n + 1);
+		}
+		free(cur);
+		cur = next;
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+/*
+ * Open the output for target (path with its symlinks resolved): an
+ * unnamed O_TMPFILE file in target's directory, so that nothing is left
+ * behind whatever happens to the process; where the filesystem (or a
+ * missing /proc, needed to link it) rules that out, a named temporary
+ * file beside target (*tmp). Created with mode (umask applies).
+ */
+static int open_output(struct ezfs_builder *b, const char *target,
+		       mode_t mode, char **tmp)
+{
+	const char *slash = strrchr(target, '/');
+	unsigned i;
 	char *dir;
 	int err;
 
 	*tmp = NULL;
-	dir = slash ? strndup(path, (size_t)(slash - path + 1)) : strdup(".");
+	dir = slash ? strndup(target, (size_t)(slash - target + 1))
+		    : strdup(".");
 	if (!dir)
 		return -ENOMEM;
 	if (!access("/proc/self/fd", X_OK))
-		b->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		b->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
 	free(dir);
 	if (b->fd >= 0)
 		return 0;
-	*tmp = temp_name(path);
+	*tmp = temp_name(target);
 	if (!*tmp)
 		return -ENOMEM;
-	b->fd = mkstemp(*tmp);
+	for (i = 0; i < 100 && b->fd < 0; i++) {
+		temp_randomize(*tmp, i);
+		b->fd = open(*tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, mode);
+		if (b->fd < 0 && errno != EEXIST)
+			break;
+	}
 	if (b->fd >= 0)
 		return 0;
+	/* name what the caller asked for, not the temporary name */
 	err = -errno;
-	bld_log(b, EZFS_LOG_ERROR, "%s: cannot create: %s", *tmp,
-		strerror(errno));
+	bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path, strerror(errno));
 	return err;
 }
 
-/* Give the complete O_TMPFILE output its name: path, or a temporary name
- * (*tmp) renamed over an existing path. */
-static int link_output(struct ezfs_builder *b, const char *path, char **tmp)
+/* Give the complete O_TMPFILE output its name: target, or a temporary
+ * name (*tmp) renamed over an existing target. */
+static int link_output(struct ezfs_builder *b, const char *target, char **tmp)
 {
 	char proc[64];
 	unsigned i;
 	int err;
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", b->fd);
-	if (!linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW))
+	if (!linkat(AT_FDCWD, proc, AT_FDCWD, target, AT_SYMLINK_FOLLOW))
 		return 0;
 	if (errno != EEXIST)
 		goto fail;
-	*tmp = temp_name(path);
+	*tmp = temp_name(target);
 	if (!*tmp)
 		return -ENOMEM;
 	for (i = 0; i < 100; i++) {
-		static const char az[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-		char *x = *tmp + strlen(*tmp) - 6;
-		uint8_t rnd[6];
-		int j;
-
-		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-			memset(rnd, (int)i, sizeof(rnd));
-		for (j = 0; j < 6; j++)
-			x[j] = az[rnd[j] % (sizeof(az) - 1)];
+		temp_randomize(*tmp, i);
 		if (!linkat(AT_FDCWD, proc, AT_FDCWD, *tmp, AT_SYMLINK_FOLLOW))
 			return 0;
 		if (errno != EEXIST)
@@ -330,38 +453,139 @@ static int link_output(struct ezfs_builder *b, const char *path, char **tmp)
 fail:
 	err = -errno;
 out:
-	bld_log(b, EZFS_LOG_ERROR, "%s: cannot link: %s", path,
+	bld_log(b, EZFS_LOG_ERROR, "%s: cannot link: %s", b->out_path,
 		strerror(-err));
 	return err;
+}
+
+/* A block device is written in place (there is nothing to rename over
+ * it); O_EXCL fails while it is mounted. */
+static int open_device(struct ezfs_builder *b, const char *target)
+{
+	off_t end;
+	int err;
+
+	b->fd = open(target, O_RDWR | O_EXCL | O_CLOEXEC);
+	if (b->fd < 0)
+		goto fail;
+	end = lseek(b->fd, 0, SEEK_END);
+	if (end < 0)
+		goto fail;
+	b->device = true;
+	b->devsize = (uint64_t)end;
+	b->zeroed = 0;
+	pthread_mutex_init(&b->devlock, NULL);
+	return 0;
+fail:
+	err = -errno;
+	bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path, strerror(errno));
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
+	return err;
+}
+
+/* Where path leads: 1 a block device, 0 a regular file (*old its stat) or
+ * nothing yet (old->st_mode 0); else an error, logged. */
+static int output_kind(struct ezfs_builder *b, const char *target,
+		       struct stat *old)
+{
+	const char *what = "a special file";
+
+	memset(old, 0, sizeof(*old));
+	if (stat(target, old)) {
+		int err = -errno;
+
+		old->st_mode = 0;
+		if (errno == ENOENT)
+			return 0;
+		bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path,
+			strerror(errno));
+		return err;
+	}
+	if (S_ISREG(old->st_mode))
+		return 0;
+	if (S_ISBLK(old->st_mode))
+		return 1;
+	if (S_ISDIR(old->st_mode)) {
+		bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path,
+			strerror(EISDIR));
+		return -EISDIR;
+	}
+	if (S_ISCHR(old->st_mode))
+		what = "a character device";
+	else if (S_ISFIFO(old->st_mode))
+		what = "a FIFO";
+	else if (S_ISSOCK(old->st_mode))
+		what = "a socket";
+	bld_log(b, EZFS_LOG_ERROR,
+		"%s: %s, not a regular file or a block device", b->out_path,
+		what);
+	return -EINVAL;
+}
+
+/* The replaced file's owner and mode go to the new one (the owner where
+ * we may set it; set-id bits only with the owner they belong to). */
+static int keep_owner_mode(struct ezfs_builder *b, const struct stat *old)
+{
+	mode_t mode = old->st_mode & 07777;
+
+	if (fchown(b->fd, old->st_uid, old->st_gid)) {
+		mode &= ~(mode_t)S_ISUID;
+		if (fchown(b->fd, (uid_t)-1, old->st_gid))
+			mode &= ~(mode_t)S_ISGID;
+	}
+	if (!fchmod(b->fd, mode))
+		return 0;
+	bld_log(b, EZFS_LOG_ERROR, "%s: chmod: %s", b->out_path,
+		strerror(errno));
+	return -errno;
 }
 
 int ezfs_builder_write(ezfs_builder *b, const char *path)
 {
 	bool named = false;
-	char *tmp;
-	int err;
+	char *target, *tmp = NULL;
+	struct stat old;
+	int err, kind;
 
 	if (!b->scanned || b->fd >= 0)
 		return -EINVAL;
 	b->out_path = path;
-	err = open_output(b, path, &tmp);
+	target = resolve_links(path);
+	if (!target) {
+		err = -errno;
+		bld_log(b, EZFS_LOG_ERROR, "%s: %s", path, strerror(errno));
+		b->out_path = NULL;
+		return err;
+	}
+	kind = output_kind(b, target, &old);
+	if (kind == 1)
+		err = open_device(b, target);
+	else if (!kind)
+		/* a new image gets 0666 less the umask, as with open(2); a
+		 * replaced one keeps its mode, set once it is complete */
+		err = open_output(b, target, old.st_mode ? 0600 : 0666, &tmp);
+	else
+		err = kind;
 	if (err) {
 		free(tmp);
+		free(target);
 		b->out_path = NULL;
 		return err;
 	}
 	err = bld_write_data(b);
 	if (!err)
 		err = bld_write_meta(b);
-	if (!err && fchmod(b->fd, 0644))
-		err = -errno;
+	if (!err && old.st_mode && !b->device)
+		err = keep_owner_mode(b, &old);
 	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(b->fd)) {
 		err = -errno;
 		bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", path,
 			strerror(errno));
 	}
-	if (!err && !tmp) {
-		err = link_output(b, path, &tmp);
+	if (!err && !tmp && !b->device) {
+		err = link_output(b, target, &tmp);
 		named = !err && !tmp;
 	}
 	if (close(b->fd) && !err) {
@@ -370,8 +594,7 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 			strerror(errno));
 	}
 	b->fd = -1;
-	b->out_path = NULL;
-	if (!err && tmp && rename(tmp, path)) {
+	if (!err && tmp && rename(tmp, target)) {
 		err = -errno;
 		bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", path,
 			strerror(errno));
@@ -379,8 +602,13 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	if (err && tmp)
 		unlink(tmp);
 	if (err && named)
-		unlink(path);
+		unlink(target);
+	if (b->device)
+		pthread_mutex_destroy(&b->devlock);
+	b->device = false;
+	b->out_path = NULL;
 	free(tmp);
+	free(target);
 	b->st.seconds = now_s() - b->t0;
 	return err;
 }

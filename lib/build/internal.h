@@ -3,6 +3,7 @@
 #ifndef EZFS_BUILD_INTERNAL_H
 #define EZFS_BUILD_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -169,8 +170,12 @@ struct ezfs_builder {
 	uint64_t root_blk;       /* root inode's own block(s) before the
 				  * data when it does not fit in block 0 */
 	uint64_t cursor;         /* next free block */
-	int fd;                  /* output (temp) file */
+	int fd;                  /* output (temp) file, or the device */
 	const char *out_path;    /* the image being written, for messages */
+	bool device;             /* fd is a block device, written in place */
+	uint64_t devsize;        /* its size in bytes */
+	uint64_t zeroed;         /* bytes below this are written or zeroed */
+	pthread_mutex_t devlock; /* zeroed */
 	struct ezfs_build_stats st;
 	double t0;
 };
@@ -182,6 +187,9 @@ void bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
 		  uint64_t items_total, uint64_t bytes, uint64_t bytes_total);
 int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 	       uint64_t off);
+/* The image is size bytes: truncate the file (or zero the rest of the
+ * device's part and check that it fits). */
+int bld_set_size(struct ezfs_builder *b, uint64_t size);
 
 /* scan.c */
 int bld_scan(struct ezfs_builder *b, const char *srcdir);

@@ -155,12 +155,9 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	free(buf);
 	if (err)
 		return err;
-	if (ftruncate(b->fd, (off_t)(blocks << b->blkszbits))) {
-		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "image: truncate: %s",
-			strerror(errno));
+	err = bld_set_size(b, blocks << b->blkszbits);
+	if (err)
 		return err;
-	}
 	b->st.image_bytes = blocks << b->blkszbits;
 	if (b->p.flags & EZFS_BUILD_NO_SBCRC)
 		return 0;
