@@ -2,9 +2,13 @@
 /* mkfs.c - `ezfs mkfs`: parse options, run the builder, print a summary. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "common.h"
@@ -19,17 +23,22 @@ static const char usage_text[] =
 	"       ezfs mkfs [OPTIONS] --tar[=f] IMAGE [TARFILE|-]\n"
 	"Build an EROFS image of SOURCEDIR, or of a tar archive (plain, gzip or\n"
 	"xz; standard input when TARFILE is - or missing).\n"
+	"IMAGE is a regular file, replaced only once the new image is complete\n"
+	"(it keeps its mode and owner; a new one gets 0666 less the umask; a\n"
+	"symlink is followed), or a block device, written in place.\n"
 	"  --tar[=f]             SOURCE is a tar archive (--ungzip, --unxz: the\n"
 	"                        same; the compression is detected anyway)\n"
 	"  -z ALG[,level=N|,N][:ALG2...]\n"
-	"                        compress: lz4, lz4hc, lzma, deflate, libdeflate,\n"
-	"                        zstd, none (deflate: ezfs' one-pass encoder,\n"
+	"                        compress: lz4, lz4hc (levels 0..12), lzma (0..9,\n"
+	"                        100..109 extreme), deflate, libdeflate, zstd\n"
+	"                        (0..22), none (deflate: ezfs' one-pass encoder,\n"
 	"                        levels 0..9; libdeflate: trial compressions,\n"
 	"                        0..12, also deflate 10..12; both default to 1\n"
 	"                        as in mkfs.erofs);\n"
 	"                        further algorithms are for --compress-hints\n"
 	"  --compress-hints=FILE per-file rules 'PCLUSTER_BYTES [ALG_INDEX] REGEX'\n"
-	"  -C BYTES              max pcluster size (4096..1048576, default 1 block)\n"
+	"  -C BYTES              max pcluster size, a multiple of the block size\n"
+	"                        up to 1048576 (default 1 block)\n"
 	"  -b BYTES              block size (512..4096, default 4096)\n"
 	"  -T SECONDS            fixed build timestamp (also SOURCE_DATE_EPOCH)\n"
 	"  --all-time            -T applies to every file (default)\n"
@@ -47,7 +56,9 @@ static const char usage_text[] =
 	"                        dedupe, force-chunk-indexes, 48bit\n"
 	"  --exclude-path=PATH   skip PATH (relative to SOURCEDIR); repeatable\n"
 	"  --exclude-regex=RE    skip paths matching RE; repeatable\n"
-	"  --workers=N           compression threads (default: all cores)\n"
+	"  -j, --jobs N, --workers=N\n"
+	"                        compression threads, 1..1024 (default: all\n"
+	"                        cores)\n"
 	"  --chunksize=BYTES     chunk-based uncompressed files (power of two\n"
 	"                        >= block size): identical chunks stored once,\n"
 	"                        all-zero chunks as holes\n"
@@ -123,51 +134,153 @@ static int parse_uuid(const char *s, uint8_t out[16])
 	return n == 32 && !*s ? 0 : -EINVAL;
 }
 
+/* -E OPT[,OPT]...: 0, or 2 after a usage error naming the bad item */
 static int parse_E(const char *arg, struct ezfs_build_params *p)
 {
-	char *dup = strdup(arg), *tok, *save = NULL;
+	static const struct { const char *name; unsigned flag; } opts[] = {
+		{ "noinline_data", EZFS_BUILD_NOINLINE_DATA },
+		{ "^inline_data", EZFS_BUILD_NOINLINE_DATA },
+		{ "force-inode-compact", EZFS_BUILD_FORCE_COMPACT },
+		{ "force-inode-extended", EZFS_BUILD_FORCE_EXTENDED },
+		{ "legacy-compress", EZFS_BUILD_LEGACY_COMPRESS },
+		{ "ztailpacking", EZFS_BUILD_ZTAILPACKING },
+		{ "fragments", EZFS_BUILD_FRAGMENTS },
+		{ "all-fragments", EZFS_BUILD_ALL_FRAGMENTS },
+		{ "dedupe", EZFS_BUILD_DEDUPE },
+		{ "force-chunk-indexes", EZFS_BUILD_CHUNK_INDEXES },
+		{ "48bit", EZFS_BUILD_48BIT },
+		{ "nosbcrc", EZFS_BUILD_NO_SBCRC },
+	};
+	const char *tok = arg;
+
+	for (;;) {
+		size_t len = strcspn(tok, ","), i;
+
+		for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+			if (strlen(opts[i].name) == len &&
+			    !strncmp(tok, opts[i].name, len))
+				break;
+		if (!len)
+			return cli_usage_error(CMD, "-E '%s': empty option (-E "
+					       "OPT[,OPT...], see --help)", arg);
+		if (i == sizeof(opts) / sizeof(opts[0]))
+			return cli_usage_error(CMD, "unknown -E option '%.*s' "
+					       "(see --help)", (int)len, tok);
+		p->flags |= opts[i].flag;
+		if (!tok[len])
+			return 0;
+		tok += len + 1;
+	}
+}
+
+/* -x N: any int (N < 0 drops xattrs) */
+static int parse_int(const char *s, int *v)
+{
+	char *end;
+	long l;
+
+	errno = 0;
+	l = strtol(s, &end, 10);
+	if (errno || end == s || *end || l < INT_MIN || l > INT_MAX)
+		return -EINVAL;
+	*v = (int)l;
+	return 0;
+}
+
+/* -j N, --jobs N, --workers=N: 0, or 2 after a usage error */
+static int parse_jobs(const char *opt, const char *arg, unsigned *n)
+{
+	*n = cli_parse_threads(arg);
+	if (*n)
+		return 0;
+	return cli_usage_error(CMD, "%s: bad thread count '%s' (1..1024)", opt,
+			       arg);
+}
+
+/*
+ * Where IMAGE leads, checked before the source is read: *target is image
+ * with its symlinks resolved (malloc'd), *device 1 for a block device.
+ * 0, or 1 after one line naming image.
+ */
+static int check_image(const char *image, char **target, int *device)
+{
+	const char *what = NULL, *slash;
+	char *cur = strdup(image), *dir;
+	unsigned hops = 0;
+	struct stat st;
 	int err = 0;
 
-	if (!dup)
-		return -ENOMEM;
-	for (tok = strtok_r(dup, ",", &save); tok && !err;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(tok, "noinline_data") || !strcmp(tok, "^inline_data"))
-			p->flags |= EZFS_BUILD_NOINLINE_DATA;
-		else if (!strcmp(tok, "force-inode-compact"))
-			p->flags |= EZFS_BUILD_FORCE_COMPACT;
-		else if (!strcmp(tok, "force-inode-extended"))
-			p->flags |= EZFS_BUILD_FORCE_EXTENDED;
-		else if (!strcmp(tok, "legacy-compress"))
-			p->flags |= EZFS_BUILD_LEGACY_COMPRESS;
-		else if (!strcmp(tok, "ztailpacking"))
-			p->flags |= EZFS_BUILD_ZTAILPACKING;
-		else if (!strcmp(tok, "fragments"))
-			p->flags |= EZFS_BUILD_FRAGMENTS;
-		else if (!strcmp(tok, "all-fragments"))
-			p->flags |= EZFS_BUILD_ALL_FRAGMENTS;
-		else if (!strcmp(tok, "dedupe"))
-			p->flags |= EZFS_BUILD_DEDUPE;
-		else if (!strcmp(tok, "force-chunk-indexes"))
-			p->flags |= EZFS_BUILD_CHUNK_INDEXES;
-		else if (!strcmp(tok, "48bit"))
-			p->flags |= EZFS_BUILD_48BIT;
-		else if (!strcmp(tok, "nosbcrc"))
-			p->flags |= EZFS_BUILD_NO_SBCRC;
-		else
-			err = -EINVAL;
+	*device = 0;
+	while (cur && !lstat(cur, &st) && S_ISLNK(st.st_mode)) {
+		char buf[4096], *next;
+		ssize_t n = ++hops > 40 ? -1 : readlink(cur, buf, sizeof(buf) - 1);
+		size_t dlen;
+
+		if (n < 0) {
+			err = hops > 40 ? ELOOP : errno;
+			break;
+		}
+		buf[n] = '\0';
+		slash = strrchr(cur, '/');
+		dlen = buf[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+		next = malloc(dlen + (size_t)n + 1);
+		if (next) {
+			memcpy(next, cur, dlen);
+			memcpy(next + dlen, buf, (size_t)n + 1);
+		}
+		free(cur);
+		cur = next;
 	}
-	if (err)
-		cli_error(CMD, "unknown -E option '%s'", tok);
-	free(dup);
-	return err;
+	if (!cur)
+		err = ENOMEM;
+	if (!err && !stat(cur, &st)) {
+		if (S_ISBLK(st.st_mode)) {
+			*device = 1;
+			if (access(cur, W_OK))
+				err = errno;
+		} else if (S_ISDIR(st.st_mode)) {
+			err = EISDIR;
+		} else if (S_ISCHR(st.st_mode)) {
+			what = "a character device";
+		} else if (S_ISFIFO(st.st_mode)) {
+			what = "a FIFO";
+		} else if (!S_ISREG(st.st_mode)) {
+			what = "a special file";
+		}
+	} else if (!err && errno != ENOENT) {
+		err = errno;
+	}
+	if (!err && !what && !*device) {
+		/* a new file or a replacement is made in the directory */
+		slash = strrchr(cur, '/');
+		dir = slash ? strndup(cur, (size_t)(slash - cur) + 1)
+			    : strdup(".");
+		if (!dir)
+			err = ENOMEM;
+		else if (stat(dir, &st) || access(dir, W_OK | X_OK))
+			err = errno;
+		else if (!S_ISDIR(st.st_mode))
+			err = ENOTDIR;
+		free(dir);
+	}
+	if (what)
+		cli_error(CMD, "%s: %s, not a regular file or a block device",
+			  image, what);
+	else if (err)
+		cli_error(CMD, "%s: %s", image, strerror(err));
+	if (what || err) {
+		free(cur);
+		return 1;
+	}
+	*target = cur;
+	return 0;
 }
 
 enum {
 	OPT_ALL_TIME = 256, OPT_MKFS_TIME, OPT_ALL_ROOT, OPT_FORCE_UID,
 	OPT_FORCE_GID, OPT_EXCL_PATH, OPT_EXCL_RE, OPT_WORKERS, OPT_HELP,
 	OPT_NOFSYNC, OPT_FSYNC, OPT_CHUNKSIZE, OPT_HINTS, OPT_UID_OFF, OPT_GID_OFF,
-	OPT_TAR, OPT_UNGZIP, OPT_UNXZ,
+	OPT_TAR, OPT_UNGZIP, OPT_UNXZ, OPT_JOBS,
 };
 
 /* --tar[=f], --ungzip, --unxz: 0, or the usage error's exit status */
@@ -182,6 +295,32 @@ static int parse_tar(int c, const char *arg)
 	return 0;
 }
 
+/* What needs all options (the block size): 0, or 2 after a usage error */
+static int check_options(struct ezfs_build_params *p, const char *pcluster)
+{
+	unsigned blksz = p->blksz ? p->blksz : 4096;
+	uint64_t v;
+
+	if (pcluster) {
+		if (parse_u64(pcluster, &v) || !v || v % blksz ||
+		    v > (1u << 20))
+			return cli_usage_error(CMD, "-C %s: the pcluster size "
+					       "must be a multiple of the block "
+					       "size (%u) up to 1048576",
+					       pcluster, blksz);
+		p->pcluster_size = (uint32_t)v;
+	}
+	if (p->chunksize && p->chunksize < blksz)
+		return cli_usage_error(CMD, "--chunksize %u: less than the "
+				       "block size (%u)", p->chunksize, blksz);
+	if ((p->flags & EZFS_BUILD_FORCE_COMPACT) &&
+	    (p->flags & EZFS_BUILD_FORCE_EXTENDED))
+		return cli_usage_error(CMD, "-E force-inode-compact and "
+				       "force-inode-extended exclude each "
+				       "other");
+	return 0;
+}
+
 int cmd_mkfs(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -193,6 +332,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "exclude-path", required_argument, NULL, OPT_EXCL_PATH },
 		{ "exclude-regex", required_argument, NULL, OPT_EXCL_RE },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "jobs", required_argument, NULL, OPT_JOBS },
 		{ "chunksize", required_argument, NULL, OPT_CHUNKSIZE },
 		{ "no-fsync", no_argument, NULL, OPT_NOFSYNC },
 		{ "fsync", no_argument, NULL, OPT_FSYNC },
@@ -211,8 +351,9 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_state s = { .phase = -1 };
 	const char **xpaths = NULL, **xres = NULL, *hints = NULL;
 	struct mkfs_z zs = { .nhints = 0 };
-	int c, err, ret = 1, mkfs_time = 0, tar = 0;
-	char *tmpdir = NULL;
+	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0;
+	char *tmpdir = NULL, *target = NULL;
+	const char *pcluster = NULL;
 	ezfs_builder *b = NULL;
 	const char *sde;
 	uint64_t v;
@@ -228,7 +369,8 @@ int cmd_mkfs(int argc, char **argv)
 		goto out;
 	}
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "z:C:b:T:U:L:x:E:d:qh", lopts,
+	opterr = 0;	/* cli_opt_error() says it, once */
+	while ((c = getopt_long(argc, argv, ":z:C:b:T:U:L:x:E:d:j:qh", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'z':
@@ -251,15 +393,15 @@ int cmd_mkfs(int argc, char **argv)
 				p.gid_offset = (uint32_t)v;
 			break;
 		case 'C':
-			if (parse_u64(optarg, &v) || v < 512 || v > (1u << 20)) {
-				ret = cli_usage_error(CMD, "bad -C '%s'", optarg);
-				goto out;
-			}
-			p.pcluster_size = (uint32_t)v;
+			/* checked against the block size after all options */
+			pcluster = optarg;
 			break;
 		case 'b':
-			if (parse_u64(optarg, &v) || v > 65536) {
-				ret = cli_usage_error(CMD, "bad -b '%s'", optarg);
+			if (parse_u64(optarg, &v) || v < 512 || v > 4096 ||
+			    (v & (v - 1))) {
+				ret = cli_usage_error(CMD, "-b %s: the block size "
+						      "must be a power of two "
+						      "in 512..4096", optarg);
 				goto out;
 			}
 			p.blksz = (unsigned)v;
@@ -293,13 +435,18 @@ int cmd_mkfs(int argc, char **argv)
 			strcpy(p.label, optarg);
 			break;
 		case 'x':
-			p.xattr_tolerance = atoi(optarg);
-			break;
-		case 'E':
-			if (parse_E(optarg, &p)) {
-				ret = 2;
+			if (parse_int(optarg, &p.xattr_tolerance)) {
+				ret = cli_usage_error(CMD, "-x '%s': not an integer "
+						      "in %d..%d (N < 0 drops "
+						      "xattrs)", optarg, INT_MIN,
+						      INT_MAX);
 				goto out;
 			}
+			break;
+		case 'E':
+			ret = parse_E(optarg, &p);
+			if (ret)
+				goto out;
 			break;
 		case 'd':
 			break;
@@ -323,15 +470,32 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_EXCL_PATH:
 			xpaths[p.n_exclude_paths++] = optarg;
 			break;
-		case OPT_EXCL_RE:
+		case OPT_EXCL_RE: {
+			regex_t re;
+			int rc = regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB);
+
+			if (rc) {
+				char why[128];
+
+				regerror(rc, &re, why, sizeof(why));
+				ret = cli_usage_error(CMD, "--exclude-regex '%s': "
+						      "not a POSIX extended "
+						      "regex: %s", optarg, why);
+				goto out;
+			}
+			regfree(&re);
 			xres[p.n_exclude_regex++] = optarg;
 			break;
+		}
 		case OPT_CHUNKSIZE: {
 			char *end;
 			unsigned long cs = strtoul(optarg, &end, 0);
 
-			if (*end || !cs || cs > (1ul << 30) || (cs & (cs - 1))) {
-				ret = cli_usage_error(CMD, "bad --chunksize '%s'",
+			if (end == optarg || *end || *optarg == '-' || !cs ||
+			    cs > (1ul << 30) || (cs & (cs - 1))) {
+				ret = cli_usage_error(CMD, "--chunksize '%s': not "
+						      "a power of two from the "
+						      "block size to 1 GiB",
 						      optarg);
 				goto out;
 			}
@@ -339,11 +503,13 @@ int cmd_mkfs(int argc, char **argv)
 			break;
 		}
 		case OPT_WORKERS:
-			p.workers = cli_parse_threads(optarg);
-			if (!p.workers) {
-				ret = cli_usage_error(CMD, "bad --workers '%s'", optarg);
+		case OPT_JOBS:
+		case 'j':
+			ret = parse_jobs(c == OPT_WORKERS ? "--workers"
+					 : c == OPT_JOBS ? "--jobs" : "-j",
+					 optarg, &p.workers);
+			if (ret)
 				goto out;
-			}
 			break;
 		case OPT_NOFSYNC:
 			p.flags |= EZFS_BUILD_NO_FSYNC;
@@ -365,25 +531,18 @@ int cmd_mkfs(int argc, char **argv)
 			ret = 0;
 			goto out;
 		default:
-			ret = cli_usage_error(CMD, "unknown option");
+			/* '?' and ':' of the quiet getopt */
+			ret = cli_opt_error(CMD, c, argv);
 			goto out;
 		}
 	}
+	ret = check_options(&p, pcluster);
+	if (ret)
+		goto out;
 	if (argc - optind != 2 && !(tar && argc - optind == 1)) {
 		ret = cli_usage_error(CMD, tar ? "need IMAGE and at most one TARFILE"
 					       : "need IMAGE and SOURCEDIR");
 		goto out;
-	}
-	if (tar) {
-		/* a spool file for streamed data goes beside the image */
-		const char *sl = strrchr(argv[optind], '/');
-
-		tmpdir = strndup(argv[optind], sl ? (size_t)(sl - argv[optind]) + 1
-						  : 1);
-		if (!tmpdir)
-			goto out;
-		if (!sl)
-			strcpy(tmpdir, ".");
 	}
 	if (hints) {
 		ret = mkfs_z_hints(CMD, hints, &p, &zs);
@@ -413,7 +572,23 @@ int cmd_mkfs(int argc, char **argv)
 	p.progress_arg = &s;
 
 	ret = 1;	/* from here on, any failure is an error (exit 1) */
-	err = mkfs_sig_start(argv[optind]);
+	if (check_image(argv[optind], &target, &device))
+		goto out;
+	if (tar) {
+		/* a spool file for streamed data goes beside the image (or
+		 * to $TMPDIR when the image is a device) */
+		const char *sl = strrchr(target, '/'), *td = getenv("TMPDIR");
+
+		if (device)
+			tmpdir = strdup(td && *td ? td : "/tmp");
+		else if (sl)
+			tmpdir = strndup(target, (size_t)(sl - target) + 1);
+		else
+			tmpdir = strdup(".");
+		if (!tmpdir)
+			goto out;
+	}
+	err = mkfs_sig_start(argv[optind], target, device);
 	if (err) {
 		cli_error(CMD, "cannot set up signal handling: %s", strerror(-err));
 		goto out;
@@ -452,6 +627,7 @@ out:
 	free(xpaths);
 	free(xres);
 	free(tmpdir);
+	free(target);
 	mkfs_z_free(&zs);
 	return ret;
 }

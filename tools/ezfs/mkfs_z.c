@@ -17,42 +17,71 @@
 #include "common.h"
 #include "mkfs_z.h"
 
-/* One "ALG[,level=N|,N]" item. */
-static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z)
+/*
+ * The algorithms and the levels their encoders take (lz4's fast mode has
+ * none; lzma's 100..109 are the extreme presets; deflate's 10..12 go to
+ * libdeflate).
+ */
+static const struct zname {
+	const char *name, *range;
+	int alg, hc, max;
+} zalgs[] = {
+	{ "lz4", "0", EZFS_ALG_LZ4, 0, 0 },
+	{ "lz4hc", "0..12", EZFS_ALG_LZ4, 1, 12 },
+	{ "lzma", "0..9, or 100..109 for extreme", EZFS_ALG_LZMA, 0, 109 },
+	{ "deflate", "0..12", EZFS_ALG_DEFLATE, 0, 12 },
+	{ "libdeflate", "0..12", EZFS_ALG_DEFLATE, 1, 12 },
+	{ "zstd", "0..22", EZFS_ALG_ZSTD, 0, 22 },
+};
+
+static int level_ok(const struct zname *a, long l)
 {
-	static const struct { const char *name; int alg, hc; } algs[] = {
-		{ "lz4", EZFS_ALG_LZ4, 0 }, { "lz4hc", EZFS_ALG_LZ4, 1 },
-		{ "lzma", EZFS_ALG_LZMA, 0 }, { "deflate", EZFS_ALG_DEFLATE, 0 },
-		{ "libdeflate", EZFS_ALG_DEFLATE, 1 }, { "zstd", EZFS_ALG_ZSTD, 0 },
-	};
+	if (a->alg == EZFS_ALG_LZMA)
+		return l <= 9 || (l >= 100 && l <= 109);
+	return l <= a->max;
+}
+
+/*
+ * One "ALG[,level=N|,N]" item: 0, -EINVAL (not that form) or -ERANGE (a
+ * level the algorithm has not; *a is the algorithm, *lvl the level's
+ * digits).
+ */
+static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z,
+		     const struct zname **a, const char **lvl)
+{
 	const char *comma = memchr(arg, ',', len);
 	size_t n = comma ? (size_t)(comma - arg) : len, i;
 
-	for (i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
-		if (strlen(algs[i].name) != n || strncmp(arg, algs[i].name, n))
+	for (i = 0; i < sizeof(zalgs) / sizeof(zalgs[0]); i++) {
+		const char *lv, *end = arg + len;
+		long l = 0;
+
+		if (strlen(zalgs[i].name) != n ||
+		    strncmp(arg, zalgs[i].name, n))
 			continue;
-		z->alg = algs[i].alg;
-		z->hc = algs[i].hc;
+		*a = &zalgs[i];
+		z->alg = zalgs[i].alg;
+		z->hc = zalgs[i].hc;
 		/* mkfs.erofs' defaults: deflate and libdeflate at level 1,
 		 * the others at their library's default */
 		z->level = z->alg == EZFS_ALG_DEFLATE ? 1 : -1;
-		if (comma) {
-			const char *lv = comma + 1, *end = arg + len;
-			long l = 0;
-
-			if ((size_t)(end - lv) > 6 && !strncmp(lv, "level=", 6))
-				lv += 6;
-			if (lv == end)
+		if (!comma)
+			return 0;
+		lv = comma + 1;
+		if ((size_t)(end - lv) > 6 && !strncmp(lv, "level=", 6))
+			lv += 6;
+		if (lv == end)
+			return -EINVAL;
+		*lvl = lv;
+		for (; lv < end; lv++) {
+			if (!isdigit((unsigned char)*lv))
 				return -EINVAL;
-			for (; lv < end; lv++) {
-				if (!isdigit((unsigned char)*lv) || l > 1000)
-					return -EINVAL;
+			if (l < 1000000)
 				l = l * 10 + (*lv - '0');
-			}
-			if (l > 200)
-				return -EINVAL;
-			z->level = (int)l;
 		}
+		if (!level_ok(&zalgs[i], l))
+			return -ERANGE;
+		z->level = (int)l;
 		return 0;
 	}
 	return -EINVAL;
@@ -75,16 +104,24 @@ int mkfs_z_parse(const char *cmd, const char *arg,
 		size_t len = colon ? (size_t)(colon - s) : strlen(s);
 
 		if (n == EZFS_BUILD_MAX_ZALGS) {
-			cli_error(cmd, "bad -z '%s': more than %d algorithms",
-				  arg, EZFS_BUILD_MAX_ZALGS);
-			return 2;
+			return cli_usage_error(cmd, "bad -z '%s': more than %d "
+					       "algorithms", arg,
+					       EZFS_BUILD_MAX_ZALGS);
 		}
-		if (parse_one(s, len, &all[n])) {
-			cli_error(cmd, "bad -z '%s': '%.*s' is not ALG[,level=N] "
-				  "(lz4, lz4hc, lzma, deflate, libdeflate, zstd)", arg,
-				  (int)len, s);
-			return 2;
-		}
+		const struct zname *a = NULL;
+		const char *lvl = NULL;
+		int err = parse_one(s, len, &all[n], &a, &lvl);
+
+		if (err == -ERANGE)
+			return cli_usage_error(cmd, "-z %s: level %.*s out of "
+					       "range (%s)", a->name,
+					       (int)(s + len - lvl), lvl,
+					       a->range);
+		if (err)
+			return cli_usage_error(cmd, "bad -z '%s': '%.*s' is not "
+					       "ALG[,level=N] (lz4, lz4hc, lzma, "
+					       "deflate, libdeflate, zstd)",
+					       arg, (int)len, s);
 		n++;
 		if (!colon)
 			break;
