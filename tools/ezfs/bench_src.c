@@ -73,6 +73,19 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+/*
+ * Clean up on sig, unless it was ignored when we started (nohup, a shell's
+ * trap '' HUP): then it stays ignored, as the caller asked.
+ */
+static void catch_signal(int sig, const struct sigaction *sa)
+{
+	struct sigaction old;
+
+	if (!sigaction(sig, NULL, &old) && old.sa_handler == SIG_IGN)
+		return;
+	sigaction(sig, sa, NULL);
+}
+
 int bench_tmp_init(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -95,9 +108,9 @@ int bench_tmp_init(void)
 	atexit(bench_tmp_cleanup);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	catch_signal(SIGINT, &sa);
+	catch_signal(SIGTERM, &sa);
+	catch_signal(SIGHUP, &sa);
 	return 0;
 }
 
@@ -225,6 +238,8 @@ int bench_src_prepare(struct bench_src *s, const char *source,
 		err = stage_dir(source, NULL, &st);
 		if (err)
 			goto fail;
+		if (!st.bytes)
+			goto empty;
 		if (!max_bytes || st.bytes <= max_bytes) {
 			s->dir = realpath(source, NULL);
 			s->input_bytes = st.bytes;
@@ -254,6 +269,8 @@ int bench_src_prepare(struct bench_src *s, const char *source,
 	}
 	if (err)
 		goto fail;
+	if (!st.bytes)
+		goto empty;
 	s->dir = strdup(dst);
 	s->input_bytes = st.bytes;
 	s->input_blocks = st.blocks;
@@ -262,6 +279,11 @@ fail:
 	cli_error(BENCH_CMD, "%s: cannot prepare the sample: %s", source,
 		  strerror(-err));
 	return err;
+empty:
+	/* nothing to build or read: every figure would be 0 or a division
+	 * by zero */
+	cli_error(BENCH_CMD, "%s: no file data to measure", source);
+	return -ENODATA;
 }
 
 void bench_src_free(struct bench_src *s)
