@@ -14,7 +14,8 @@
 static const char bench_usage_text[] =
 	"usage: ezfs bench read|ratio|latency|all [OPTIONS] SOURCE\n"
 	"       ezfs bench read --path DIR [OPTIONS]\n"
-	"       ezfs bench advise [--goal size|seq|random|balanced] SOURCE\n"
+	"       ezfs bench advise [--goal size|seq|random|balanced] [OPTIONS] "
+	"SOURCE\n"
 	"\n"
 	"SOURCE is a directory or a file (images are built from a sample of it\n"
 	"in a temporary directory) or an existing EROFS image.\n"
@@ -27,8 +28,13 @@ static const char bench_usage_text[] =
 	"                      lzma:6\" (the default)\n"
 	"  --engines LIST      engines to compare, e.g. libdeflate,isal,zlib\n"
 	"                      (each with its algorithm; 'ezfs accel list')\n"
+	"  --accel SPEC        decompression engines of every image opened,\n"
+	"                      e.g. deflate=isal,zlib or isal (not with\n"
+	"                      --engines)\n"
+	"  --strict-accel      an engine failure is an error, no fallback\n"
 	"  --dispatch LIST     inline, queue[:N], percpu; latency: all three,\n"
-	"                      read: EZFS_DISPATCH or inline unless given\n"
+	"                      read: EZFS_DISPATCH or inline unless given,\n"
+	"                      advise: one mode\n"
 	"  --load LIST         latency: competing CPU load, none and/or busy\n"
 	"                      (one spinning thread per CPU) (none,busy)\n"
 	"  --window SIZE       seq read: readahead window, whole extents per\n"
@@ -39,7 +45,8 @@ static const char bench_usage_text[] =
 	"  --bs SIZE           read block size (4K)\n"
 	"  --io-share PCT      small random read: share of the data (5)\n"
 	"  --runtime SEC       cap of each measured run (3)\n"
-	"  --size BYTES        sample at most this much of SOURCE (64M)\n"
+	"  --size BYTES        sample at most this much of SOURCE (64M,\n"
+	"                      advise 16M)\n"
 	"  --repeat N          repeat each run, report the median (1)\n"
 	"  --goal G            advise: size, seq, random or balanced\n"
 	"  --csv FILE          one row per measured cell\n"
@@ -47,6 +54,11 @@ static const char bench_usage_text[] =
 	"  --plot DIR          PNG charts (gnuplot)\n"
 	"  -q, --quiet         no progress line\n"
 	"  -h, --help          this help\n";
+
+static void bench_usage(FILE *f)
+{
+	fputs(bench_usage_text, f);
+}
 
 /* "4K", "1M", "65536", "1.5G" -> bytes; 0 on error. */
 static uint64_t parse_size(const char *s)
@@ -216,9 +228,10 @@ static void set_defaults(struct bench_opts *o)
 	o->window = 16ull << 20;
 }
 
-enum { O_CSV = 256, O_JSON, O_PLOT, O_PATH, O_ENGINES, O_GOAL, O_CLUSTERS,
+/* above the CLI_OPT_* values of common.h */
+enum { O_CSV = 0x200, O_JSON, O_PLOT, O_PATH, O_ENGINES, O_GOAL, O_CLUSTERS,
        O_CLUSTER, O_ALGS, O_LEVELS, O_BS, O_SHARE, O_RUNTIME, O_SIZE,
-       O_REPEAT, O_NODROP, O_DISPATCH, O_LOAD, O_WINDOW };
+       O_REPEAT, O_NODROP, O_LOAD, O_WINDOW };
 
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
@@ -232,7 +245,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		{ "io-share", 1, NULL, O_SHARE },
 		{ "runtime", 1, NULL, O_RUNTIME }, { "size", 1, NULL, O_SIZE },
 		{ "repeat", 1, NULL, O_REPEAT }, { "no-drop", 0, NULL, O_NODROP },
-		{ "dispatch", 1, NULL, O_DISPATCH }, { "load", 1, NULL, O_LOAD },
+		{ "load", 1, NULL, O_LOAD }, CLI_ENGINE_OPTS,
 		{ "window", 1, NULL, O_WINDOW }, { "quiet", 0, NULL, 'q' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
@@ -244,7 +257,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 	while ((c = getopt_long(argc, argv, ":qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'q': o->quiet = 1; break;
-		case 'h': fputs(bench_usage_text, stdout); return 1;
+		case 'h': bench_usage(stdout); return 1;
 		case O_CSV: o->csv = optarg; break;
 		case O_JSON: o->json = optarg; break;
 		case O_PLOT: o->plot = optarg; break;
@@ -257,11 +270,25 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 					"list) or default, comma-separated");
 			o->engines = optarg;
 			break;
-		case O_DISPATCH:
+		case CLI_OPT_DISPATCH:
+			/* a list: each mode is measured in turn */
 			if (bench_parse_dispatch(optarg, o))
 				return cli_usage_error(BENCH_CMD,
-					"--dispatch: inline, queue[:N], percpu");
+					"invalid --dispatch '%s' (inline, "
+					"queue[:N] or percpu, comma-separated)",
+					optarg);
 			o->disp_given = 1;
+			break;
+		case CLI_OPT_ACCEL:
+		case CLI_OPT_STRICT_ACCEL:
+			/* checked as for every command that reads an image */
+			n = cli_opt_other(BENCH_CMD, c, argv, bench_usage);
+			if (n != -1)
+				return n;
+			if (c == CLI_OPT_ACCEL)
+				o->accel = optarg;
+			else
+				o->strict = 1;
 			break;
 		case O_LOAD:
 			if (bench_parse_loads(optarg, o))
@@ -419,6 +446,7 @@ static int run_modes(struct bench_opts *o, const char *mode,
 		err = bench_read(o, src, res, &pg);
 		bench_prog_end(&pg);
 		bench_print_table(stdout, res, "read");
+		bench_read_warn_short(res);
 	}
 	if (ra && !err) {
 		err = bench_ratio(o, src, res, &pg);
@@ -464,6 +492,19 @@ int cmd_bench(int argc, char **argv)
 		return cli_usage_error(BENCH_CMD, "missing SOURCE");
 	if (!strcmp(mode, "advise") && !size_given(argc, argv))
 		o.size = 16ull << 20;
+	if (!strcmp(mode, "advise") && o.disp_given && o.ndisp > 1)
+		return cli_usage_error(BENCH_CMD, "advise: --dispatch takes "
+				       "one mode");
+	if (o.accel && o.engines)
+		return cli_usage_error(BENCH_CMD, "--accel and --engines: give "
+				       "one (--engines compares engines, "
+				       "--accel sets one order)");
+	/* the command line beats the environment, as in cli_open() */
+	if (o.accel)
+		unsetenv("EZFS_ACCEL");
+	if (o.disp_given)
+		unsetenv("EZFS_DISPATCH");
+	bench_set_engine_opts(o.accel, o.strict);
 	print_header(&o, mode);
 	err = bench_tmp_init();
 	if (!err && source)

@@ -39,6 +39,8 @@ struct bench_opts {
 	const char *csv, *json, *plot;
 	const char *path;       /* --path DIR: read through a mounted view */
 	const char *engines;    /* --engines: engine names, "default" */
+	const char *accel;      /* --accel SPEC: every instance's order */
+	int strict;             /* --strict-accel */
 	struct bench_disp disp[BENCH_MAX_DISP]; /* --dispatch */
 	int ndisp;
 	int disp_given;         /* read: --dispatch given (else EZFS_DISPATCH) */
@@ -115,10 +117,13 @@ struct bench_src {
 	uint64_t input_blocks;  /* sum of ceil(size / 4096) */
 };
 int bench_is_erofs(const char *path);
-/* Create the temp dir (removed at exit, SIGINT, SIGTERM). */
+/* Create the temp dir (removed at exit, on SIGINT, SIGTERM and SIGHUP;
+ * a signal ignored at startup stays ignored). */
 int bench_tmp_init(void);
 const char *bench_tmp_dir(void);
 void bench_tmp_cleanup(void);
+/* A source without file data (an empty directory or file) is an error
+ * (-ENODATA), printed. */
 int bench_src_prepare(struct bench_src *s, const char *source,
 		      uint64_t max_bytes);
 void bench_src_free(struct bench_src *s);
@@ -137,6 +142,11 @@ int bench_parse_loads(const char *s, struct bench_opts *o);
 int bench_check_engines(const char *list);
 int bench_engines_for(const struct bench_opts *o, int alg,
 		      char names[][24], int max, int note);
+/* --accel SPEC (NULL: none) and --strict-accel for every bench_open. */
+void bench_set_engine_opts(const char *accel, int strict);
+/* An engine of bench_engines_for as the tables name it ("default" is the
+ * --accel spec where one was given). */
+const char *bench_engine_label(const char *engine);
 int bench_open(const char *image, const char *engine,
 	       const struct bench_disp *d, ezfs_image **img);
 void bench_disp_label(ezfs_image *img, char *buf, size_t size);
@@ -162,6 +172,10 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 	       struct bench_results *r, struct bench_prog *pg);
 unsigned bench_read_cells(const struct bench_opts *o,
 			  const struct bench_src *s);
+/* The cache the read table's figures start from, for its title. */
+const char *bench_cache_note(void);
+/* One line on stderr when a read cell's run was too short to mean much. */
+void bench_read_warn_short(const struct bench_results *res);
 int bench_ratio(const struct bench_opts *o, const struct bench_src *s,
 		struct bench_results *r, struct bench_prog *pg);
 int bench_latency(const struct bench_opts *o, const struct bench_src *s,
@@ -212,7 +226,8 @@ int bench_run_workload(struct bench_target *t, int w,
 		       double *secs);
 /* Sequential read of every file through a fresh instance of image. */
 int bench_lib_seq(const char *image, uint32_t bs, double cap,
-		  uint64_t *bytes, double *seconds);
+		  const struct bench_disp *d, uint64_t *bytes,
+		  double *seconds);
 double bench_now(void);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_advise.c - ezfs bench advise: pick algorithm, level, cluster size. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -122,7 +123,9 @@ static int measure_cand(const struct bench_opts *o, const struct bench_src *s,
 
 	err = bench_build(s, &c->a, c->cluster, &img, &ib, &bt);
 	if (!err)
-		err = bench_lib_seq(img, 65536, o->runtime, &bytes, &secs);
+		err = bench_lib_seq(img, 65536, o->runtime,
+				    o->disp_given ? &o->disp[0] : NULL,
+				    &bytes, &secs);
 	if (img)
 		unlink(img);
 	free(img);
@@ -137,6 +140,73 @@ static int measure_cand(const struct bench_opts *o, const struct bench_src *s,
 	/* a 4 KiB random read fetches and decodes its whole pcluster */
 	c->rand_us = (c->cluster / 1048576.0) * c->seq_s * 1e6;
 	return 0;
+}
+
+/* s as one shell word: as it is when nothing in it is special to the shell,
+ * else in single quotes; "./" before a leading '-' (not an option). */
+static void print_word(const char *s)
+{
+	const char *p;
+	int plain = *s != '\0';
+
+	for (p = s; *p && plain; p++)
+		plain = isalnum((unsigned char)*p) || strchr("_./,:+@%=-", *p);
+	if (*s == '-')
+		fputs("./", stdout);
+	if (plain) {
+		fputs(s, stdout);
+		return;
+	}
+	putchar('\'');
+	for (p = s; *p; p++) {
+		if (*p == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*p);
+	}
+	putchar('\'');
+}
+
+/*
+ * The pick as a command to paste: ezfs mkfs -z ALG,LEVEL -C BYTES IMAGE DIR.
+ * IMAGE is the last name of source plus ".erofs" in the current directory
+ * (OUT.erofs where it has none); DIR is source as given. ezfs mkfs takes a
+ * directory: for a file source DIR is left for the user to fill in.
+ */
+static void print_mkfs(const char *goal, const struct cand *c,
+		       const char *source)
+{
+	char name[256], img[272];
+	const char *base;
+	size_t len = strlen(source);
+	struct stat sb;
+	int is_dir = !stat(source, &sb) && S_ISDIR(sb.st_mode);
+
+	while (len > 1 && source[len - 1] == '/')
+		len--;
+	base = memrchr(source, '/', len);
+	base = base ? base + 1 : source;
+	len -= (size_t)(base - source);
+	snprintf(name, sizeof(name), "%.*s", (int)len, base);
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    !strcmp(name, "/") || len >= sizeof(name))
+		snprintf(name, sizeof(name), "OUT");
+	snprintf(img, sizeof(img), "%s.erofs", name);
+	printf("\nrecommended for goal '%s': ezfs mkfs -z %s", goal, c->a.name);
+	if (c->a.level >= 0)
+		printf(",%d", c->a.level);
+	printf(" -C %u ", (unsigned)c->cluster);
+	print_word(img);
+	putchar(' ');
+	if (is_dir)
+		print_word(source);
+	else
+		fputs("DIR", stdout);
+	putchar('\n');
+	if (!is_dir) {
+		printf("  (SOURCE is a file; ezfs mkfs takes a directory: DIR = "
+		       "the directory to put in the image)\n");
+	}
 }
 
 int bench_advise(const struct bench_opts *o, const struct bench_src *s,
@@ -164,7 +234,8 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 	bench_rec_init(&rec, "advise");
 	snprintf(rec.workload, sizeof(rec.workload), "storage");
 	snprintf(rec.target, sizeof(rec.target), direct ? "direct" : "cached");
-	snprintf(rec.engine, sizeof(rec.engine), "default");
+	snprintf(rec.engine, sizeof(rec.engine), "%.23s",
+			 bench_engine_label(NULL));
 	rec.mib_s = storage;
 	rec.repeat = 1;
 	bench_add(res, &rec);
@@ -224,7 +295,8 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 		snprintf(rec.workload, sizeof(rec.workload), "candidate");
 		snprintf(rec.target, sizeof(rec.target), "lib");
 		snprintf(rec.alg, sizeof(rec.alg), "%.15s", c->a.name);
-		snprintf(rec.engine, sizeof(rec.engine), "default");
+		snprintf(rec.engine, sizeof(rec.engine), "%.23s",
+			 bench_engine_label(NULL));
 		rec.level = c->a.level;
 		rec.cluster = c->cluster;
 		rec.repeat = 1;
@@ -238,9 +310,7 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 		rec.avg_us = c->rand_us;
 		bench_add(res, &rec);
 	}
-	printf("\nrecommended for goal '%s': ezfs mkfs -z %s,level=%d -C %u\n",
-	       o->goal, cands[pick].a.name, cands[pick].a.level,
-	       (unsigned)cands[pick].cluster);
+	print_mkfs(o->goal, &cands[pick], s->source);
 	printf("  because: ratio %.4f (best %.4f), sequential %.1f MiB/s "
 	       "(best %.1f), random 4K %.0f us (best %.0f)\n",
 	       cands[pick].ratio, best.ratio, 1 / cands[pick].seq_s,

@@ -128,10 +128,30 @@ int bench_engines_for(const struct bench_opts *o, int alg,
 	return n;
 }
 
+/* --accel SPEC and --strict-accel: for every instance bench_open opens. */
+static struct {
+	const char *accel;
+	int strict;
+} engine_opts;
+
+void bench_set_engine_opts(const char *accel, int strict)
+{
+	engine_opts.accel = accel;
+	engine_opts.strict = strict;
+}
+
+const char *bench_engine_label(const char *engine)
+{
+	if ((!engine || !strcmp(engine, "default")) && engine_opts.accel)
+		return engine_opts.accel;
+	return engine ? engine : "default";
+}
+
 /*
  * A fresh instance of image (nothing cached) with engine (NULL or
- * "default": the default order) first for its algorithm and dispatch mode
- * d (NULL: EZFS_DISPATCH or inline). Prints the error.
+ * "default": the --accel order, else the default order) first for its
+ * algorithm and dispatch mode d (NULL: EZFS_DISPATCH or inline). Prints
+ * the error.
  */
 int bench_open(const char *image, const char *engine,
 	       const struct bench_disp *d, ezfs_image **img)
@@ -142,6 +162,9 @@ int bench_open(const char *image, const char *engine,
 	ezfs_open_params_init(&p);
 	if (engine && strcmp(engine, "default"))
 		p.accel = engine;
+	else
+		p.accel = engine_opts.accel;
+	p.strict_accel = engine_opts.strict;
 	if (d)
 		p.dispatch = d->name;
 	err = ezfs_image_open(image, &p, img);

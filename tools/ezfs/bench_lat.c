@@ -182,9 +182,11 @@ static int latency_one(const struct bench_opts *o, const char *image,
 
 		snprintf(what, sizeof(what), "latency %s %s %.23s %s load %s",
 			 key->alg, bench_fmt_cluster(key->cluster, cl,
-			 sizeof(cl)), eng[e], o->disp[d].name, ln);
+			 sizeof(cl)), bench_engine_label(eng[e]),
+			 o->disp[d].name, ln);
 		bench_prog_cell(pg, what);
-		snprintf(rec.engine, sizeof(rec.engine), "%.23s", eng[e]);
+		snprintf(rec.engine, sizeof(rec.engine), "%.23s",
+			 bench_engine_label(eng[e]));
 		snprintf(rec.load, sizeof(rec.load), "%s", ln);
 		snprintf(rec.workload, sizeof(rec.workload), "decode");
 		err = bench_load_start(&ld, o->loads[l]);

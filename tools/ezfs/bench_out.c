@@ -127,8 +127,8 @@ static void print_read(FILE *f, const struct bench_results *r)
 	size_t i;
 	int j;
 
-	fprintf(f, "\nread throughput, MiB/s (cold cache each run; ratio = "
-		"image blocks / input blocks)\n");
+	fprintf(f, "\nread throughput, MiB/s (%s; ratio = image blocks / "
+		"input blocks)\n", bench_cache_note());
 	fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %6s %9s %9s %9s\n",
 		"target", "alg", "level", "cluster", "engine", "dispatch",
 		"ratio", "seq", "rand", "small");

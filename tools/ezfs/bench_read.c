@@ -12,20 +12,48 @@
 
 static int dropped_warned;
 
+/* What the page cache was like at the start of --path runs. */
+static enum {
+	CACHE_LIB,              /* no --path run: library targets */
+	CACHE_DROPPED,          /* dropped before each run */
+	CACHE_KEPT,             /* --no-drop */
+	CACHE_NOT_DROPPED,      /* no permission */
+} cache_state;
+
+const char *bench_cache_note(void)
+{
+	switch (cache_state) {
+	case CACHE_DROPPED:
+		return "page cache dropped before each run";
+	case CACHE_KEPT:
+		return "warm cache: page cache as it was, --no-drop";
+	case CACHE_NOT_DROPPED:
+		return "page cache not dropped (no permission): warm after "
+		       "the first run";
+	default:
+		return "cold decoded cache each run";
+	}
+}
+
 static void drop_caches(const struct bench_opts *o)
 {
 	int fd;
 
-	if (o->no_drop)
+	if (o->no_drop) {
+		cache_state = CACHE_KEPT;
 		return;
+	}
 	sync();
 	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0 && write(fd, "3\n", 2) == 2) {
 		close(fd);
+		if (cache_state != CACHE_NOT_DROPPED)
+			cache_state = CACHE_DROPPED;
 		return;
 	}
 	if (fd >= 0)
 		close(fd);
+	cache_state = CACHE_NOT_DROPPED;
 	if (!dropped_warned++ && !o->quiet)
 		fprintf(stderr, "ezfs bench: page cache not dropped between "
 			"runs (needs root: /proc/sys/vm/drop_caches); runs "
@@ -59,8 +87,8 @@ static int read_cells(const struct bench_opts *o, const struct read_cfg *c,
 	char what[96], cl[16];
 	int w, k, err = 0;
 
-	snprintf(key->engine, sizeof(key->engine), "%s",
-		 c->image ? c->engine : "-");
+	snprintf(key->engine, sizeof(key->engine), "%.23s",
+		 c->image ? bench_engine_label(c->engine) : "-");
 	snprintf(key->dispatch, sizeof(key->dispatch), "-");
 	for (w = 0; w < 3 && !err; w++) {
 		struct bench_rec rec;
@@ -225,4 +253,29 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 		}
 	}
 	return err;
+}
+
+/* Runs this short say more about the clock and the start-up than about
+ * the reads. */
+#define BENCH_SHORT_RUN 0.05
+
+void bench_read_warn_short(const struct bench_results *res)
+{
+	double shortest = -1;
+	size_t i;
+
+	for (i = 0; i < res->n; i++) {
+		const struct bench_rec *x = &res->v[i];
+
+		if (strcmp(x->mode, "read"))
+			continue;
+		if (shortest < 0 || x->seconds < shortest)
+			shortest = x->seconds;
+	}
+	if (shortest < 0 || shortest >= BENCH_SHORT_RUN)
+		return;
+	fprintf(stderr, "ezfs bench: read: runs as short as %.2g ms are too "
+		"short to be meaningful (under %.0f ms): measure more data (a "
+		"larger --size or SOURCE) or more runs (--repeat N)\n",
+		shortest * 1e3, BENCH_SHORT_RUN * 1e3);
 }

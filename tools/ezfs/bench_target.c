@@ -311,7 +311,8 @@ out:
 
 /* Sequential read of every file of image (advise: decode rate). */
 int bench_lib_seq(const char *image, uint32_t bs, double cap,
-		  uint64_t *bytes, double *seconds)
+		  const struct bench_disp *d, uint64_t *bytes,
+		  double *seconds)
 {
 	struct bench_opts o;
 	struct bench_target t;
@@ -319,7 +320,7 @@ int bench_lib_seq(const char *image, uint32_t bs, double cap,
 
 	memset(&o, 0, sizeof(o));
 	o.runtime = cap;
-	err = bench_target_open_lib(&t, image, bs, NULL, NULL);
+	err = bench_target_open_lib(&t, image, bs, NULL, d);
 	if (err)
 		return err;
 	err = bench_run_workload(&t, 0, &o, bytes, seconds);
