@@ -3,3 +3,8 @@
 # with python3, charts when gnuplot is installed. Skips (77) without python3.
 ezfs_script_test(interop.bench interop/bench.sh
                  LABELS interop bench TIMEOUT 180)
+# ezfs bench's command line: SIGHUP under nohup, advise's mkfs command,
+# short-run warning, empty sources, --accel/--strict-accel/--dispatch, --help
+# against the getopt table. Tiny inputs, a few seconds.
+ezfs_script_test(interop.bench-cli interop/bench-cli.sh
+                 LABELS interop bench TIMEOUT 120)
