@@ -71,7 +71,8 @@ if [ $rc = 0 ] && grep -q "image blks" "$TMP/hup.out"; then
 else
 	t_fail "SIGHUP ignored at startup: rc $rc: $(cat "$TMP/hup.out")"
 fi
-[ "$(bench_dirs)" = 0 ] && t_pass "SIGHUP ignored: temporary directory removed" ||
+[ "$(bench_dirs)" = 0 ] &&
+	t_pass "SIGHUP ignored: temporary directory removed" ||
 	t_fail "SIGHUP ignored: ezfs-bench.* left in $TMP"
 
 # 2. advise: the recommended command is complete; pasted, it builds the image
@@ -79,7 +80,8 @@ fi
 SD="$TMP/it's a dir"
 mkdir -p "$SD" "$TMP/work"
 cp "$IN/small.txt" "$SD/"
-out=$(cd "$TMP/work" && "$EZFS" bench advise -q --runtime 0.1 "../it's a dir" 2>&1)
+out=$(cd "$TMP/work" &&
+	"$EZFS" bench advise -q --runtime 0.1 "../it's a dir" 2>&1)
 line=$(printf '%s\n' "$out" | grep "^recommended for goal")
 cmd=${line#*: }
 case $cmd in
@@ -88,7 +90,8 @@ case $cmd in
 esac
 hasnt "advise: -z ALG,N (no level=)" "$cmd" "level="
 rm -f "$TMP/work/"*.erofs
-if (cd "$TMP/work" && eval "\"\$EZFS\" ${cmd#ezfs } -q") >"$TMP/paste.out" 2>&1 &&
+if (cd "$TMP/work" && eval "\"\$EZFS\" ${cmd#ezfs } -q") \
+	>"$TMP/paste.out" 2>&1 &&
 	img=$(find "$TMP/work" -name '*.erofs') && [ -n "$img" ] &&
 	"$EZFS" fsck "$img" >/dev/null 2>&1 &&
 	"$EZFS" cat "$img" small.txt | cmp -s - "$SD/small.txt"; then

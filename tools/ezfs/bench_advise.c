@@ -203,10 +203,9 @@ static void print_mkfs(const char *goal, const struct cand *c,
 	else
 		fputs("DIR", stdout);
 	putchar('\n');
-	if (!is_dir) {
-		printf("  (SOURCE is a file; ezfs mkfs takes a directory: DIR = "
-		       "the directory to put in the image)\n");
-	}
+	if (!is_dir)
+		printf("  (SOURCE is a file; ezfs mkfs takes a directory: "
+		       "DIR = the directory to put in the image)\n");
 }
 
 int bench_advise(const struct bench_opts *o, const struct bench_src *s,
