@@ -27,3 +27,13 @@ set_tests_properties(interop.mkfs_hints PROPERTIES
                      SKIP_RETURN_CODE 77
                      TIMEOUT 300
                      LABELS "interop;mkfs")
+
+# The command line and IMAGE at their edges: usage errors, -j, special
+# files, symlinks, block devices, modes, nohup (tests/interop/mkfs-usage.sh).
+add_test(NAME interop.mkfs-usage
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-usage.sh)
+set_tests_properties(interop.mkfs-usage PROPERTIES
+                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
+                     SKIP_RETURN_CODE 77
+                     TIMEOUT 120
+                     LABELS "interop;mkfs")
