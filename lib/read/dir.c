@@ -300,6 +300,10 @@ out:
 int ezfs_resolve(ezfs_image *img, const char *path, uint64_t *nid)
 {
 	uint64_t cur = img->si.root_nid;
+	size_t len = strlen(path);
+	/* "file/" names a directory: ENOTDIR for anything else, as the
+	 * kernel says (a symbolic link is left to the caller to follow) */
+	int want_dir = len && path[len - 1] == '/';
 
 	while (*path) {
 		const char *end;
@@ -325,6 +329,18 @@ int ezfs_resolve(ezfs_image *img, const char *path, uint64_t *nid)
 		if (err)
 			return err;
 		path = end;
+	}
+	if (want_dir && cur != img->si.root_nid) {
+		ezfs_inode *ino;
+		int err = ezfs_inode_get(img, cur, &ino);
+		uint32_t mode;
+
+		if (err)
+			return err;
+		mode = ino->mode & S_IFMT;
+		ezfs_inode_put(ino);
+		if (mode != S_IFDIR && mode != S_IFLNK)
+			return -ENOTDIR;
 	}
 	*nid = cur;
 	return 0;

@@ -24,16 +24,103 @@ static void clear_progress(void)
 	}
 }
 
+/* Length of the control character at s (0: none): C0, DEL, or C1 as the
+ * two UTF-8 bytes C2 80..9F, which some terminals obey as escapes. */
+static size_t ctrl_len(const unsigned char *s)
+{
+	if (*s < 0x20 || *s == 0x7f)
+		return 1;
+	if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+		return 2;
+	return 0;
+}
+
+int cli_has_ctrl(const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p; p++)
+		if (ctrl_len(p))
+			return 1;
+	return 0;
+}
+
+/* msg with each byte of a control character written as \ooo. */
+static void escape_ctrl(const char *msg, char *out, size_t size)
+{
+	const unsigned char *p = (const unsigned char *)msg;
+	size_t o = 0, n;
+
+	while (*p && o + 9 < size) {
+		n = ctrl_len(p);
+		if (!n) {
+			out[o++] = (char)*p++;
+			continue;
+		}
+		while (n--)
+			o += (size_t)snprintf(out + o, size - o, "\\%03o", *p++);
+	}
+	out[o] = '\0';
+}
+
+const char *cli_qname(const char *s, char **tmp)
+{
+	static int tty = -1;
+	const unsigned char *p;
+	char *q;
+	size_t o = 0;
+	int inq = 0;
+
+	*tmp = NULL;
+	if (tty < 0)
+		tty = isatty(STDOUT_FILENO);
+	if (!tty || !cli_has_ctrl(s))
+		return s;
+	/* worst case per byte: '$'\ooo'' = 10 bytes */
+	q = malloc(strlen(s) * 10 + 3);
+	if (!q)
+		return "?";
+	for (p = (const unsigned char *)s; *p; p++) {
+		size_t n = ctrl_len(p), i;
+
+		if (n) {
+			if (inq)
+				q[o++] = '\'';
+			inq = 0;
+			for (i = 0; i < n; i++)
+				o += (size_t)sprintf(q + o, "$'\\%03o'", p[i]);
+			p += n - 1;
+			continue;
+		}
+		if (!inq)
+			q[o++] = '\'';
+		inq = 1;
+		if (*p == '\'') {
+			memcpy(q + o, "'\\''", 4);
+			o += 4;
+		} else {
+			q[o++] = (char)*p;
+		}
+	}
+	if (inq)
+		q[o++] = '\'';
+	q[o] = '\0';
+	*tmp = q;
+	return q;
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
-	char msg[4096];
+	char msg[4096], safe[4096];
 	va_list ap;
 
 	clear_progress();
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "ezfs %s: %s\n", cmd, msg);
+	/* names from an untrusted image must not drive the terminal */
+	escape_ctrl(msg, safe, sizeof(safe));
+	fprintf(stderr, "ezfs %s: %s\n", cmd, safe);
 }
 
 void cli_fail(const char *cmd, const char *img, const char *path, int err)
@@ -147,11 +234,15 @@ static void log_cb(void *arg, int level, const char *msg)
 	if (n > lg->max + 1)
 		return;
 	clear_progress();
-	if (n == lg->max + 1)
+	if (n == lg->max + 1) {
 		fprintf(stderr, "ezfs: %s: further messages suppressed\n",
 			lg->img);
-	else
-		fprintf(stderr, "ezfs: %s: %s\n", lg->img, msg);
+	} else {
+		char safe[2048];
+
+		escape_ctrl(msg, safe, sizeof(safe));
+		fprintf(stderr, "ezfs: %s: %s\n", lg->img, safe);
+	}
 }
 
 int cli_open(const char *cmd, const char *img, struct cli_log *lg,
@@ -364,7 +455,13 @@ void cli_progress_update(struct cli_progress *p, uint64_t bytes,
 	if (frac > 1)
 		frac = 1;
 	cli_fmt_size(bytes, sz, sizeof(sz));
-	cli_fmt_size(el > 0.05 ? (uint64_t)(bytes / el) : 0, rate, sizeof(rate));
+	/* no rate before there is time to measure one ("0 B/s" misleads) */
+	rate[0] = '\0';
+	if (el >= 0.05) {
+		memcpy(rate, ", ", 3);
+		cli_fmt_size((uint64_t)(bytes / el), rate + 2, sizeof(rate) - 4);
+		strcat(rate, "/s");
+	}
 	if (frac >= 0) {
 		fill = (int)(frac * 20);
 		for (i = 0; i < 20; i++)
@@ -375,11 +472,11 @@ void cli_progress_update(struct cli_progress *p, uint64_t bytes,
 			fmt_eta(el / frac - el, eta + 5, sizeof(eta) - 5);
 		}
 		snprintf(line, sizeof(line),
-			 "%s [%s] %3d%% %s, %llu %s, %s/s%s", p->label, bar,
+			 "%s [%s] %3d%% %s, %llu %s%s%s", p->label, bar,
 			 (int)(frac * 100), sz, (unsigned long long)items,
 			 p->item_name, rate, eta);
 	} else {
-		snprintf(line, sizeof(line), "%s %s, %llu %s, %s/s", p->label,
+		snprintf(line, sizeof(line), "%s %s, %llu %s%s", p->label,
 			 sz, (unsigned long long)items, p->item_name, rate);
 	}
 	fprintf(stderr, "\r%s\033[K", line);

@@ -87,6 +87,16 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f));
 int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,
 		 const char *path, ezfs_inode **out);
 
+/*
+ * A name from an image, fit for stdout: when stdout is a terminal and the
+ * name holds control characters (escapes, newlines, C1 codes), it is shell
+ * quoted as GNU ls does ('a'$'\n''b'); otherwise it is printed as it is.
+ * Returns s itself or a quoted copy in *tmp (free it; NULL if unused).
+ */
+const char *cli_qname(const char *s, char **tmp);
+/* Does s hold a control character (C0, DEL, or UTF-8 encoded C1)? */
+int cli_has_ctrl(const char *s);
+
 /* "1.5 MiB" style; returns buf. */
 char *cli_fmt_size(uint64_t n, char *buf, size_t size);
 /* "drwxr-xr-x" (11 bytes incl. NUL). */

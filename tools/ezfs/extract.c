@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -16,6 +17,44 @@
 
 #define X_MAX_DEPTH 4096
 
+/*
+ * SIGINT, SIGTERM, SIGHUP: the walker and the workers stop at their next
+ * step (x_failed), the directories made so far get their modes and times,
+ * then the signal is raised again with its default action. A second one
+ * ends the process at once. Signals ignored at startup stay ignored.
+ */
+static struct xctx *x_sig_ctx;
+static volatile sig_atomic_t x_sig;
+static const int x_stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void x_on_signal(int sig)
+{
+	if (x_sig) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	x_sig = sig;
+	if (x_sig_ctx)
+		x_set_failed(x_sig_ctx);
+}
+
+static void x_signals_start(struct xctx *x)
+{
+	struct sigaction sa, old;
+	size_t i;
+
+	x_sig_ctx = x;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = x_on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(x_stop_signals) / sizeof(x_stop_signals[0]); i++)
+		if (!sigaction(x_stop_signals[i], NULL, &old) &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(x_stop_signals[i], &sa, NULL);
+}
+
 
 static void usage(FILE *f)
 {
@@ -25,9 +64,12 @@ static void usage(FILE *f)
 		   "links and special files. A directory PATH's contents go into\n"
 		   "DIR; a file PATH becomes DIR/its name.\n"
 		   "  -f, --force    extract into a non-empty DIR, replacing files\n"
-		   "  -j, --jobs N   data threads (default: online CPUs)\n"
-		   "  -q, --quiet    no progress bar\n"
-		   CLI_ENGINE_HELP);
+		   "  -j, --jobs N, --workers=N\n"
+		   "                 data threads (default: online CPUs)\n"
+		   "  -q, --quiet    no progress bar and no summary\n"
+		   CLI_ENGINE_HELP
+		   "Interrupted (SIGINT, SIGTERM, SIGHUP), it stops, gives the\n"
+		   "directories made so far their modes and times, and says so.\n");
 }
 
 static char *join(const char *dir, const char *name)
@@ -379,6 +421,15 @@ static int run(struct xctx *x, struct walker *w, const char *subpath)
 	if (tids)
 		x_workers_finish(x, tids, x->threads);
 	free(tids);
+	if (x_sig) {
+		/* best effort: no directory is left at the walker's 0700 */
+		cli_progress_clear(&x->prog);
+		x_dir_phase(w);
+		cli_error("extract", "%s: interrupted after %llu entries; "
+			  "directory modes and times restored", x->dest,
+			  (unsigned long long)x->entries_done);
+		return -1;
+	}
 	if (x_failed(x))
 		return -1;
 	ret = x_link_phase(w);
@@ -390,6 +441,20 @@ static int run(struct xctx *x, struct walker *w, const char *subpath)
 			  "data (see above)", x->img, x->read_errors,
 			  x->read_errors == 1 ? "" : "s");
 		ret = -EIO;
+	}
+	if (!ret && !x->quiet) {
+		char b[32], r[48] = "";
+		double el = cli_now() - x->prog.start;
+
+		cli_fmt_size(x->bytes_done, b, sizeof(b));
+		if (el >= 0.01) {
+			memcpy(r, ", ", 3);
+			cli_fmt_size((uint64_t)(x->bytes_done / el), r + 2,
+				     sizeof(r) - 4);
+			strcat(r, "/s");
+		}
+		printf("%s: %llu entries, %s of file data, %.2f s%s\n", x->dest,
+		       (unsigned long long)x->entries_done, b, el, r);
 	}
 	return ret;
 }
@@ -415,6 +480,7 @@ int cmd_extract(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "force", no_argument, NULL, 'f' },
 		{ "jobs", required_argument, NULL, 'j' },
+		{ "workers", required_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		CLI_ENGINE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -471,6 +537,7 @@ int cmd_extract(int argc, char **argv)
 	pthread_cond_init(&x.space, NULL);
 	pthread_cond_init(&x.idle, NULL);
 	w.x = &x;
+	x_signals_start(&x);
 	ret = run(&x, &w, argc - optind == 3 ? argv[optind + 2] : "/");
 	cli_progress_clear(&x.prog);
 	free_walker(&w);
@@ -481,5 +548,10 @@ int cmd_extract(int argc, char **argv)
 	pthread_cond_destroy(&x.space);
 	pthread_cond_destroy(&x.idle);
 	ezfs_image_close(x.fs);
+	if (x_sig) {
+		fflush(stdout);
+		signal(x_sig, SIG_DFL);
+		raise(x_sig);
+	}
 	return ret < 0 ? 1 : 0;
 }

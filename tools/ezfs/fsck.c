@@ -21,9 +21,11 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ezfs fsck [-q] [-j N] [--no-data] IMG\n"
 		   "Check an image: every inode, directory, xattr and extent\n"
 		   "map, and decode every byte of file data.\n"
-		   "  -j, --jobs N   data decoding threads (default: online CPUs)\n"
+		   "  -j, --jobs N, --workers=N\n"
+		   "                 data decoding threads (default: online CPUs)\n"
 		   "  --no-data      check metadata only\n"
-		   "  -q, --quiet    no progress bar\n"
+		   "  -q, --quiet    no progress bar; the summary only when\n"
+		   "                 problems are found\n"
 		   CLI_ENGINE_HELP
 		   "Exit status: 0 clean, 1 problems found, 2 usage error.\n");
 }
@@ -57,6 +59,7 @@ int cmd_fsck(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "jobs", required_argument, NULL, 'j' },
+		{ "workers", required_argument, NULL, 'j' },
 		{ "no-data", no_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
 		CLI_ENGINE_OPTS,
@@ -114,7 +117,8 @@ int cmd_fsck(int argc, char **argv)
 	if (f.shown > FSCK_MAX_SHOWN)
 		cli_error("fsck", "%s: %" PRIu64 " more problems not shown", f.img,
 			  f.shown - FSCK_MAX_SHOWN);
-	printf("%s: %" PRIu64 " inodes (%" PRIu64 " dirs, %" PRIu64
+	if (!quiet || r.problems || ret < 0)
+		printf("%s: %" PRIu64 " inodes (%" PRIu64 " dirs, %" PRIu64
 	       " files, %" PRIu64 " symlinks, %" PRIu64 " special), %" PRIu64
 	       " xattrs, %s decoded, %" PRIu64 " problem%s\n", f.img, r.inodes,
 	       r.dirs, r.files, r.symlinks, r.specials, r.xattrs,

@@ -180,12 +180,12 @@ static void print_algs(const struct ezfs_sb_info *si)
 			       si->deflate_windowbits);
 			break;
 		case EZFS_ALG_ZSTD:
-			/* on disk: window = 2^(windowlog + 10) */
+			/* on disk: windowlog - 10, the window 2^windowlog */
 			printf("zstd (window %s, windowlog %u)\n",
 			       si->zstd_windowlog <= 20 ?
 			       cli_fmt_size(1ULL << (si->zstd_windowlog + 10),
 					    b, sizeof(b)) : "?",
-			       si->zstd_windowlog);
+			       si->zstd_windowlog + 10);
 			break;
 		}
 	}
@@ -315,6 +315,22 @@ static void print_stats(const struct info_stats *s)
 		       cli_fmt_size(s->dedup_bytes, b2, sizeof(b2)));
 }
 
+/* The walk starts below the root; the root counts as a directory too (as
+ * in fsck's totals). */
+static int count_root(ezfs_image *fs, struct info_stats *s)
+{
+	struct ezfs_stat st;
+	ezfs_inode *root;
+	int ret = ezfs_inode_get(fs, ezfs_root_nid(fs), &root);
+
+	if (ret < 0)
+		return ret;
+	ezfs_inode_stat(root, &st);
+	ret = stats_cb(s, "", st.nid, &st, root);
+	ezfs_inode_put(root);
+	return ret;
+}
+
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -355,7 +371,9 @@ int cmd_info(int argc, char **argv)
 	s->detailed = detailed;
 	s->img = argv[optind];
 	print_sb(argv[optind], fs);
-	ret = cli_walk(fs, ezfs_root_nid(fs), stats_cb, s);
+	ret = count_root(fs, s);
+	if (!ret)
+		ret = cli_walk(fs, ezfs_root_nid(fs), stats_cb, s);
 	if (ret < 0) {
 		if (!s->err_reported)
 			cli_fail("info", argv[optind], "walking the tree", ret);

@@ -25,7 +25,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ezfs ls [-l] [-R] IMG [PATH]\n"
 		   "List a directory of the image (default: the root); PATH may\n"
 		   "also name a file.\n"
-		   "  -l, --long        mode, links, owner, size, mtime, target\n"
+		   "  -l, --long        mode, links, owner, size, mtime (UTC), target\n"
 		   "  -R, --recursive   list subdirectories recursively\n"
 		   CLI_ENGINE_HELP);
 }
@@ -34,11 +34,14 @@ static void print_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
 			const char *fullpath)
 {
 	struct ezfs_stat st;
-	char mode[11], t[32], size[48];
+	char mode[11], t[40], size[48];
 	char *target = NULL;
 
+	char *qn, *qt = NULL;
+
 	if (!c->longfmt) {
-		printf("%s\n", name);
+		printf("%s\n", cli_qname(name, &qn));
+		free(qn);
 		return;
 	}
 	ezfs_inode_stat(ino, &st);
@@ -49,7 +52,7 @@ static void print_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
 	else
 		snprintf(size, sizeof(size), "%" PRIu64, st.size);
 	cli_fmt_time(st.mtime, t, sizeof(t));
-	t[16] = '\0'; /* YYYY-MM-DD HH:MM */
+	memcpy(t + 16, " UTC", 5); /* YYYY-MM-DD HH:MM UTC: not local */
 	if (S_ISLNK(st.mode)) {
 		size_t cap = st.size + 1;
 		ssize_t n;
@@ -64,8 +67,10 @@ static void print_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
 		}
 	}
 	printf("%s %3u %5u %5u %10s %s %s%s%s\n", mode, st.nlink, st.uid,
-	       st.gid, size, t, name, target ? " -> " : "",
-	       target ? target : "");
+	       st.gid, size, t, cli_qname(name, &qn), target ? " -> " : "",
+	       target ? cli_qname(target, &qt) : "");
+	free(qn);
+	free(qt);
 	free(target);
 }
 
@@ -115,7 +120,10 @@ static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
 				ezfs_inode_put(ino);
 			}
 		} else {
-			printf("%s\n", dl.ents[i].name);
+			char *q;
+
+			printf("%s\n", cli_qname(dl.ents[i].name, &q));
+			free(q);
 		}
 		free(full);
 	}
@@ -154,7 +162,10 @@ static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
 				c->status = 1;
 			} else {
 				cli_nidset_add(&c->active, dl.ents[i].nid);
-				printf("\n%s:\n", full);
+				char *q;
+
+				printf("\n%s:\n", cli_qname(full, &q));
+				free(q);
 				list_dir(c, ino, full, depth + 1);
 				/* leave it in "active": a dir seen twice is a loop */
 			}
@@ -215,8 +226,12 @@ int cmd_ls(int argc, char **argv)
 	ezfs_inode_stat(ino, &st);
 	if (S_ISDIR(st.mode)) {
 		cli_nidset_add(&c.active, st.nid);
-		if (c.recursive)
-			printf("%s:\n", path);
+		if (c.recursive) {
+			char *q;
+
+			printf("%s:\n", cli_qname(path, &q));
+			free(q);
+		}
 		list_dir(&c, ino, path, 0);
 	} else {
 		print_entry(&c, path, ino, path);

@@ -204,7 +204,12 @@ int cmd_stat(int argc, char **argv)
 	}
 	ezfs_inode_stat(ino, &st);
 	cli_mode_string(st.mode, mode);
-	printf("%-12s %s\n", "Path:", path);
+	{
+		char *q;
+
+		printf("%-12s %s\n", "Path:", cli_qname(path, &q));
+		free(q);
+	}
 	printf("%-12s %" PRIu64 "\n", "Nid:", st.nid);
 	printf("%-12s %s\n", "Type:", cli_type_name(st.mode));
 	printf("%-12s %04o (%s)\n", "Mode:", st.mode & 07777, mode);
@@ -232,7 +237,10 @@ int cmd_stat(int argc, char **argv)
 			cli_fail("stat", img, path, (int)n);
 			status = 1;
 		} else {
-			printf("%-12s %s\n", "Target:", buf);
+			char *q;
+
+			printf("%-12s %s\n", "Target:", cli_qname(buf, &q));
+			free(q);
 		}
 		free(buf);
 	}
