@@ -187,10 +187,14 @@ EZFS_API int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
 				   const char *tmpdir);
 
 /*
- * Lay out and write the image to path: a temporary file beside it is
- * written, synced and renamed only when complete; on failure neither the
- * temporary file nor path is left behind (an existing file at path stays
- * untouched).
+ * Lay out and write the image to path: a temporary file beside it (beside
+ * the target of a symlink) is written, synced with EZFS_BUILD_NO_FSYNC
+ * clear, and renamed only when complete; on failure neither the temporary
+ * file nor path is left behind (an existing file at path stays untouched).
+ * A new file gets 0666 less the umask, a replaced one keeps its mode and
+ * owner. A block device is written in place (-EFBIG when the image does
+ * not fit); other special files are refused (-EINVAL, a directory
+ * -EISDIR).
  */
 EZFS_API int ezfs_builder_write(ezfs_builder *b, const char *path);
 
