@@ -142,8 +142,8 @@ int bld_set_size(struct ezfs_builder *b, uint64_t size)
 	if (b->device) {
 		err = dev_zero_to(b, size, size);
 		if (err && err != -EFBIG)
-			bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
-				b->out_path, strerror(-err));
+			bld_log(b, EZFS_LOG_ERROR, "%s: write: %s", b->out_path,
+				strerror(-err));
 		return err;
 	}
 	if (!ftruncate(b->fd, (off_t)size))

@@ -161,8 +161,8 @@ static int parse_E(const char *arg, struct ezfs_build_params *p)
 			    !strncmp(tok, opts[i].name, len))
 				break;
 		if (!len)
-			return cli_usage_error(CMD, "-E '%s': empty option (-E "
-					       "OPT[,OPT...], see --help)", arg);
+			return cli_usage_error(CMD, "-E '%s': empty option "
+					       "(-E OPT[,OPT...])", arg);
 		if (i == sizeof(opts) / sizeof(opts[0]))
 			return cli_usage_error(CMD, "unknown -E option '%.*s' "
 					       "(see --help)", (int)len, tok);
@@ -213,9 +213,10 @@ static int check_image(const char *image, char **target, int *device)
 	*device = 0;
 	while (cur && !lstat(cur, &st) && S_ISLNK(st.st_mode)) {
 		char buf[4096], *next;
-		ssize_t n = ++hops > 40 ? -1 : readlink(cur, buf, sizeof(buf) - 1);
 		size_t dlen;
+		ssize_t n;
 
+		n = ++hops > 40 ? -1 : readlink(cur, buf, sizeof(buf) - 1);
 		if (n < 0) {
 			err = hops > 40 ? ELOOP : errno;
 			break;
@@ -399,9 +400,9 @@ int cmd_mkfs(int argc, char **argv)
 		case 'b':
 			if (parse_u64(optarg, &v) || v < 512 || v > 4096 ||
 			    (v & (v - 1))) {
-				ret = cli_usage_error(CMD, "-b %s: the block size "
-						      "must be a power of two "
-						      "in 512..4096", optarg);
+				ret = cli_usage_error(CMD,
+					"-b %s: the block size must be a "
+					"power of two in 512..4096", optarg);
 				goto out;
 			}
 			p.blksz = (unsigned)v;
@@ -436,10 +437,10 @@ int cmd_mkfs(int argc, char **argv)
 			break;
 		case 'x':
 			if (parse_int(optarg, &p.xattr_tolerance)) {
-				ret = cli_usage_error(CMD, "-x '%s': not an integer "
-						      "in %d..%d (N < 0 drops "
-						      "xattrs)", optarg, INT_MIN,
-						      INT_MAX);
+				ret = cli_usage_error(CMD,
+					"-x '%s': not an integer in %d..%d "
+					"(N < 0 drops xattrs)", optarg,
+					INT_MIN, INT_MAX);
 				goto out;
 			}
 			break;
@@ -478,9 +479,9 @@ int cmd_mkfs(int argc, char **argv)
 				char why[128];
 
 				regerror(rc, &re, why, sizeof(why));
-				ret = cli_usage_error(CMD, "--exclude-regex '%s': "
-						      "not a POSIX extended "
-						      "regex: %s", optarg, why);
+				ret = cli_usage_error(CMD,
+					"--exclude-regex '%s': not a POSIX "
+					"extended regex: %s", optarg, why);
 				goto out;
 			}
 			regfree(&re);
@@ -493,10 +494,9 @@ int cmd_mkfs(int argc, char **argv)
 
 			if (end == optarg || *end || *optarg == '-' || !cs ||
 			    cs > (1ul << 30) || (cs & (cs - 1))) {
-				ret = cli_usage_error(CMD, "--chunksize '%s': not "
-						      "a power of two from the "
-						      "block size to 1 GiB",
-						      optarg);
+				ret = cli_usage_error(CMD,
+					"--chunksize '%s': not a power of two "
+					"from the block size to 1 GiB", optarg);
 				goto out;
 			}
 			p.chunksize = (uint32_t)cs;

@@ -106,7 +106,8 @@ int mkfs_sig_start(const char *image, const char *target, int device)
 	int err;
 
 	in_place = device;
-	dir = slash ? strndup(target, (size_t)(slash - target + 1)) : strdup(".");
+	dir = slash ? strndup(target, (size_t)(slash - target + 1))
+		    : strdup(".");
 	base = strdup(slash ? slash + 1 : target);
 	if (!dir || !base)
 		return -ENOMEM;
