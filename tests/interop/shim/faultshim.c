@@ -15,6 +15,7 @@
  *                            sigint, sigterm: send the signal to the
  *                            process just after (mid-build), then stall
  *                            that thread for up to 10 s
+ *   EZFS_FAULT_HOLD_MS=N     hold it N ms instead
  *   EZFS_FAULT_NOTMPFILE=1   open(O_TMPFILE) fails with EOPNOTSUPP
  *   EZFS_FAULT_FSYNC=1       fsync() and fdatasync() fail with EIO
  *
@@ -78,12 +79,14 @@ static int act(const char *path, int before, int fd)
 		eio_fd = fd;
 		short_reads = a[0] == 's';
 	} else if (!strcmp(a, "sigint") || !strcmp(a, "sigterm")) {
-		int i;
+		const char *h = getenv("EZFS_FAULT_HOLD_MS");
+		int i, n = h && *h ? atoi(h) / 10 : 1000;
 
 		kill(getpid(), a[3] == 'i' ? SIGINT : SIGTERM);
 		/* hold this file's reader until the signal has done its work
-		 * (10 s at most), so the build cannot finish first */
-		for (i = 0; i < 1000; i++)
+		 * (10 s at most, or EZFS_FAULT_HOLD_MS), so the build cannot
+		 * finish first */
+		for (i = 0; i < n; i++)
 			usleep(10000);
 	}
 	return fd;
