@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: MIT
 # Wrapper around CMake + Ninja so that the README's commands stay short.
 #
-#   make / make build   install missing packages, build build/ (warnings are errors)
-#   make demo           build, then show ezfs on a small sample image
-#   make check          every test: build/ with ctest, then build-asan/ (ASan+UBSan)
+#   make / make build   build build/ (warnings are errors); installs nothing
+#   make deps           install the missing Debian packages (scripts/deps.sh)
+#   make demo           deps, build, then show ezfs on a small sample image
+#   make check          deps, then every test: build/ with ctest, then
+#                       build-asan/ (ASan+UBSan)
 #   make test           ctest in build/ only
 #   make asan           build build-asan/ with -DEZFS_SANITIZE=ON
+#   make tsan           build build-tsan/ (ThreadSanitizer), run the threaded tests
 #   make install        cmake --install build (PREFIX=/usr/local)
 #   make fuzz           tests/fuzz/run.sh (clang/libFuzzer), when it exists
 #   make clean          remove build/, build-asan/ and build-fuzz-clang/
@@ -17,33 +20,51 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 BUILD := build
 ASAN_BUILD := build-asan
+TSAN_BUILD := build-tsan
+# The tests whose code runs on several threads: extract -j and fsck -j over
+# every fixture, the engines' dispatch modes, the mount under 8 readers.
+TSAN_TESTS := fixture\.|interop\.engines|unit\.engine|interop\.mount-stress|interop\.cli-edges
 CTEST := ctest --output-on-failure --timeout 1800 -j$(JOBS) -O ctest.log
 
-.PHONY: all build deps configure demo check test asan asan-test install fuzz clean
+.PHONY: all build deps tools-present configure demo check test asan asan-test tsan install fuzz clean
 
 all: build
 
 deps:
 	@scripts/deps.sh core
 
-$(BUILD)/build.ninja:
+# Plain `make` installs nothing; it names what is missing instead.
+tools-present:
+	@for t in cmake ninja pkg-config cc; do \
+		command -v $$t >/dev/null || { \
+			echo "make: '$$t' is missing: 'make deps' (as root) installs what ezfs needs" >&2; \
+			exit 1; }; \
+	done
+
+$(BUILD)/build.ninja: | tools-present
 	cmake -S . -B $(BUILD) -G Ninja -DEZFS_WERROR=ON $(CMAKE_ARGS)
 
-$(ASAN_BUILD)/build.ninja:
+$(TSAN_BUILD)/build.ninja: | tools-present
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DEZFS_WERROR=ON -DEZFS_TSAN=ON \
+		-DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
+
+$(ASAN_BUILD)/build.ninja: | tools-present
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DEZFS_WERROR=ON -DEZFS_SANITIZE=ON \
 		-DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
 
-build: deps $(BUILD)/build.ninja
+build: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-asan: deps $(ASAN_BUILD)/build.ninja
+asan: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 
-demo: build
+demo: deps
+	@$(MAKE) --no-print-directory build
 	@sample/demo.sh $(BUILD)/tools/ezfs/ezfs
 
 # Both runs happen even when the first fails; the exit status says if any did.
-check: build
+check: deps
+	@$(MAKE) --no-print-directory build
 	@rc=0; rm -f $(BUILD)/ctest.log $(ASAN_BUILD)/ctest.log; \
 	echo "== ctest: $(BUILD)/"; \
 	(cd $(BUILD) && $(CTEST)) || rc=1; \
@@ -56,6 +77,12 @@ check: build
 	if [ $$rc = 0 ]; then echo "make check: all passed"; else echo "make check: FAILED"; fi; \
 	exit $$rc
 
+# ThreadSanitizer over the threaded tests; a report fails the test.
+tsan: $(TSAN_BUILD)/build.ninja
+	ninja -C $(TSAN_BUILD)
+	cd $(TSAN_BUILD) && ctest --output-on-failure --timeout 1800 -j$(JOBS) \
+		-R '$(TSAN_TESTS)'
+
 test: build
 	cd $(BUILD) && $(CTEST)
 
@@ -67,7 +94,7 @@ asan-test: asan
 	exit $$rc
 
 # The prefix is set at configure time too: ezfs.pc records it.
-install: deps $(BUILD)/build.ninja
+install: $(BUILD)/build.ninja
 	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX="$(PREFIX)" >/dev/null
 	ninja -C $(BUILD)
 	cmake --install $(BUILD)
@@ -81,4 +108,4 @@ fuzz:
 	fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz-clang
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz-clang

@@ -4,32 +4,13 @@
 
 #include <stddef.h>
 
-/* Slicing-by-8 tables, built once from the reflected polynomial. */
-static uint32_t crc_tab[8][256];
-static int crc_ready;
-
-static void crc_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ ((c & 1) ? 0x82F63B78u : 0);
-		crc_tab[0][i] = c;
-	}
-	for (uint32_t i = 0; i < 256; i++)
-		for (int t = 1; t < 8; t++)
-			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^
-					crc_tab[0][crc_tab[t - 1][i] & 0xff];
-	__atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE);
-}
+/* Slicing-by-8 tables, made by scripts/crc32c_gen.c during the build. */
+#include "crc32c_table.h"
 
 uint32_t ezfs_crc32c(uint32_t crc, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
-	/* Tables are idempotent: racing initialisers write identical values. */
-	if (!__atomic_load_n(&crc_ready, __ATOMIC_ACQUIRE))
-		crc_init();
 	while (len >= 8) {
 		uint32_t lo = crc ^ get_le32(p);
 		uint32_t hi = get_le32(p + 4);

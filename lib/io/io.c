@@ -9,7 +9,13 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
-#include "read/internal.h"
+#include <stdio.h>
+
+#include "io/io.h"
+
+#ifndef EUCLEAN
+#define EUCLEAN 117
+#endif
 
 struct file_io {
 	int fd;
@@ -70,15 +76,14 @@ static const struct ezfs_io_ops mem_ops = {
 	.close = free,
 };
 
-int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
-		    ezfs_image **out)
+int ezfs_io_open_file(const char *path, struct ezfs_io *io)
 {
 	struct file_io *f;
 	struct stat st;
 	uint64_t size;
 	int fd;
 
-	*out = NULL;
+	memset(io, 0, sizeof(*io));
 	/* O_NONBLOCK: a FIFO without a writer must not hang the open */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
@@ -109,69 +114,81 @@ int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
 		return -ENOMEM;
 	}
 	f->fd = fd;
-	return ezfs_image_open_io(&file_ops, f, size, p, out);
+	io->ops = &file_ops;
+	io->arg = f;
+	io->size = size;
+	return 0;
 }
 
-int ezfs_image_open_mem(const void *buf, size_t len,
-			const struct ezfs_open_params *p, ezfs_image **out)
+int ezfs_io_open_mem(const void *buf, size_t len, struct ezfs_io *io)
 {
 	struct mem_io *m = malloc(sizeof(*m));
 
-	*out = NULL;
+	memset(io, 0, sizeof(*io));
 	if (!m)
 		return -ENOMEM;
 	m->buf = buf;
 	m->len = len;
-	return ezfs_image_open_io(&mem_ops, m, len, p, out);
+	io->ops = &mem_ops;
+	io->arg = m;
+	io->size = len;
+	return 0;
+}
+
+void ezfs_io_close(struct ezfs_io *io)
+{
+	if (io->ops && io->ops->close)
+		io->ops->close(io->arg);
+	io->ops = NULL;
+	io->arg = NULL;
 }
 
 /* The bytes [off, off + len) of an in-memory image in place, else NULL
  * (the caller then reads them with ezfs_io_read). */
-const void *ezfs_io_map(ezfs_image *img, size_t len, uint64_t off)
+const void *ezfs_io_map(const struct ezfs_io *io, size_t len, uint64_t off)
 {
-	const struct mem_io *m = img->io_arg;
+	const struct mem_io *m = io->arg;
 
-	if (img->io_ops != &mem_ops || off > img->io_size ||
-	    len > img->io_size - off || img->io_base + off > m->len ||
-	    len > m->len - (img->io_base + off))
+	if (io->ops != &mem_ops || off > io->size || len > io->size - off ||
+	    io->base + off > m->len || len > m->len - (io->base + off))
 		return NULL;
-	return m->buf + img->io_base + off;
+	return m->buf + io->base + off;
 }
 
 /* Ask for [off, off + len) of a file image without waiting for it. */
-void ezfs_io_willneed(ezfs_image *img, uint64_t off, uint64_t len)
+void ezfs_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len)
 {
-	const struct file_io *f = img->io_arg;
+	const struct file_io *f = io->arg;
 
-	if (img->io_ops != &file_ops || !len || off > img->io_size ||
-	    len > img->io_size - off)
+	if (io->ops != &file_ops || !len || off > io->size ||
+	    len > io->size - off)
 		return;
-	(void)posix_fadvise(f->fd, (off_t)(img->io_base + off), (off_t)len,
+	(void)posix_fadvise(f->fd, (off_t)(io->base + off), (off_t)len,
 			    POSIX_FADV_WILLNEED);
 }
 
 /* Read exactly len bytes at image offset off. A range past the end of the
  * image is corruption (something in the image pointed there). */
-int ezfs_io_read(ezfs_image *img, void *buf, size_t len, uint64_t off)
+int ezfs_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 {
 	ssize_t n;
 
-	if (off > img->io_size || len > img->io_size - off) {
-		ezfs_err(img, "read of %zu bytes at %llu is beyond the end of "
+	if (off > io->size || len > io->size - off) {
+		ezfs_logf(io->lg, EZFS_LOG_ERROR, "read of %zu bytes at %llu is beyond the end of "
 			 "the image (%llu bytes)", len, (unsigned long long)off,
-			 (unsigned long long)img->io_size);
+			 (unsigned long long)io->size);
 		return -EUCLEAN;
 	}
 	if (!len)
 		return 0;
-	n = img->io_ops->pread(img->io_arg, buf, len, img->io_base + off);
+	n = io->ops->pread(io->arg, buf, len, io->base + off);
 	if (n < 0) {
-		ezfs_err(img, "read of %zu bytes at %llu failed: %s", len,
+		ezfs_logf(io->lg, EZFS_LOG_ERROR, "read of %zu bytes at %llu failed: %s", len,
 			 (unsigned long long)off, strerror((int)-n));
 		return n == -ENOMEM ? -ENOMEM : -EIO;
 	}
 	if ((size_t)n != len) {
-		ezfs_err(img, "short read at %llu: %zd of %zu bytes",
+		ezfs_logf(io->lg, EZFS_LOG_ERROR, "short read at %llu: %zd of %zu bytes",
 			 (unsigned long long)off, n, len);
 		return -EIO;
 	}

@@ -158,7 +158,7 @@ static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 			   NID(ino));
 		if (from < right) {
 			size_t n = len < right - from ? len : (size_t)(right - from);
-			int err = ezfs_io_read(img, dst, n, m->pa + shift + from);
+			int err = ezfs_io_read(&img->io, dst, n, m->pa + shift + from);
 
 			if (err || n == len)
 				return err;
@@ -171,7 +171,7 @@ static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 	if (meta)
 		return ezfs_meta_read(img, m->flags & EZFS_EXTENT_META,
 				      m->pa + off, dst, len);
-	return ezfs_io_read(img, dst, len, m->pa + off);
+	return ezfs_io_read(&img->io, dst, len, m->pa + off);
 }
 
 static int read_fragment(ezfs_inode *ino, uint64_t pos, uint8_t *dst,
@@ -343,7 +343,7 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 						     dst + (pos - off),
 						     (size_t)(seg_end - pos));
 			else
-				err = ezfs_io_read(ino->img, dst + (pos - off),
+				err = ezfs_io_read(&ino->img->io, dst + (pos - off),
 						   (size_t)(seg_end - pos),
 						   ext.pa + (pos - ext.la));
 		}
@@ -424,14 +424,14 @@ void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len)
 			    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) &&
 		    !ezfs_pcache_has(ino->img, &m)) {
 			if (m.pa != run_end) {
-				ezfs_io_willneed(ino->img, run, run_end - run);
+				ezfs_io_willneed(&ino->img->io, run, run_end - run);
 				run = m.pa;
 			}
 			run_end = m.pa + m.plen;
 		}
 		off = m.la + m.llen;
 	}
-	ezfs_io_willneed(ino->img, run, run_end - run);
+	ezfs_io_willneed(&ino->img->io, run, run_end - run);
 }
 
 void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref)

@@ -11,6 +11,8 @@
 #include "ezfs/ezfs.h"
 #include "format/erofs_fs.h"
 #include "codec/codec.h"
+#include "io/io.h"
+#include "util/log.h"
 
 #ifndef EUCLEAN
 #define EUCLEAN 117
@@ -51,15 +53,8 @@ struct pcache {
 };
 
 struct ezfs_image {
-	/* I/O */
-	const struct ezfs_io_ops *io_ops;
-	void *io_arg;
-	uint64_t io_size;    /* bytes available from io_base on */
-	uint64_t io_base;    /* params.offset */
-
-	ezfs_log_fn log;
-	void *log_arg;
-	unsigned verbose;
+	struct ezfs_logger logger;
+	struct ezfs_io io;   /* base: params.offset */
 
 	struct ezfs_sb_info si;
 	unsigned blkbits;
@@ -130,14 +125,8 @@ struct ezfs_inode {
 	struct zmap zlast;
 };
 
-/* io.c */
-int ezfs_io_read(ezfs_image *img, void *buf, size_t len, uint64_t off);
-const void *ezfs_io_map(ezfs_image *img, size_t len, uint64_t off);
-void ezfs_io_willneed(ezfs_image *img, uint64_t off, uint64_t len);
-
-/* log.c */
-void ezfs_log(const ezfs_image *img, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* The image's messages, through its caller's log callback (util/log.c). */
+#define ezfs_log(img, level, ...) ezfs_logf(&(img)->logger, level, __VA_ARGS__)
 #define ezfs_err(img, ...) ezfs_log(img, EZFS_LOG_ERROR, __VA_ARGS__)
 #define ezfs_dbg(img, ...) ezfs_log(img, EZFS_LOG_DEBUG, __VA_ARGS__)
 

@@ -57,13 +57,13 @@ static int meta_block(ezfs_image *img, uint64_t blk, unsigned off,
 				goto out;
 			}
 		}
-		if (pos >= img->io_size)
+		if (pos >= img->io.size)
 			valid = 0;
-		else if (img->io_size - pos < valid)
-			valid = (uint32_t)(img->io_size - pos);
+		else if (img->io.size - pos < valid)
+			valid = (uint32_t)(img->io.size - pos);
 		s->blk = UINT64_MAX;
 		if (valid) {
-			err = ezfs_io_read(img, s->data, valid, pos);
+			err = ezfs_io_read(&img->io, s->data, valid, pos);
 			if (err)
 				goto out;
 		}
@@ -108,7 +108,7 @@ int ezfs_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
 		return -EUCLEAN;
 	/* Large reads (index arrays, big xattr areas) bypass the cache. */
 	if (len > 4 * (size_t)img->blksz)
-		return ezfs_io_read(img, buf, len, pos);
+		return ezfs_io_read(&img->io, buf, len, pos);
 	while (len) {
 		uint64_t blk = pos >> img->blkbits;
 		unsigned off = (unsigned)(pos & (img->blksz - 1));

@@ -7,6 +7,7 @@
 
 #include "ezfs/engine.h"
 #include "engine/engine.h"
+#include "format/names.h"
 #include "read/internal.h"
 
 #define DEFAULT_CACHE_BYTES (64u << 20)
@@ -17,77 +18,10 @@ void ezfs_open_params_init(struct ezfs_open_params *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static const char *const compat_names[] = {
-	"sb_csum", "mtime", "xattr_filter", "shared_ea_in_metabox",
-	"plain_xattr_pfx", "ishare_xattrs",
-};
-static const char *const incompat_names[] = {
-	"0padding", "compr_cfgs/big_pcluster", "chunked_file",
-	"device_table/compr_head2", "ztailpacking", "fragments/dedupe",
-	"xattr_prefixes", "48bit", "metabox",
-};
-
-static void feature_names(char *buf, size_t size, uint32_t bits,
-			  const char *const *names, unsigned nnames,
-			  const char *kind, size_t *used)
-{
-	for (unsigned i = 0; i < 32; i++) {
-		int n;
-
-		if (!(bits & (1u << i)))
-			continue;
-		if (i < nnames)
-			n = snprintf(buf + *used, size - *used, "%s%s",
-				     *used ? "," : "", names[i]);
-		else
-			n = snprintf(buf + *used, size - *used, "%s%s:0x%x",
-				     *used ? "," : "", kind, 1u << i);
-		if (n < 0 || (size_t)n >= size - *used) {
-			*used = size - 1;
-			return;
-		}
-		*used += (size_t)n;
-	}
-}
-
 void ezfs_feature_string(const ezfs_image *img, char *buf, size_t size)
 {
-	size_t used = 0;
-
-	if (!size)
-		return;
-	buf[0] = '\0';
-	feature_names(buf, size, img->si.feature_compat, compat_names,
-		      sizeof(compat_names) / sizeof(compat_names[0]), "compat",
-		      &used);
-	feature_names(buf, size, img->si.feature_incompat, incompat_names,
-		      sizeof(incompat_names) / sizeof(incompat_names[0]),
-		      "incompat", &used);
-}
-
-const char *ezfs_alg_name(int alg)
-{
-	switch (alg) {
-	case EZFS_ALG_LZ4: return "lz4";
-	case EZFS_ALG_LZMA: return "lzma";
-	case EZFS_ALG_DEFLATE: return "deflate";
-	case EZFS_ALG_ZSTD: return "zstd";
-	case EZFS_ALG_SHIFTED: return "plain";
-	case EZFS_ALG_INTERLACED: return "interlaced";
-	default: return "?";
-	}
-}
-
-const char *ezfs_layout_name(int layout)
-{
-	static const char *const names[] = {
-		"flat_plain", "compressed_full", "flat_inline",
-		"compressed_compact", "chunk_based",
-	};
-
-	if (layout < 0 || layout > 4)
-		return "?";
-	return names[layout];
+	ezfs_feature_names(img->si.feature_compat, img->si.feature_incompat, buf,
+			   size);
 }
 
 void ezfs_get_sb_info(const ezfs_image *img, struct ezfs_sb_info *si)
@@ -111,7 +45,7 @@ static int check_sb_crc(ezfs_image *img, uint32_t expect)
 
 	if (!buf)
 		return -ENOMEM;
-	err = ezfs_io_read(img, buf, len, EROFS_SUPER_OFFSET);
+	err = ezfs_io_read(&img->io, buf, len, EROFS_SUPER_OFFSET);
 	if (err) {
 		free(buf);
 		return err;
@@ -145,14 +79,14 @@ static int parse_compr_cfgs(ezfs_image *img, uint16_t algs)
 			return -EOPNOTSUPP;
 		}
 		pos = (pos + 3) & ~3ull;
-		err = ezfs_io_read(img, rec, 2, pos);
+		err = ezfs_io_read(&img->io, rec, 2, pos);
 		if (err)
 			return err;
 		size = get_le16(rec);
 		EZFS_CHECK(img, size && size <= sizeof(rec),
 			   "invalid %s config record size %u",
 			   ezfs_alg_name((int)alg), size);
-		err = ezfs_io_read(img, rec, size, pos + 2);
+		err = ezfs_io_read(&img->io, rec, size, pos + 2);
 		if (err)
 			return err;
 		pos += 2 + size;
@@ -224,12 +158,12 @@ static int parse_super(ezfs_image *img)
 	int err;
 
 	memset(raw, 0, sizeof(raw));
-	if (img->io_size < EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE) {
+	if (img->io.size < EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE) {
 		ezfs_err(img, "not an EROFS image (%llu bytes: too small for "
-			 "a superblock)", (unsigned long long)img->io_size);
+			 "a superblock)", (unsigned long long)img->io.size);
 		return -EMEDIUMTYPE;
 	}
-	err = ezfs_io_read(img, raw, EROFS_SB_BASE_SIZE, EROFS_SUPER_OFFSET);
+	err = ezfs_io_read(&img->io, raw, EROFS_SB_BASE_SIZE, EROFS_SUPER_OFFSET);
 	if (err)
 		return err;
 	if (get_le32(&sb->magic) != EROFS_SUPER_MAGIC) {
@@ -252,7 +186,7 @@ static int parse_super(ezfs_image *img)
 	if (si->sb_size > EROFS_SB_BASE_SIZE) {
 		size_t more = si->sb_size > sizeof(raw) ? sizeof(raw) :
 							  si->sb_size;
-		err = ezfs_io_read(img, raw, more, EROFS_SUPER_OFFSET);
+		err = ezfs_io_read(&img->io, raw, more, EROFS_SUPER_OFFSET);
 		if (err)
 			return err;
 	}
@@ -283,11 +217,11 @@ static int parse_super(ezfs_image *img)
 		si->root_nid = get_le64(&sb->rootnid_8b);
 		si->blocks |= (uint64_t)get_le16(&sb->rootnid_2b) << 32;
 	}
-	if (si->blocks && si->blocks > img->io_size >> img->blkbits) {
+	if (si->blocks && si->blocks > img->io.size >> img->blkbits) {
 		char have[32], want[32];
 
 		ezfs_err(img, "truncated: %s of %s",
-			 fmt_size(img->io_size, have, sizeof(have)),
+			 fmt_size(img->io.size, have, sizeof(have)),
 			 fmt_size(si->blocks << img->blkbits, want,
 				  sizeof(want)));
 		return -EUCLEAN;
@@ -436,14 +370,15 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 			ops->close(arg);
 		return -ENOMEM;
 	}
-	img->io_ops = ops;
-	img->io_arg = arg;
-	img->io_base = p->offset;
-	img->io_size = size > p->offset ? size - p->offset : 0;
-	img->log = p->log;
-	img->log_arg = p->log_arg;
-	img->verbose = p->verbose;
-	img->si.image_bytes = img->io_size;
+	img->logger.fn = p->log;
+	img->logger.arg = p->log_arg;
+	img->logger.verbose = p->verbose;
+	img->io.ops = ops;
+	img->io.arg = arg;
+	img->io.base = p->offset;
+	img->io.size = size > p->offset ? size - p->offset : 0;
+	img->io.lg = &img->logger;
+	img->si.image_bytes = img->io.size;
 
 	err = parse_super(img);
 	if (!err)
@@ -470,6 +405,32 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 	return 0;
 }
 
+int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
+		    ezfs_image **out)
+{
+	struct ezfs_io io;
+	int err;
+
+	*out = NULL;
+	err = ezfs_io_open_file(path, &io);
+	if (err)
+		return err;
+	return ezfs_image_open_io(io.ops, io.arg, io.size, p, out);
+}
+
+int ezfs_image_open_mem(const void *buf, size_t len,
+			const struct ezfs_open_params *p, ezfs_image **out)
+{
+	struct ezfs_io io;
+	int err;
+
+	*out = NULL;
+	err = ezfs_io_open_mem(buf, len, &io);
+	if (err)
+		return err;
+	return ezfs_image_open_io(io.ops, io.arg, io.size, p, out);
+}
+
 void ezfs_image_close(ezfs_image *img)
 {
 	if (!img)
@@ -480,7 +441,6 @@ void ezfs_image_close(ezfs_image *img)
 	ezfs_pcache_fini(img);
 	ezfs_meta_cache_fini(img);
 	ezfs_codec_pool_free(img->codecs);
-	if (img->io_ops && img->io_ops->close)
-		img->io_ops->close(img->io_arg);
+	ezfs_io_close(&img->io);
 	free(img);
 }

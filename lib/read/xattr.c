@@ -53,7 +53,7 @@ int ezfs_xattr_prefixes_init(ezfs_image *img)
 	img->nprefixes = n;
 	{
 		uint8_t raw[sizeof(struct erofs_super_block)];
-		int err = ezfs_io_read(img, raw, EROFS_SB_BASE_SIZE,
+		int err = ezfs_io_read(&img->io, raw, EROFS_SB_BASE_SIZE,
 				       EROFS_SUPER_OFFSET);
 
 		if (err)

@@ -5,19 +5,23 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "read/internal.h"
+#include "util/log.h"
 
-void ezfs_log(const ezfs_image *img, int level, const char *fmt, ...)
+#ifndef EUCLEAN
+#define EUCLEAN 117
+#endif
+
+void ezfs_logf(const struct ezfs_logger *lg, int level, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
 
-	if (!img || !img->log || level > (int)img->verbose)
+	if (!lg || !lg->fn || level > (int)lg->verbose)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	img->log(img->log_arg, level, msg);
+	lg->fn(lg->arg, level, msg);
 }
 
 const char *ezfs_strerror(int err)

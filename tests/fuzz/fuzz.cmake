@@ -20,6 +20,7 @@ if(EZFS_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   # The library sources again, instrumented, with the same includes,
   # definitions and dependencies as ezfs_obj.
   add_library(ezfs_fuzzlib STATIC ${EZFS_LIB_SRC})
+  add_dependencies(ezfs_fuzzlib ezfs_gen)
   target_include_directories(ezfs_fuzzlib PUBLIC
     $<TARGET_PROPERTY:ezfs_obj,INCLUDE_DIRECTORIES>)
   target_compile_definitions(ezfs_fuzzlib PUBLIC

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* io.h - where image bytes come from: a file, a block device, memory, or
+ * the caller's ezfs_io_ops. Knows nothing of the format above it. */
+#ifndef EZFS_IO_IO_H
+#define EZFS_IO_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ezfs/ezfs.h"
+#include "util/log.h"
+
+struct ezfs_io {
+	const struct ezfs_io_ops *ops;
+	void *arg;
+	uint64_t size;   /* bytes available from base on */
+	uint64_t base;   /* where the image starts (open params' offset) */
+	const struct ezfs_logger *lg;
+};
+
+/*
+ * Open path read-only as a file or block device: fills ops, arg and size
+ * (base 0). Errors: -errno of open, -EISDIR, -ESPIPE (a pipe or socket),
+ * -ENOTBLK (another special file), -ENOMEM.
+ */
+int ezfs_io_open_file(const char *path, struct ezfs_io *io);
+/* An image held in memory (buf must outlive it). -ENOMEM. */
+int ezfs_io_open_mem(const void *buf, size_t len, struct ezfs_io *io);
+/* Close through ops->close (if any). */
+void ezfs_io_close(struct ezfs_io *io);
+
+/* Read exactly len bytes at image offset off; a range past the end is
+ * -EUCLEAN (something in the image pointed there), a failed read -EIO. */
+int ezfs_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off);
+/* The bytes [off, off + len) of an in-memory image in place, else NULL. */
+const void *ezfs_io_map(const struct ezfs_io *io, size_t len, uint64_t off);
+/* Ask for [off, off + len) of a file image without waiting for it. */
+void ezfs_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len);
+
+#endif
