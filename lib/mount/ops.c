@@ -29,6 +29,24 @@ static int fs_err(int err)
 	return err;
 }
 
+/*
+ * st_blocks as the kernel's driver reports it (erofs_read_inode): for a
+ * compressed inode the 32-bit count of compressed blocks in i_u (only
+ * those 32 bits), else the size rounded up to whole blocks; in 512-byte
+ * units either way.
+ */
+static blkcnt_t mnt_blocks(const struct ezfs_mount *m,
+			   const struct ezfs_stat *es)
+{
+	unsigned shift = m->sb.blkszbits - 9;
+
+	if (es->layout == EZFS_LAYOUT_COMPRESSED_FULL ||
+	    es->layout == EZFS_LAYOUT_COMPRESSED_COMPACT)
+		return (blkcnt_t)((es->blocks & 0xffffffffu) << shift);
+	return (blkcnt_t)(((es->size + m->sb.blksz - 1) >> m->sb.blkszbits)
+			  << shift);
+}
+
 static void fill_attr(struct ezfs_mount *m, const ezfs_inode *ino,
 		      struct stat *st)
 {
@@ -43,7 +61,7 @@ static void fill_attr(struct ezfs_mount *m, const ezfs_inode *ino,
 	st->st_gid = m->p.gid >= 0 ? (gid_t)m->p.gid : es.gid;
 	st->st_size = (off_t)es.size;
 	st->st_blksize = (blksize_t)m->sb.blksz;
-	st->st_blocks = (blkcnt_t)((es.size + 511) / 512);
+	st->st_blocks = mnt_blocks(m, &es);
 	if (S_ISCHR(es.mode) || S_ISBLK(es.mode))
 		st->st_rdev = makedev(es.rdev_major, es.rdev_minor);
 	st->st_mtim.tv_sec = es.mtime;
