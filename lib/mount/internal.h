@@ -82,6 +82,11 @@ struct ezfs_mount {
 	bool mounted, daemonized, sig_set;
 	pthread_t loop_thread, stopper;
 	bool serving;           /* in ezfs_mount_run */
+	bool opening;           /* in ezfs_image_open: keep its first error */
+	char open_error[256];
+	int wd_pipe[2];         /* to the reaper: stopping, done (session.c) */
+	pthread_t reaper;
+	bool reaper_started;
 	struct itable it;
 	struct prefetcher pf;
 	double timeout;         /* entry and attr timeout, seconds */

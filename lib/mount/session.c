@@ -3,11 +3,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -38,8 +43,17 @@ static void img_log(void *arg, int level, const char *msg)
 {
 	struct ezfs_mount *m = arg;
 
-	if (level == EZFS_LOG_ERROR)
+	if (level == EZFS_LOG_ERROR) {
 		snprintf(lib_detail, sizeof(lib_detail), "%s", msg);
+		/* opening: the first line is the reason of the one line that
+		 * ezfs_mount_create logs */
+		if (m->opening) {
+			if (!m->open_error[0])
+				snprintf(m->open_error, sizeof(m->open_error),
+					 "%s", msg);
+			return;
+		}
+	}
 	if (m->p.log && (!m->serving || m->p.verbose >= 1))
 		m->p.log(m->p.log_arg, level, msg);
 }
@@ -112,10 +126,57 @@ static int build_args(struct ezfs_mount *m, struct fuse_args *args)
 	return 0;
 }
 
+/* The mount point: an existing directory, as an absolute path. */
+static int check_mountpoint(struct ezfs_mount *m, const char *path)
+{
+	struct stat st;
+	int err;
+
+	m->mountpoint = realpath(path, NULL);
+	if (!m->mountpoint || stat(m->mountpoint, &st)) {
+		err = errno;
+		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", path, strerror(err));
+		return -err;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", path, strerror(ENOTDIR));
+		return -ENOTDIR;
+	}
+	return 0;
+}
+
+/* Open the image (and start its dispatch workers); one log line naming
+ * the image on failure, with the library's own reason. */
+static int open_image(struct ezfs_mount *m, const struct ezfs_mount_params *p)
+{
+	struct ezfs_open_params op;
+	int err;
+
+	ezfs_open_params_init(&op);
+	op.log = img_log;
+	op.log_arg = m;
+	op.offset = p->offset;
+	op.cache_bytes = p->cache_bytes;
+	op.verbose = p->verbose;
+	op.accel = p->accel[0] ? p->accel : NULL;
+	m->open_error[0] = '\0';
+	m->opening = true;
+	err = ezfs_image_open(m->image_path, &op, &m->img);
+	if (!err && p->dispatch >= 0)
+		err = ezfs_image_set_dispatch(m->img, p->dispatch,
+					      p->dispatch_threads);
+	m->opening = false;
+	if (err)
+		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
+			m->open_error[0] ? m->open_error : ezfs_strerror(err));
+	else if (m->open_error[0])
+		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image, m->open_error);
+	return err;
+}
+
 int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct ezfs_open_params op;
 	struct ezfs_mount *m;
 	struct mnode *root;
 	int err;
@@ -129,36 +190,25 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	m->p = *p;
 	m->timeout = MNT_TIMEOUT;
 	m->ra_fd = -1;
+	m->wd_pipe[0] = m->wd_pipe[1] = -1;
 	pthread_mutex_init(&m->st_lock, NULL);
-	/* Absolute paths: daemonizing changes the directory to /. */
+	/* Absolute paths: daemonizing changes the directory to /. Each is
+	 * checked on its own: errno is not kept by a realpath that worked. */
 	m->image_path = realpath(p->image, NULL);
-	m->mountpoint = realpath(p->mountpoint, NULL);
-	if (!m->image_path || !m->mountpoint) {
+	if (!m->image_path) {
 		err = -errno;
-		mnt_log(m, EZFS_LOG_ERROR, "%s: %s",
-			m->image_path ? p->mountpoint : p->image,
-			strerror(errno));
+		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image, strerror(-err));
 		goto fail;
 	}
+	err = check_mountpoint(m, p->mountpoint);
+	if (err)
+		goto fail;
 	m->p.image = m->image_path;
 	m->p.mountpoint = m->mountpoint;
 
-	ezfs_open_params_init(&op);
-	op.log = img_log;
-	op.log_arg = m;
-	op.offset = p->offset;
-	op.cache_bytes = p->cache_bytes;
-	op.verbose = p->verbose;
-	op.accel = p->accel[0] ? p->accel : NULL;
-	err = ezfs_image_open(m->image_path, &op, &m->img);
-	if (!err && p->dispatch >= 0)
-		err = ezfs_image_set_dispatch(m->img, p->dispatch,
-					      p->dispatch_threads);
-	if (err) {
-		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
-			ezfs_strerror(err));
+	err = open_image(m, p);
+	if (err)
 		goto fail;
-	}
 	ezfs_get_sb_info(m->img, &m->sb);
 	err = it_init(&m->it);
 	if (err)
@@ -198,14 +248,149 @@ fail:
 	return err;
 }
 
+/*
+ * Threads do not cross fork(): the engine's decode workers (queue,
+ * percpu) started with the image would be missing in the daemon, and the
+ * first read given to them would wait forever. They are stopped before
+ * the fork and started again in the daemon, the same mode and count.
+ */
 int ezfs_mount_daemonize(ezfs_mount *m)
 {
+	struct ezfs_dispatch_info di;
+	int err;
+
+	ezfs_image_dispatch_info(m->img, &di);
+	if (di.mode != EZFS_DISPATCH_INLINE)
+		ezfs_image_set_dispatch(m->img, EZFS_DISPATCH_INLINE, 0);
 	if (fuse_daemonize(0)) {
 		mnt_log(m, EZFS_LOG_ERROR, "cannot daemonize");
 		return -EIO;
 	}
 	m->daemonized = true;
+	if (di.mode != EZFS_DISPATCH_INLINE) {
+		err = ezfs_image_set_dispatch(m->img, di.mode, di.workers);
+		if (err)
+			mnt_log(m, EZFS_LOG_WARN, "dispatch %s: cannot start "
+				"the workers (%s); decoding inline",
+				ezfs_dispatch_name(di.mode),
+				ezfs_strerror(err));
+	}
 	return 0;
+}
+
+/*
+ * The reaper: once the mount is stopping (a stop signal, the kernel's
+ * side gone at umount, the loop ended), the rest of ezfs_mount_run and
+ * ezfs_mount_destroy get MNT_STOP_GRACE_MS. A request that never ends
+ * (a read of an image on a stalled disk or network file system, a stuck
+ * decode) would otherwise keep the process alive: the loop joins its
+ * workers, pf_stop its helpers, the image's close its decode workers.
+ * Past the deadline it unmounts lazily (when the kernel's side is still
+ * there) and ends the process with _exit(1).
+ */
+#define MNT_STOP_GRACE_MS 1500
+
+enum { WD_STOP = 'S', WD_DONE = 'D' };
+
+static void wd_send(struct ezfs_mount *m, char c)
+{
+	if (m->wd_pipe[1] >= 0 && write(m->wd_pipe[1], &c, 1) < 0) {
+		/* full: the reaper has a message pending already */
+	}
+}
+
+/* Detach the mount (MNT_DETACH, or fusermount3 -u -z when not root). */
+static void wd_unmount(struct ezfs_mount *m)
+{
+	pid_t pid;
+
+	if (!umount2(m->mountpoint, MNT_DETACH) || errno != EPERM)
+		return;
+	pid = fork();
+	if (!pid) {
+		execlp("fusermount3", "fusermount3", "-u", "-z", "-q", "--",
+		       m->mountpoint, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+static void *reaper(void *arg)
+{
+	struct ezfs_mount *m = arg;
+	struct timespec t0, t;
+	struct pollfd pfd[2];
+	bool conn_gone;
+	int n, left;
+	char c = 0;
+
+	/* events 0 on the FUSE fd: only POLLERR (unmounted, aborted) */
+	pfd[0].fd = fuse_session_fd(m->se);
+	pfd[0].events = 0;
+	pfd[1].fd = m->wd_pipe[0];
+	pfd[1].events = POLLIN;
+	for (;;) {
+		n = poll(pfd, 2, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || pfd[0].revents)
+			break;
+		if (pfd[1].revents && read(m->wd_pipe[0], &c, 1) == 1)
+			break;
+	}
+	if (c == WD_DONE)
+		return NULL;
+	/* stopping: wait for the end, at most the grace period */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = MNT_STOP_GRACE_MS - (int)((t.tv_sec - t0.tv_sec) * 1000 +
+						 (t.tv_nsec - t0.tv_nsec) /
+							 1000000);
+		if (left <= 0)
+			break;
+		n = poll(&pfd[1], 1, left);
+		if (n > 0 && read(m->wd_pipe[0], &c, 1) == 1 && c == WD_DONE)
+			return NULL;
+	}
+	pfd[0].revents = 0;
+	conn_gone = poll(pfd, 1, 0) != 0;
+	mnt_log(m, EZFS_LOG_ERROR, "still busy %.1f s after the stop (a "
+		"request or decode that does not end); exiting without it",
+		MNT_STOP_GRACE_MS / 1000.0);
+	if (!conn_gone)
+		wd_unmount(m);
+	_exit(1);
+}
+
+static int reaper_start(struct ezfs_mount *m)
+{
+	if (pipe(m->wd_pipe))
+		return -errno;
+	fcntl(m->wd_pipe[0], F_SETFD, FD_CLOEXEC);
+	fcntl(m->wd_pipe[1], F_SETFD, FD_CLOEXEC);
+	fcntl(m->wd_pipe[1], F_SETFL, O_NONBLOCK);
+	if (pthread_create(&m->reaper, NULL, reaper, m)) {
+		close(m->wd_pipe[0]);
+		close(m->wd_pipe[1]);
+		m->wd_pipe[0] = m->wd_pipe[1] = -1;
+		return -EAGAIN;
+	}
+	m->reaper_started = true;
+	return 0;
+}
+
+static void reaper_stop(struct ezfs_mount *m)
+{
+	if (!m->reaper_started)
+		return;
+	wd_send(m, WD_DONE);
+	pthread_join(m->reaper, NULL);
+	close(m->wd_pipe[0]);
+	close(m->wd_pipe[1]);
+	m->wd_pipe[0] = m->wd_pipe[1] = -1;
+	m->reaper_started = false;
 }
 
 /*
@@ -242,6 +427,7 @@ static void *stopper(void *arg)
 		r = read(stop_pipe[0], &c, 1);
 	while (r < 0 && errno == EINTR);
 	if (r == 1 && c) {
+		wd_send(m, WD_STOP);
 		pf_stop(m);
 		fuse_session_exit(m->se);
 		pthread_kill(m->loop_thread, SIGTERM);
@@ -304,6 +490,8 @@ int ezfs_mount_run(ezfs_mount *m)
 		mnt_log(m, EZFS_LOG_ERROR, "cannot set signal handlers");
 		return -EIO;
 	}
+	if (reaper_start(m))
+		mnt_log(m, EZFS_LOG_WARN, "stop watchdog thread not started");
 	m->serving = true;
 	if (m->p.prefetch && pf_start(m))
 		mnt_log(m, EZFS_LOG_WARN, "prefetch thread not started");
@@ -324,6 +512,8 @@ int ezfs_mount_run(ezfs_mount *m)
 		fuse_loop_cfg_destroy(cfg);
 	}
 out:
+	/* from here on, the stop has MNT_STOP_GRACE_MS to finish */
+	wd_send(m, WD_STOP);
 	restore_signals(m);
 	pf_stop(m);
 	m->serving = false;
@@ -348,6 +538,7 @@ void ezfs_mount_destroy(ezfs_mount *m)
 	it_destroy(&m->it);
 	ra_fini(m);
 	ezfs_image_close(m->img);
+	reaper_stop(m);
 	free(m->image_path);
 	free(m->mountpoint);
 	pthread_mutex_destroy(&m->st_lock);
