@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* mount.c - the ezfs mount and ezfs umount commands (FUSE). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ezfs/ezfs.h"
@@ -23,51 +29,156 @@ int cmd_umount(int argc, char **argv);
 static void mount_usage(FILE *f)
 {
 	fprintf(f,
-"usage: ezfs mount [-o OPTIONS] [-f] [-d] [-s] [-v] IMAGE MOUNTPOINT\n"
+"usage: ezfs mount [-o OPTIONS] [-f] [-d] [-s] [-v] [--log FILE] IMAGE MOUNTPOINT\n"
 "Mount an EROFS image read-only through FUSE; runs in the background\n"
 "unless -f is given. Unmount with 'ezfs umount MOUNTPOINT'.\n\n"
-"  -f            stay in the foreground (log to stderr, not syslog)\n"
-"  -d            debug: trace FUSE requests (implies -f)\n"
+"  -f            stay in the foreground (log lines go to stderr)\n"
+"  -d            debug: trace FUSE requests to stderr (implies -f)\n"
 "  -s            single-threaded request loop\n"
-"  -v            more log lines (repeat for more)\n"
-"  -o OPTIONS    comma-separated:\n"
-"     cache=SIZE       decoded pcluster cache (K/M/G suffix; default 64M)\n"
-"     threads=N        FUSE worker threads (max idle; default 10)\n"
-"     allow_other      let other users see the mount\n"
-"     offset=N         the image starts at byte N of the file\n"
+"  -v            more log lines (-v warnings, -vv info, -vvv debug)\n"
+"  --log FILE    once mounted, append log lines to FILE (also with -f).\n"
+"                Without it a background mount logs to syslog when\n"
+"                /dev/log takes connections, else to the kernel log\n"
+"                (/dev/kmsg, root only), else nowhere\n"
+"  -o OPTIONS    comma-separated, may be repeated:\n"
+"     cache=SIZE       decoded pcluster cache, K/M/G/T suffix (default 64M)\n"
+"     threads=N        at most N idle and N running FUSE workers, 1..1024\n"
+"                      (default: 10 idle, libfuse's maximum)\n"
+"     allow_other      let other users in (permission checks stay the\n"
+"                      kernel's, from the image's modes and owners)\n"
+"     offset=N         the image starts at byte N of the file (suffixes)\n"
 "     uid=N, gid=N     show every inode as owned by N\n"
-"     accel=SPEC (deflate=isal+libdeflate), dispatch=inline|queue[:N]|percpu\n"
-"                      decode engine choices (accepted, not yet used)\n"
-"     prefetch=0|1     decode ahead of sequential readers (default 1)\n"
-"     ro               accepted (always read-only)\n");
+"     accel=SPEC       decompression engines, '+' between engines:\n"
+"                      deflate=isal+libdeflate, or one engine (isal);\n"
+"                      see 'ezfs accel list' (default: EZFS_ACCEL, else\n"
+"                      the best engine per algorithm)\n"
+"     dispatch=inline|queue[:N]|percpu\n"
+"                      where pclusters are decoded: in the FUSE worker,\n"
+"                      on N shared workers (default one per CPU), or on\n"
+"                      a pinned worker per CPU (default: EZFS_DISPATCH,\n"
+"                      else inline)\n"
+"     prefetch=0|1     store decoded neighbours and decode ahead of\n"
+"                      sequential readers (default 1)\n"
+"     readahead=auto|SIZE\n"
+"                      the kernel's readahead window for the mount's\n"
+"                      files (root only): auto 1M (default), 0 the\n"
+"                      kernel's own, else SIZE (up to 256M)\n"
+"     ro               accepted (always read-only; rw is refused)\n");
 }
 
 static void umount_usage(FILE *f)
 {
 	fprintf(f, "usage: ezfs umount [-l] MOUNTPOINT\n"
-		   "Unmount an ezfs (or any FUSE) mount; -l: lazily.\n");
+		   "Unmount an ezfs mount (type fuse.ezfs; other mounts are "
+		   "refused);\n-l: lazily.\n");
 }
 
 #ifdef EZFS_HAVE_FUSE
-static int to_syslog;
+/* Where log lines go once mounted (set before the threads start). */
+static enum { TO_STDERR, TO_SYSLOG, TO_FILE, TO_KMSG, TO_NONE } log_to;
+static int log_fd = -1;
 
 static void log_line(void *arg, int level, const char *msg)
 {
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+	int pr = prio[level < 0 ? 0 : level > 3 ? 3 : level];
+	char line[768], stamp[32];
+	struct tm tm;
+	time_t now;
+	int n;
 
-	if (to_syslog)
-		syslog(prio[level < 0 ? 0 : level > 3 ? 3 : level], "%s", msg);
-	else
+	switch (log_to) {
+	case TO_STDERR:
 		fprintf(stderr, "ezfs mount: %s\n", msg);
+		return;
+	case TO_SYSLOG:
+		syslog(pr, "%s", msg);
+		return;
+	case TO_FILE:
+		now = time(NULL);
+		gmtime_r(&now, &tm);
+		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		n = snprintf(line, sizeof(line), "%s ezfs[%d]: %s\n", stamp,
+			     (int)getpid(), msg);
+		break;
+	case TO_KMSG:
+		n = snprintf(line, sizeof(line), "<%d>ezfs[%d]: %s\n",
+			     LOG_DAEMON | pr, (int)getpid(), msg);
+		break;
+	default:
+		return;
+	}
+	if (n >= (int)sizeof(line)) {
+		n = (int)sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	/* one write: the lines of concurrent threads do not mix */
+	if (write(log_fd, line, (size_t)n) < 0) {
+		/* nowhere left to say it */
+	}
+}
+
+/* Does a syslog daemon take connections on /dev/log? */
+static bool syslog_usable(void)
+{
+	static const int types[] = { SOCK_DGRAM, SOCK_STREAM };
+	struct sockaddr_un sa;
+	bool ok = false;
+	unsigned i;
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	strcpy(sa.sun_path, "/dev/log");
+	for (i = 0; i < 2 && !ok; i++) {
+		fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		ok = !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		close(fd);
+	}
+	return ok;
+}
+
+/* An fd above stderr: daemonizing puts /dev/null on 0, 1 and 2. */
+static int keep_fd(int fd)
+{
+	int nfd;
+
+	if (fd < 0 || fd > 2)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return nfd;
+}
+
+/* Where a mount's log lines go once it serves: --log FILE, else stderr
+ * in the foreground, else syslog, the kernel log, or nowhere. */
+static void log_choose(int foreground)
+{
+	if (log_fd >= 0) {
+		log_to = TO_FILE;
+	} else if (foreground) {
+		log_to = TO_STDERR;
+	} else if (syslog_usable()) {
+		openlog("ezfs", LOG_PID, LOG_DAEMON);
+		log_to = TO_SYSLOG;
+	} else {
+		log_fd = keep_fd(open("/dev/kmsg", O_WRONLY | O_CLOEXEC));
+		log_to = log_fd >= 0 ? TO_KMSG : TO_NONE;
+	}
 }
 
 int cmd_mount(int argc, char **argv)
 {
+	enum { OPT_LOG = 0x100 };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "log", required_argument, NULL, OPT_LOG },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_mount_params p;
+	const char *log_path = NULL;
 	ezfs_mount *m;
 	char err[256];
 	int c, ret;
@@ -98,6 +209,9 @@ int cmd_mount(int argc, char **argv)
 		case 'v':
 			p.verbose++;
 			break;
+		case OPT_LOG:
+			log_path = optarg;
+			break;
 		case 'h':
 			mount_usage(stdout);
 			return 0;
@@ -105,6 +219,9 @@ int cmd_mount(int argc, char **argv)
 			if (optopt == 'o')
 				fprintf(stderr, "ezfs mount: -o needs "
 						"OPTIONS\n");
+			else if (optopt == OPT_LOG)
+				fprintf(stderr, "ezfs mount: --log needs "
+						"FILE\n");
 			else if (optopt)
 				fprintf(stderr, "ezfs mount: unknown option "
 						"'-%c'\n", optopt);
@@ -129,16 +246,24 @@ int cmd_mount(int argc, char **argv)
 	 * keep the daemon's RSS near the budget; these buffers are allocated
 	 * once per request, so the arena lock is not contended. */
 	mallopt(M_ARENA_MAX, 2);
+	if (log_path) {
+		/* opened here: relative to this directory, and an error
+		 * still reaches the terminal */
+		log_fd = keep_fd(open(log_path, O_WRONLY | O_APPEND | O_CREAT |
+					      O_CLOEXEC, 0640));
+		if (log_fd < 0) {
+			fprintf(stderr, "ezfs mount: %s: %s\n", log_path,
+				strerror(errno));
+			return 1;
+		}
+	}
 	ret = ezfs_mount_create(&p, &m);
 	if (ret)
 		return 1;
-	if (!p.foreground) {
-		openlog("ezfs", LOG_PID, LOG_DAEMON);
-		to_syslog = 1;
-		if (ezfs_mount_daemonize(m)) {
-			ezfs_mount_destroy(m);
-			return 1;
-		}
+	log_choose(p.foreground);
+	if (!p.foreground && ezfs_mount_daemonize(m)) {
+		ezfs_mount_destroy(m);
+		return 1;
 	}
 	ret = ezfs_mount_run(m);
 	ezfs_mount_destroy(m);
@@ -181,17 +306,121 @@ static int run_fusermount(const char *mp, int lazy)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* Undo the octal escapes of a mountinfo field (\040 for a space...). */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+				      (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/*
+ * The file system type of the mount on path (an absolute path without
+ * symlinks), the topmost one where several are stacked: 0, -ENOENT when
+ * nothing is mounted there, or another negative errno.
+ */
+static int mount_type(const char *path, char *type, size_t size)
+{
+	char *line = NULL, *save, *f, *mp, *sep;
+	size_t cap = 0;
+	int found = -ENOENT, i;
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+
+	if (!mi)
+		return -errno;
+	while (getline(&line, &cap, mi) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - TYPE .. */
+		mp = NULL;
+		f = strtok_r(line, " \n", &save);
+		for (i = 0; f && i < 4; i++)
+			f = strtok_r(NULL, " \n", &save);
+		mp = f;
+		sep = mp ? strstr(mp + strlen(mp) + 1, " - ") : NULL;
+		if (!mp || !sep)
+			continue;
+		unescape(mp);
+		if (strcmp(mp, path))
+			continue;
+		f = strtok_r(sep + 3, " \n", &save);
+		if (!f)
+			continue;
+		unescape(f);
+		snprintf(type, size, "%s", f);
+		found = 0;
+	}
+	free(line);
+	fclose(mi);
+	return found;
+}
+
+/*
+ * path made absolute, symlinks resolved. The root of a FUSE mount whose
+ * daemon died cannot be looked at (ENOTCONN), so then its folder is
+ * resolved and the last name appended.
+ */
+static char *mount_path(const char *path)
+{
+	char *dir, *base, *p, *real = realpath(path, NULL);
+	char buf[PATH_MAX];
+	size_t len;
+
+	if (real || errno == ENOENT)
+		return real;
+	len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (len >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	memcpy(buf, path, len);
+	buf[len] = '\0';
+	p = strrchr(buf, '/');
+	if (!p) {
+		dir = ".";
+		base = buf;
+	} else {
+		*p = '\0';
+		dir = p == buf ? "/" : buf;
+		base = p + 1;
+	}
+	if (!strcmp(base, ".") || !strcmp(base, "..") || !*base) {
+		errno = ENOTCONN;
+		return NULL;
+	}
+	real = realpath(dir, NULL);
+	if (!real)
+		return NULL;
+	p = malloc(strlen(real) + strlen(base) + 2);
+	if (p)
+		sprintf(p, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
+	free(real);
+	return p;
+}
+
 int cmd_umount(int argc, char **argv)
 {
-	int c, lazy = 0;
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *arg, *bad;
+	char type[64], *mp;
+	int c, err, ret, lazy = 0;
 
-	if (argc > 1 && !strcmp(argv[1], "--help")) {
-		umount_usage(stdout);
-		return 0;
-	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt(argc, argv, "+lh")) != -1) {
+	while ((c = getopt_long(argc, argv, "+lh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			lazy = 1;
@@ -200,21 +429,56 @@ int cmd_umount(int argc, char **argv)
 			umount_usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "ezfs umount: unknown option '-%c'\n"
-					"Try 'ezfs umount -h'.\n", optopt);
+			bad = argv[optind - 1];
+			if (optopt)
+				fprintf(stderr, "ezfs umount: unknown option "
+						"'-%c'\n", optopt);
+			else
+				fprintf(stderr, "ezfs umount: unknown option "
+						"'%.*s'\n",
+					(int)strcspn(bad, "="), bad);
+			fprintf(stderr, "Try 'ezfs umount --help'.\n");
 			return 2;
 		}
 	}
 	if (argc - optind != 1) {
 		fprintf(stderr, "ezfs umount: need MOUNTPOINT\n"
-				"Try 'ezfs umount -h'.\n");
+				"Try 'ezfs umount --help'.\n");
 		return 2;
 	}
-	if (!umount2(argv[optind], lazy ? MNT_DETACH : 0))
-		return 0;
-	if (errno == EPERM) /* not root: fusermount3 says what went wrong */
-		return run_fusermount(argv[optind], lazy) ? 1 : 0;
-	fprintf(stderr, "ezfs umount: %s: %s\n", argv[optind],
-		strerror(errno));
-	return 1;
+	arg = argv[optind];
+	mp = mount_path(arg);
+	if (!mp) {
+		fprintf(stderr, "ezfs umount: %s: %s\n", arg, strerror(errno));
+		return 1;
+	}
+	err = mount_type(mp, type, sizeof(type));
+	if (err) {
+		if (err == -ENOENT)
+			fprintf(stderr, "ezfs umount: %s: not mounted\n", arg);
+		else
+			fprintf(stderr, "ezfs umount: /proc/self/mountinfo: "
+					"%s\n", strerror(-err));
+		free(mp);
+		return 1;
+	}
+	/* subtype=ezfs (session.c): the kernel shows fuse.ezfs */
+	if (strcmp(type, "fuse.ezfs")) {
+		fprintf(stderr, "ezfs umount: %s: not an ezfs mount (type %s); "
+				"use umount(8)\n", arg, type);
+		free(mp);
+		return 1;
+	}
+	ret = 0;
+	if (umount2(mp, lazy ? MNT_DETACH : 0)) {
+		if (errno == EPERM) { /* not root: fusermount3 says why */
+			ret = run_fusermount(mp, lazy) ? 1 : 0;
+		} else {
+			fprintf(stderr, "ezfs umount: %s: %s\n", arg,
+				strerror(errno));
+			ret = 1;
+		}
+	}
+	free(mp);
+	return ret;
 }
