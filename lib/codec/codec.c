@@ -97,50 +97,30 @@ struct ctx_slot {
 
 struct ezfs_codec_pool {
 	struct ezfs_codec_cfg cfg;
-	/* decoding order per alg, NULL-terminated */
-	const struct ezfs_codec_ops *order[EZFS_ALG_MAX][NCODECS + 1];
-	int probe_err[NCODECS];
 	struct ctx_slot slot[NCODECS];
-	void *engine;                 /* lib/engine state, see codec.h */
-	void (*engine_free)(void *);
 };
 
-int ezfs_codec_pool_set_list(struct ezfs_codec_pool *pool, int alg,
-			     const struct ezfs_codec_ops *const *list)
+const struct ezfs_codec_ops *ezfs_codec_reference(int alg)
 {
-	size_t i, n = 0;
+	const struct ezfs_codec_ops *const *l = ezfs_codec_list(alg);
 
-	if (alg < 0 || alg >= EZFS_ALG_MAX)
-		return -EINVAL;
-	if (!list)
-		list = default_lists[alg];
-	for (i = 0; list[i]; i++) {
-		if (list[i]->alg != alg || !list[i]->decompress ||
-		    codec_index(list[i]) < 0 || i >= NCODECS)
-			return -EINVAL;
-	}
-	for (n = 0; list[n]; n++)
-		pool->order[alg][n] = list[n];
-	pool->order[alg][n] = NULL;
-	return 0;
+	if (!l || !*l)
+		return NULL;
+	while (l[1])
+		l++;
+	return *l;
 }
 
 struct ezfs_codec_pool *ezfs_codec_pool_new(const struct ezfs_codec_cfg *cfg)
 {
 	struct ezfs_codec_pool *pool = calloc(1, sizeof(*pool));
 	size_t i;
-	int alg;
 
 	if (!pool)
 		return NULL;
 	if (cfg)
 		pool->cfg = *cfg;
-	for (alg = 0; alg < EZFS_ALG_MAX; alg++)
-		ezfs_codec_pool_set_list(pool, alg, NULL);
 	for (i = 0; i < NCODECS; i++) {
-		const struct ezfs_codec_ops *ops = all_codecs[i];
-
-		pool->probe_err[i] = ops->probe ? ops->probe() : 0;
 		if (pthread_mutex_init(&pool->slot[i].lock, NULL)) {
 			while (i--)
 				pthread_mutex_destroy(&pool->slot[i].lock);
@@ -157,8 +137,6 @@ void ezfs_codec_pool_free(struct ezfs_codec_pool *pool)
 
 	if (!pool)
 		return;
-	if (pool->engine && pool->engine_free)
-		pool->engine_free(pool->engine);
 	for (i = 0; i < NCODECS; i++) {
 		struct ctx_slot *s = &pool->slot[i];
 
@@ -227,35 +205,6 @@ static int dreq_start(struct ezfs_codec_pool *pool, struct ezfs_dreq *rq)
 	return 0;
 }
 
-int ezfs_codec_decompress(struct ezfs_codec_pool *pool, int alg,
-			  struct ezfs_dreq *rq)
-{
-	const struct ezfs_codec_ops *const *list;
-	int err;
-
-	if (alg < 0 || alg >= EZFS_ALG_MAX)
-		return -EOPNOTSUPP;
-	err = dreq_start(pool, rq);
-	if (err)
-		return err < 0 ? err : 0;
-	err = -EOPNOTSUPP;	/* if no codec of the list takes it */
-	for (list = pool->order[alg]; *list; list++) {
-		int i = codec_index(*list);
-		void *ctx;
-
-		if (pool->probe_err[i])
-			continue;
-		ctx = ctx_get(pool, (size_t)i, &err);
-		if (err)
-			return err;
-		err = (*list)->decompress(ctx, rq);
-		ctx_put(pool, (size_t)i, ctx);
-		if (err != -EOPNOTSUPP)
-			return err;
-	}
-	return err;
-}
-
 int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
 			      const struct ezfs_codec_ops *ops,
 			      struct ezfs_dreq *rq)
@@ -284,25 +233,6 @@ int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
 	err = ops->decompress(ctx, rq);
 	ctx_put(pool, (size_t)i, ctx);
 	return err;
-}
-
-void *ezfs_codec_pool_engine(struct ezfs_codec_pool *pool)
-{
-	return __atomic_load_n(&pool->engine, __ATOMIC_ACQUIRE);
-}
-
-void *ezfs_codec_pool_attach_engine(struct ezfs_codec_pool *pool, void *state,
-				    void (*free_fn)(void *state))
-{
-	void *old = NULL;
-
-	/* engine_free is read only by ezfs_codec_pool_free, after all use */
-	if (__atomic_compare_exchange_n(&pool->engine, &old, state, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		pool->engine_free = free_fn;
-		return state;
-	}
-	return old;
 }
 
 /* ---- fixed-output search for libdeflate and zstd ---- */

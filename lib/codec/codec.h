@@ -2,11 +2,11 @@
 /*
  * codec.h - one const ops struct per compression library binding.
  *
- * The read layer asks for a decompression through ezfs_codec_decompress();
- * each on-disk algorithm has an ordered list of codecs (the engine layer will
- * make that list selectable at run time); the first usable one runs, and a
- * codec that cannot serve a request (e.g. it cannot stop early) hands it to
- * the next one in the list.
+ * Each on-disk algorithm has a default ordered list of codecs, its
+ * reference codec last. The engine layer (lib/engine) decides which codec
+ * serves a request, in what order, and falls back: this layer only decodes
+ * with the one it is told (ezfs_codec_decompress_one) and keeps per-image
+ * pools of decoder contexts.
  *
  * The writer uses the same ops structs: cctx_new() + compress_destsize()
  * ("fill this many output bytes with as much input as fits"), see 9.14 of
@@ -14,8 +14,7 @@
  *
  * Which codecs decode partially (EZFS_CODEC_PARTIAL):
  *   lz4, zlib, isal, zstd, lzma: yes.  libdeflate: no (returns -EOPNOTSUPP
- *   for a partial request; the default deflate list falls back to isal or
- *   zlib).
+ *   for a partial request; the engine then hands it to isal or zlib).
  *
  * All ops tables are const and there is no global mutable state: contexts
  * belong to the caller (or to a pool, one per image).
@@ -138,6 +137,9 @@ extern const struct ezfs_codec_ops ezfs_codec_lzma;
  * The reference (fallback) codec of an algorithm is the last in its list.
  * NULL for an unknown alg. deflate: libdeflate, isal (if built), zlib. */
 const struct ezfs_codec_ops *const *ezfs_codec_list(int alg);
+/* The reference codec of alg: the last of its list, which decodes every
+ * request, partial ones too. NULL for an unknown alg. */
+const struct ezfs_codec_ops *ezfs_codec_reference(int alg);
 
 /* Every codec built in (decoders and encoders), NULL-terminated. */
 const struct ezfs_codec_ops *const *ezfs_codec_all(void);
@@ -154,50 +156,24 @@ struct ezfs_codec_pool;
 struct ezfs_codec_pool *ezfs_codec_pool_new(const struct ezfs_codec_cfg *cfg);
 void ezfs_codec_pool_free(struct ezfs_codec_pool *pool);
 
-/*
- * Replace the decoding order of alg in this pool (NULL-terminated list of
- * codecs of that alg with a decompress op; NULL = back to the default).
- * Used to force one codec (tests, the engine's run-time choice). Not
- * thread-safe against concurrent ezfs_codec_decompress on the same pool:
- * call it before the pool is in use. Returns 0, or -EINVAL for a bad alg,
- * a codec of another alg or without decompress, or a too long list.
- */
-int ezfs_codec_pool_set_list(struct ezfs_codec_pool *pool, int alg,
-			     const struct ezfs_codec_ops *const *list);
+/* ---- for the engine layer (lib/engine), which orders the codecs of an
+ * algorithm and falls back between them ---- */
 
 /*
- * Decompress with the first codec of rq's algorithm that accepts the
- * request, falling back along the list on -EOPNOTSUPP. rq->cfg is filled
- * from the pool's cfg if NULL. Thread-safe. Returns 0, -EUCLEAN (corrupt
- * stream, inlen == 0 included), -EOPNOTSUPP (unknown alg, or no codec in
- * the list can serve the request), -ENOMEM. A partial request with
- * outlen == 0 succeeds without decoding.
- */
-int ezfs_codec_decompress(struct ezfs_codec_pool *pool, int alg,
-			  struct ezfs_dreq *rq);
-
-/* ---- for the engine layer (lib/engine): selection, fallback, dispatch ---- */
-
-/*
- * Decode with exactly this codec: no probe check, no fallback. A context
+ * Decode with exactly this codec: no probe check, no fallback (the
+ * engine's order does both). A context
  * comes from the pool when ops is one of ezfs_codec_all(), else (a codec
  * compiled in elsewhere, e.g. a test engine) a fresh one per call. rq->cfg
- * is filled from the pool's cfg if NULL. Thread-safe.
+ * is filled from the pool's cfg if NULL. Thread-safe. Returns 0, -EUCLEAN
+ * (corrupt stream, inlen == 0 included), -EOPNOTSUPP (this codec cannot
+ * serve the request), -ENOMEM. A partial request with outlen == 0 succeeds
+ * without decoding.
  */
 int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
 			      const struct ezfs_codec_ops *ops,
 			      struct ezfs_dreq *rq);
 
-/*
- * The engine layer's per-image state, hung on the pool so that it lives and
- * dies with the image. attach installs state if none is there yet and
- * returns the state now attached (another thread's if it won the race: the
- * caller then frees its own). free_fn(state) runs first in
- * ezfs_codec_pool_free. get returns NULL until attached.
- */
-void *ezfs_codec_pool_engine(struct ezfs_codec_pool *pool);
-void *ezfs_codec_pool_attach_engine(struct ezfs_codec_pool *pool, void *state,
-				    void (*free_fn)(void *state));
+
 
 /*
  * How far the byte histogram of src[0, n) is from flat: Pearson's

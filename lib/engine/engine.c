@@ -308,7 +308,7 @@ static int set_order(struct ezfs_estate *es, const char *spec,
 		return -ENOMEM;
 	err = parse_spec(spec, o, bad, sizeof(bad));
 	if (err) {
-		ezfs_err(es->img, "%s '%s': %s", from, spec, bad);
+		ezfs_logf(es->lg, EZFS_LOG_ERROR, "%s '%s': %s", from, spec, bad);
 		free(o);
 		return err;
 	}
@@ -324,7 +324,7 @@ static int set_order(struct ezfs_estate *es, const char *spec,
 	return 0;
 }
 
-int ezfs_engine_env_check(ezfs_image *img)
+int ezfs_engine_env_check(const struct ezfs_logger *lg)
 {
 	const char *s = getenv("EZFS_ACCEL");
 	struct ezfs_order o;
@@ -332,12 +332,12 @@ int ezfs_engine_env_check(ezfs_image *img)
 	char bad[256];
 
 	if (s && parse_spec(s, &o, bad, sizeof(bad))) {
-		ezfs_err(img, "EZFS_ACCEL '%s': %s", s, bad);
+		ezfs_logf(lg, EZFS_LOG_ERROR, "EZFS_ACCEL '%s': %s", s, bad);
 		return -EINVAL;
 	}
 	s = getenv("EZFS_DISPATCH");
 	if (s && *s && ezfs_dispatch_parse(s, &n) < 0) {
-		ezfs_err(img, "EZFS_DISPATCH '%s': not inline, queue[:N] or "
+		ezfs_logf(lg, EZFS_LOG_ERROR, "EZFS_DISPATCH '%s': not inline, queue[:N] or "
 			 "percpu", s);
 		return -EINVAL;
 	}
@@ -346,9 +346,8 @@ int ezfs_engine_env_check(ezfs_image *img)
 
 /* ---- per-image state ---- */
 
-static void estate_free(void *p)
+void ezfs_estate_free(struct ezfs_estate *es)
 {
-	struct ezfs_estate *es = p;
 	struct ezfs_order *o, *n;
 
 	if (!es)
@@ -365,7 +364,8 @@ static void estate_free(void *p)
 	free(es);
 }
 
-static struct ezfs_estate *estate_new(ezfs_image *img)
+struct ezfs_estate *ezfs_estate_new(struct ezfs_codec_pool *codecs,
+				    const struct ezfs_logger *lg)
 {
 	struct ezfs_estate *es = calloc(1, sizeof(*es));
 	const struct ezfs_codec_ops *e;
@@ -373,7 +373,8 @@ static struct ezfs_estate *estate_new(ezfs_image *img)
 
 	if (!es)
 		return NULL;
-	es->img = img;
+	es->codecs = codecs;
+	es->lg = lg;
 	pthread_mutex_init(&es->lock, NULL);
 	pthread_mutex_init(&es->lat_lock, NULL);
 	pthread_rwlock_init(&es->dlock, NULL);
@@ -382,7 +383,7 @@ static struct ezfs_estate *estate_new(ezfs_image *img)
 	/* env validated at open; a bad one here leaves the default */
 	if (set_order(es, getenv("EZFS_ACCEL"), "EZFS_ACCEL") &&
 	    set_order(es, NULL, "default")) {
-		estate_free(es);
+		ezfs_estate_free(es);
 		return NULL;
 	}
 	es->strict = getenv("EZFS_STRICT_ACCEL") &&
@@ -390,55 +391,32 @@ static struct ezfs_estate *estate_new(ezfs_image *img)
 	return es;
 }
 
-struct ezfs_estate *ezfs_engine_state(ezfs_image *img)
+void ezfs_estate_start_env(struct ezfs_estate *es)
 {
-	struct ezfs_estate *es, *got;
-	const char *d;
+	const char *d = getenv("EZFS_DISPATCH");
 	unsigned n = 0;
 	int mode;
 
-	if (!img->codecs)
-		return NULL;
-	es = ezfs_codec_pool_engine(img->codecs);
-	if (es)
-		return es;
-	es = estate_new(img);
-	if (!es)
-		return NULL;
-	got = ezfs_codec_pool_attach_engine(img->codecs, es, estate_free);
-	if (got != es) {
-		estate_free(es);
-		return got;
-	}
-	d = getenv("EZFS_DISPATCH");
-	if (d && *d) {
-		mode = ezfs_dispatch_parse(d, &n);
-		if (mode > 0 && ezfs_image_set_dispatch(img, mode, n))
-			ezfs_err(img, "EZFS_DISPATCH '%s': cannot start the "
-				 "workers; decoding inline", d);
-	}
-	return es;
+	if (!d || !*d)
+		return;
+	mode = ezfs_dispatch_parse(d, &n);
+	if (mode > 0 && ezfs_es_set_dispatch(es, mode, n))
+		ezfs_logf(es->lg, EZFS_LOG_ERROR, "EZFS_DISPATCH '%s': cannot "
+			  "start the workers; decoding inline", d);
 }
 
-int ezfs_image_set_accel(ezfs_image *img, const char *spec)
+int ezfs_es_set_accel(struct ezfs_estate *es, const char *spec)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
-
-	if (!es)
-		return -ENOMEM;
 	return set_order(es, spec && *spec ? spec : NULL, "accel");
 }
 
-int ezfs_image_get_accel(ezfs_image *img, char *buf, size_t size)
+int ezfs_es_get_accel(struct ezfs_estate *es, char *buf, size_t size)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
 	const struct ezfs_order *o;
 	size_t len = 0;
 	int alg;
 	unsigned i;
 
-	if (!es)
-		return -ENOMEM;
 	o = __atomic_load_n(&es->order, __ATOMIC_ACQUIRE);
 	if (size)
 		buf[0] = '\0';
@@ -460,22 +438,14 @@ int ezfs_image_get_accel(ezfs_image *img, char *buf, size_t size)
 	return (int)len;
 }
 
-int ezfs_image_set_strict_accel(ezfs_image *img, int strict)
+int ezfs_es_set_strict(struct ezfs_estate *es, int strict)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
-
-	if (!es)
-		return -ENOMEM;
 	__atomic_store_n(&es->strict, !!strict, __ATOMIC_RELAXED);
 	return 0;
 }
 
-int ezfs_image_get_strict_accel(ezfs_image *img)
+int ezfs_es_get_strict(struct ezfs_estate *es)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
-
-	if (!es)
-		return -ENOMEM;
 	return __atomic_load_n(&es->strict, __ATOMIC_RELAXED);
 }
 
@@ -488,7 +458,7 @@ static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq)
 	int err;
 
 	ADD(es->cnt[e].requests, 1);
-	err = ezfs_codec_decompress_one(es->img->codecs,
+	err = ezfs_codec_decompress_one(es->codecs,
 					engine_at((unsigned)e), rq);
 	if (!err)
 		ADD(es->cnt[e].bytes_out, rq->outlen);
@@ -620,16 +590,15 @@ static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 	return err;
 }
 
-int ezfs_engine_decompress(ezfs_image *img, int alg, struct ezfs_dreq *rq)
+int ezfs_engine_decompress(struct ezfs_estate *es, int alg,
+			   struct ezfs_dreq *rq)
 {
-	struct ezfs_estate *es;
 	struct decode_job dj;
 	struct ezfs_ejob job = { .fn = decode_job_fn, .arg = &dj };
 	int err;
 
 	if (alg < 0 || alg >= EZFS_ALG_MAX)
 		return -EOPNOTSUPP;
-	es = ezfs_engine_state(img);
 	if (!es)
 		return -ENOMEM;
 	if (ezfs_engine_on_worker)
@@ -643,19 +612,15 @@ int ezfs_engine_decompress(ezfs_image *img, int alg, struct ezfs_dreq *rq)
 	return err;
 }
 
-bool ezfs_engine_batching(ezfs_image *img)
+bool ezfs_engine_batching(struct ezfs_estate *es)
 {
-	struct ezfs_estate *es;
-
-	if (ezfs_engine_on_worker)
+	if (ezfs_engine_on_worker || !es)
 		return false;
-	es = ezfs_engine_state(img);
-	return es && __atomic_load_n(&es->disp, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&es->disp, __ATOMIC_ACQUIRE);
 }
 
-int ezfs_engine_run(ezfs_image *img, struct ezfs_ejob *jobs, size_t n)
+int ezfs_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
 	int err;
 
 	if (!es)
@@ -705,21 +670,19 @@ int ezfs_dispatch_parse(const char *s, unsigned *nthreads)
 	return -EINVAL;
 }
 
-int ezfs_image_set_dispatch(ezfs_image *img, int mode, unsigned nthreads)
+int ezfs_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
 	struct ezfs_dispatcher *d = NULL, *old;
 	int err = 0;
 
-	if (!es)
-		return -ENOMEM;
 	if (mode < EZFS_DISPATCH_INLINE || mode > EZFS_DISPATCH_PERCPU)
 		return -EINVAL;
 	if (mode != EZFS_DISPATCH_INLINE) {
 		d = ezfs_disp_new(es, mode, nthreads, &err);
 		if (!d)
-			ezfs_err(img, "dispatch %s: cannot start workers (%d)",
-				 ezfs_dispatch_name(mode), err);
+			ezfs_logf(es->lg, EZFS_LOG_ERROR, "dispatch %s: cannot "
+				  "start workers (%d)", ezfs_dispatch_name(mode),
+				  err);
 	}
 	pthread_rwlock_wrlock(&es->dlock);
 	old = es->disp;
@@ -729,13 +692,9 @@ int ezfs_image_set_dispatch(ezfs_image *img, int mode, unsigned nthreads)
 	return err;
 }
 
-int ezfs_image_dispatch_info(ezfs_image *img, struct ezfs_dispatch_info *di)
+int ezfs_es_dispatch_info(struct ezfs_estate *es, struct ezfs_dispatch_info *di)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
-
 	memset(di, 0, sizeof(*di));
-	if (!es)
-		return -ENOMEM;
 	pthread_rwlock_rdlock(&es->dlock);
 	if (es->disp)
 		ezfs_disp_info(es->disp, di);
@@ -748,14 +707,11 @@ int ezfs_image_dispatch_info(ezfs_image *img, struct ezfs_dispatch_info *di)
 
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
-int ezfs_image_engine_stats(ezfs_image *img, struct ezfs_engine_stats *st,
-			    size_t n)
+int ezfs_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
+			 size_t n)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
 	unsigned i, count = ezfs_engine_count();
 
-	if (!es)
-		return -ENOMEM;
 	for (i = 0; i < count && i < n; i++) {
 		const struct ezfs_codec_ops *e = engine_at(i);
 
@@ -794,16 +750,13 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int ezfs_image_latency_stats(ezfs_image *img, struct ezfs_latency_stats *ls)
+int ezfs_es_latency_stats(struct ezfs_estate *es, struct ezfs_latency_stats *ls)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
 	uint64_t *v;
 	double sum = 0, sq = 0;
 	size_t n, i;
 
 	memset(ls, 0, sizeof(*ls));
-	if (!es)
-		return -ENOMEM;
 	v = malloc(sizeof(es->lat_ns));
 	if (!v)
 		return -ENOMEM;
@@ -835,13 +788,10 @@ int ezfs_image_latency_stats(ezfs_image *img, struct ezfs_latency_stats *ls)
 	return 0;
 }
 
-void ezfs_image_engine_reset(ezfs_image *img)
+void ezfs_es_reset(struct ezfs_estate *es)
 {
-	struct ezfs_estate *es = ezfs_engine_state(img);
 	unsigned i;
 
-	if (!es)
-		return;
 	for (i = 0; i < EZFS_MAX_ENGINES; i++) {
 		__atomic_store_n(&es->cnt[i].requests, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&es->cnt[i].bytes_out, 0, __ATOMIC_RELAXED);

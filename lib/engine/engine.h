@@ -7,16 +7,32 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "codec/codec.h"
 #include "ezfs/engine.h"
-#include "read/internal.h"
+#include "util/log.h"
 
 #define EZFS_MAX_ENGINES 16
 #define EZFS_LAT_SAMPLES 8192
 
 /* ---- for the read layer ---- */
 
-/* Decode rq with the image's engine order, fallback and dispatch mode. */
-int ezfs_engine_decompress(ezfs_image *img, int alg, struct ezfs_dreq *rq);
+struct ezfs_estate;
+
+/*
+ * An image's engine state: the order per algorithm (EZFS_ACCEL, else the
+ * default), strictness (EZFS_STRICT_ACCEL), counters, the dispatcher.
+ * codecs and lg must outlive it. NULL: out of memory.
+ */
+struct ezfs_estate *ezfs_estate_new(struct ezfs_codec_pool *codecs,
+				    const struct ezfs_logger *lg);
+void ezfs_estate_free(struct ezfs_estate *es);   /* accepts NULL */
+/* Start the dispatcher EZFS_DISPATCH asks for (a failure is logged and
+ * leaves decoding inline). */
+void ezfs_estate_start_env(struct ezfs_estate *es);
+
+/* Decode rq with the state's engine order, fallback and dispatch mode. */
+int ezfs_engine_decompress(struct ezfs_estate *es, int alg,
+			   struct ezfs_dreq *rq);
 
 /* A unit of work for the dispatcher; fn(arg) returns 0 or -errno. */
 struct ezfs_ejob {
@@ -30,20 +46,36 @@ struct ezfs_ejob {
 };
 
 /* true when jobs run on worker threads (not inline, not on a worker). */
-bool ezfs_engine_batching(ezfs_image *img);
+bool ezfs_engine_batching(struct ezfs_estate *es);
 /* Run n jobs (on the workers, all at once, or inline) and wait for all;
  * returns the first job's error in array order, or 0. */
-int ezfs_engine_run(ezfs_image *img, struct ezfs_ejob *jobs, size_t n);
+int ezfs_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n);
 
 /* Validate EZFS_ACCEL / EZFS_DISPATCH at open (logs and -EINVAL). */
-int ezfs_engine_env_check(ezfs_image *img);
+int ezfs_engine_env_check(const struct ezfs_logger *lg);
+
+/* The state behind the public ezfs_image_* engine calls (ezfs/engine.h
+ * says what each does and returns). */
+int ezfs_es_set_accel(struct ezfs_estate *es, const char *spec);
+int ezfs_es_get_accel(struct ezfs_estate *es, char *buf, size_t size);
+int ezfs_es_set_strict(struct ezfs_estate *es, int strict);
+int ezfs_es_get_strict(struct ezfs_estate *es);
+int ezfs_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads);
+int ezfs_es_dispatch_info(struct ezfs_estate *es,
+			  struct ezfs_dispatch_info *di);
+int ezfs_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
+			 size_t n);
+int ezfs_es_latency_stats(struct ezfs_estate *es,
+			  struct ezfs_latency_stats *ls);
+void ezfs_es_reset(struct ezfs_estate *es);
 
 /* ---- between engine.c and dispatch.c ---- */
 
 struct ezfs_dispatcher;
 
 struct ezfs_estate {
-	ezfs_image *img;
+	struct ezfs_codec_pool *codecs;
+	const struct ezfs_logger *lg;
 	const struct ezfs_order *order;  /* atomic; current table */
 	struct ezfs_order *old;          /* superseded tables, freed at close */
 	pthread_mutex_t lock;            /* old list, set_accel */
@@ -63,7 +95,6 @@ struct ezfs_estate {
 	uint64_t lat_ns[EZFS_LAT_SAMPLES];
 };
 
-struct ezfs_estate *ezfs_engine_state(ezfs_image *img);
 uint64_t ezfs_engine_now_ns(void);
 void ezfs_engine_lat_record(struct ezfs_estate *es, uint64_t ns);
 

@@ -250,7 +250,7 @@ static int zbatch_flush(ezfs_image *img, struct zbatch *b)
 
 	if (!b->n)
 		return 0;
-	err = ezfs_engine_run(img, b->j, b->n);
+	err = ezfs_engine_run(ezfs_image_engine(img), b->j, b->n);
 	b->n = 0;
 	return err;
 }
@@ -293,7 +293,7 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 	pos = off;
 	/* more than one pcluster's worth: worth batching (lib/engine) */
 	if (is_compressed(ino) && end - off > ino->img->blksz &&
-	    ezfs_engine_batching(ino->img))
+	    ezfs_engine_batching(ezfs_image_engine(ino->img)))
 		zb = malloc(sizeof(*zb));
 	if (zb)
 		zb->n = 0;

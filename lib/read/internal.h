@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ezfs/ezfs.h"
 #include "format/erofs_fs.h"
@@ -73,6 +74,7 @@ struct ezfs_image {
 
 	struct ezfs_codec_cfg ccfg;
 	struct ezfs_codec_pool *codecs;
+	struct ezfs_estate *engine; /* atomic; made on first use (accel.c) */
 	struct meta_cache mc;
 	struct pcache pc;
 };
@@ -124,6 +126,10 @@ struct ezfs_inode {
 	bool zlast_valid;
 	struct zmap zlast;
 };
+
+/* accel.c: the engine state, made on first use; NULL: out of memory */
+struct ezfs_estate;
+struct ezfs_estate *ezfs_image_engine(ezfs_image *img);
 
 /* The image's messages, through its caller's log callback (util/log.c). */
 #define ezfs_log(img, level, ...) ezfs_logf(&(img)->logger, level, __VA_ARGS__)

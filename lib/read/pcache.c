@@ -327,7 +327,7 @@ int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 	rq.outlen = outlen;
 	rq.partial = partial || outlen < m->llen ||
 		     (m->flags & EZFS_EXTENT_PARTIAL_REF);
-	err = ezfs_engine_decompress(img, m->alg, &rq);
+	err = ezfs_engine_decompress(ezfs_image_engine(img), m->alg, &rq);
 	if (err == -EUCLEAN || err == -EINVAL)
 		ezfs_err(img, "nid %llu: cannot decode %s pcluster at %llu "
 			 "(%llu bytes -> %zu)", (unsigned long long)ino->nid,

@@ -324,7 +324,7 @@ static int apply_engine_params(ezfs_image *img,
 	unsigned nthreads = 0;
 	int err, mode;
 
-	err = ezfs_engine_env_check(img);
+	err = ezfs_engine_env_check(&img->logger);
 	if (err)
 		return err;
 	if (p->accel) {
@@ -440,6 +440,7 @@ void ezfs_image_close(ezfs_image *img)
 	ezfs_inode_put(img->metabox);
 	ezfs_pcache_fini(img);
 	ezfs_meta_cache_fini(img);
+	ezfs_estate_free(img->engine);
 	ezfs_codec_pool_free(img->codecs);
 	ezfs_io_close(&img->io);
 	free(img);

@@ -213,7 +213,8 @@ static int direct(const struct ezfs_codec_ops *ops, const uint8_t *in,
 	return err;
 }
 
-static int via_pool(struct ezfs_codec_pool *pool, int alg, const uint8_t *in,
+static int via_pool(struct ezfs_codec_pool *pool,
+		    const struct ezfs_codec_ops *ops, const uint8_t *in,
 		    size_t inlen, size_t outlen, bool partial, uint8_t **outp)
 {
 	struct ezfs_dreq rq = {
@@ -223,7 +224,7 @@ static int via_pool(struct ezfs_codec_pool *pool, int alg, const uint8_t *in,
 	int err;
 
 	rq.out = malloc(outlen ? outlen : 1);
-	err = ezfs_codec_decompress(pool, alg, &rq);
+	err = ops ? ezfs_codec_decompress_one(pool, ops, &rq) : -EOPNOTSUPP;
 	if (outp)
 		*outp = rq.out;
 	else
@@ -241,7 +242,6 @@ static void check_codec(struct ezfs_codec_pool *pool,
 			const struct ezfs_codec_ops *ops, const uint8_t *data,
 			size_t len, const struct stream *s, const char *what)
 {
-	const struct ezfs_codec_ops *only[2] = { ops, NULL };
 	const size_t prefixes[] = { 1, 2, 7, 100, 4096, len / 3, len / 2,
 				    len - 1, len };
 	bool can_partial = ops->flags & EZFS_CODEC_PARTIAL;
@@ -249,10 +249,8 @@ static void check_codec(struct ezfs_codec_pool *pool,
 	size_t i;
 	int err;
 
-	CHECK(!ezfs_codec_pool_set_list(pool, ops->alg, only), "%s", ops->name);
-
 	/* full decode, pool and direct */
-	err = via_pool(pool, ops->alg, s->p, s->len, len, false, &out);
+	err = via_pool(pool, ops, s->p, s->len, len, false, &out);
 	CHECK(!err && !memcmp(out, data, len), "%s %s full: %d", ops->name,
 	      what, err);
 	free(out);
@@ -267,7 +265,7 @@ static void check_codec(struct ezfs_codec_pool *pool,
 
 		if (!n || n > len)
 			continue;
-		err = via_pool(pool, ops->alg, s->p, s->len, n, true, &out);
+		err = via_pool(pool, ops, s->p, s->len, n, true, &out);
 		if (can_partial)
 			CHECK(!err && !memcmp(out, data, n),
 			      "%s %s partial %zu: %d", ops->name, what, n, err);
@@ -314,7 +312,6 @@ static void check_codec(struct ezfs_codec_pool *pool,
 		      i, err);
 		free(bad);
 	}
-	CHECK(!ezfs_codec_pool_set_list(pool, ops->alg, NULL), "%s", ops->name);
 }
 
 /* Garbage of many sizes through every codec. */
@@ -361,11 +358,13 @@ static void check_alg(struct ezfs_codec_pool *pool, int alg, compress_fn comp,
 		return;
 	}
 	/* default list: full and partial */
-	err = via_pool(pool, alg, s.p, s.len, len, false, &out);
+	err = via_pool(pool, ezfs_codec_reference(alg), s.p, s.len, len, false,
+		       &out);
 	CHECK(!err && !memcmp(out, data, len), "%s %s default full: %d",
 	      ezfs_alg_name(alg), what, err);
 	free(out);
-	err = via_pool(pool, alg, s.p, s.len, len / 2 + 1, true, &out);
+	err = via_pool(pool, ezfs_codec_reference(alg), s.p, s.len, len / 2 + 1,
+		       true, &out);
 	CHECK(!err && !memcmp(out, data, len / 2 + 1),
 	      "%s %s default partial: %d", ezfs_alg_name(alg), what, err);
 	free(out);
@@ -420,27 +419,24 @@ static void test_dispatch(void)
 {
 	struct ezfs_codec_pool *pool = ezfs_codec_pool_new(NULL);
 	const struct ezfs_codec_ops *const *all = ezfs_codec_all();
-	const struct ezfs_codec_ops *bad[2] = { &ezfs_codec_zstd, NULL };
 	uint8_t in[8] = { 1, 2, 3 }, out[8];
 	struct ezfs_dreq rq = { .in = in, .inlen = 3, .out = out, .outlen = 8 };
 	int alg;
 
 	CHECK(pool != NULL, "pool");
-	CHECK(ezfs_codec_decompress(pool, 7, &rq) == -EOPNOTSUPP, "bad alg");
-	CHECK(ezfs_codec_decompress(pool, -1, &rq) == -EOPNOTSUPP, "bad alg");
-	CHECK(ezfs_codec_decompress(pool, EZFS_ALG_MAX, &rq) == -EOPNOTSUPP,
-	      "bad alg");
+	CHECK(ezfs_codec_reference(7) == NULL, "bad alg");
+	CHECK(ezfs_codec_reference(-1) == NULL, "bad alg");
+	CHECK(ezfs_codec_reference(EZFS_ALG_MAX) == NULL, "bad alg");
 	rq.inlen = 0;
-	CHECK(ezfs_codec_decompress(pool, EZFS_ALG_LZ4, &rq) == -EUCLEAN,
+	CHECK(ezfs_codec_decompress_one(pool, &ezfs_codec_lz4, &rq) == -EUCLEAN,
 	      "empty input");
 	rq.inlen = 3;
 	rq.outlen = 0;
 	rq.partial = true;
-	CHECK(ezfs_codec_decompress(pool, EZFS_ALG_LZ4, &rq) == 0,
+	CHECK(ezfs_codec_decompress_one(pool, &ezfs_codec_lz4, &rq) == 0,
 	      "empty partial");
-	CHECK(ezfs_codec_pool_set_list(pool, EZFS_ALG_LZ4, bad) == -EINVAL,
-	      "foreign codec in list");
-	CHECK(ezfs_codec_pool_set_list(pool, 9, NULL) == -EINVAL, "bad alg");
+	CHECK(ezfs_codec_decompress_one(pool, &ezfs_codec_lz4hc, &rq) ==
+		      -EOPNOTSUPP, "an encoder cannot decode");
 	for (; *all; all++)
 		CHECK(ezfs_codec_find((*all)->name) == *all, "%s", (*all)->name);
 	CHECK(ezfs_codec_find("nope") == NULL, "find nope");
@@ -534,7 +530,8 @@ static void *mt_worker(void *p)
 			.out = out, .outlen = n, .partial = partial,
 		};
 
-		if (ezfs_codec_decompress(a->pool, alg, &rq) ||
+		if (ezfs_codec_decompress_one(a->pool, ezfs_codec_reference(alg),
+					      &rq) ||
 		    memcmp(out, a->data, n))
 			__atomic_add_fetch(&a->bad, 1, __ATOMIC_RELAXED);
 	}
@@ -648,7 +645,8 @@ static void destsize_run(struct ezfs_codec_pool *pool,
 			      "ezdeflate/%d %s cap %zu at %zu: %d bytes", level,
 			      what, outcap, pos, ret);
 		filled += (size_t)ret;
-		err = via_pool(pool, ops->alg, out, (size_t)ret, used, false,
+		err = via_pool(pool, ezfs_codec_reference(ops->alg), out, (size_t)ret,
+			       used, false,
 			       &dec);
 		CHECK(!err && !memcmp(dec, data + pos, used),
 		      "%s/%d %s cap %zu at %zu: round trip %d", ops->name,

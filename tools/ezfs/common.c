@@ -394,7 +394,8 @@ unsigned cli_opt_jobs(const char *cmd, const char *s)
 	unsigned n = cli_parse_threads(s);
 
 	if (!n)
-		cli_usage_error(cmd, "invalid thread count '%s'", s);
+		cli_usage_error(cmd, "-j/--workers: invalid thread count '%s' "
+				"(1..1024)", s);
 	return n;
 }
 
