@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fsck.c - ezfs_fsck(): check a whole image through the public API only. */
+/* fsck.c - ezfs_fsck: check a whole image through the public read API. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
