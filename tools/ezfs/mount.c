@@ -29,7 +29,8 @@ int cmd_umount(int argc, char **argv);
 static void mount_usage(FILE *f)
 {
 	fprintf(f,
-"usage: ezfs mount [-o OPTIONS] [-f] [-d] [-s] [-v] [--log FILE] IMAGE MOUNTPOINT\n"
+"usage: ezfs mount [-o OPTIONS] [-f] [-d] [-s] [-v] [--log FILE]\n"
+"                  IMAGE MOUNTPOINT\n"
 "Mount an EROFS image read-only through FUSE; runs in the background\n"
 "unless -f is given. Unmount with 'ezfs umount MOUNTPOINT'.\n\n"
 "  -f            stay in the foreground (log lines go to stderr)\n"
