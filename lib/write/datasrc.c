@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 
 int bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 		 struct bsrc *s)

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "format/erofs_fs.h"
 
 struct dent {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* internal.h - builder state shared by the files of lib/build/. */
+/* internal.h - builder state shared by the files of lib/write/. */
 #ifndef EZFS_BUILD_INTERNAL_H
 #define EZFS_BUILD_INTERNAL_H
 
@@ -180,7 +180,7 @@ struct ezfs_builder {
 	double t0;
 };
 
-/* builder.c */
+/* out.c */
 void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
@@ -276,6 +276,7 @@ int bld_inode_finish(struct ezfs_builder *b, struct binode *in);
 
 /* compress.c: per-file compression into buffers */
 bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in);
+/* zfile.c */
 void bld_zfile_free(struct bzfile *z);
 /* zindex.c: encode the map header and lcluster indexes at h */
 int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
@@ -291,7 +292,7 @@ void bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
 bool bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in);
 int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 		   void *cctx, struct bzfile **out);
-/* pcluster size of in, in blocks */
+/* zcfg.c: pcluster size of in, in blocks */
 uint32_t bld_pcluster_blocks(const struct ezfs_builder *b,
 			     const struct binode *in);
 /* zcfg.c: a worker's codec contexts (one per configuration, made by

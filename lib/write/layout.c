@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "format/erofs_fs.h"
 
 #define COPY_BUF (1u << 20)

@@ -10,7 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "format/erofs_fs.h"
 
 int bld_add_inode(struct ezfs_builder *b, struct binode *in)

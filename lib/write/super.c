@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "format/erofs_fs.h"
 
 uint32_t bld_lzma_dict_size(const struct ezfs_builder *b)

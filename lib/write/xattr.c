@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "format/erofs_fs.h"
 
 static const struct {

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "codec/codec.h"
 #include "format/erofs_fs.h"
 
@@ -33,24 +33,6 @@ bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in)
 	return in->size > b->blksz ||
 	       (b->p.flags & (EZFS_BUILD_ZTAILPACKING | EZFS_BUILD_FRAGMENTS |
 			      EZFS_BUILD_ALL_FRAGMENTS));
-}
-
-uint32_t bld_pcluster_blocks(const struct ezfs_builder *b,
-			     const struct binode *in)
-{
-	return in->zblks ? in->zblks : b->pclusterdef;
-}
-
-void bld_zfile_free(struct bzfile *z)
-{
-	if (!z)
-		return;
-	free(z->ext);
-	free(z->plen);
-	free(z->data);
-	free(z->idata);
-	free(z->frag);
-	free(z);
 }
 
 static int add_extent(struct bzfile *z, uint64_t la, uint32_t blocks,

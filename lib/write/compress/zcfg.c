@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "codec/codec.h"
 #include "format/erofs_fs.h"
 
@@ -55,6 +55,12 @@ static int pcluster_blocks(struct ezfs_builder *b, uint32_t bytes,
 	if (*blocks > 0x7FF)
 		*blocks = 0x7FF;
 	return 0;
+}
+
+uint32_t bld_pcluster_blocks(const struct ezfs_builder *b,
+			     const struct binode *in)
+{
+	return in->zblks ? in->zblks : b->pclusterdef;
 }
 
 int bld_zalgs_init(struct ezfs_builder *b)

@@ -30,7 +30,7 @@
 
 #include <lz4.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "codec/codec.h"
 
 static bool stronger_than_lz4(const struct ezfs_build_zalg *za)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 
 #define IDD_W	64
 #define IDD_MUL 0x01000193u

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 
 struct zslot {
 	struct binode *in;

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 
 struct zsegs {
 	struct ezfs_builder *b;

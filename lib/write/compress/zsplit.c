@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 
 /*
  * Every part boundary ends a pcluster early and stores its last block

@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "format/erofs_fs.h"
 
 /* Fragment dedupe table entry: identical tails share packed bytes. */

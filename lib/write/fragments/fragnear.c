@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "codec/codec.h"
 #include "format/erofs_fs.h"
 

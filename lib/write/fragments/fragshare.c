@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "build/internal.h"
+#include "write/internal.h"
 #include "format/erofs_fs.h"
 
 #define SHARE_MIN (32u << 10)	/* shorter common ends are left alone */

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build/internal.h"
-#include "build/tar.h"
+#include "write/internal.h"
+#include "write/tar/tar.h"
 #include "format/erofs_fs.h"
 
 #define MAX_META (16u << 20) /* largest PAX / GNU long-name member */

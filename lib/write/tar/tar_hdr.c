@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/tar.h"
+#include "write/tar/tar.h"
 
 /* ustar header fields: offset, length */
 #define F_NAME	   0, 100

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "build/tar.h"
+#include "write/tar/tar.h"
 
 #define IBUF (128u << 10)
 

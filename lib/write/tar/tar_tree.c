@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build/internal.h"
-#include "build/tar.h"
+#include "write/internal.h"
+#include "write/tar/tar.h"
 #include "format/erofs_fs.h"
 
 /* One error line: INPUT: entry 'PATH' (offset N): reason */
