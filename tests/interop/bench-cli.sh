@@ -167,7 +167,7 @@ for bad in "--accel nosuch" "--accel lz4 --engines zlib" "--dispatch frob"; do
 done
 
 # 6. each --help lists exactly the options of the getopt table
-tab=$(sed -n '/struct option lo\[\]/,/};/p' "$SRC/tools/ezfs/bench.c")
+tab=$(sed -n '/struct option lo\[\]/,/};/p' "$SRC/tools/ezfs/bench/main.c")
 want=$(printf '%s\n' "$tab" | grep -o '{ "[a-z-]*"' | tr -d '{" ')
 if printf '%s\n' "$tab" | grep -q CLI_ENGINE_OPTS; then
 	want+=$'\n'$(sed -n '/define CLI_ENGINE_OPTS/,/^$/p' \

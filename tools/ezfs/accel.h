@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* accel.h - the parts of ezfs accel (accel.c, accel_ctl.c, accel_bench.c). */
+/*
+ * accel.h - the parts of ezfs accel (accel.c, accel_ctl.c, accel_bench.c)
+ * and what they share (accel_util.c).
+ */
 #ifndef EZFS_TOOL_ACCEL_H
 #define EZFS_TOOL_ACCEL_H
 
@@ -7,7 +10,7 @@
 
 #include <ezfs/engine.h>
 
-/* Usage of every accel subcommand. */
+/* Shared (accel_util.c). Usage of every accel subcommand. */
 void accel_usage(FILE *f);
 /* The counter table of ezfs accel stats (engines that served requests). */
 void accel_print_counters(const struct ezfs_engine_stats *st, int n);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_advise.c - ezfs bench advise: pick algorithm, level, cluster size. */
+/* bench/advise.c - ezfs bench advise: pick algorithm, level, cluster size. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
+#include "../common.h"
 
 static char big_path[4096];
 static uint64_t big_size;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench.h - shared state of the ezfs bench subcommand (options, records). */
+/* bench/bench.h - shared state of ezfs bench (options, records). */
 #ifndef EZFS_TOOL_BENCH_H
 #define EZFS_TOOL_BENCH_H
 
@@ -84,7 +84,7 @@ struct bench_rec {
 	double avg_us, median_us, min_us, max_us, stddev_us;
 };
 
-/* Results collected over the run (bench_out.c). */
+/* Results collected over the run (out.c). */
 struct bench_results {
 	struct bench_rec *v;
 	size_t n, cap;
@@ -108,7 +108,7 @@ void bench_prog_cell(struct bench_prog *p, const char *what);
 void bench_prog_done(struct bench_prog *p);
 void bench_prog_end(struct bench_prog *p);
 
-/* Temporary workspace and sources (bench_src.c). */
+/* Temporary workspace and sources (src.c). */
 struct bench_src {
 	const char *source;     /* as given */
 	int is_image;           /* SOURCE is an EROFS image */
@@ -136,7 +136,7 @@ void bench_keep_cluster(uint32_t cluster);
 /* Done with an image of bench_build: deleted (unless kept), path freed. */
 void bench_image_done(char *path, uint32_t cluster);
 
-/* Engines, dispatch modes, competing load (bench_eng.c). */
+/* Engines, dispatch modes, competing load (eng.c). */
 int bench_parse_dispatch(const char *s, struct bench_opts *o);
 int bench_parse_loads(const char *s, struct bench_opts *o);
 int bench_check_engines(const char *list);
@@ -159,21 +159,32 @@ struct bench_load {
 int bench_load_start(struct bench_load *l, int kind);
 void bench_load_stop(struct bench_load *l);
 
-/* Parsing helpers (bench.c). */
+/* Parsing and formatting helpers (fmt.c). */
 int bench_parse_alg(const char *s, struct bench_alg *a);
 void bench_alg_label(const struct bench_alg *a, char *buf, size_t size);
 const char *bench_fmt_cluster(uint32_t c, char *buf, size_t size);
 
-/* Statistics helpers (bench_out.c). */
+/* Statistics helpers (out.c). */
 double bench_median(double *v, size_t n);     /* sorts v */
+
+/* What the page cache was like at the start of --path runs: read.c sets
+ * it, the read table's title names it (out.c). */
+enum bench_cache {
+	BENCH_CACHE_LIB,        /* no --path run: library targets */
+	BENCH_CACHE_DROPPED,    /* dropped before each run */
+	BENCH_CACHE_KEPT,       /* --no-drop */
+	BENCH_CACHE_NOT_DROPPED, /* no permission */
+};
+void bench_cache_set(enum bench_cache state);
+enum bench_cache bench_cache_get(void);
+/* The cache the read table's figures start from, for its title. */
+const char *bench_cache_note(void);
 
 /* Modes. Each returns 0 or a negative errno. */
 int bench_read(const struct bench_opts *o, const struct bench_src *s,
 	       struct bench_results *r, struct bench_prog *pg);
 unsigned bench_read_cells(const struct bench_opts *o,
 			  const struct bench_src *s);
-/* The cache the read table's figures start from, for its title. */
-const char *bench_cache_note(void);
 /* One line on stderr when a read cell's run was too short to mean much. */
 void bench_read_warn_short(const struct bench_results *res);
 int bench_ratio(const struct bench_opts *o, const struct bench_src *s,
@@ -186,10 +197,10 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 		 struct bench_results *r);
 
 /* The algorithm of an image's first compressed extent (-1: none found);
- * its name (or "image") in buf (bench_read.c). */
+ * its name (or "image") in buf (target.c). */
 int bench_image_alg(const char *image, char *buf, size_t size);
 
-/* Library read helpers shared by read, latency and advise (bench_read.c). */
+/* Library read helpers shared by read, latency and advise (target.c). */
 struct bench_file {
 	uint64_t nid;
 	uint64_t size;
@@ -200,7 +211,7 @@ struct bench_files {
 	uint64_t total;
 };
 int bench_list_files(ezfs_image *img, struct bench_files *fl);
-/* Read targets and workloads (bench_target.c). One target: the library
+/* Read targets and workloads (target.c). One target: the library
  * (inodes of a fresh image instance) or a mounted view (paths). */
 struct bench_target {
 	ezfs_image *img;

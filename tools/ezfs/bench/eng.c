@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_eng.c - ezfs bench: engines, dispatch modes and the competing CPU
+ * bench/eng.c - ezfs bench: engines, dispatch modes and the competing CPU
  * load, i.e. the configuration an image instance is measured under.
  */
 #define _GNU_SOURCE
@@ -12,7 +12,7 @@
 
 #include "ezfs/engine.h"
 #include "bench.h"
-#include "common.h"
+#include "../common.h"
 
 const char *const bench_load_names[BENCH_NLOADS] = { "none", "busy" };
 

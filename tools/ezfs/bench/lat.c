@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_lat.c - ezfs bench ratio and latency: image size and decode times. */
+/* bench/lat.c - ezfs bench ratio and latency: image size and decode times. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 
 #include "ezfs/engine.h"
 #include "bench.h"
-#include "common.h"
+#include "../common.h"
 
 int bench_ratio(const struct bench_opts *o, const struct bench_src *s,
 		struct bench_results *res, struct bench_prog *pg)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_out.c - ezfs bench: result records, tables, CSV, JSON, progress. */
+/* bench/out.c - ezfs bench: result records, tables, CSV, JSON, progress. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "common.h"
+#include "../common.h"
 
 double bench_now(void)
 {
@@ -93,6 +93,34 @@ void bench_prog_end(struct bench_prog *p)
 }
 
 /* ---- terminal tables ---- */
+
+/* What the page cache was like at the start of --path runs (read.c). */
+static enum bench_cache cache_state;
+
+void bench_cache_set(enum bench_cache state)
+{
+	cache_state = state;
+}
+
+enum bench_cache bench_cache_get(void)
+{
+	return cache_state;
+}
+
+const char *bench_cache_note(void)
+{
+	switch (cache_state) {
+	case BENCH_CACHE_DROPPED:
+		return "page cache dropped before each run";
+	case BENCH_CACHE_KEPT:
+		return "warm cache: page cache as it was, --no-drop";
+	case BENCH_CACHE_NOT_DROPPED:
+		return "page cache not dropped (no permission): warm after "
+		       "the first run";
+	default:
+		return "cold decoded cache each run";
+	}
+}
 
 static void lvl_str(int level, char *buf, size_t size)
 {

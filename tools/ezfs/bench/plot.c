@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_plot.c - ezfs bench --plot: PNG charts through gnuplot. */
+/* bench/plot.c - ezfs bench --plot: PNG charts through gnuplot. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
+#include "../common.h"
 
 static int have_gnuplot(void)
 {

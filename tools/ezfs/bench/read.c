@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_read.c - ezfs bench read: sequential, random, small random reads. */
+/* bench/read.c - ezfs bench read: sequential, random, small random reads. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -8,52 +8,29 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
+#include "../common.h"
 
 static int dropped_warned;
-
-/* What the page cache was like at the start of --path runs. */
-static enum {
-	CACHE_LIB,              /* no --path run: library targets */
-	CACHE_DROPPED,          /* dropped before each run */
-	CACHE_KEPT,             /* --no-drop */
-	CACHE_NOT_DROPPED,      /* no permission */
-} cache_state;
-
-const char *bench_cache_note(void)
-{
-	switch (cache_state) {
-	case CACHE_DROPPED:
-		return "page cache dropped before each run";
-	case CACHE_KEPT:
-		return "warm cache: page cache as it was, --no-drop";
-	case CACHE_NOT_DROPPED:
-		return "page cache not dropped (no permission): warm after "
-		       "the first run";
-	default:
-		return "cold decoded cache each run";
-	}
-}
 
 static void drop_caches(const struct bench_opts *o)
 {
 	int fd;
 
 	if (o->no_drop) {
-		cache_state = CACHE_KEPT;
+		bench_cache_set(BENCH_CACHE_KEPT);
 		return;
 	}
 	sync();
 	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0 && write(fd, "3\n", 2) == 2) {
 		close(fd);
-		if (cache_state != CACHE_NOT_DROPPED)
-			cache_state = CACHE_DROPPED;
+		if (bench_cache_get() != BENCH_CACHE_NOT_DROPPED)
+			bench_cache_set(BENCH_CACHE_DROPPED);
 		return;
 	}
 	if (fd >= 0)
 		close(fd);
-	cache_state = CACHE_NOT_DROPPED;
+	bench_cache_set(BENCH_CACHE_NOT_DROPPED);
 	if (!dropped_warned++ && !o->quiet)
 		fprintf(stderr, "ezfs bench: page cache not dropped between "
 			"runs (needs root: /proc/sys/vm/drop_caches); runs "
@@ -159,35 +136,6 @@ static unsigned cells_per_image(const struct bench_opts *o, int alg)
 	return 3u * (unsigned)bench_engines_for(o, alg, eng, BENCH_MAX_ENGINES,
 						0) *
 	       (unsigned)(o->disp_given ? o->ndisp : 1);
-}
-
-/* The algorithm of the first compressed extent of the image (-1: none);
- * its name, or "image", in buf. */
-int bench_image_alg(const char *image, char *buf, size_t size)
-{
-	struct ezfs_open_params p;
-	struct bench_files fl = { 0 };
-	struct ezfs_extent ext;
-	ezfs_image *img;
-	ezfs_inode *ino;
-	int alg = -1;
-
-	snprintf(buf, size, "image");
-	ezfs_open_params_init(&p);
-	if (ezfs_image_open(image, &p, &img))
-		return -1;
-	if (!bench_list_files(img, &fl) && fl.n &&
-	    !ezfs_inode_get(img, fl.v[0].nid, &ino)) {
-		if (!ezfs_map(ino, 0, &ext)) {
-			snprintf(buf, size, "%s", ezfs_alg_name(ext.alg));
-			if (ext.flags & EZFS_EXTENT_ENCODED)
-				alg = ext.alg;
-		}
-		ezfs_inode_put(ino);
-	}
-	free(fl.v);
-	ezfs_image_close(img);
-	return alg;
 }
 
 unsigned bench_read_cells(const struct bench_opts *o,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_src.c - ezfs bench: sources, the temporary workspace, image builds. */
+/* bench/src.c - ezfs bench: sources, the temporary workspace, image builds. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 
 #include "ezfs/build.h"
 #include "bench.h"
-#include "common.h"
+#include "../common.h"
 
 static char tmp_dir[PATH_MAX - 512];
 static pid_t tmp_owner;

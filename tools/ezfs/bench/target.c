@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_target.c - ezfs bench read targets (the library's inodes or the
+ * bench/target.c - ezfs bench read targets (the library's inodes or the
  * files of a mounted view) and the three read workloads on them.
  */
 #define _GNU_SOURCE
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "common.h"
+#include "../common.h"
 
 const char *const bench_workloads[3] = { "seq", "rand", "small" };
 
@@ -326,4 +326,33 @@ int bench_lib_seq(const char *image, uint32_t bs, double cap,
 	err = bench_run_workload(&t, 0, &o, bytes, seconds);
 	bench_target_close(&t);
 	return err;
+}
+
+/* The algorithm of the first compressed extent of the image (-1: none);
+ * its name, or "image", in buf. */
+int bench_image_alg(const char *image, char *buf, size_t size)
+{
+	struct ezfs_open_params p;
+	struct bench_files fl = { 0 };
+	struct ezfs_extent ext;
+	ezfs_image *img;
+	ezfs_inode *ino;
+	int alg = -1;
+
+	snprintf(buf, size, "image");
+	ezfs_open_params_init(&p);
+	if (ezfs_image_open(image, &p, &img))
+		return -1;
+	if (!bench_list_files(img, &fl) && fl.n &&
+	    !ezfs_inode_get(img, fl.v[0].nid, &ino)) {
+		if (!ezfs_map(ino, 0, &ext)) {
+			snprintf(buf, size, "%s", ezfs_alg_name(ext.alg));
+			if (ext.flags & EZFS_EXTENT_ENCODED)
+				alg = ext.alg;
+		}
+		ezfs_inode_put(ino);
+	}
+	free(fl.v);
+	ezfs_image_close(img);
+	return alg;
 }
