@@ -65,7 +65,15 @@ struct ezfs_io_ops {
 typedef struct ezfs_image ezfs_image;
 typedef struct ezfs_inode ezfs_inode;
 
+/*
+ * Every parameter struct starts with its size, set by its _init function,
+ * so that the struct can grow without breaking callers built against an
+ * older header: fields past what the caller's size covers take their
+ * defaults; a size of 0 (never initialised) or larger than this library's
+ * struct is -EINVAL.
+ */
 struct ezfs_open_params {
+	size_t size;             /* sizeof(struct ezfs_open_params) */
 	ezfs_log_fn log;         /* NULL: silent */
 	void *log_arg;
 	uint64_t offset;         /* image starts at this byte of the file */
@@ -80,19 +88,29 @@ struct ezfs_open_params {
 	int strict_accel;        /* 1: a fallback is an error */
 };
 
-/* Zero-initialise, then set what you need. */
+/* The defaults (all zero), with size set: call it, then set what you need. */
 EZFS_API void ezfs_open_params_init(struct ezfs_open_params *p);
 
-/* Open an image file (or block device) read-only. *out is set on success. */
+/*
+ * Open an image file (or block device) read-only; p may be NULL (the
+ * defaults). *out is set on success; the details of a failure go to p->log.
+ * Returns 0 or a negative errno: -ENOENT, -EACCES... (from open), -EISDIR,
+ * -ESPIPE (a pipe or socket), -ENOTBLK (another special file),
+ * -EMEDIUMTYPE (not an EROFS image), -EUCLEAN (corrupt or truncated),
+ * -EOPNOTSUPP (a feature this library does not read), -EINVAL (bad
+ * params, EZFS_ACCEL or EZFS_DISPATCH), -EIO, -ENOMEM.
+ */
 EZFS_API int ezfs_image_open(const char *path,
 			     const struct ezfs_open_params *p,
 			     ezfs_image **out);
-/* Open an image held in memory; buf must outlive the image. */
+/* Open an image held in memory; buf must outlive the image. Errors as
+ * ezfs_image_open from -EMEDIUMTYPE on. */
 EZFS_API int ezfs_image_open_mem(const void *buf, size_t len,
 				 const struct ezfs_open_params *p,
 				 ezfs_image **out);
 /* Open an image read through custom ops; ops->close(arg) is called by
- * ezfs_image_close (also when open fails). size = image length in bytes. */
+ * ezfs_image_close (also when open fails). size = image length in bytes.
+ * Errors as ezfs_image_open from -EMEDIUMTYPE on. */
 EZFS_API int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 				uint64_t size,
 				const struct ezfs_open_params *p,
@@ -368,6 +386,7 @@ EZFS_API void ezfs_cache_stats(ezfs_image *img, struct ezfs_cache_stats *st);
 /* fsck                                                                */
 
 struct ezfs_fsck_params {
+	size_t size;             /* sizeof(struct ezfs_fsck_params) */
 	/* Called once per problem: a one-line message naming the nid, the
 	 * path where known, and the field. */
 	void (*problem)(void *arg, uint64_t nid, const char *path,
@@ -386,9 +405,13 @@ struct ezfs_fsck_result {
 	uint64_t problems;
 };
 
-/* Check the whole image. Returns 0 when clean, -EUCLEAN if any problem
- * was found (each reported through params->problem), other negative errno
- * on fatal errors. */
+/* The defaults (all zero), with size set. */
+EZFS_API void ezfs_fsck_params_init(struct ezfs_fsck_params *p);
+
+/* Check the whole image; p may be NULL (the defaults). Returns 0 when
+ * clean, -EUCLEAN if any problem was found (each reported through
+ * p->problem), -EINVAL for bad params, -ENOMEM, or -EIO when the image
+ * cannot be read. */
 EZFS_API int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 		       struct ezfs_fsck_result *res);
 

@@ -5,8 +5,11 @@
  * A mount is a session object: create it (opens the image and mounts the
  * FUSE file system, so every error is reported before any fork), optionally
  * daemonize, run the request loop until unmounted or signalled (SIGTERM,
- * SIGINT, SIGHUP end it cleanly), destroy. All functions return 0 or a
- * negative errno; details go to the log callback in the parameters.
+ * SIGINT, SIGHUP end it), destroy. Once a stop begins, the rest of run and
+ * destroy get 1.5 s: a read stuck longer (a dead device under the image)
+ * is logged, the mount is detached lazily and the process exits with 1.
+ * All functions return 0 or a negative errno; details go to the log
+ * callback in the parameters.
  *
  * Only present when libezfs was configured with EZFS_WITH_FUSE=ON (the
  * default; it needs libfuse3).
@@ -26,6 +29,8 @@ extern "C" {
 #endif
 
 struct ezfs_mount_params {
+	size_t size;             /* sizeof(struct ezfs_mount_params), set by
+				  * _init (see struct ezfs_open_params) */
 	const char *image;       /* image file or block device */
 	const char *mountpoint;
 	uint64_t offset;         /* image starts at this byte of the file */
@@ -52,7 +57,8 @@ struct ezfs_mount_params {
 
 typedef struct ezfs_mount ezfs_mount;
 
-/* Defaults: uid = gid = -1, prefetch on, readahead auto, the rest zero. */
+/* Defaults: uid = gid = -1, prefetch on, readahead auto, dispatch -1, the
+ * rest zero; size set. */
 EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
 
 /*
@@ -60,18 +66,23 @@ EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
  * suffixes, powers of 1024), threads=N, allow_other, offset=N (suffixes
  * too), uid=N, gid=N, accel=SPEC (an engine spec of
  * include/ezfs/engine.h with '+' for ',': deflate=isal+libdeflate),
- * dispatch=inline|queue[:N]|percpu, prefetch=0|1, ro. Anything else: -EINVAL and a one-line reason
- * in err (which may be NULL).
+ * dispatch=inline|queue[:N]|percpu, prefetch=0|1, readahead=auto|0|SIZE,
+ * ro. Anything else (rw included): -EINVAL and a one-line reason in err
+ * (which may be NULL).
  */
 EZFS_API int ezfs_mount_parse_options(struct ezfs_mount_params *p,
 				      const char *opts, char *err,
 				      size_t errsize);
 
-/* Open p->image and mount it on p->mountpoint (not yet serving). */
+/* Open p->image and mount it on p->mountpoint (not yet serving). Errors:
+ * those of ezfs_image_open, -ENOTDIR (the mount point), -EINVAL (bad
+ * params), and what mounting FUSE gives (-EPERM, -ENODEV...). */
 EZFS_API int ezfs_mount_create(const struct ezfs_mount_params *p,
 			       ezfs_mount **out);
 /* Detach into the background (fuse_daemonize): the calling process exits
- * once the child is ready; stdio goes to /dev/null, cwd to /. */
+ * once the child is ready; stdio goes to /dev/null, cwd to /. Decode
+ * workers (a queue or percpu dispatch) are stopped before the fork and
+ * started again in the child, which cannot inherit threads. */
 EZFS_API int ezfs_mount_daemonize(ezfs_mount *m);
 /* Serve requests until unmounted or signalled. */
 EZFS_API int ezfs_mount_run(ezfs_mount *m);

@@ -743,10 +743,16 @@ static void stop_threads(struct fsck *f)
 	free(f->tids);
 }
 
+void ezfs_fsck_params_init(struct ezfs_fsck_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->size = sizeof(*p);
+}
+
 int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 	      struct ezfs_fsck_result *res)
 {
-	static const struct ezfs_fsck_params noparams;
+	struct ezfs_fsck_params given;
 	struct ezfs_fsck_result local;
 	struct ezfs_stat st;
 	struct fsck f;
@@ -758,12 +764,19 @@ int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 
 	if (!img)
 		return -EINVAL;
+	ezfs_fsck_params_init(&given);
+	if (p) {
+		/* an older caller's struct is a prefix of ours */
+		if (!p->size || p->size > sizeof(given))
+			return -EINVAL;
+		memcpy(&given, p, p->size);
+	}
 	if (!res)
 		res = &local;
 	memset(res, 0, sizeof(*res));
 	memset(&f, 0, sizeof(f));
 	f.img = img;
-	f.p = p ? p : &noparams;
+	f.p = &given;
 	f.res = res;
 	ezfs_get_sb_info(img, &f.si);
 	pthread_mutex_init(&f.lock, NULL);

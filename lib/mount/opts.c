@@ -11,6 +11,7 @@
 void ezfs_mount_params_init(struct ezfs_mount_params *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->size = sizeof(*p);
 	p->uid = -1;
 	p->gid = -1;
 	p->prefetch = 1;

@@ -182,12 +182,14 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	int err;
 
 	*out = NULL;
-	if (!p->image || !p->mountpoint)
+	/* a size of 0 was never initialised; a larger one is a newer ABI */
+	if (!p->size || p->size > sizeof(*p) || !p->image || !p->mountpoint)
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->p = *p;
+	ezfs_mount_params_init(&m->p);
+	memcpy(&m->p, p, p->size);
 	m->timeout = MNT_TIMEOUT;
 	m->ra_fd = -1;
 	m->wd_pipe[0] = m->wd_pipe[1] = -1;

@@ -16,6 +16,7 @@
 void ezfs_open_params_init(struct ezfs_open_params *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->size = sizeof(*p);
 }
 
 void ezfs_feature_string(const ezfs_image *img, char *buf, size_t size)
@@ -355,15 +356,22 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 		       uint64_t size, const struct ezfs_open_params *p,
 		       ezfs_image **out)
 {
-	struct ezfs_open_params defaults;
+	struct ezfs_open_params given;
 	ezfs_image *img;
 	int err;
 
 	*out = NULL;
-	if (!p) {
-		ezfs_open_params_init(&defaults);
-		p = &defaults;
+	ezfs_open_params_init(&given);
+	if (p) {
+		/* an older caller's struct is a prefix of ours */
+		if (!p->size || p->size > sizeof(given)) {
+			if (ops->close)
+				ops->close(arg);
+			return -EINVAL;
+		}
+		memcpy(&given, p, p->size);
 	}
+	p = &given;
 	img = calloc(1, sizeof(*img));
 	if (!img) {
 		if (ops->close)

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (fuzz_open(data, size, &img, &copy))
 		return 0;
-	memset(&fp, 0, sizeof(fp));
+	ezfs_fsck_params_init(&fp);
 	memset(&res, 0, sizeof(res));
 	fp.problem = problem;
 	fp.arg = &problems;

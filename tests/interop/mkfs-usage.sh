@@ -269,6 +269,8 @@ if ! t_is_root; then
 	echo "SKIP: block device IMAGE (not root)"
 elif ! command -v losetup >/dev/null; then
 	echo "SKIP: block device IMAGE (no losetup)"
+elif [ ! -f "$SHARED/tools/manifest.py" ]; then
+	echo "SKIP: block device IMAGE (no shared manifest.py at $SHARED)"
 elif ! t_can_kmount; then
 	echo "SKIP: block device IMAGE (the kernel cannot mount erofs here)"
 elif ! head -c 8M /dev/urandom >"$TMP/back" ||

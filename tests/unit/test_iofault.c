@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,7 +475,7 @@ static void test_data_fault(struct backend *b, const char *name,
 		struct ezfs_fsck_params fp;
 		struct ezfs_fsck_result res;
 
-		memset(&fp, 0, sizeof(fp));
+		ezfs_fsck_params_init(&fp);
 		memset(&res, 0, sizeof(res));
 		fp.problem = fsck_problem;
 		fp.threads = 2;
@@ -704,6 +705,39 @@ static void test_image(const char *imgpath, const char *name)
 	free((void *)b.buf);
 }
 
+/* The size field of the parameter structs: 0 and a future size are
+ * refused, an older caller's prefix takes the defaults for the rest. */
+static void test_params_size(const char *img_path)
+{
+	struct ezfs_open_params p;
+	struct ezfs_fsck_params fp;
+	ezfs_image *img = NULL;
+	int err;
+
+	ezfs_open_params_init(&p);
+	CHECK(p.size == sizeof(p), "open params init: size %zu", p.size);
+	p.size = 0;
+	err = ezfs_image_open(img_path, &p, &img);
+	CHECK(err == -EINVAL && !img, "open params size 0: %d", err);
+	p.size = sizeof(p) + 8;
+	err = ezfs_image_open(img_path, &p, &img);
+	CHECK(err == -EINVAL && !img, "open params from the future: %d", err);
+	/* a caller built before the engine fields */
+	ezfs_open_params_init(&p);
+	p.size = offsetof(struct ezfs_open_params, accel);
+	p.accel = "no such engine list";   /* past its size: ignored */
+	err = ezfs_image_open(img_path, &p, &img);
+	CHECK(!err && img, "open params of an older caller: %d", err);
+	if (img) {
+		ezfs_fsck_params_init(&fp);
+		CHECK(fp.size == sizeof(fp), "fsck params init");
+		fp.size = 0;
+		CHECK(ezfs_fsck(img, &fp, NULL) == -EINVAL, "fsck params size 0");
+		CHECK(ezfs_fsck(img, NULL, NULL) == 0, "fsck without params");
+		ezfs_image_close(img);
+	}
+}
+
 int main(void)
 {
 	static const struct {
@@ -748,6 +782,8 @@ int main(void)
 		printf("image %s (mkfs.erofs %s)\n", variants[i].name,
 		       variants[i].opts);
 		test_image(img, variants[i].name);
+		if (i == 0)
+			test_params_size(img);
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd))

@@ -16,7 +16,7 @@ int cmd_accel(int argc, char **argv);
 int cmd_mkfs(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
-/* tools/ezfs/bench*.c */
+/* tools/ezfs/bench/ */
 int cmd_bench(int argc, char **argv);
 
 #endif

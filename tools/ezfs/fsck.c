@@ -75,7 +75,7 @@ int cmd_fsck(int argc, char **argv)
 	char b[32];
 	int c, ret, quiet = 0;
 
-	memset(&p, 0, sizeof(p));
+	ezfs_fsck_params_init(&p);
 	memset(&r, 0, sizeof(r));
 	memset(&f, 0, sizeof(f));
 	p.threads = cli_online_cpus();
