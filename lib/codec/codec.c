@@ -11,16 +11,16 @@
 
 /* Every codec built in; a codec's index here names its pool slot. */
 static const struct ezfs_codec_ops *const all_codecs[] = {
-	&ezfs_codec_lz4,
-	&ezfs_codec_lz4hc,
-	&ezfs_codec_libdeflate,
+	&ezi_codec_lz4,
+	&ezi_codec_lz4hc,
+	&ezi_codec_libdeflate,
 #ifdef EZFS_HAVE_ISAL
-	&ezfs_codec_isal,
+	&ezi_codec_isal,
 #endif
-	&ezfs_codec_zlib,
-	&ezfs_codec_ezdeflate,
-	&ezfs_codec_zstd,
-	&ezfs_codec_lzma,
+	&ezi_codec_zlib,
+	&ezi_codec_ezdeflate,
+	&ezi_codec_zstd,
+	&ezi_codec_lzma,
 	NULL,
 };
 
@@ -28,21 +28,21 @@ static const struct ezfs_codec_ops *const all_codecs[] = {
 
 /* Default decoding order; the reference codec is last. */
 static const struct ezfs_codec_ops *const lz4_list[] = {
-	&ezfs_codec_lz4, NULL,
+	&ezi_codec_lz4, NULL,
 };
 static const struct ezfs_codec_ops *const lzma_list[] = {
-	&ezfs_codec_lzma, NULL,
+	&ezi_codec_lzma, NULL,
 };
 static const struct ezfs_codec_ops *const deflate_list[] = {
-	&ezfs_codec_libdeflate,
+	&ezi_codec_libdeflate,
 #ifdef EZFS_HAVE_ISAL
-	&ezfs_codec_isal,
+	&ezi_codec_isal,
 #endif
-	&ezfs_codec_zlib,
+	&ezi_codec_zlib,
 	NULL,
 };
 static const struct ezfs_codec_ops *const zstd_list[] = {
-	&ezfs_codec_zstd, NULL,
+	&ezi_codec_zstd, NULL,
 };
 
 static const struct ezfs_codec_ops *const *const default_lists[EZFS_ALG_MAX] = {
@@ -52,19 +52,19 @@ static const struct ezfs_codec_ops *const *const default_lists[EZFS_ALG_MAX] = {
 	[EZFS_ALG_ZSTD] = zstd_list,
 };
 
-const struct ezfs_codec_ops *const *ezfs_codec_list(int alg)
+const struct ezfs_codec_ops *const *ezi_codec_list(int alg)
 {
 	if (alg < 0 || alg >= EZFS_ALG_MAX)
 		return NULL;
 	return default_lists[alg];
 }
 
-const struct ezfs_codec_ops *const *ezfs_codec_all(void)
+const struct ezfs_codec_ops *const *ezi_codec_all(void)
 {
 	return all_codecs;
 }
 
-const struct ezfs_codec_ops *ezfs_codec_find(const char *name)
+const struct ezfs_codec_ops *ezi_codec_find(const char *name)
 {
 	size_t i;
 
@@ -100,9 +100,9 @@ struct ezfs_codec_pool {
 	struct ctx_slot slot[NCODECS];
 };
 
-const struct ezfs_codec_ops *ezfs_codec_reference(int alg)
+const struct ezfs_codec_ops *ezi_codec_reference(int alg)
 {
-	const struct ezfs_codec_ops *const *l = ezfs_codec_list(alg);
+	const struct ezfs_codec_ops *const *l = ezi_codec_list(alg);
 
 	if (!l || !*l)
 		return NULL;
@@ -111,7 +111,7 @@ const struct ezfs_codec_ops *ezfs_codec_reference(int alg)
 	return *l;
 }
 
-struct ezfs_codec_pool *ezfs_codec_pool_new(const struct ezfs_codec_cfg *cfg)
+struct ezfs_codec_pool *ezi_codec_pool_new(const struct ezfs_codec_cfg *cfg)
 {
 	struct ezfs_codec_pool *pool = calloc(1, sizeof(*pool));
 	size_t i;
@@ -131,7 +131,7 @@ struct ezfs_codec_pool *ezfs_codec_pool_new(const struct ezfs_codec_cfg *cfg)
 	return pool;
 }
 
-void ezfs_codec_pool_free(struct ezfs_codec_pool *pool)
+void ezi_codec_pool_free(struct ezfs_codec_pool *pool)
 {
 	size_t i, j;
 
@@ -205,7 +205,7 @@ static int dreq_start(struct ezfs_codec_pool *pool, struct ezfs_dreq *rq)
 	return 0;
 }
 
-int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
+int ezi_codec_decompress_one(struct ezfs_codec_pool *pool,
 			      const struct ezfs_codec_ops *ops,
 			      struct ezfs_dreq *rq)
 {
@@ -239,7 +239,7 @@ int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
 
 #define FIT_MAX_TRIALS 16
 
-void ezfs_codec_fit_free(struct ezfs_fit *f)
+void ezi_codec_fit_free(struct ezfs_fit *f)
 {
 	free(f->buf);
 	f->buf = NULL;
@@ -322,7 +322,7 @@ static size_t muldiv(size_t a, size_t b, size_t c)
  *   (for scale: lz4 destsize 490-550, lz4hc-9 36-77, lzma-6 4-5 MB/s on
  *   /usr/bin, all native fixed-output encoders).
  */
-int ezfs_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
+int ezi_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
 		   uint8_t *out, size_t outcap)
 {
 	size_t n = *inlen, lo = 0, lo_size = 0, hi = n + 1, hi_size = 0;

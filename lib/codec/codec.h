@@ -5,7 +5,7 @@
  * Each on-disk algorithm has a default ordered list of codecs, its
  * reference codec last. The engine layer (lib/engine) decides which codec
  * serves a request, in what order, and falls back: this layer only decodes
- * with the one it is told (ezfs_codec_decompress_one) and keeps per-image
+ * with the one it is told (ezi_codec_decompress_one) and keeps per-image
  * pools of decoder contexts.
  *
  * The writer uses the same ops structs: cctx_new() + compress_destsize()
@@ -124,28 +124,28 @@ struct ezfs_codec_ops {
 				 uint8_t *out, size_t outcap);
 };
 
-extern const struct ezfs_codec_ops ezfs_codec_lz4;
-extern const struct ezfs_codec_ops ezfs_codec_lz4hc;  /* encode only */
-extern const struct ezfs_codec_ops ezfs_codec_libdeflate;
-extern const struct ezfs_codec_ops ezfs_codec_ezdeflate; /* encode only */
-extern const struct ezfs_codec_ops ezfs_codec_zlib;
-extern const struct ezfs_codec_ops ezfs_codec_isal;   /* EZFS_HAVE_ISAL */
-extern const struct ezfs_codec_ops ezfs_codec_zstd;
-extern const struct ezfs_codec_ops ezfs_codec_lzma;
+extern const struct ezfs_codec_ops ezi_codec_lz4;
+extern const struct ezfs_codec_ops ezi_codec_lz4hc;  /* encode only */
+extern const struct ezfs_codec_ops ezi_codec_libdeflate;
+extern const struct ezfs_codec_ops ezi_codec_ezdeflate; /* encode only */
+extern const struct ezfs_codec_ops ezi_codec_zlib;
+extern const struct ezfs_codec_ops ezi_codec_isal;   /* EZFS_HAVE_ISAL */
+extern const struct ezfs_codec_ops ezi_codec_zstd;
+extern const struct ezfs_codec_ops ezi_codec_lzma;
 
 /* NULL-terminated default decoding order per algorithm (first = preferred).
  * The reference (fallback) codec of an algorithm is the last in its list.
  * NULL for an unknown alg. deflate: libdeflate, isal (if built), zlib. */
-const struct ezfs_codec_ops *const *ezfs_codec_list(int alg);
+const struct ezfs_codec_ops *const *ezi_codec_list(int alg);
 /* The reference codec of alg: the last of its list, which decodes every
  * request, partial ones too. NULL for an unknown alg. */
-const struct ezfs_codec_ops *ezfs_codec_reference(int alg);
+const struct ezfs_codec_ops *ezi_codec_reference(int alg);
 
 /* Every codec built in (decoders and encoders), NULL-terminated. */
-const struct ezfs_codec_ops *const *ezfs_codec_all(void);
+const struct ezfs_codec_ops *const *ezi_codec_all(void);
 
 /* Find a codec by name, NULL if none. */
-const struct ezfs_codec_ops *ezfs_codec_find(const char *name);
+const struct ezfs_codec_ops *ezi_codec_find(const char *name);
 
 /*
  * A small pool of per-thread codec contexts, one pool per image, so that
@@ -153,8 +153,8 @@ const struct ezfs_codec_ops *ezfs_codec_find(const char *name);
  * zero). Returns NULL on allocation failure.
  */
 struct ezfs_codec_pool;
-struct ezfs_codec_pool *ezfs_codec_pool_new(const struct ezfs_codec_cfg *cfg);
-void ezfs_codec_pool_free(struct ezfs_codec_pool *pool);
+struct ezfs_codec_pool *ezi_codec_pool_new(const struct ezfs_codec_cfg *cfg);
+void ezi_codec_pool_free(struct ezfs_codec_pool *pool);
 
 /* ---- for the engine layer (lib/engine), which orders the codecs of an
  * algorithm and falls back between them ---- */
@@ -162,14 +162,14 @@ void ezfs_codec_pool_free(struct ezfs_codec_pool *pool);
 /*
  * Decode with exactly this codec: no probe check, no fallback (the
  * engine's order does both). A context
- * comes from the pool when ops is one of ezfs_codec_all(), else (a codec
+ * comes from the pool when ops is one of ezi_codec_all(), else (a codec
  * compiled in elsewhere, e.g. a test engine) a fresh one per call. rq->cfg
  * is filled from the pool's cfg if NULL. Thread-safe. Returns 0, -EUCLEAN
  * (corrupt stream, inlen == 0 included), -EOPNOTSUPP (this codec cannot
  * serve the request), -ENOMEM. A partial request with outlen == 0 succeeds
  * without decoding.
  */
-int ezfs_codec_decompress_one(struct ezfs_codec_pool *pool,
+int ezi_codec_decompress_one(struct ezfs_codec_pool *pool,
 			      const struct ezfs_codec_ops *ops,
 			      struct ezfs_dreq *rq);
 
@@ -239,8 +239,8 @@ struct ezfs_fit {
  * is within outcap >> slack_shift of outcap. Same contract as
  * ops->compress_destsize.
  */
-int ezfs_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
+int ezi_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
 		   uint8_t *out, size_t outcap);
-void ezfs_codec_fit_free(struct ezfs_fit *f);
+void ezi_codec_fit_free(struct ezfs_fit *f);
 
 #endif

@@ -30,7 +30,7 @@ struct dfl_freqs {
 
 /* A block's codes: how it is best sent, and its exact size in bits
  * (header, data and end-of-block, not the alignment of a stored block). */
-struct dfl_plan {
+struct ezi_dfl_plan {
 	int dynamic; /* else fixed Huffman codes */
 	uint64_t bits;
 	uint8_t litlen[DFL_NLITLEN];
@@ -66,11 +66,11 @@ static inline unsigned dfl_dist_slot(unsigned dist)
 }
 
 /* Add the items' symbols to f. */
-void dfl_count(struct dfl_freqs *f, const uint32_t *items, size_t n);
+void ezi_dfl_count(struct dfl_freqs *f, const uint32_t *items, size_t n);
 
 /* The cheaper of dynamic and fixed codes for a block with these
  * frequencies; fills p. */
-void dfl_plan(const struct dfl_freqs *f, struct dfl_plan *p);
+void ezi_dfl_plan(const struct dfl_freqs *f, struct ezi_dfl_plan *p);
 
 /* Bit writer over out[0..cap): LSB first, as DEFLATE packs bits. */
 struct dfl_bw {
@@ -86,13 +86,13 @@ static inline uint64_t dfl_bw_bits(const struct dfl_bw *w)
 	return (uint64_t)w->pos * 8 + w->nacc;
 }
 
-/* Write one block of items, planned by dfl_plan from their frequencies;
+/* Write one block of items, planned by ezi_dfl_plan from their frequencies;
  * final sets BFINAL. w->overflow is set if out runs short. */
-void dfl_write_block(struct dfl_bw *w, const struct dfl_plan *p,
+void ezi_dfl_write_block(struct dfl_bw *w, const struct ezi_dfl_plan *p,
 		     const uint32_t *items, size_t n, int final);
 
 /* Flush the last partial byte (zero bits); returns the bytes written, or
  * 0 after an overflow. */
-size_t dfl_bw_finish(struct dfl_bw *w);
+size_t ezi_dfl_bw_finish(struct dfl_bw *w);
 
 #endif

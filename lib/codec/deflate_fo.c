@@ -6,7 +6,7 @@
  *
  * No DEFLATE library can stop at an output size: libdeflate and zlib
  * compress a given input, so filling a pcluster with them takes several
- * whole trial compressions (codec.c, ezfs_codec_fit). Here the input is
+ * whole trial compressions (codec.c, ezi_codec_fit). Here the input is
  * parsed once (hash chains over 4-byte prefixes plus a one-entry table
  * for 3-byte matches; a match is weighed against the one a byte later, at
  * levels 8-9 also two bytes later) into literal and match items; the exact
@@ -361,7 +361,7 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 	struct fo_cctx *c = cctx;
 	struct dfl_bw w = {.out = out, .cap = outcap};
 	struct dfl_freqs f, f0, snap; /* f0: f where the stretch began */
-	struct dfl_plan plan, pa;
+	struct ezi_dfl_plan plan, pa;
 	uint64_t cap, fit_bits = 10, seg_bits = 10;
 	size_t bstart = 0, checked = 0, segstart = 0, n = *inlen;
 	int err;
@@ -393,8 +393,8 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 		if (c->nitems == checked && c->done)
 			break; /* all of it fits */
 		snap = f;
-		dfl_count(&f, c->items + checked, c->nitems - checked);
-		dfl_plan(&f, &plan);
+		ezi_dfl_count(&f, c->items + checked, c->nitems - checked);
+		ezi_dfl_plan(&f, &plan);
 		c->bpi = (double)plan.bits / (double)(c->nitems - bstart);
 		if (plan.bits <= room) {
 			checked = c->nitems;
@@ -403,14 +403,14 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 				continue;
 			/* split here if the last stretch is better alone */
 			if (segstart > bstart) {
-				struct dfl_plan pb;
+				struct ezi_dfl_plan pb;
 				struct dfl_freqs seg = f;
 
 				freqs_sub(&seg, &f0);
-				dfl_plan(&seg, &pb);
+				ezi_dfl_plan(&seg, &pb);
 				if (seg_bits + pb.bits + 64 < plan.bits) {
-					dfl_plan(&f0, &pa);
-					dfl_write_block(&w, &pa,
+					ezi_dfl_plan(&f0, &pa);
+					ezi_dfl_write_block(&w, &pa,
 							c->items + bstart,
 							segstart - bstart, 0);
 					bstart = segstart;
@@ -431,8 +431,8 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 			size_t mid = lo + (hi - lo) / 2;
 			struct dfl_freqs g = snap;
 
-			dfl_count(&g, c->items + lo, mid - lo);
-			dfl_plan(&g, &pa);
+			ezi_dfl_count(&g, c->items + lo, mid - lo);
+			ezi_dfl_plan(&g, &pa);
 			if (pa.bits <= room) {
 				lo = mid;
 				snap = g;
@@ -448,9 +448,9 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 		*inlen = 0;
 		return -ENOSPC;
 	}
-	dfl_plan(&f, &plan);
-	dfl_write_block(&w, &plan, c->items + bstart, checked - bstart, 1);
-	if (!dfl_bw_finish(&w))
+	ezi_dfl_plan(&f, &plan);
+	ezi_dfl_write_block(&w, &plan, c->items + bstart, checked - bstart, 1);
+	if (!ezi_dfl_bw_finish(&w))
 		return -EIO; /* a cost went wrong: never written past out */
 	*inlen = span(c->items, 0, checked);
 	return (int)w.pos;
@@ -500,7 +500,7 @@ nomem:
 	return NULL;
 }
 
-const struct ezfs_codec_ops ezfs_codec_ezdeflate = {
+const struct ezfs_codec_ops ezi_codec_ezdeflate = {
     .name = "ezdeflate",
     .alg = EZFS_ALG_DEFLATE,
     .flags = EZFS_CODEC_ENCODE,

@@ -41,7 +41,7 @@ static inline unsigned dist_base(unsigned slot)
 	return 1 + ((2 + (slot & 1)) << ((slot >> 1) - 1));
 }
 
-void dfl_count(struct dfl_freqs *f, const uint32_t *items, size_t n)
+void ezi_dfl_count(struct dfl_freqs *f, const uint32_t *items, size_t n)
 {
 	size_t i;
 
@@ -189,7 +189,7 @@ static const uint8_t precode_order[19] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
 
 /* Run-length code the lengths (symbols 16, 17, 18); fills p->rle and the
  * code-length code; returns the header's size in bits. */
-static uint64_t plan_header(struct dfl_plan *p)
+static uint64_t plan_header(struct ezi_dfl_plan *p)
 {
 	uint8_t all[DFL_NLITLEN + DFL_NDIST];
 	uint32_t pf[19] = {0};
@@ -256,7 +256,7 @@ static uint8_t fixed_litlen(unsigned s)
 	return s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8;
 }
 
-void dfl_plan(const struct dfl_freqs *f, struct dfl_plan *p)
+void ezi_dfl_plan(const struct dfl_freqs *f, struct ezi_dfl_plan *p)
 {
 	uint32_t lf[DFL_NLITLEN];
 	uint64_t extra = 3, dyn = 0, fix = 0; /* 3: the block header */
@@ -340,7 +340,7 @@ static void make_codes(const uint8_t *lens, unsigned n, uint16_t *codes)
 	}
 }
 
-void dfl_write_block(struct dfl_bw *w, const struct dfl_plan *p,
+void ezi_dfl_write_block(struct dfl_bw *w, const struct ezi_dfl_plan *p,
 		     const uint32_t *items, size_t n, int final)
 {
 	uint16_t lc[DFL_NLITLEN + 2], dc[DFL_NDIST], pc[19];
@@ -388,7 +388,7 @@ void dfl_write_block(struct dfl_bw *w, const struct dfl_plan *p,
 	put(w, lc[DFL_EOB], p->litlen[DFL_EOB]);
 }
 
-size_t dfl_bw_finish(struct dfl_bw *w)
+size_t ezi_dfl_bw_finish(struct dfl_bw *w)
 {
 	while (w->nacc > 0) {
 		if (w->pos >= w->cap) {

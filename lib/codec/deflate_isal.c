@@ -88,7 +88,7 @@ static int isal_decompress(void *ctx, const struct ezfs_dreq *rq)
 	return st->avail_out == 0 ? 0 : -EUCLEAN;
 }
 
-const struct ezfs_codec_ops ezfs_codec_isal = {
+const struct ezfs_codec_ops ezi_codec_isal = {
 	.name = "isal",
 	.alg = EZFS_ALG_DEFLATE,
 	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE,

@@ -126,14 +126,14 @@ static void ld_cctx_free(void *cctx)
 
 	if (!cc)
 		return;
-	ezfs_codec_fit_free(&cc->fit);
+	ezi_codec_fit_free(&cc->fit);
 	libdeflate_free_compressor(cc->c);
 	libdeflate_free_compressor(cc->c1);
 	free(cc);
 }
 
 /*
- * libdeflate has no fixed-output mode: ezfs_codec_fit() searches the prefix
+ * libdeflate has no fixed-output mode: ezi_codec_fit() searches the prefix
  * with whole-buffer trials. A stream that starts with a non-final stored
  * block has a 0x00 first byte, which 0padding cannot tell from padding
  * (format notes 9.8); bits 3-7 of that byte pad the stored block header to
@@ -147,13 +147,13 @@ static int ld_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 
 	if (outcap > INT_MAX)
 		outcap = INT_MAX;
-	ret = ezfs_codec_fit(&cc->fit, in, inlen, out, outcap);
+	ret = ezi_codec_fit(&cc->fit, in, inlen, out, outcap);
 	if (ret > 0 && out[0] == 0x00)
 		out[0] = 0x08;
 	return ret;
 }
 
-const struct ezfs_codec_ops ezfs_codec_libdeflate = {
+const struct ezfs_codec_ops ezi_codec_libdeflate = {
 	.name = "libdeflate",
 	.alg = EZFS_ALG_DEFLATE,
 	.flags = EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE,

@@ -82,7 +82,7 @@ static int zlib_decompress(void *ctx, const struct ezfs_dreq *rq)
 	return zs->avail_out == 0 ? 0 : -EUCLEAN;
 }
 
-const struct ezfs_codec_ops ezfs_codec_zlib = {
+const struct ezfs_codec_ops ezi_codec_zlib = {
 	.name = "zlib",
 	.alg = EZFS_ALG_DEFLATE,
 	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE,

@@ -199,7 +199,7 @@ static int lz4_compress_destsize(void *cctx, const uint8_t *in,
 	return ret;
 }
 
-const struct ezfs_codec_ops ezfs_codec_lz4 = {
+const struct ezfs_codec_ops ezi_codec_lz4 = {
 	.name = "lz4",
 	.alg = EZFS_ALG_LZ4,
 	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE,
@@ -212,7 +212,7 @@ const struct ezfs_codec_ops ezfs_codec_lz4 = {
 	.compress_destsize = lz4_compress_destsize,
 };
 
-const struct ezfs_codec_ops ezfs_codec_lz4hc = {
+const struct ezfs_codec_ops ezi_codec_lz4hc = {
 	.name = "lz4hc",
 	.alg = EZFS_ALG_LZ4,
 	.flags = EZFS_CODEC_ENCODE,

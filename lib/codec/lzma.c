@@ -187,7 +187,7 @@ static int lzma_compress_destsize(void *cctx, const uint8_t *in,
 	return (int)s->total_out;
 }
 
-const struct ezfs_codec_ops ezfs_codec_lzma = {
+const struct ezfs_codec_ops ezi_codec_lzma = {
 	.name = "lzma",
 	.alg = EZFS_ALG_LZMA,
 	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE,

@@ -221,12 +221,12 @@ static void zstd_cctx_free(void *cctx)
 
 	if (!cc)
 		return;
-	ezfs_codec_fit_free(&cc->fit);
+	ezi_codec_fit_free(&cc->fit);
 	ZSTD_freeCCtx(cc->c);
 	free(cc);
 }
 
-/* libzstd has no fixed-output mode: search with ezfs_codec_fit(). A frame
+/* libzstd has no fixed-output mode: search with ezi_codec_fit(). A frame
  * starts with its magic, never with 0x00. */
 static int zstd_compress_destsize(void *cctx, const uint8_t *in,
 				  size_t *inlen, uint8_t *out, size_t outcap)
@@ -235,10 +235,10 @@ static int zstd_compress_destsize(void *cctx, const uint8_t *in,
 
 	if (outcap > INT_MAX)
 		outcap = INT_MAX;
-	return ezfs_codec_fit(&cc->fit, in, inlen, out, outcap);
+	return ezi_codec_fit(&cc->fit, in, inlen, out, outcap);
 }
 
-const struct ezfs_codec_ops ezfs_codec_zstd = {
+const struct ezfs_codec_ops ezi_codec_zstd = {
 	.name = "zstd",
 	.alg = EZFS_ALG_ZSTD,
 	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE,

@@ -20,7 +20,7 @@ static const struct ezfs_codec_ops *engine_named(const char *name)
 
 	for (i = 0; i < ezfs_engine_count(); i++)
 		if (!ezfs_engine_get_info(i, &info) && !strcmp(info.name, name))
-			return ezfs_codec_find(name);
+			return ezi_codec_find(name);
 	return NULL;
 }
 
@@ -29,7 +29,7 @@ static const struct ezfs_codec_ops *encoder_of(int alg)
 {
 	const struct ezfs_codec_ops *const *p;
 
-	for (p = ezfs_codec_all(); *p; p++)
+	for (p = ezi_codec_all(); *p; p++)
 		if ((*p)->alg == alg && ((*p)->flags & EZFS_CODEC_ENCODE) &&
 		    (!(*p)->probe || !(*p)->probe()))
 			return *p;
@@ -80,7 +80,7 @@ int ezfs_engine_bench_raw(const char *engine, const void *data, size_t len,
 		wlog++;
 	cfg.zstd_windowlog = wlog - 10;
 	cctx = enc->cctx_new(-1, &cfg, &err);
-	pool = ezfs_codec_pool_new(&cfg);
+	pool = ezi_codec_pool_new(&cfg);
 	/* each pcluster decodes to its place in a buffer of the whole data,
 	 * as a file read does (not again and again into one hot buffer) */
 	out = malloc(len);
@@ -135,7 +135,7 @@ int ezfs_engine_bench_raw(const char *engine, const void *data, size_t len,
 				.outlen = c[i].len,
 			};
 
-			err = ezfs_codec_decompress_one(pool, dec, &rq);
+			err = ezi_codec_decompress_one(pool, dec, &rq);
 			if (!err && it == 0 &&
 			    memcmp(rq.out, c[i].src, c[i].len))
 				err = -EUCLEAN;
@@ -155,6 +155,6 @@ out:
 	free(out);
 	if (cctx)
 		enc->cctx_free(cctx);
-	ezfs_codec_pool_free(pool);
+	ezi_codec_pool_free(pool);
 	return err;
 }

@@ -14,7 +14,7 @@
  * microseconds at least), so the lock is not where the time goes. Each
  * worker sleeps on its own condition variable, so a submission wakes the
  * worker of the submitting CPU (percpu) or just as many idle workers as
- * there are jobs, never the whole pool for one job. ezfs_disp_new returns
+ * there are jobs, never the whole pool for one job. ezi_disp_new returns
  * once every worker is pinned and has its priority.
  */
 #define _GNU_SOURCE 1
@@ -126,7 +126,7 @@ static void *worker_main(void *arg)
 	unsigned me = (unsigned)(w - d->w);
 	int policy = SCHED_OTHER, nice = 0;
 
-	ezfs_engine_on_worker = true;
+	ezi_engine_on_worker = true;
 	if (d->mode == EZFS_DISPATCH_PERCPU)
 		policy = raise_priority(&nice);
 	pthread_mutex_lock(&d->lock);
@@ -148,10 +148,10 @@ static void *worker_main(void *arg)
 		}
 		pthread_mutex_unlock(&d->lock);
 		j->err = j->fn(j->arg);
-		ezfs_engine_lat_record(d->es, ezfs_engine_now_ns() -
+		ezi_engine_lat_record(d->es, ezi_engine_now_ns() -
 						      j->t_submit);
 		b = j->batch;
-		ezfs_ebatch_done(b); /* j may be gone after this */
+		ezi_ebatch_done(b); /* j may be gone after this */
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -216,7 +216,7 @@ static int start_worker(struct ezfs_dispatcher *d, unsigned i, int cpu)
 	return 0;
 }
 
-struct ezfs_dispatcher *ezfs_disp_new(struct ezfs_estate *es, int mode,
+struct ezfs_dispatcher *ezi_disp_new(struct ezfs_estate *es, int mode,
 				      unsigned nthreads, int *err)
 {
 	struct ezfs_dispatcher *d = calloc(1, sizeof(*d));
@@ -261,7 +261,7 @@ struct ezfs_dispatcher *ezfs_disp_new(struct ezfs_estate *es, int mode,
 									  -1);
 	}
 	if (*err) {
-		ezfs_disp_free(d);
+		ezi_disp_free(d);
 		return NULL;
 	}
 	/* report pinning and priority only once they are in place */
@@ -272,7 +272,7 @@ struct ezfs_dispatcher *ezfs_disp_new(struct ezfs_estate *es, int mode,
 	return d;
 }
 
-void ezfs_disp_free(struct ezfs_dispatcher *d)
+void ezi_disp_free(struct ezfs_dispatcher *d)
 {
 	unsigned i;
 
@@ -306,11 +306,11 @@ static bool claim_idle(struct ezfs_dispatcher *d, unsigned i)
 
 #define WAKE_BATCH 16
 
-void ezfs_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
+void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 		      size_t n)
 {
 	struct wq *q = &d->shared;
-	uint64_t now = ezfs_engine_now_ns();
+	uint64_t now = ezi_engine_now_ns();
 	unsigned wake[WAKE_BATCH];
 	size_t i, woken = 0;
 	int local = -1;
@@ -350,7 +350,7 @@ void ezfs_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 		pthread_cond_signal(&d->w[wake[i]].wake);
 }
 
-void ezfs_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di)
+void ezi_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di)
 {
 	pthread_mutex_lock(&d->lock);
 	di->mode = d->mode;

@@ -3,7 +3,7 @@
  * engine.c - engine registry, per-image engine order (spec parsing, live
  * switch), fallback to the reference engine, counters and latency samples.
  *
- * The registry is const: the decoders of ezfs_codec_all() followed by the
+ * The registry is const: the decoders of ezi_codec_all() followed by the
  * test engines. Per image, the order is an immutable table read through an
  * atomic pointer; ezfs_image_set_accel publishes a new one and keeps the old
  * ones until the image is closed, so a reader never sees a freed table.
@@ -16,7 +16,7 @@
 
 #include "engine/engine.h"
 
-__thread bool ezfs_engine_on_worker;
+__thread bool ezi_engine_on_worker;
 
 /* ---- the test engine: proves the fallback path ---- */
 
@@ -44,7 +44,7 @@ static const struct ezfs_codec_ops *engine_at(unsigned i)
 {
 	const struct ezfs_codec_ops *const *p;
 
-	for (p = ezfs_codec_all(); *p; p++) {
+	for (p = ezi_codec_all(); *p; p++) {
 		if (!(*p)->decompress)
 			continue;
 		if (!i--)
@@ -100,7 +100,7 @@ static int engine_by_name(const char *name, size_t len)
 /* The reference engine of alg: the last of its default list. */
 static int reference_of(int alg)
 {
-	const struct ezfs_codec_ops *const *l = ezfs_codec_list(alg);
+	const struct ezfs_codec_ops *const *l = ezi_codec_list(alg);
 	const struct ezfs_codec_ops *last = NULL;
 
 	for (; l && *l; l++)
@@ -124,7 +124,7 @@ int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info)
 		      (is_test_engine(e) ? EZFS_ENGINE_TEST : 0);
 	info->probe = e->probe ? e->probe() : 0;
 	info->default_pos = -1;
-	for (l = ezfs_codec_list(e->alg), pos = 0; l && *l; l++, pos++)
+	for (l = ezi_codec_list(e->alg), pos = 0; l && *l; l++, pos++)
 		if (*l == e)
 			info->default_pos = pos;
 	info->reference = reference_of(e->alg) == (int)i;
@@ -146,7 +146,7 @@ static void order_default(struct ezfs_order *o)
 
 	memset(o, 0, sizeof(*o));
 	for (alg = 0; alg < EZFS_ALG_MAX; alg++)
-		for (l = ezfs_codec_list(alg); l && *l; l++)
+		for (l = ezi_codec_list(alg); l && *l; l++)
 			o->idx[alg][o->n[alg]++] = (unsigned char)engine_index(*l);
 }
 
@@ -308,7 +308,7 @@ static int set_order(struct ezfs_estate *es, const char *spec,
 		return -ENOMEM;
 	err = parse_spec(spec, o, bad, sizeof(bad));
 	if (err) {
-		ezfs_logf(es->lg, EZFS_LOG_ERROR, "%s '%s': %s", from, spec, bad);
+		ezi_logf(es->lg, EZFS_LOG_ERROR, "%s '%s': %s", from, spec, bad);
 		free(o);
 		return err;
 	}
@@ -324,7 +324,7 @@ static int set_order(struct ezfs_estate *es, const char *spec,
 	return 0;
 }
 
-int ezfs_engine_env_check(const struct ezfs_logger *lg)
+int ezi_engine_env_check(const struct ezfs_logger *lg)
 {
 	const char *s = getenv("EZFS_ACCEL");
 	struct ezfs_order o;
@@ -332,12 +332,12 @@ int ezfs_engine_env_check(const struct ezfs_logger *lg)
 	char bad[256];
 
 	if (s && parse_spec(s, &o, bad, sizeof(bad))) {
-		ezfs_logf(lg, EZFS_LOG_ERROR, "EZFS_ACCEL '%s': %s", s, bad);
+		ezi_logf(lg, EZFS_LOG_ERROR, "EZFS_ACCEL '%s': %s", s, bad);
 		return -EINVAL;
 	}
 	s = getenv("EZFS_DISPATCH");
 	if (s && *s && ezfs_dispatch_parse(s, &n) < 0) {
-		ezfs_logf(lg, EZFS_LOG_ERROR, "EZFS_DISPATCH '%s': not inline, queue[:N] or "
+		ezi_logf(lg, EZFS_LOG_ERROR, "EZFS_DISPATCH '%s': not inline, queue[:N] or "
 			 "percpu", s);
 		return -EINVAL;
 	}
@@ -346,13 +346,13 @@ int ezfs_engine_env_check(const struct ezfs_logger *lg)
 
 /* ---- per-image state ---- */
 
-void ezfs_estate_free(struct ezfs_estate *es)
+void ezi_estate_free(struct ezfs_estate *es)
 {
 	struct ezfs_order *o, *n;
 
 	if (!es)
 		return;
-	ezfs_disp_free(es->disp);
+	ezi_disp_free(es->disp);
 	free((void *)es->order);
 	for (o = es->old; o; o = n) {
 		n = o->next_old;
@@ -364,7 +364,7 @@ void ezfs_estate_free(struct ezfs_estate *es)
 	free(es);
 }
 
-struct ezfs_estate *ezfs_estate_new(struct ezfs_codec_pool *codecs,
+struct ezfs_estate *ezi_estate_new(struct ezfs_codec_pool *codecs,
 				    const struct ezfs_logger *lg)
 {
 	struct ezfs_estate *es = calloc(1, sizeof(*es));
@@ -383,7 +383,7 @@ struct ezfs_estate *ezfs_estate_new(struct ezfs_codec_pool *codecs,
 	/* env validated at open; a bad one here leaves the default */
 	if (set_order(es, getenv("EZFS_ACCEL"), "EZFS_ACCEL") &&
 	    set_order(es, NULL, "default")) {
-		ezfs_estate_free(es);
+		ezi_estate_free(es);
 		return NULL;
 	}
 	es->strict = getenv("EZFS_STRICT_ACCEL") &&
@@ -391,7 +391,7 @@ struct ezfs_estate *ezfs_estate_new(struct ezfs_codec_pool *codecs,
 	return es;
 }
 
-void ezfs_estate_start_env(struct ezfs_estate *es)
+void ezi_estate_start_env(struct ezfs_estate *es)
 {
 	const char *d = getenv("EZFS_DISPATCH");
 	unsigned n = 0;
@@ -400,17 +400,17 @@ void ezfs_estate_start_env(struct ezfs_estate *es)
 	if (!d || !*d)
 		return;
 	mode = ezfs_dispatch_parse(d, &n);
-	if (mode > 0 && ezfs_es_set_dispatch(es, mode, n))
-		ezfs_logf(es->lg, EZFS_LOG_ERROR, "EZFS_DISPATCH '%s': cannot "
+	if (mode > 0 && ezi_es_set_dispatch(es, mode, n))
+		ezi_logf(es->lg, EZFS_LOG_ERROR, "EZFS_DISPATCH '%s': cannot "
 			  "start the workers; decoding inline", d);
 }
 
-int ezfs_es_set_accel(struct ezfs_estate *es, const char *spec)
+int ezi_es_set_accel(struct ezfs_estate *es, const char *spec)
 {
 	return set_order(es, spec && *spec ? spec : NULL, "accel");
 }
 
-int ezfs_es_get_accel(struct ezfs_estate *es, char *buf, size_t size)
+int ezi_es_get_accel(struct ezfs_estate *es, char *buf, size_t size)
 {
 	const struct ezfs_order *o;
 	size_t len = 0;
@@ -438,13 +438,13 @@ int ezfs_es_get_accel(struct ezfs_estate *es, char *buf, size_t size)
 	return (int)len;
 }
 
-int ezfs_es_set_strict(struct ezfs_estate *es, int strict)
+int ezi_es_set_strict(struct ezfs_estate *es, int strict)
 {
 	__atomic_store_n(&es->strict, !!strict, __ATOMIC_RELAXED);
 	return 0;
 }
 
-int ezfs_es_get_strict(struct ezfs_estate *es)
+int ezi_es_get_strict(struct ezfs_estate *es)
 {
 	return __atomic_load_n(&es->strict, __ATOMIC_RELAXED);
 }
@@ -458,7 +458,7 @@ static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq)
 	int err;
 
 	ADD(es->cnt[e].requests, 1);
-	err = ezfs_codec_decompress_one(es->codecs,
+	err = ezi_codec_decompress_one(es->codecs,
 					engine_at((unsigned)e), rq);
 	if (!err)
 		ADD(es->cnt[e].bytes_out, rq->outlen);
@@ -517,7 +517,7 @@ static int engine_decode(struct ezfs_estate *es, int alg, struct ezfs_dreq *rq)
 	return err;
 }
 
-uint64_t ezfs_engine_now_ns(void)
+uint64_t ezi_engine_now_ns(void)
 {
 	struct timespec ts;
 
@@ -525,7 +525,7 @@ uint64_t ezfs_engine_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void ezfs_engine_lat_record(struct ezfs_estate *es, uint64_t ns)
+void ezi_engine_lat_record(struct ezfs_estate *es, uint64_t ns)
 {
 	pthread_mutex_lock(&es->lat_lock);
 	es->lat_ns[es->lat_next] = ns;
@@ -547,7 +547,7 @@ static int decode_job_fn(void *arg)
 	return engine_decode(j->es, j->alg, j->rq);
 }
 
-void ezfs_ebatch_done(struct ezfs_ebatch *b)
+void ezi_ebatch_done(struct ezfs_ebatch *b)
 {
 	pthread_mutex_lock(&b->lock);
 	if (!--b->left)
@@ -562,14 +562,14 @@ static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 	size_t i;
 	int err = 0;
 
-	if (!es->disp || ezfs_engine_on_worker) {
+	if (!es->disp || ezi_engine_on_worker) {
 		for (i = 0; i < n; i++) {
-			uint64_t t0 = ezfs_engine_now_ns();
+			uint64_t t0 = ezi_engine_now_ns();
 
 			jobs[i].err = jobs[i].fn(jobs[i].arg);
-			if (!ezfs_engine_on_worker)
-				ezfs_engine_lat_record(es,
-						       ezfs_engine_now_ns() - t0);
+			if (!ezi_engine_on_worker)
+				ezi_engine_lat_record(es,
+						       ezi_engine_now_ns() - t0);
 		}
 	} else {
 		pthread_mutex_init(&b.lock, NULL);
@@ -577,7 +577,7 @@ static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 		b.left = n;
 		for (i = 0; i < n; i++)
 			jobs[i].batch = &b;
-		ezfs_disp_submit(es->disp, jobs, n);
+		ezi_disp_submit(es->disp, jobs, n);
 		pthread_mutex_lock(&b.lock);
 		while (b.left)
 			pthread_cond_wait(&b.cond, &b.lock);
@@ -590,7 +590,7 @@ static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 	return err;
 }
 
-int ezfs_engine_decompress(struct ezfs_estate *es, int alg,
+int ezi_engine_decompress(struct ezfs_estate *es, int alg,
 			   struct ezfs_dreq *rq)
 {
 	struct decode_job dj;
@@ -601,7 +601,7 @@ int ezfs_engine_decompress(struct ezfs_estate *es, int alg,
 		return -EOPNOTSUPP;
 	if (!es)
 		return -ENOMEM;
-	if (ezfs_engine_on_worker)
+	if (ezi_engine_on_worker)
 		return engine_decode(es, alg, rq);
 	dj.es = es;
 	dj.alg = alg;
@@ -612,14 +612,14 @@ int ezfs_engine_decompress(struct ezfs_estate *es, int alg,
 	return err;
 }
 
-bool ezfs_engine_batching(struct ezfs_estate *es)
+bool ezi_engine_batching(struct ezfs_estate *es)
 {
-	if (ezfs_engine_on_worker || !es)
+	if (ezi_engine_on_worker || !es)
 		return false;
 	return __atomic_load_n(&es->disp, __ATOMIC_ACQUIRE);
 }
 
-int ezfs_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
+int ezi_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 {
 	int err;
 
@@ -670,7 +670,7 @@ int ezfs_dispatch_parse(const char *s, unsigned *nthreads)
 	return -EINVAL;
 }
 
-int ezfs_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads)
+int ezi_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads)
 {
 	struct ezfs_dispatcher *d = NULL, *old;
 	int err = 0;
@@ -678,9 +678,9 @@ int ezfs_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads)
 	if (mode < EZFS_DISPATCH_INLINE || mode > EZFS_DISPATCH_PERCPU)
 		return -EINVAL;
 	if (mode != EZFS_DISPATCH_INLINE) {
-		d = ezfs_disp_new(es, mode, nthreads, &err);
+		d = ezi_disp_new(es, mode, nthreads, &err);
 		if (!d)
-			ezfs_logf(es->lg, EZFS_LOG_ERROR, "dispatch %s: cannot "
+			ezi_logf(es->lg, EZFS_LOG_ERROR, "dispatch %s: cannot "
 				  "start workers (%d)", ezfs_dispatch_name(mode),
 				  err);
 	}
@@ -688,16 +688,16 @@ int ezfs_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads)
 	old = es->disp;
 	__atomic_store_n(&es->disp, d, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&es->dlock);
-	ezfs_disp_free(old);
+	ezi_disp_free(old);
 	return err;
 }
 
-int ezfs_es_dispatch_info(struct ezfs_estate *es, struct ezfs_dispatch_info *di)
+int ezi_es_dispatch_info(struct ezfs_estate *es, struct ezfs_dispatch_info *di)
 {
 	memset(di, 0, sizeof(*di));
 	pthread_rwlock_rdlock(&es->dlock);
 	if (es->disp)
-		ezfs_disp_info(es->disp, di);
+		ezi_disp_info(es->disp, di);
 	di->batches = __atomic_load_n(&es->batches, __ATOMIC_RELAXED);
 	pthread_rwlock_unlock(&es->dlock);
 	return 0;
@@ -707,7 +707,7 @@ int ezfs_es_dispatch_info(struct ezfs_estate *es, struct ezfs_dispatch_info *di)
 
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
-int ezfs_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
+int ezi_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
 			 size_t n)
 {
 	unsigned i, count = ezfs_engine_count();
@@ -750,7 +750,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int ezfs_es_latency_stats(struct ezfs_estate *es, struct ezfs_latency_stats *ls)
+int ezi_es_latency_stats(struct ezfs_estate *es, struct ezfs_latency_stats *ls)
 {
 	uint64_t *v;
 	double sum = 0, sq = 0;
@@ -788,7 +788,7 @@ int ezfs_es_latency_stats(struct ezfs_estate *es, struct ezfs_latency_stats *ls)
 	return 0;
 }
 
-void ezfs_es_reset(struct ezfs_estate *es)
+void ezi_es_reset(struct ezfs_estate *es)
 {
 	unsigned i;
 

@@ -23,15 +23,15 @@ struct ezfs_estate;
  * default), strictness (EZFS_STRICT_ACCEL), counters, the dispatcher.
  * codecs and lg must outlive it. NULL: out of memory.
  */
-struct ezfs_estate *ezfs_estate_new(struct ezfs_codec_pool *codecs,
+struct ezfs_estate *ezi_estate_new(struct ezfs_codec_pool *codecs,
 				    const struct ezfs_logger *lg);
-void ezfs_estate_free(struct ezfs_estate *es);   /* accepts NULL */
+void ezi_estate_free(struct ezfs_estate *es);   /* accepts NULL */
 /* Start the dispatcher EZFS_DISPATCH asks for (a failure is logged and
  * leaves decoding inline). */
-void ezfs_estate_start_env(struct ezfs_estate *es);
+void ezi_estate_start_env(struct ezfs_estate *es);
 
 /* Decode rq with the state's engine order, fallback and dispatch mode. */
-int ezfs_engine_decompress(struct ezfs_estate *es, int alg,
+int ezi_engine_decompress(struct ezfs_estate *es, int alg,
 			   struct ezfs_dreq *rq);
 
 /* A unit of work for the dispatcher; fn(arg) returns 0 or -errno. */
@@ -46,28 +46,28 @@ struct ezfs_ejob {
 };
 
 /* true when jobs run on worker threads (not inline, not on a worker). */
-bool ezfs_engine_batching(struct ezfs_estate *es);
+bool ezi_engine_batching(struct ezfs_estate *es);
 /* Run n jobs (on the workers, all at once, or inline) and wait for all;
  * returns the first job's error in array order, or 0. */
-int ezfs_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n);
+int ezi_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n);
 
 /* Validate EZFS_ACCEL / EZFS_DISPATCH at open (logs and -EINVAL). */
-int ezfs_engine_env_check(const struct ezfs_logger *lg);
+int ezi_engine_env_check(const struct ezfs_logger *lg);
 
 /* The state behind the public ezfs_image_* engine calls (ezfs/engine.h
  * says what each does and returns). */
-int ezfs_es_set_accel(struct ezfs_estate *es, const char *spec);
-int ezfs_es_get_accel(struct ezfs_estate *es, char *buf, size_t size);
-int ezfs_es_set_strict(struct ezfs_estate *es, int strict);
-int ezfs_es_get_strict(struct ezfs_estate *es);
-int ezfs_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads);
-int ezfs_es_dispatch_info(struct ezfs_estate *es,
+int ezi_es_set_accel(struct ezfs_estate *es, const char *spec);
+int ezi_es_get_accel(struct ezfs_estate *es, char *buf, size_t size);
+int ezi_es_set_strict(struct ezfs_estate *es, int strict);
+int ezi_es_get_strict(struct ezfs_estate *es);
+int ezi_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads);
+int ezi_es_dispatch_info(struct ezfs_estate *es,
 			  struct ezfs_dispatch_info *di);
-int ezfs_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
+int ezi_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
 			 size_t n);
-int ezfs_es_latency_stats(struct ezfs_estate *es,
+int ezi_es_latency_stats(struct ezfs_estate *es,
 			  struct ezfs_latency_stats *ls);
-void ezfs_es_reset(struct ezfs_estate *es);
+void ezi_es_reset(struct ezfs_estate *es);
 
 /* ---- between engine.c and dispatch.c ---- */
 
@@ -95,18 +95,18 @@ struct ezfs_estate {
 	uint64_t lat_ns[EZFS_LAT_SAMPLES];
 };
 
-uint64_t ezfs_engine_now_ns(void);
-void ezfs_engine_lat_record(struct ezfs_estate *es, uint64_t ns);
+uint64_t ezi_engine_now_ns(void);
+void ezi_engine_lat_record(struct ezfs_estate *es, uint64_t ns);
 
-extern __thread bool ezfs_engine_on_worker;
+extern __thread bool ezi_engine_on_worker;
 
-struct ezfs_dispatcher *ezfs_disp_new(struct ezfs_estate *es, int mode,
+struct ezfs_dispatcher *ezi_disp_new(struct ezfs_estate *es, int mode,
 				      unsigned nthreads, int *err);
-void ezfs_disp_free(struct ezfs_dispatcher *d);
+void ezi_disp_free(struct ezfs_dispatcher *d);
 /* Queue the jobs (each with batch set); they complete asynchronously. */
-void ezfs_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
+void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 		      size_t n);
-void ezfs_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di);
+void ezi_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di);
 
 /* Completion of a set of jobs. */
 struct ezfs_ebatch {
@@ -114,6 +114,6 @@ struct ezfs_ebatch {
 	pthread_cond_t cond;
 	size_t left;
 };
-void ezfs_ebatch_done(struct ezfs_ebatch *b);
+void ezi_ebatch_done(struct ezfs_ebatch *b);
 
 #endif

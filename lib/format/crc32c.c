@@ -7,7 +7,7 @@
 /* Slicing-by-8 tables, made by scripts/crc32c_gen.c during the build. */
 #include "crc32c_table.h"
 
-uint32_t ezfs_crc32c(uint32_t crc, const void *data, size_t len)
+uint32_t ezi_crc32c(uint32_t crc, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 

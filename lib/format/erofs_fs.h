@@ -366,8 +366,8 @@ static inline unsigned erofs_dev_minor(uint32_t v)
 }
 
 /* crc32c.c: raw CRC-32C state update (reflected 0x82F63B78, no inversion) */
-uint32_t ezfs_crc32c(uint32_t crc, const void *data, size_t len);
+uint32_t ezi_crc32c(uint32_t crc, const void *data, size_t len);
 /* xxhash.c: XXH32 [14.2] */
-uint32_t ezfs_xxh32(const void *data, size_t len, uint32_t seed);
+uint32_t ezi_xxh32(const void *data, size_t len, uint32_t seed);
 
 #endif

@@ -38,7 +38,7 @@ static void feature_names(char *buf, size_t size, uint32_t bits,
 	}
 }
 
-void ezfs_feature_names(uint32_t compat, uint32_t incompat, char *buf,
+void ezi_feature_names(uint32_t compat, uint32_t incompat, char *buf,
 			size_t size)
 {
 	size_t used = 0;

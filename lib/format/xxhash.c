@@ -13,7 +13,7 @@ static inline uint32_t rotl32(uint32_t x, unsigned r)
 	return (x << r) | (x >> (32 - r));
 }
 
-uint32_t ezfs_xxh32(const void *data, size_t len, uint32_t seed)
+uint32_t ezi_xxh32(const void *data, size_t len, uint32_t seed)
 {
 	const uint8_t *p = data, *end = p + len;
 	uint32_t h;

@@ -76,7 +76,7 @@ static const struct ezfs_io_ops mem_ops = {
 	.close = free,
 };
 
-int ezfs_io_open_file(const char *path, struct ezfs_io *io)
+int ezi_io_open_file(const char *path, struct ezfs_io *io)
 {
 	struct file_io *f;
 	struct stat st;
@@ -120,7 +120,7 @@ int ezfs_io_open_file(const char *path, struct ezfs_io *io)
 	return 0;
 }
 
-int ezfs_io_open_mem(const void *buf, size_t len, struct ezfs_io *io)
+int ezi_io_open_mem(const void *buf, size_t len, struct ezfs_io *io)
 {
 	struct mem_io *m = malloc(sizeof(*m));
 
@@ -135,7 +135,7 @@ int ezfs_io_open_mem(const void *buf, size_t len, struct ezfs_io *io)
 	return 0;
 }
 
-void ezfs_io_close(struct ezfs_io *io)
+void ezi_io_close(struct ezfs_io *io)
 {
 	if (io->ops && io->ops->close)
 		io->ops->close(io->arg);
@@ -144,8 +144,8 @@ void ezfs_io_close(struct ezfs_io *io)
 }
 
 /* The bytes [off, off + len) of an in-memory image in place, else NULL
- * (the caller then reads them with ezfs_io_read). */
-const void *ezfs_io_map(const struct ezfs_io *io, size_t len, uint64_t off)
+ * (the caller then reads them with ezi_io_read). */
+const void *ezi_io_map(const struct ezfs_io *io, size_t len, uint64_t off)
 {
 	const struct mem_io *m = io->arg;
 
@@ -156,7 +156,7 @@ const void *ezfs_io_map(const struct ezfs_io *io, size_t len, uint64_t off)
 }
 
 /* Ask for [off, off + len) of a file image without waiting for it. */
-void ezfs_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len)
+void ezi_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len)
 {
 	const struct file_io *f = io->arg;
 
@@ -169,12 +169,12 @@ void ezfs_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len)
 
 /* Read exactly len bytes at image offset off. A range past the end of the
  * image is corruption (something in the image pointed there). */
-int ezfs_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
+int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 {
 	ssize_t n;
 
 	if (off > io->size || len > io->size - off) {
-		ezfs_logf(io->lg, EZFS_LOG_ERROR, "read of %zu bytes at %llu is beyond the end of "
+		ezi_logf(io->lg, EZFS_LOG_ERROR, "read of %zu bytes at %llu is beyond the end of "
 			 "the image (%llu bytes)", len, (unsigned long long)off,
 			 (unsigned long long)io->size);
 		return -EUCLEAN;
@@ -183,12 +183,12 @@ int ezfs_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 		return 0;
 	n = io->ops->pread(io->arg, buf, len, io->base + off);
 	if (n < 0) {
-		ezfs_logf(io->lg, EZFS_LOG_ERROR, "read of %zu bytes at %llu failed: %s", len,
+		ezi_logf(io->lg, EZFS_LOG_ERROR, "read of %zu bytes at %llu failed: %s", len,
 			 (unsigned long long)off, strerror((int)-n));
 		return n == -ENOMEM ? -ENOMEM : -EIO;
 	}
 	if ((size_t)n != len) {
-		ezfs_logf(io->lg, EZFS_LOG_ERROR, "short read at %llu: %zd of %zu bytes",
+		ezi_logf(io->lg, EZFS_LOG_ERROR, "short read at %llu: %zd of %zu bytes",
 			 (unsigned long long)off, n, len);
 		return -EIO;
 	}

@@ -23,18 +23,18 @@ struct ezfs_io {
  * (base 0). Errors: -errno of open, -EISDIR, -ESPIPE (a pipe or socket),
  * -ENOTBLK (another special file), -ENOMEM.
  */
-int ezfs_io_open_file(const char *path, struct ezfs_io *io);
+int ezi_io_open_file(const char *path, struct ezfs_io *io);
 /* An image held in memory (buf must outlive it). -ENOMEM. */
-int ezfs_io_open_mem(const void *buf, size_t len, struct ezfs_io *io);
+int ezi_io_open_mem(const void *buf, size_t len, struct ezfs_io *io);
 /* Close through ops->close (if any). */
-void ezfs_io_close(struct ezfs_io *io);
+void ezi_io_close(struct ezfs_io *io);
 
 /* Read exactly len bytes at image offset off; a range past the end is
  * -EUCLEAN (something in the image pointed there), a failed read -EIO. */
-int ezfs_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off);
+int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off);
 /* The bytes [off, off + len) of an in-memory image in place, else NULL. */
-const void *ezfs_io_map(const struct ezfs_io *io, size_t len, uint64_t off);
+const void *ezi_io_map(const struct ezfs_io *io, size_t len, uint64_t off);
 /* Ask for [off, off + len) of a file image without waiting for it. */
-void ezfs_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len);
+void ezi_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len);
 
 #endif

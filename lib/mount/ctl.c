@@ -14,7 +14,7 @@
 
 #include "internal.h"
 
-void mnt_ctl_init(struct fuse_conn_info *conn)
+void ezi_mnt_ctl_init(struct fuse_conn_info *conn)
 {
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)
 		conn->want |= FUSE_CAP_IOCTL_DIR;
@@ -66,9 +66,9 @@ static void ctl_set(fuse_req_t req, struct ezfs_mount *m, const void *buf)
 		snprintf(out.msg, sizeof(out.msg), "%s", ezfs_strerror(err));
 	out.result = err;
 	if (err)
-		mnt_log(m, EZFS_LOG_ERROR, "engine switch refused: %s", out.msg);
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "engine switch refused: %s", out.msg);
 	else
-		mnt_log(m, EZFS_LOG_INFO, "engines switched by uid %u: "
+		ezi_mnt_log(m, EZFS_LOG_INFO, "engines switched by uid %u: "
 			"accel '%s', dispatch %d, strict %d",
 			(unsigned)fuse_req_ctx(req)->uid,
 			in->set_accel ? out.spec : "(unchanged)", in->dispatch,
@@ -129,11 +129,11 @@ static void ctl_stats(fuse_req_t req, struct ezfs_mount *m)
 }
 
 #if FUSE_USE_VERSION < 35
-void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
+void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
 		   struct fuse_file_info *fi, unsigned flags,
 		   const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 #else
-void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		   void *arg, struct fuse_file_info *fi, unsigned flags,
 		   const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 #endif

@@ -32,7 +32,7 @@ struct edge_slot {
 	char *data;
 };
 
-int edge_init(struct edge_table *t, uint64_t budget)
+int ezi_edge_init(struct edge_table *t, uint64_t budget)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uint64_t n;
@@ -49,7 +49,7 @@ int edge_init(struct edge_table *t, uint64_t budget)
 	return 0;
 }
 
-void edge_destroy(struct edge_table *t)
+void ezi_edge_destroy(struct edge_table *t)
 {
 	size_t i;
 
@@ -147,7 +147,7 @@ static void store_edge(struct ezfs_mount *m, uint64_t nid, uint64_t fsize,
 	free(page);
 }
 
-void edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
+void ezi_edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
 		uint64_t from, uint64_t to)
 {
 	struct edge_table *t = &m->pf.edges;

@@ -108,10 +108,10 @@ struct mfile {
 	pthread_mutex_t lock;
 	uint64_t size;
 	uint64_t last_end;      /* end of the previous read */
-	uint64_t pf_start, pf_end; /* queued for the page cache: the run of
+	uint64_t ezi_pf_start, pf_end; /* queued for the page cache: the run of
 				    * a sequential reader */
 	bool compressed;
-	bool small;             /* small extents: no store-ahead (pf_open) */
+	bool small;             /* small extents: no store-ahead (ezi_pf_open) */
 };
 
 /* FUSE inode numbers: the root is FUSE_ROOT_ID, every other nid + 2. */
@@ -127,77 +127,77 @@ static inline uint64_t mnt_ino_to_nid(const struct ezfs_mount *m,
 	return ino == FUSE_ROOT_ID ? m->sb.root_nid : (uint64_t)ino - 2;
 }
 
-void mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
+void ezi_mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* The library's last error line on this thread, then forgotten. */
-const char *mnt_take_detail(char *buf, size_t size);
+const char *ezi_mnt_take_detail(char *buf, size_t size);
 
 /* itable.c */
-int it_init(struct itable *it);
-void it_destroy(struct itable *it);
+int ezi_it_init(struct itable *it);
+void ezi_it_destroy(struct itable *it);
 /* Find or load nid, pin it; add `lookups` kernel references. */
-int it_get(struct ezfs_mount *m, uint64_t nid, uint64_t lookups,
+int ezi_it_get(struct ezfs_mount *m, uint64_t nid, uint64_t lookups,
 	   struct mnode **out);
-void it_pin(struct ezfs_mount *m, struct mnode *n);
-void it_unpin(struct ezfs_mount *m, struct mnode *n);
-void it_forget(struct ezfs_mount *m, uint64_t nid, uint64_t nlookup);
-size_t it_count(struct ezfs_mount *m);
+void ezi_it_pin(struct ezfs_mount *m, struct mnode *n);
+void ezi_it_unpin(struct ezfs_mount *m, struct mnode *n);
+void ezi_it_forget(struct ezfs_mount *m, uint64_t nid, uint64_t nlookup);
+size_t ezi_it_count(struct ezfs_mount *m);
 
 /* ops.c */
-extern const struct fuse_lowlevel_ops mnt_ops;
+extern const struct fuse_lowlevel_ops ezi_mnt_ops;
 
 /* ctl.c: engine switch and stats ioctls on the root (EZFS_IOC_*) */
-void mnt_ctl_init(struct fuse_conn_info *conn);
+void ezi_mnt_ctl_init(struct fuse_conn_info *conn);
 #if FUSE_USE_VERSION < 35
-void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
+void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
 		   struct fuse_file_info *fi, unsigned flags,
 		   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 #else
-void mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		   void *arg, struct fuse_file_info *fi, unsigned flags,
 		   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 #endif
 
 /* edge.c */
-int edge_init(struct edge_table *t, uint64_t budget);
-void edge_destroy(struct edge_table *t);
+int ezi_edge_init(struct edge_table *t, uint64_t budget);
+void ezi_edge_destroy(struct edge_table *t);
 /* Put data, the bytes of [from, to) of node, into the page cache: whole
  * pages at once, partial ones once the rest of them has come too. */
-void edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
+void ezi_edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
 		uint64_t from, uint64_t to);
 
 /* stored.c: extents of an inode put into the page cache. Mark the one
  * starting at off; true if it was marked before. */
-bool st_mark(struct ezfs_mount *m, struct mnode *n, uint64_t off);
-void st_free(struct mnode *n);
+bool ezi_st_mark(struct ezfs_mount *m, struct mnode *n, uint64_t off);
+void ezi_st_free(struct mnode *n);
 
 /* readahead.c: the kernel's readahead window (readahead=) */
-void ra_init(struct ezfs_mount *m);
-void ra_set(struct ezfs_mount *m, uint32_t kb);
+void ezi_ra_init(struct ezfs_mount *m);
+void ezi_ra_set(struct ezfs_mount *m, uint32_t kb);
 /* Before the open reply: set the window (readahead=). */
-void ra_open(struct ezfs_mount *m, const struct mfile *f);
-void ra_fini(struct ezfs_mount *m);
+void ezi_ra_open(struct ezfs_mount *m, const struct mfile *f);
+void ezi_ra_fini(struct ezfs_mount *m);
 
 /* prefetch.c */
-int pf_start(struct ezfs_mount *m);
+int ezi_pf_start(struct ezfs_mount *m);
 /* Drop the queue, let the running jobs end, join the helpers. A job may
  * wait for a page whose read is in flight: call it while requests are
  * still answered (session.c). */
-void pf_stop(struct ezfs_mount *m);
+void ezi_pf_stop(struct ezfs_mount *m);
 /* A file opened: how to read it ahead (mount option readahead). */
-void pf_open(struct ezfs_mount *m, struct mfile *f);
+void ezi_pf_open(struct ezfs_mount *m, struct mfile *f);
 /* Answer a read of [off, off + len) of f straight from the
  * decoded-pcluster cache and queue the rest of its extents for the page
  * cache; false (nothing done) unless all of it lies in encoded extents. */
-bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
+bool ezi_pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 	       uint64_t off, uint64_t len);
 /* Read [from, to) of f into a new buffer *out; its length, or a library
  * error. */
-ssize_t pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out);
+ssize_t ezi_pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out);
 /* After a read of [off, off + len) that decoded up to decoded_end: store
  * ahead of a sequential reader. */
-void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
+void ezi_pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 		 uint64_t len, uint64_t decoded_end);
 
 #endif

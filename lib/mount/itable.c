@@ -13,7 +13,7 @@ static size_t hash_nid(uint64_t nid, size_t nbuckets)
 	return (size_t)(nid & (nbuckets - 1));
 }
 
-int it_init(struct itable *it)
+int ezi_it_init(struct itable *it)
 {
 	it->nbuckets = 1024;
 	it->count = 0;
@@ -24,7 +24,7 @@ int it_init(struct itable *it)
 	return 0;
 }
 
-void it_destroy(struct itable *it)
+void ezi_it_destroy(struct itable *it)
 {
 	size_t i;
 
@@ -36,7 +36,7 @@ void it_destroy(struct itable *it)
 		for (; n; n = next) {
 			next = n->next;
 			ezfs_inode_put(n->ino);
-			st_free(n);
+			ezi_st_free(n);
 			free(n);
 		}
 	}
@@ -78,7 +78,7 @@ static void grow(struct itable *it)
 	it->nbuckets = nb;
 }
 
-int it_get(struct ezfs_mount *m, uint64_t nid, uint64_t lookups,
+int ezi_it_get(struct ezfs_mount *m, uint64_t nid, uint64_t lookups,
 	   struct mnode **out)
 {
 	struct itable *it = &m->it;
@@ -135,7 +135,7 @@ int it_get(struct ezfs_mount *m, uint64_t nid, uint64_t lookups,
 	return 0;
 }
 
-void it_pin(struct ezfs_mount *m, struct mnode *n)
+void ezi_it_pin(struct ezfs_mount *m, struct mnode *n)
 {
 	pthread_mutex_lock(&m->it.lock);
 	n->pins++;
@@ -164,11 +164,11 @@ static void free_node(struct mnode *n)
 	if (!n)
 		return;
 	ezfs_inode_put(n->ino);
-	st_free(n);
+	ezi_st_free(n);
 	free(n);
 }
 
-void it_unpin(struct ezfs_mount *m, struct mnode *n)
+void ezi_it_unpin(struct ezfs_mount *m, struct mnode *n)
 {
 	struct mnode *dead;
 
@@ -181,7 +181,7 @@ void it_unpin(struct ezfs_mount *m, struct mnode *n)
 	free_node(dead);
 }
 
-void it_forget(struct ezfs_mount *m, uint64_t nid, uint64_t nlookup)
+void ezi_it_forget(struct ezfs_mount *m, uint64_t nid, uint64_t nlookup)
 {
 	struct mnode *n, *dead = NULL;
 
@@ -195,7 +195,7 @@ void it_forget(struct ezfs_mount *m, uint64_t nid, uint64_t nlookup)
 	free_node(dead);
 }
 
-size_t it_count(struct ezfs_mount *m)
+size_t ezi_it_count(struct ezfs_mount *m)
 {
 	size_t c;
 

@@ -85,14 +85,14 @@ static void fill_entry(struct ezfs_mount *m, struct mnode *n,
  * is normally in the table; otherwise it is loaded). */
 static int get_node(struct ezfs_mount *m, fuse_ino_t ino, struct mnode **out)
 {
-	int err = it_get(m, mnt_ino_to_nid(m, ino), 0, out);
+	int err = ezi_it_get(m, mnt_ino_to_nid(m, ino), 0, out);
 	char detail[256];
 
 	if (err)
-		mnt_log(m, EZFS_LOG_ERROR, "nid %llu: cannot load inode: %s "
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "nid %llu: cannot load inode: %s "
 			"(%s)", (unsigned long long)mnt_ino_to_nid(m, ino),
 			ezfs_strerror(err),
-			mnt_take_detail(detail, sizeof(detail)));
+			ezi_mnt_take_detail(detail, sizeof(detail)));
 	return err;
 }
 
@@ -102,10 +102,10 @@ static void log_once(struct ezfs_mount *m, struct mnode *n, const char *what,
 {
 	char detail[256];
 
-	mnt_take_detail(detail, sizeof(detail));
+	ezi_mnt_take_detail(detail, sizeof(detail));
 	if (__atomic_exchange_n(&n->err_logged, 1, __ATOMIC_RELAXED))
 		return;
-	mnt_log(m, EZFS_LOG_ERROR, "nid %llu: %s at offset %llu: %s%s%s%s",
+	ezi_mnt_log(m, EZFS_LOG_ERROR, "nid %llu: %s at offset %llu: %s%s%s%s",
 		(unsigned long long)n->nid, what, (unsigned long long)off,
 		ezfs_strerror(err), detail[0] ? " (" : "", detail,
 		detail[0] ? ")" : "");
@@ -123,7 +123,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
 			FUSE_CAP_SPLICE_MOVE | FUSE_CAP_AUTO_INVAL_DATA);
 	conn->time_gran = 1;
-	mnt_ctl_init(conn);
+	ezi_mnt_ctl_init(conn);
 	/* conn->max_readahead starts at the kernel's offer, which we may only
 	 * lower: keep all of it. Reads of up to MNT_MAX_READ are served. */
 }
@@ -143,7 +143,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	err = ezfs_lookup(dir->ino, name, strlen(name), &nid, &ftype);
-	it_unpin(m, dir);
+	ezi_it_unpin(m, dir);
 	if (err == -ENOENT) {
 		/* A negative entry, cached as long as positive ones. */
 		memset(&e, 0, sizeof(e));
@@ -152,13 +152,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (!err)
-		err = it_get(m, nid, 1, &child);
+		err = ezi_it_get(m, nid, 1, &child);
 	if (err) {
 		char detail[256];
 
-		mnt_take_detail(detail, sizeof(detail));
+		ezi_mnt_take_detail(detail, sizeof(detail));
 		if (err != -ENAMETOOLONG && err != -ENOTDIR)
-			mnt_log(m, EZFS_LOG_ERROR,
+			ezi_mnt_log(m, EZFS_LOG_ERROR,
 				"nid %llu: lookup of '%s' failed: %s (%s)",
 				(unsigned long long)mnt_ino_to_nid(m, parent),
 				name, ezfs_strerror(err), detail);
@@ -167,8 +167,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	fill_entry(m, child, &e);
 	if (fuse_reply_entry(req, &e))
-		it_forget(m, child->nid, 1);    /* the kernel did not take it */
-	it_unpin(m, child);
+		ezi_it_forget(m, child->nid, 1);    /* the kernel did not take it */
+	ezi_it_unpin(m, child);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -176,7 +176,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	struct ezfs_mount *m = req_mount(req);
 
 	if (ino != FUSE_ROOT_ID)
-		it_forget(m, mnt_ino_to_nid(m, ino), nlookup);
+		ezi_it_forget(m, mnt_ino_to_nid(m, ino), nlookup);
 	fuse_reply_none(req);
 }
 
@@ -188,7 +188,7 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 
 	for (i = 0; i < count; i++)
 		if (forgets[i].ino != FUSE_ROOT_ID)
-			it_forget(m, mnt_ino_to_nid(m, forgets[i].ino),
+			ezi_it_forget(m, mnt_ino_to_nid(m, forgets[i].ino),
 				  forgets[i].nlookup);
 	fuse_reply_none(req);
 }
@@ -206,7 +206,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	fill_attr(m, n->ino, &st);
-	it_unpin(m, n);
+	ezi_it_unpin(m, n);
 	fuse_reply_attr(req, &st, m->timeout);
 }
 
@@ -226,11 +226,11 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	if (len < 0) {
 		if (len != -EINVAL)
 			log_once(m, n, "readlink", 0, (int)len);
-		it_unpin(m, n);
+		ezi_it_unpin(m, n);
 		fuse_reply_err(req, fs_err((int)len));
 		return;
 	}
-	it_unpin(m, n);
+	ezi_it_unpin(m, n);
 	fuse_reply_readlink(req, buf);
 }
 
@@ -254,7 +254,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
-		it_unpin(m, n);
+		ezi_it_unpin(m, n);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -264,15 +264,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f->compressed = es.layout == EZFS_LAYOUT_COMPRESSED_FULL ||
 			es.layout == EZFS_LAYOUT_COMPRESSED_COMPACT;
 	pthread_mutex_init(&f->lock, NULL);
-	pf_open(m, f);
-	ra_open(m, f);
+	ezi_pf_open(m, f);
+	ezi_ra_open(m, f);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 1;
 	fi->noflush = 1;
 	if (fuse_reply_open(req, fi)) {
 		pthread_mutex_destroy(&f->lock);
 		free(f);
-		it_unpin(m, n);
+		ezi_it_unpin(m, n);
 	}
 }
 
@@ -297,16 +297,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	want = from < f->size ? (f->size - from < size ? f->size - from : size) :
 				0;
 	MNT_COUNT(m, reads, 1);
-	if (m->p.prefetch && pf_answer(m, f, req, from, want))
+	if (m->p.prefetch && ezi_pf_answer(m, f, req, from, want))
 		return;
-	r = pf_read(f, from, from + want, &buf);
+	r = ezi_pf_read(f, from, from + want, &buf);
 	if (r < 0) {
 		log_once(m, f->node, "read", from, (int)r);
 		fuse_reply_err(req, fs_err((int)r));
 		return;
 	}
 	if (m->p.prefetch)
-		pf_seq_hint(m, f, from, (uint64_t)r, from + (uint64_t)r);
+		ezi_pf_seq_hint(m, f, from, (uint64_t)r, from + (uint64_t)r);
 	fuse_reply_buf(req, buf, (size_t)r);
 	free(buf);
 }
@@ -317,7 +317,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct ezfs_mount *m = req_mount(req);
 	struct mfile *f = (struct mfile *)(uintptr_t)fi->fh;
 
-	it_unpin(m, f->node);
+	ezi_it_unpin(m, f->node);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	fuse_reply_err(req, 0);
@@ -338,13 +338,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	fi->keep_cache = 1;
 	fi->cache_readdir = 1;
 	if (fuse_reply_open(req, fi))
-		it_unpin(m, n);
+		ezi_it_unpin(m, n);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
-	it_unpin(req_mount(req), (struct mnode *)(uintptr_t)fi->fh);
+	ezi_it_unpin(req_mount(req), (struct mnode *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -392,18 +392,18 @@ static int rd_entry(void *arg, const char *name, size_t namelen, uint64_t nid,
 		return 1;
 	if (strcmp(nm, ".") && strcmp(nm, "..")) {
 		/* Every entry but . and .. counts as a lookup. */
-		err = it_get(c->m, nid, 1, &n);
+		err = ezi_it_get(c->m, nid, 1, &n);
 		if (err) {
 			char detail[256];
 
-			mnt_log(c->m, EZFS_LOG_ERROR,
+			ezi_mnt_log(c->m, EZFS_LOG_ERROR,
 				"nid %llu: cannot load inode: %s (%s)",
 				(unsigned long long)nid, ezfs_strerror(err),
-				mnt_take_detail(detail, sizeof(detail)));
+				ezi_mnt_take_detail(detail, sizeof(detail)));
 			return c->used ? 1 : err;
 		}
 		fill_entry(c->m, n, &e);
-		it_unpin(c->m, n);
+		ezi_it_unpin(c->m, n);
 	}
 	c->used += fuse_add_direntry_plus(c->req, c->buf + c->used,
 					  c->size - c->used, nm, &e,
@@ -479,7 +479,7 @@ static void do_xattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	if (size) {
 		buf = malloc(size);
 		if (!buf) {
-			it_unpin(m, n);
+			ezi_it_unpin(m, n);
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
@@ -493,7 +493,7 @@ static void do_xattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		if (r < 0 && r != -ERANGE)
 			log_once(m, n, "listxattr", 0, (int)r);
 	}
-	it_unpin(m, n);
+	ezi_it_unpin(m, n);
 	if (r < 0)
 		fuse_reply_err(req, fs_err((int)r));
 	else if (!size)
@@ -514,9 +514,9 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	do_xattr(req, ino, NULL, size);
 }
 
-const struct fuse_lowlevel_ops mnt_ops = {
+const struct fuse_lowlevel_ops ezi_mnt_ops = {
 	.init = op_init,
-	.ioctl = mnt_ctl_ioctl,
+	.ioctl = ezi_mnt_ctl_ioctl,
 	.lookup = op_lookup,
 	.forget = op_forget,
 	.forget_multi = op_forget_multi,

@@ -65,7 +65,7 @@ static void store_read(struct ezfs_mount *m, struct mnode *node,
 		if (ezfs_pread(node->ino, b->p, (size_t)(end - pos), pos) !=
 		    (ssize_t)(end - pos))
 			return;
-		edge_store(m, node, b->p, pos, end);
+		ezi_edge_store(m, node, b->p, pos, end);
 	}
 }
 
@@ -97,8 +97,8 @@ static void store_range(struct ezfs_mount *m, struct mnode *node,
 		}
 		end = ref.off + ref.len < to ? ref.off + ref.len : to;
 		if (!decode_only) {
-			st_mark(m, node, ref.off);
-			edge_store(m, node, (const char *)ref.data +
+			ezi_st_mark(m, node, ref.off);
+			ezi_edge_store(m, node, (const char *)ref.data +
 					    (pos - ref.off), pos, end);
 		}
 		ezfs_ref_put(node->ino, &ref);
@@ -155,14 +155,14 @@ static void pf_run(struct ezfs_mount *m, struct pf_job *job,
 	s = job->skip > job->ref.off ? job->skip : job->ref.off;
 	e = job->skip + job->skip_len < end ? job->skip + job->skip_len : end;
 	if (s >= e) {
-		edge_store(m, job->node, data, job->ref.off, end);
+		ezi_edge_store(m, job->node, data, job->ref.off, end);
 		return;
 	}
-	edge_store(m, job->node, data, job->ref.off, s);
-	edge_store(m, job->node, data + (e - job->ref.off), e, end);
+	ezi_edge_store(m, job->node, data, job->ref.off, s);
+	ezi_edge_store(m, job->node, data + (e - job->ref.off), e, end);
 }
 
-ssize_t pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out)
+ssize_t ezi_pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out)
 {
 	char *buf = malloc(to > from ? (size_t)(to - from) : 1);
 	uint64_t done = 0;
@@ -207,7 +207,7 @@ static void pf_done(struct ezfs_mount *m, struct pf_job *job)
 		pthread_mutex_unlock(&pf->lock);
 		ezfs_ref_put(job->node->ino, &job->ref);
 	}
-	it_unpin(m, job->node);
+	ezi_it_unpin(m, job->node);
 }
 
 static void *pf_worker(void *arg)
@@ -240,7 +240,7 @@ static void *pf_worker(void *arg)
 	return NULL;
 }
 
-int pf_start(struct ezfs_mount *m)
+int ezi_pf_start(struct ezfs_mount *m)
 {
 	struct prefetcher *pf = &m->pf;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -261,7 +261,7 @@ int pf_start(struct ezfs_mount *m)
 						      (size_t)(cs.bytes_max / 4);
 	pf->win_max = cs.bytes_max / 2;
 	pf->stop = false;
-	if (edge_init(&pf->edges, cs.bytes_max)) {
+	if (ezi_edge_init(&pf->edges, cs.bytes_max)) {
 		pthread_cond_destroy(&pf->cond);
 		pthread_mutex_destroy(&pf->lock);
 		return -ENOMEM;
@@ -273,7 +273,7 @@ int pf_start(struct ezfs_mount *m)
 			break;
 	}
 	if (!pf->nthreads) {
-		edge_destroy(&pf->edges);
+		ezi_edge_destroy(&pf->edges);
 		pthread_cond_destroy(&pf->cond);
 		pthread_mutex_destroy(&pf->lock);
 		return -err;
@@ -282,7 +282,7 @@ int pf_start(struct ezfs_mount *m)
 	return 0;
 }
 
-void pf_stop(struct ezfs_mount *m)
+void ezi_pf_stop(struct ezfs_mount *m)
 {
 	struct prefetcher *pf = &m->pf;
 	unsigned i;
@@ -295,7 +295,7 @@ void pf_stop(struct ezfs_mount *m)
 	pthread_mutex_unlock(&pf->lock);
 	for (i = 0; i < pf->nthreads; i++)
 		pthread_join(pf->tid[i], NULL);
-	edge_destroy(&pf->edges);
+	ezi_edge_destroy(&pf->edges);
 	pthread_cond_destroy(&pf->cond);
 	pthread_mutex_destroy(&pf->lock);
 	pf->started = false;
@@ -318,7 +318,7 @@ static bool pf_queue(struct ezfs_mount *m, const struct pf_job *job)
 	}
 	if (job->ref.priv)
 		pf->buf_bytes += job->ref.len;
-	it_pin(m, job->node);
+	ezi_it_pin(m, job->node);
 	pf->q[(pf->head + pf->n) % PF_QUEUE] = *job;
 	pf->n++;
 	pthread_cond_signal(&pf->cond);
@@ -333,7 +333,7 @@ static bool in_run(struct mfile *f, uint64_t from, uint64_t to)
 	bool in;
 
 	pthread_mutex_lock(&f->lock);
-	in = from >= f->pf_start && to <= f->pf_end;
+	in = from >= f->ezi_pf_start && to <= f->pf_end;
 	pthread_mutex_unlock(&f->lock);
 	return in;
 }
@@ -359,7 +359,7 @@ static bool store_rest(struct ezfs_mount *m, struct mnode *node,
  * Extents of PF_SEQ_MIN and more (256 KiB pclusters and up) take whole
  * decodes that only the helpers run in parallel.
  */
-void pf_open(struct ezfs_mount *m, struct mfile *f)
+void ezi_pf_open(struct ezfs_mount *m, struct mfile *f)
 {
 	struct ezfs_extent e;
 
@@ -368,7 +368,7 @@ void pf_open(struct ezfs_mount *m, struct mfile *f)
 		   e.llen < PF_SEQ_MIN;
 }
 
-bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
+bool ezi_pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 	       uint64_t off, uint64_t len)
 {
 	struct ezfs_ref refs[PF_REFS];
@@ -437,7 +437,7 @@ bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 	if (rest && len <= m->pf.edges.page && pos < f->size) {
 		e = ext_end(f, pos);
 		if (e > pos && e - pos <= PF_WIDEN_MAX &&
-		    !st_mark(m, node, pos)) {
+		    !ezi_st_mark(m, node, pos)) {
 			next.off = pos;
 			next.len = e - pos;
 			next.around = true;
@@ -445,9 +445,9 @@ bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 	}
 	/* Once answered, the file may be released at any time: f is not
 	 * used after the reply, its node is pinned through it. */
-	pf_seq_hint(m, f, off, len, pos);
+	ezi_pf_seq_hint(m, f, off, len, pos);
 	MNT_COUNT(m, reads_direct, 1);
-	it_pin(m, node);
+	ezi_it_pin(m, node);
 	/* What the reply carried is in the page cache now: counted, so that
 	 * an extent a sequential reader was answered with whole leaves the
 	 * decoded-pcluster cache, its buffer taking the next decode (stores
@@ -459,17 +459,17 @@ bool pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 	for (i = 0; i < n; i++) {
 		if (!rest || (refs[i].off >= off &&
 			      refs[i].off + refs[i].len <= end) ||
-		    st_mark(m, node, refs[i].off) ||
+		    ezi_st_mark(m, node, refs[i].off) ||
 		    !store_rest(m, node, &refs[i], off, len))
 			ezfs_ref_put(node->ino, &refs[i]);
 	}
 	if (next.len)
 		pf_queue(m, &next);
-	it_unpin(m, node);
+	ezi_it_unpin(m, node);
 	return true;
 }
 
-void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
+void ezi_pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 		 uint64_t len, uint64_t decoded_end)
 {
 	uint64_t end = off + len, from = 0, to = 0, pos, jend, win;
@@ -515,7 +515,7 @@ void pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 	if (pos > from) {
 		pthread_mutex_lock(&f->lock);
 		if (from != f->pf_end)  /* a new run */
-			f->pf_start = from;
+			f->ezi_pf_start = from;
 		if (pos > f->pf_end || from != f->pf_end)
 			f->pf_end = pos;
 		pthread_mutex_unlock(&f->lock);

@@ -63,7 +63,7 @@ static int mount_dev(const char *path, unsigned *maj, unsigned *min)
 	return found;
 }
 
-void ra_init(struct ezfs_mount *m)
+void ezi_ra_init(struct ezfs_mount *m)
 {
 	char path[64], buf[32];
 	unsigned maj, min;
@@ -82,7 +82,7 @@ void ra_init(struct ezfs_mount *m)
 	m->ra_cur_kb = (uint32_t)strtoul(buf, NULL, 10);
 }
 
-void ra_set(struct ezfs_mount *m, uint32_t kb)
+void ezi_ra_set(struct ezfs_mount *m, uint32_t kb)
 {
 	char buf[32];
 	int n;
@@ -92,21 +92,21 @@ void ra_set(struct ezfs_mount *m, uint32_t kb)
 		return;
 	n = snprintf(buf, sizeof(buf), "%u\n", kb);
 	if (pwrite(m->ra_fd, buf, (size_t)n, 0) != n)
-		mnt_log(m, EZFS_LOG_WARN, "cannot set the readahead window "
+		ezi_mnt_log(m, EZFS_LOG_WARN, "cannot set the readahead window "
 			"to %u KiB: %s", kb, strerror(errno));
 }
 
 /* The window is set when a file is opened, not when mounting: the kernel
  * lowers it to the daemon's max_readahead when FUSE's INIT is answered. */
-void ra_open(struct ezfs_mount *m, const struct mfile *f)
+void ezi_ra_open(struct ezfs_mount *m, const struct mfile *f)
 {
 	(void)f;
 	if (m->p.readahead_kb)
-		ra_set(m, m->p.readahead_kb > 0 ? (uint32_t)m->p.readahead_kb :
+		ezi_ra_set(m, m->p.readahead_kb > 0 ? (uint32_t)m->p.readahead_kb :
 						  RA_AUTO_KB);
 }
 
-void ra_fini(struct ezfs_mount *m)
+void ezi_ra_fini(struct ezfs_mount *m)
 {
 	if (m->ra_fd >= 0)
 		close(m->ra_fd);

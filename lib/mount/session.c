@@ -20,7 +20,7 @@
 /* The image never changes: keep names and attributes for a long time. */
 #define MNT_TIMEOUT (86400.0 * 365)
 
-void mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
+void ezi_mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -58,7 +58,7 @@ static void img_log(void *arg, int level, const char *msg)
 		m->p.log(m->p.log_arg, level, msg);
 }
 
-const char *mnt_take_detail(char *buf, size_t size)
+const char *ezi_mnt_take_detail(char *buf, size_t size)
 {
 	snprintf(buf, size, "%s", lib_detail);
 	lib_detail[0] = '\0';
@@ -135,11 +135,11 @@ static int check_mountpoint(struct ezfs_mount *m, const char *path)
 	m->mountpoint = realpath(path, NULL);
 	if (!m->mountpoint || stat(m->mountpoint, &st)) {
 		err = errno;
-		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", path, strerror(err));
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", path, strerror(err));
 		return -err;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", path, strerror(ENOTDIR));
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", path, strerror(ENOTDIR));
 		return -ENOTDIR;
 	}
 	return 0;
@@ -167,10 +167,10 @@ static int open_image(struct ezfs_mount *m, const struct ezfs_mount_params *p)
 					      p->dispatch_threads);
 	m->opening = false;
 	if (err)
-		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
 			m->open_error[0] ? m->open_error : ezfs_strerror(err));
 	else if (m->open_error[0])
-		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image, m->open_error);
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image, m->open_error);
 	return err;
 }
 
@@ -199,7 +199,7 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	m->image_path = realpath(p->image, NULL);
 	if (!m->image_path) {
 		err = -errno;
-		mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image, strerror(-err));
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image, strerror(-err));
 		goto fail;
 	}
 	err = check_mountpoint(m, p->mountpoint);
@@ -212,37 +212,37 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	if (err)
 		goto fail;
 	ezfs_get_sb_info(m->img, &m->sb);
-	err = it_init(&m->it);
+	err = ezi_it_init(&m->it);
 	if (err)
 		goto fail;
 	/* The root: one permanent reference (the kernel never forgets it). */
-	err = it_get(m, m->sb.root_nid, 1, &root);
+	err = ezi_it_get(m, m->sb.root_nid, 1, &root);
 	if (err) {
-		mnt_log(m, EZFS_LOG_ERROR, "%s: root inode: %s", p->image,
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: root inode: %s", p->image,
 			ezfs_strerror(err));
 		goto fail;
 	}
-	it_unpin(m, root);
+	ezi_it_unpin(m, root);
 
 	err = build_args(m, &args);
 	if (err)
 		goto fail;
-	m->se = fuse_session_new(&args, &mnt_ops, sizeof(mnt_ops), m);
+	m->se = fuse_session_new(&args, &ezi_mnt_ops, sizeof(ezi_mnt_ops), m);
 	fuse_opt_free_args(&args);
 	if (!m->se) {
-		mnt_log(m, EZFS_LOG_ERROR, "cannot create the FUSE session");
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "cannot create the FUSE session");
 		err = -EIO;
 		goto fail;
 	}
 	if (fuse_session_mount(m->se, m->mountpoint)) {
-		mnt_log(m, EZFS_LOG_ERROR, "cannot mount on %s (is /dev/fuse "
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "cannot mount on %s (is /dev/fuse "
 			"usable, the directory there, fusermount3 installed?)",
 			m->mountpoint);
 		err = -EIO;
 		goto fail;
 	}
 	m->mounted = true;
-	ra_init(m);
+	ezi_ra_init(m);
 	*out = m;
 	return 0;
 fail:
@@ -265,14 +265,14 @@ int ezfs_mount_daemonize(ezfs_mount *m)
 	if (di.mode != EZFS_DISPATCH_INLINE)
 		ezfs_image_set_dispatch(m->img, EZFS_DISPATCH_INLINE, 0);
 	if (fuse_daemonize(0)) {
-		mnt_log(m, EZFS_LOG_ERROR, "cannot daemonize");
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "cannot daemonize");
 		return -EIO;
 	}
 	m->daemonized = true;
 	if (di.mode != EZFS_DISPATCH_INLINE) {
 		err = ezfs_image_set_dispatch(m->img, di.mode, di.workers);
 		if (err)
-			mnt_log(m, EZFS_LOG_WARN, "dispatch %s: cannot start "
+			ezi_mnt_log(m, EZFS_LOG_WARN, "dispatch %s: cannot start "
 				"the workers (%s); decoding inline",
 				ezfs_dispatch_name(di.mode),
 				ezfs_strerror(err));
@@ -286,7 +286,7 @@ int ezfs_mount_daemonize(ezfs_mount *m)
  * ezfs_mount_destroy get MNT_STOP_GRACE_MS. A request that never ends
  * (a read of an image on a stalled disk or network file system, a stuck
  * decode) would otherwise keep the process alive: the loop joins its
- * workers, pf_stop its helpers, the image's close its decode workers.
+ * workers, ezi_pf_stop its helpers, the image's close its decode workers.
  * Past the deadline it unmounts lazily (when the kernel's side is still
  * there) and ends the process with _exit(1).
  */
@@ -358,7 +358,7 @@ static void *reaper(void *arg)
 	}
 	pfd[0].revents = 0;
 	conn_gone = poll(pfd, 1, 0) != 0;
-	mnt_log(m, EZFS_LOG_ERROR, "still busy %.1f s after the stop (a "
+	ezi_mnt_log(m, EZFS_LOG_ERROR, "still busy %.1f s after the stop (a "
 		"request or decode that does not end); exiting without it",
 		MNT_STOP_GRACE_MS / 1000.0);
 	if (!conn_gone)
@@ -430,7 +430,7 @@ static void *stopper(void *arg)
 	while (r < 0 && errno == EINTR);
 	if (r == 1 && c) {
 		wd_send(m, WD_STOP);
-		pf_stop(m);
+		ezi_pf_stop(m);
 		fuse_session_exit(m->se);
 		pthread_kill(m->loop_thread, SIGTERM);
 	}
@@ -489,14 +489,14 @@ int ezfs_mount_run(ezfs_mount *m)
 	int ret;
 
 	if (set_signals(m)) {
-		mnt_log(m, EZFS_LOG_ERROR, "cannot set signal handlers");
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "cannot set signal handlers");
 		return -EIO;
 	}
 	if (reaper_start(m))
-		mnt_log(m, EZFS_LOG_WARN, "stop watchdog thread not started");
+		ezi_mnt_log(m, EZFS_LOG_WARN, "stop watchdog thread not started");
 	m->serving = true;
-	if (m->p.prefetch && pf_start(m))
-		mnt_log(m, EZFS_LOG_WARN, "prefetch thread not started");
+	if (m->p.prefetch && ezi_pf_start(m))
+		ezi_mnt_log(m, EZFS_LOG_WARN, "prefetch thread not started");
 	if (m->p.single_thread) {
 		ret = fuse_session_loop(m->se);
 	} else {
@@ -517,7 +517,7 @@ out:
 	/* from here on, the stop has MNT_STOP_GRACE_MS to finish */
 	wd_send(m, WD_STOP);
 	restore_signals(m);
-	pf_stop(m);
+	ezi_pf_stop(m);
 	m->serving = false;
 	if (m->mounted) {
 		fuse_session_unmount(m->se);
@@ -537,8 +537,8 @@ void ezfs_mount_destroy(ezfs_mount *m)
 			fuse_session_unmount(m->se);
 		fuse_session_destroy(m->se);
 	}
-	it_destroy(&m->it);
-	ra_fini(m);
+	ezi_it_destroy(&m->it);
+	ezi_ra_fini(m);
 	ezfs_image_close(m->img);
 	reaper_stop(m);
 	free(m->image_path);

@@ -53,7 +53,7 @@ static struct stored_set *grow(struct stored_set *old)
 	return s;
 }
 
-bool st_mark(struct ezfs_mount *m, struct mnode *n, uint64_t off)
+bool ezi_st_mark(struct ezfs_mount *m, struct mnode *n, uint64_t off)
 {
 	uint64_t key = off + 1, *k;
 	struct stored_set *s;
@@ -78,7 +78,7 @@ bool st_mark(struct ezfs_mount *m, struct mnode *n, uint64_t off)
 	return had;
 }
 
-void st_free(struct mnode *n)
+void ezi_st_free(struct mnode *n)
 {
 	free(n->stored);
 	n->stored = NULL;

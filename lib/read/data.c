@@ -10,7 +10,7 @@
 #define NID(ino) ((unsigned long long)(ino)->nid)
 
 /* [6.3] flat inodes: blocks from startblk, plus an inline tail. */
-int ezfs_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
+int ezi_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 {
 	ezfs_image *img = ino->img;
 	uint64_t nblocks = (ino->size + img->blksz - 1) >> img->blkbits;
@@ -52,7 +52,7 @@ int ezfs_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 }
 
 /* [6.4] chunk-based inodes: a block map or chunk indexes. */
-int ezfs_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
+int ezi_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 {
 	ezfs_image *img = ino->img;
 	const bool indexes = ino->chunkformat & EROFS_CHUNK_FORMAT_INDEXES;
@@ -68,7 +68,7 @@ int ezfs_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 	ext->llen = 1ull << ino->chunkbits;
 	if (ext->llen > ino->size - ext->la)
 		ext->llen = ino->size - ext->la;
-	err = ezfs_meta_read(img, ino->in_metabox, pos + chunk * unit, e, unit);
+	err = ezi_meta_read(img, ino->in_metabox, pos + chunk * unit, e, unit);
 	if (err)
 		return err;
 	if (indexes) {
@@ -113,10 +113,10 @@ int ezfs_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 	if (!S_ISREG(ino->mode) && !S_ISDIR(ino->mode) && !S_ISLNK(ino->mode))
 		return -EINVAL;
 	if (ino->layout == EROFS_INODE_CHUNK_BASED)
-		return ezfs_chunk_map(ino, la, ext);
+		return ezi_chunk_map(ino, la, ext);
 	if (!is_compressed(ino))
-		return ezfs_flat_map(ino, la, ext);
-	err = ezfs_z_map(ino, la, &m);
+		return ezi_flat_map(ino, la, ext);
+	err = ezi_z_map(ino, la, &m);
 	if (err)
 		return err;
 	ext->la = m.la;
@@ -158,7 +158,7 @@ static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 			   NID(ino));
 		if (from < right) {
 			size_t n = len < right - from ? len : (size_t)(right - from);
-			int err = ezfs_io_read(&img->io, dst, n, m->pa + shift + from);
+			int err = ezi_io_read(&img->io, dst, n, m->pa + shift + from);
 
 			if (err || n == len)
 				return err;
@@ -169,9 +169,9 @@ static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 		off = from - right;
 	}
 	if (meta)
-		return ezfs_meta_read(img, m->flags & EZFS_EXTENT_META,
+		return ezi_meta_read(img, m->flags & EZFS_EXTENT_META,
 				      m->pa + off, dst, len);
-	return ezfs_io_read(&img->io, dst, len, m->pa + off);
+	return ezi_io_read(&img->io, dst, len, m->pa + off);
 }
 
 static int read_fragment(ezfs_inode *ino, uint64_t pos, uint8_t *dst,
@@ -209,12 +209,12 @@ static int read_zextent(ezfs_inode *ino, const struct zmap *m, uint64_t pos,
 		return read_raw(ino, m, from, dst, len);
 	/* Whole extent requested: decode straight into the caller's buffer. */
 	if (!from && len == m->llen && !(m->flags & EZFS_EXTENT_PARTIAL_REF))
-		return ezfs_z_decode(ino, m, dst, len, false);
-	err = ezfs_pcache_get(ino, m, from + len, &e, &data);
+		return ezi_z_decode(ino, m, dst, len, false);
+	err = ezi_pcache_get(ino, m, from + len, &e, &data);
 	if (err)
 		return err;
 	memcpy(dst, data + from, len);
-	ezfs_pcache_put(ino->img, e);
+	ezi_pcache_put(ino->img, e);
 	return 0;
 }
 
@@ -241,7 +241,7 @@ static int zjob_run(void *arg)
 {
 	struct zjob *z = arg;
 
-	return ezfs_z_decode(z->ino, &z->m, z->dst, (size_t)z->m.llen, false);
+	return ezi_z_decode(z->ino, &z->m, z->dst, (size_t)z->m.llen, false);
 }
 
 static int zbatch_flush(ezfs_image *img, struct zbatch *b)
@@ -250,7 +250,7 @@ static int zbatch_flush(ezfs_image *img, struct zbatch *b)
 
 	if (!b->n)
 		return 0;
-	err = ezfs_engine_run(ezfs_image_engine(img), b->j, b->n);
+	err = ezi_engine_run(ezi_image_engine(img), b->j, b->n);
 	b->n = 0;
 	return err;
 }
@@ -293,7 +293,7 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 	pos = off;
 	/* more than one pcluster's worth: worth batching (lib/engine) */
 	if (is_compressed(ino) && end - off > ino->img->blksz &&
-	    ezfs_engine_batching(ezfs_image_engine(ino->img)))
+	    ezi_engine_batching(ezi_image_engine(ino->img)))
 		zb = malloc(sizeof(*zb));
 	if (zb)
 		zb->n = 0;
@@ -303,7 +303,7 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 		if (is_compressed(ino)) {
 			struct zmap m;
 
-			err = ezfs_z_map(ino, pos, &m);
+			err = ezi_z_map(ino, pos, &m);
 			if (!err && (pos < m.la || pos - m.la >= m.llen)) {
 				ezfs_err(ino->img, "nid %llu: extent map does "
 					 "not cover %llu", NID(ino),
@@ -326,8 +326,8 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 			struct ezfs_extent ext;
 
 			err = ino->layout == EROFS_INODE_CHUNK_BASED ?
-				      ezfs_chunk_map(ino, pos, &ext) :
-				      ezfs_flat_map(ino, pos, &ext);
+				      ezi_chunk_map(ino, pos, &ext) :
+				      ezi_flat_map(ino, pos, &ext);
 			if (err)
 				return err;
 			seg_end = ext.la + ext.llen < end ? ext.la + ext.llen :
@@ -337,13 +337,13 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 			if (!(ext.flags & EZFS_EXTENT_MAPPED))
 				memset(dst + (pos - off), 0, seg_end - pos);
 			else if (ext.flags & EZFS_EXTENT_INLINE)
-				err = ezfs_meta_read(ino->img,
+				err = ezi_meta_read(ino->img,
 						     ext.flags & EZFS_EXTENT_META,
 						     ext.pa + (pos - ext.la),
 						     dst + (pos - off),
 						     (size_t)(seg_end - pos));
 			else
-				err = ezfs_io_read(&ino->img->io, dst + (pos - off),
+				err = ezi_io_read(&ino->img->io, dst + (pos - off),
 						   (size_t)(seg_end - pos),
 						   ext.pa + (pos - ext.la));
 		}
@@ -377,7 +377,7 @@ int ezfs_extent_ref(ezfs_inode *ino, uint64_t off, struct ezfs_ref *ref)
 		return -EOPNOTSUPP;
 	if (off >= ino->size)
 		return -EINVAL;
-	err = ezfs_z_map(ino, off, &m);
+	err = ezi_z_map(ino, off, &m);
 	if (err)
 		return err;
 	if (off < m.la || off - m.la >= m.llen) {
@@ -390,7 +390,7 @@ int ezfs_extent_ref(ezfs_inode *ino, uint64_t off, struct ezfs_ref *ref)
 	    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED))
 		return -EOPNOTSUPP;
 	end = m.la + m.llen < ino->size ? m.la + m.llen : ino->size;
-	err = ezfs_pcache_get(ino, &m, m.llen, &e, &data);
+	err = ezi_pcache_get(ino, &m, m.llen, &e, &data);
 	if (err)
 		return err;
 	ref->data = data;
@@ -403,7 +403,7 @@ int ezfs_extent_ref(ezfs_inode *ino, uint64_t off, struct ezfs_ref *ref)
 void ezfs_ref_served(ezfs_inode *ino, struct ezfs_ref *ref, size_t bytes)
 {
 	if (ref->priv && bytes)
-		ezfs_pcache_served(ino->img, ref->priv, bytes, ref->len);
+		ezi_pcache_served(ino->img, ref->priv, bytes, ref->len);
 }
 
 void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len)
@@ -418,26 +418,26 @@ void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len)
 		return;
 	end = len < ino->size - off ? off + len : ino->size;
 	while (off < end) {
-		if (ezfs_z_map(ino, off, &m) || m.la + m.llen <= off)
+		if (ezi_z_map(ino, off, &m) || m.la + m.llen <= off)
 			break;
 		if ((m.flags & mask) ==
 			    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) &&
-		    !ezfs_pcache_has(ino->img, &m)) {
+		    !ezi_pcache_has(ino->img, &m)) {
 			if (m.pa != run_end) {
-				ezfs_io_willneed(&ino->img->io, run, run_end - run);
+				ezi_io_willneed(&ino->img->io, run, run_end - run);
 				run = m.pa;
 			}
 			run_end = m.pa + m.plen;
 		}
 		off = m.la + m.llen;
 	}
-	ezfs_io_willneed(&ino->img->io, run, run_end - run);
+	ezi_io_willneed(&ino->img->io, run, run_end - run);
 }
 
 void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref)
 {
 	if (ref->priv)
-		ezfs_pcache_put(ino->img, ref->priv);
+		ezi_pcache_put(ino->img, ref->priv);
 	memset(ref, 0, sizeof(*ref));
 }
 

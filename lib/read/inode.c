@@ -34,7 +34,7 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 	bool addr32 = true;
 	int err;
 
-	err = ezfs_meta_read(img, ino->in_metabox, ino->ipos, raw, 32);
+	err = ezi_meta_read(img, ino->in_metabox, ino->ipos, raw, 32);
 	if (err)
 		return err;
 	ifmt = get_le16(raw);
@@ -58,7 +58,7 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 	if (ino->extended) {
 		const struct erofs_inode_extended *die = (const void *)raw;
 
-		err = ezfs_meta_read(img, ino->in_metabox, ino->ipos + 32,
+		err = ezi_meta_read(img, ino->in_metabox, ino->ipos + 32,
 				     raw + 32, 32);
 		if (err)
 			return err;
@@ -149,7 +149,7 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 				 "non-regular inode", (unsigned long long)nid);
 			return -EUCLEAN;
 		}
-		return ezfs_z_init(ino);
+		return ezi_z_init(ino);
 	}
 	/* No system can hold a longer symlink target (PATH_MAX - 1): a corrupt
 	 * size is refused here so that no caller sizes a buffer from it. */
@@ -170,7 +170,7 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 	return 0;
 }
 
-int ezfs_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out)
+int ezi_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out)
 {
 	ezfs_inode *ino;
 	uint64_t slot = nid & ~EROFS_NID_METABOX;
@@ -210,7 +210,7 @@ int ezfs_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out)
 
 int ezfs_inode_get(ezfs_image *img, uint64_t nid, ezfs_inode **out)
 {
-	return ezfs_inode_load(img, nid, out);
+	return ezi_inode_load(img, nid, out);
 }
 
 void ezfs_inode_put(ezfs_inode *ino)

@@ -129,53 +129,53 @@ struct ezfs_inode {
 
 /* accel.c: the engine state, made on first use; NULL: out of memory */
 struct ezfs_estate;
-struct ezfs_estate *ezfs_image_engine(ezfs_image *img);
+struct ezfs_estate *ezi_image_engine(ezfs_image *img);
 
 /* The image's messages, through its caller's log callback (util/log.c). */
-#define ezfs_log(img, level, ...) ezfs_logf(&(img)->logger, level, __VA_ARGS__)
+#define ezfs_log(img, level, ...) ezi_logf(&(img)->logger, level, __VA_ARGS__)
 #define ezfs_err(img, ...) ezfs_log(img, EZFS_LOG_ERROR, __VA_ARGS__)
 #define ezfs_dbg(img, ...) ezfs_log(img, EZFS_LOG_DEBUG, __VA_ARGS__)
 
 /* meta.c: metadata reads (device space or metabox space) */
-int ezfs_meta_cache_init(ezfs_image *img, size_t bytes);
-void ezfs_meta_cache_fini(ezfs_image *img);
-int ezfs_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
+int ezi_meta_cache_init(ezfs_image *img, size_t bytes);
+void ezi_meta_cache_fini(ezfs_image *img);
+int ezi_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
 		   size_t len);
 
 /* inode.c */
-int ezfs_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out);
+int ezi_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out);
 static inline uint64_t ezfs_inode_datapos(const ezfs_inode *ino)
 {
 	return ino->ipos + ino->core_size + ino->xattr_isize;
 }
 
 /* zmap.c: compressed extent maps */
-int ezfs_z_init(ezfs_inode *ino);
-int ezfs_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m);
+int ezi_z_init(ezfs_inode *ino);
+int ezi_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m);
 
 /* data.c */
-int ezfs_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
-int ezfs_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
+int ezi_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
+int ezi_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
 
 /* pcache.c: decoded pcluster cache */
-int ezfs_pcache_init(ezfs_image *img, size_t budget);
-void ezfs_pcache_fini(ezfs_image *img);
+int ezi_pcache_init(ezfs_image *img, size_t budget);
+void ezi_pcache_fini(ezfs_image *img);
 struct pcache_entry;
 /* Get a decoded copy of the extent m with at least need bytes. */
-int ezfs_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
+int ezi_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
 		    struct pcache_entry **out, const uint8_t **data);
-void ezfs_pcache_put(ezfs_image *img, struct pcache_entry *e);
-void ezfs_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
+void ezi_pcache_put(ezfs_image *img, struct pcache_entry *e);
+void ezi_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
 			size_t whole);
 /* Whether extent m is decoded, or being decoded, in the cache. */
-bool ezfs_pcache_has(ezfs_image *img, const struct zmap *m);
+bool ezi_pcache_has(ezfs_image *img, const struct zmap *m);
 /* Decode extent m's first outlen bytes into out (no cache). */
-int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
+int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		  size_t outlen, bool partial);
 
 /* xattr.c */
-int ezfs_xattr_prefixes_init(ezfs_image *img);
-void ezfs_xattr_prefixes_fini(ezfs_image *img);
+int ezi_xattr_prefixes_init(ezfs_image *img);
+void ezi_xattr_prefixes_fini(ezfs_image *img);
 
 #define EZFS_CHECK(img, cond, ...)                                             \
 	do {                                                                   \

@@ -6,7 +6,7 @@
 
 #include "read/internal.h"
 
-int ezfs_meta_cache_init(ezfs_image *img, size_t bytes)
+int ezi_meta_cache_init(ezfs_image *img, size_t bytes)
 {
 	struct meta_cache *mc = &img->mc;
 	unsigned n = 1;
@@ -24,7 +24,7 @@ int ezfs_meta_cache_init(ezfs_image *img, size_t bytes)
 	return 0;
 }
 
-void ezfs_meta_cache_fini(ezfs_image *img)
+void ezi_meta_cache_fini(ezfs_image *img)
 {
 	struct meta_cache *mc = &img->mc;
 
@@ -63,7 +63,7 @@ static int meta_block(ezfs_image *img, uint64_t blk, unsigned off,
 			valid = (uint32_t)(img->io.size - pos);
 		s->blk = UINT64_MAX;
 		if (valid) {
-			err = ezfs_io_read(&img->io, s->data, valid, pos);
+			err = ezi_io_read(&img->io, s->data, valid, pos);
 			if (err)
 				goto out;
 		}
@@ -82,7 +82,7 @@ out:
 	return err;
 }
 
-int ezfs_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
+int ezi_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
 		   size_t len)
 {
 	uint8_t *dst = buf;
@@ -108,7 +108,7 @@ int ezfs_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
 		return -EUCLEAN;
 	/* Large reads (index arrays, big xattr areas) bypass the cache. */
 	if (len > 4 * (size_t)img->blksz)
-		return ezfs_io_read(&img->io, buf, len, pos);
+		return ezi_io_read(&img->io, buf, len, pos);
 	while (len) {
 		uint64_t blk = pos >> img->blkbits;
 		unsigned off = (unsigned)(pos & (img->blksz - 1));

@@ -29,7 +29,7 @@ struct pcache_entry {
 	bool dead; /* unhashed: free when the last reference goes */
 };
 
-int ezfs_pcache_init(ezfs_image *img, size_t budget)
+int ezi_pcache_init(ezfs_image *img, size_t budget)
 {
 	struct pcache *pc = &img->pc;
 
@@ -116,7 +116,7 @@ static void entry_free(struct pcache *pc, struct pcache_entry *e)
 	free(e);
 }
 
-void ezfs_pcache_fini(ezfs_image *img)
+void ezi_pcache_fini(ezfs_image *img)
 {
 	struct pcache *pc = &img->pc;
 
@@ -272,22 +272,22 @@ static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
 		buf = *owned = malloc(m->plen);
 		if (!buf)
 			return -ENOMEM;
-		err = ezfs_meta_read(img, m->flags & EZFS_EXTENT_META, m->pa,
+		err = ezi_meta_read(img, m->flags & EZFS_EXTENT_META, m->pa,
 				     buf, m->plen);
 	} else {
-		*in = ezfs_io_map(&img->io, m->plen, m->pa);
+		*in = ezi_io_map(&img->io, m->plen, m->pa);
 		if (*in)
 			return 0;
 		buf = zin_get(m->plen);
 		if (!buf)
 			return -ENOMEM;
-		err = ezfs_io_read(&img->io, buf, m->plen, m->pa);
+		err = ezi_io_read(&img->io, buf, m->plen, m->pa);
 	}
 	*in = buf;
 	return err;
 }
 
-int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
+int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		  size_t outlen, bool partial)
 {
 	ezfs_image *img = ino->img;
@@ -327,7 +327,7 @@ int ezfs_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 	rq.outlen = outlen;
 	rq.partial = partial || outlen < m->llen ||
 		     (m->flags & EZFS_EXTENT_PARTIAL_REF);
-	err = ezfs_engine_decompress(ezfs_image_engine(img), m->alg, &rq);
+	err = ezi_engine_decompress(ezi_image_engine(img), m->alg, &rq);
 	if (err == -EUCLEAN || err == -EINVAL)
 		ezfs_err(img, "nid %llu: cannot decode %s pcluster at %llu "
 			 "(%llu bytes -> %zu)", (unsigned long long)ino->nid,
@@ -351,7 +351,7 @@ static uint64_t pc_key(const struct zmap *m)
 	return key;
 }
 
-bool ezfs_pcache_has(ezfs_image *img, const struct zmap *m)
+bool ezi_pcache_has(ezfs_image *img, const struct zmap *m)
 {
 	struct pcache *pc = &img->pc;
 	const uint64_t key = pc_key(m);
@@ -365,7 +365,7 @@ bool ezfs_pcache_has(ezfs_image *img, const struct zmap *m)
 	return e != NULL;
 }
 
-int ezfs_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
+int ezi_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
 		    struct pcache_entry **out, const uint8_t **data)
 {
 	ezfs_image *img = ino->img;
@@ -416,7 +416,7 @@ again:
 	pc->st.misses++;
 	pthread_mutex_unlock(&pc->lock);
 
-	err = ezfs_z_decode(ino, m, e->data, dlen, false);
+	err = ezi_z_decode(ino, m, e->data, dlen, false);
 
 	pthread_mutex_lock(&pc->lock);
 	if (err) {
@@ -454,7 +454,7 @@ again:
  * memory instead of fresh pages (a page fault and a cleared page per 4
  * KiB until the budget filled: a quarter of the daemon's CPU for lz4hc).
  */
-void ezfs_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
+void ezi_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
 			size_t whole)
 {
 	struct pcache *pc = &img->pc;
@@ -468,7 +468,7 @@ void ezfs_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
 	pthread_mutex_unlock(&pc->lock);
 }
 
-void ezfs_pcache_put(ezfs_image *img, struct pcache_entry *e)
+void ezi_pcache_put(ezfs_image *img, struct pcache_entry *e)
 {
 	struct pcache *pc = &img->pc;
 

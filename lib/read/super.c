@@ -21,7 +21,7 @@ void ezfs_open_params_init(struct ezfs_open_params *p)
 
 void ezfs_feature_string(const ezfs_image *img, char *buf, size_t size)
 {
-	ezfs_feature_names(img->si.feature_compat, img->si.feature_incompat, buf,
+	ezi_feature_names(img->si.feature_compat, img->si.feature_incompat, buf,
 			   size);
 }
 
@@ -46,13 +46,13 @@ static int check_sb_crc(ezfs_image *img, uint32_t expect)
 
 	if (!buf)
 		return -ENOMEM;
-	err = ezfs_io_read(&img->io, buf, len, EROFS_SUPER_OFFSET);
+	err = ezi_io_read(&img->io, buf, len, EROFS_SUPER_OFFSET);
 	if (err) {
 		free(buf);
 		return err;
 	}
 	memset(buf + 4, 0, 4);
-	crc = ezfs_crc32c(0xFFFFFFFFu, buf, len);
+	crc = ezi_crc32c(0xFFFFFFFFu, buf, len);
 	free(buf);
 	if (crc != expect) {
 		ezfs_err(img, "superblock checksum mismatch: stored 0x%08x, "
@@ -80,14 +80,14 @@ static int parse_compr_cfgs(ezfs_image *img, uint16_t algs)
 			return -EOPNOTSUPP;
 		}
 		pos = (pos + 3) & ~3ull;
-		err = ezfs_io_read(&img->io, rec, 2, pos);
+		err = ezi_io_read(&img->io, rec, 2, pos);
 		if (err)
 			return err;
 		size = get_le16(rec);
 		EZFS_CHECK(img, size && size <= sizeof(rec),
 			   "invalid %s config record size %u",
 			   ezfs_alg_name((int)alg), size);
-		err = ezfs_io_read(&img->io, rec, size, pos + 2);
+		err = ezi_io_read(&img->io, rec, size, pos + 2);
 		if (err)
 			return err;
 		pos += 2 + size;
@@ -164,7 +164,7 @@ static int parse_super(ezfs_image *img)
 			 "a superblock)", (unsigned long long)img->io.size);
 		return -EMEDIUMTYPE;
 	}
-	err = ezfs_io_read(&img->io, raw, EROFS_SB_BASE_SIZE, EROFS_SUPER_OFFSET);
+	err = ezi_io_read(&img->io, raw, EROFS_SB_BASE_SIZE, EROFS_SUPER_OFFSET);
 	if (err)
 		return err;
 	if (get_le32(&sb->magic) != EROFS_SUPER_MAGIC) {
@@ -187,7 +187,7 @@ static int parse_super(ezfs_image *img)
 	if (si->sb_size > EROFS_SB_BASE_SIZE) {
 		size_t more = si->sb_size > sizeof(raw) ? sizeof(raw) :
 							  si->sb_size;
-		err = ezfs_io_read(&img->io, raw, more, EROFS_SUPER_OFFSET);
+		err = ezi_io_read(&img->io, raw, more, EROFS_SUPER_OFFSET);
 		if (err)
 			return err;
 	}
@@ -283,7 +283,7 @@ static int load_special(ezfs_image *img)
 
 	if (si->metabox_nid ||
 	    (si->feature_incompat & EROFS_FEATURE_INCOMPAT_METABOX)) {
-		err = ezfs_inode_load(img, si->metabox_nid, &img->metabox);
+		err = ezi_inode_load(img, si->metabox_nid, &img->metabox);
 		if (err) {
 			ezfs_err(img, "cannot load the metabox inode %llu",
 				 (unsigned long long)si->metabox_nid);
@@ -293,7 +293,7 @@ static int load_special(ezfs_image *img)
 			   "metabox inode is not a regular file");
 	}
 	if (si->packed_nid) {
-		err = ezfs_inode_load(img, si->packed_nid, &img->packed);
+		err = ezi_inode_load(img, si->packed_nid, &img->packed);
 		if (err) {
 			ezfs_err(img, "cannot load the packed inode %llu",
 				 (unsigned long long)si->packed_nid);
@@ -302,7 +302,7 @@ static int load_special(ezfs_image *img)
 		EZFS_CHECK(img, S_ISREG(img->packed->mode),
 			   "packed inode is not a regular file");
 	}
-	err = ezfs_inode_load(img, si->root_nid, &root);
+	err = ezi_inode_load(img, si->root_nid, &root);
 	if (err) {
 		ezfs_err(img, "cannot load the root inode %llu",
 			 (unsigned long long)si->root_nid);
@@ -315,7 +315,7 @@ static int load_special(ezfs_image *img)
 		return -EUCLEAN;
 	}
 	ezfs_inode_put(root);
-	return ezfs_xattr_prefixes_init(img);
+	return ezi_xattr_prefixes_init(img);
 }
 
 /* Engine order, dispatch and strictness: params first, else environment. */
@@ -325,7 +325,7 @@ static int apply_engine_params(ezfs_image *img,
 	unsigned nthreads = 0;
 	int err, mode;
 
-	err = ezfs_engine_env_check(&img->logger);
+	err = ezi_engine_env_check(&img->logger);
 	if (err)
 		return err;
 	if (p->accel) {
@@ -390,14 +390,14 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 
 	err = parse_super(img);
 	if (!err)
-		err = ezfs_meta_cache_init(img, p->meta_cache_bytes ?
+		err = ezi_meta_cache_init(img, p->meta_cache_bytes ?
 							p->meta_cache_bytes :
 							DEFAULT_META_CACHE_BYTES);
 	if (!err)
-		err = ezfs_pcache_init(img, p->cache_bytes ? p->cache_bytes :
+		err = ezi_pcache_init(img, p->cache_bytes ? p->cache_bytes :
 							     DEFAULT_CACHE_BYTES);
 	if (!err) {
-		img->codecs = ezfs_codec_pool_new(&img->ccfg);
+		img->codecs = ezi_codec_pool_new(&img->ccfg);
 		if (!img->codecs)
 			err = -ENOMEM;
 	}
@@ -420,7 +420,7 @@ int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
 	int err;
 
 	*out = NULL;
-	err = ezfs_io_open_file(path, &io);
+	err = ezi_io_open_file(path, &io);
 	if (err)
 		return err;
 	return ezfs_image_open_io(io.ops, io.arg, io.size, p, out);
@@ -433,7 +433,7 @@ int ezfs_image_open_mem(const void *buf, size_t len,
 	int err;
 
 	*out = NULL;
-	err = ezfs_io_open_mem(buf, len, &io);
+	err = ezi_io_open_mem(buf, len, &io);
 	if (err)
 		return err;
 	return ezfs_image_open_io(io.ops, io.arg, io.size, p, out);
@@ -443,13 +443,13 @@ void ezfs_image_close(ezfs_image *img)
 {
 	if (!img)
 		return;
-	ezfs_xattr_prefixes_fini(img);
+	ezi_xattr_prefixes_fini(img);
 	ezfs_inode_put(img->packed);
 	ezfs_inode_put(img->metabox);
-	ezfs_pcache_fini(img);
-	ezfs_meta_cache_fini(img);
-	ezfs_estate_free(img->engine);
-	ezfs_codec_pool_free(img->codecs);
-	ezfs_io_close(&img->io);
+	ezi_pcache_fini(img);
+	ezi_meta_cache_fini(img);
+	ezi_estate_free(img->engine);
+	ezi_codec_pool_free(img->codecs);
+	ezi_io_close(&img->io);
 	free(img);
 }

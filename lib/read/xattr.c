@@ -22,9 +22,9 @@ static int prefix_read(ezfs_image *img, uint64_t pos, void *buf, size_t len)
 	const uint32_t compat = img->si.feature_compat;
 
 	if (compat & EROFS_FEATURE_COMPAT_PLAIN_XATTR_PFX)
-		return ezfs_meta_read(img, false, pos, buf, len);
+		return ezi_meta_read(img, false, pos, buf, len);
 	if (img->metabox)
-		return ezfs_meta_read(img, true, pos, buf, len);
+		return ezi_meta_read(img, true, pos, buf, len);
 	if (img->packed) {
 		ssize_t n = ezfs_pread(img->packed, buf, len, pos);
 
@@ -34,10 +34,10 @@ static int prefix_read(ezfs_image *img, uint64_t pos, void *buf, size_t len)
 			   "long xattr prefix table beyond the packed inode");
 		return 0;
 	}
-	return ezfs_meta_read(img, false, pos, buf, len);
+	return ezi_meta_read(img, false, pos, buf, len);
 }
 
-int ezfs_xattr_prefixes_init(ezfs_image *img)
+int ezi_xattr_prefixes_init(ezfs_image *img)
 {
 	unsigned n = img->si.xattr_prefix_count;
 	uint64_t pos;
@@ -53,7 +53,7 @@ int ezfs_xattr_prefixes_init(ezfs_image *img)
 	img->nprefixes = n;
 	{
 		uint8_t raw[sizeof(struct erofs_super_block)];
-		int err = ezfs_io_read(&img->io, raw, EROFS_SB_BASE_SIZE,
+		int err = ezi_io_read(&img->io, raw, EROFS_SB_BASE_SIZE,
 				       EROFS_SUPER_OFFSET);
 
 		if (err)
@@ -86,7 +86,7 @@ int ezfs_xattr_prefixes_init(ezfs_image *img)
 	return 0;
 }
 
-void ezfs_xattr_prefixes_fini(ezfs_image *img)
+void ezi_xattr_prefixes_fini(ezfs_image *img)
 {
 	for (unsigned i = 0; i < img->nprefixes; i++)
 		free(img->prefixes[i].infix);
@@ -164,14 +164,14 @@ static int read_shared(ezfs_inode *ino, uint32_t id, uint8_t **out,
 	unsigned sz;
 	int err;
 
-	err = ezfs_meta_read(img, mb, pos, hdr, 4);
+	err = ezi_meta_read(img, mb, pos, hdr, 4);
 	if (err)
 		return err;
 	sz = erofs_xattr_entry_size(hdr[0], get_le16(hdr + 2));
 	*out = malloc(sz);
 	if (!*out)
 		return -ENOMEM;
-	err = ezfs_meta_read(img, mb, pos, *out, 4 + hdr[0] + get_le16(hdr + 2));
+	err = ezi_meta_read(img, mb, pos, *out, 4 + hdr[0] + get_le16(hdr + 2));
 	if (err) {
 		free(*out);
 		return err;
@@ -196,7 +196,7 @@ static int xattr_walk(struct xiter *it)
 	body = malloc(isz);
 	if (!body)
 		return -ENOMEM;
-	err = ezfs_meta_read(img, ino->in_metabox, ino->ipos + ino->core_size,
+	err = ezi_meta_read(img, ino->in_metabox, ino->ipos + ino->core_size,
 			     body, isz);
 	if (err)
 		goto out;
@@ -293,7 +293,7 @@ static bool filtered_out(ezfs_image *img, uint32_t filter, const char *name,
 			continue;
 		plen = strlen(short_prefix[i]);
 		if (len >= plen && !memcmp(name, short_prefix[i], plen)) {
-			uint32_t bit = ezfs_xxh32(name + plen, len - plen,
+			uint32_t bit = ezi_xxh32(name + plen, len - plen,
 						  EROFS_XATTR_FILTER_SEED + i) &
 				       (EROFS_XATTR_FILTER_BITS - 1);
 			return filter & (1u << bit);
@@ -314,7 +314,7 @@ ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf,
 	if (!ino->xattr_isize)
 		return -ENODATA;
 	if (ino->img->filter_ok && ino->xattr_isize > 12) {
-		err = ezfs_meta_read(ino->img, ino->in_metabox,
+		err = ezi_meta_read(ino->img, ino->in_metabox,
 				     ino->ipos + ino->core_size, hdr, 4);
 		if (err)
 			return err;

@@ -41,7 +41,7 @@ static int load_full(ezfs_inode *ino, uint64_t lcn, struct lrec *r)
 	uint16_t advise;
 	int err;
 
-	err = ezfs_meta_read(img, ino->in_metabox, pos, di, sizeof(di));
+	err = ezi_meta_read(img, ino->in_metabox, pos, di, sizeof(di));
 	if (err)
 		return err;
 	memset(r, 0, sizeof(*r));
@@ -138,7 +138,7 @@ static int load_compact(ezfs_inode *ino, uint64_t lcn, bool lookahead,
 	}
 	packsz = vcnt << shift;
 	packpos = pos & ~(uint64_t)(packsz - 1);
-	err = ezfs_meta_read(img, ino->in_metabox, packpos, pack, packsz);
+	err = ezi_meta_read(img, ino->in_metabox, packpos, pack, packsz);
 	if (err)
 		return err;
 	memset(r, 0, sizeof(*r));
@@ -443,7 +443,7 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 		bool seq = recsz == 4;
 
 		if (seq) {
-			err = ezfs_meta_read(img, ino->in_metabox, pos, rec, 8);
+			err = ezi_meta_read(img, ino->in_metabox, pos, rec, 8);
 			if (err)
 				return err;
 			pa = get_le64(rec);
@@ -454,7 +454,7 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 			pos += (lstart >> lcb) * recsz;
 		}
 		for (; lstart <= la; lstart += lcs) {
-			err = ezfs_meta_read(img, ino->in_metabox, pos, rec,
+			err = ezi_meta_read(img, ino->in_metabox, pos, rec,
 					     recsz);
 			if (err)
 				return err;
@@ -478,7 +478,7 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 		while (l < r) {
 			uint64_t mid = l + (r - l) / 2, rla;
 
-			err = ezfs_meta_read(img, ino->in_metabox,
+			err = ezi_meta_read(img, ino->in_metabox,
 					     pos + mid * recsz, rec, recsz);
 			if (err)
 				return err;
@@ -554,7 +554,7 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 	return 0;
 }
 
-int ezfs_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m)
+int ezi_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m)
 {
 	int err;
 
@@ -619,7 +619,7 @@ int ezfs_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m)
 	return 0;
 }
 
-int ezfs_z_init(ezfs_inode *ino)
+int ezi_z_init(ezfs_inode *ino)
 {
 	ezfs_image *img = ino->img;
 	uint8_t h[8];
@@ -630,7 +630,7 @@ int ezfs_z_init(ezfs_inode *ino)
 		ezfs_err(img, "nid %llu: empty compressed inode", NID(ino));
 		return -EUCLEAN;
 	}
-	err = ezfs_meta_read(img, ino->in_metabox, ino->z.hpos, h, 8);
+	err = ezi_meta_read(img, ino->in_metabox, ino->z.hpos, h, 8);
 	if (err)
 		return err;
 	if (h[7] >> Z_EROFS_FRAGMENT_INODE_BIT) {

@@ -11,7 +11,7 @@
 #define EUCLEAN 117
 #endif
 
-void ezfs_logf(const struct ezfs_logger *lg, int level, const char *fmt, ...)
+void ezi_logf(const struct ezfs_logger *lg, int level, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;

@@ -13,7 +13,7 @@ struct ezfs_logger {
 };
 
 /* Format one line and hand it to lg->fn (NULL lg: silent). */
-void ezfs_logf(const struct ezfs_logger *lg, int level, const char *fmt, ...)
+void ezi_logf(const struct ezfs_logger *lg, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 #endif

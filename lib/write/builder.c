@@ -49,7 +49,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 	b->datafd = -1;
 	b->blksz = p->blksz ? p->blksz : 4096;
 	if (b->blksz < 512 || b->blksz > 4096 || (b->blksz & (b->blksz - 1))) {
-		bld_log(b, EZFS_LOG_ERROR,
+		ezi_bld_log(b, EZFS_LOG_ERROR,
 			"block size %u: must be a power of two in 512..4096",
 			b->blksz);
 		free(b);
@@ -59,7 +59,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		b->blkszbits++;
 	if ((p->flags & EZFS_BUILD_FORCE_COMPACT) &&
 	    (p->flags & EZFS_BUILD_FORCE_EXTENDED)) {
-		bld_log(b, EZFS_LOG_ERROR,
+		ezi_bld_log(b, EZFS_LOG_ERROR,
 			"force-inode-compact and force-inode-extended exclude each other");
 		free(b);
 		return -EINVAL;
@@ -67,13 +67,13 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 	if (p->chunksize && (p->chunksize < b->blksz ||
 			     (p->chunksize & (p->chunksize - 1)) ||
 			     p->chunksize > (1u << 30))) {
-		bld_log(b, EZFS_LOG_ERROR,
+		ezi_bld_log(b, EZFS_LOG_ERROR,
 			"chunk size %u: must be a power of two, at least the block size, at most 1 GiB",
 			p->chunksize);
 		free(b);
 		return -EINVAL;
 	}
-	err = bld_zalgs_init(b);
+	err = ezi_bld_zalgs_init(b);
 	if (err) {
 		ezfs_builder_free(b);
 		return err;
@@ -109,7 +109,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		for (i = 0; i < p->n_exclude_regex; i++) {
 			if (regcomp(&re[i], p->exclude_regex[i],
 				    REG_EXTENDED | REG_NOSUB)) {
-				bld_log(b, EZFS_LOG_ERROR, "invalid regex '%s'",
+				ezi_bld_log(b, EZFS_LOG_ERROR, "invalid regex '%s'",
 					p->exclude_regex[i]);
 				ezfs_builder_free(b);
 				return -EINVAL;
@@ -128,11 +128,11 @@ void ezfs_builder_free(ezfs_builder *b)
 
 	if (!b)
 		return;
-	bld_free_inodes(b);
+	ezi_bld_free_inodes(b);
 	for (i = 0; i < b->nregex; i++)
 		regfree(&((regex_t *)b->regex)[i]);
 	free(b->regex);
-	bld_zalgs_free(b);
+	ezi_bld_zalgs_free(b);
 	free(b->shared);
 	if (b->fd >= 0)
 		close(b->fd);
@@ -146,10 +146,10 @@ static int scanned(ezfs_builder *b)
 {
 	/* config records follow the superblock; shared xattrs follow them */
 	if (b->big_pcluster)
-		b->cfgs_len = bld_cfgs_encode(b, NULL);
+		b->cfgs_len = ezi_bld_cfgs_encode(b, NULL);
 	b->shared_start = (EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE +
 			   b->cfgs_len + 3) & ~3u;
-	return bld_xattrs_share(b);
+	return ezi_bld_xattrs_share(b);
 }
 
 int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
@@ -159,7 +159,7 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 	if (b->scanned)
 		return -EINVAL;
 	b->scanned = true;
-	err = bld_scan(b, srcdir);
+	err = ezi_bld_scan(b, srcdir);
 	return err ? err : scanned(b);
 }
 
@@ -171,7 +171,7 @@ int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
 	if (b->scanned)
 		return -EINVAL;
 	b->scanned = true;
-	err = bld_scan_tar(b, path, tmpdir);
+	err = ezi_bld_scan_tar(b, path, tmpdir);
 	return err ? err : scanned(b);
 }
 
@@ -288,7 +288,7 @@ static int open_output(struct ezfs_builder *b, const char *target,
 		return 0;
 	/* name what the caller asked for, not the temporary name */
 	err = -errno;
-	bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path, strerror(errno));
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path, strerror(errno));
 	return err;
 }
 
@@ -322,7 +322,7 @@ static int link_output(struct ezfs_builder *b, const char *target, char **tmp)
 fail:
 	err = -errno;
 out:
-	bld_log(b, EZFS_LOG_ERROR, "%s: cannot link: %s", b->out_path,
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: cannot link: %s", b->out_path,
 		strerror(-err));
 	return err;
 }
@@ -347,7 +347,7 @@ static int open_device(struct ezfs_builder *b, const char *target)
 	return 0;
 fail:
 	err = -errno;
-	bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path, strerror(errno));
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path, strerror(errno));
 	if (b->fd >= 0)
 		close(b->fd);
 	b->fd = -1;
@@ -368,7 +368,7 @@ static int output_kind(struct ezfs_builder *b, const char *target,
 		old->st_mode = 0;
 		if (errno == ENOENT)
 			return 0;
-		bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path,
 			strerror(errno));
 		return err;
 	}
@@ -377,7 +377,7 @@ static int output_kind(struct ezfs_builder *b, const char *target,
 	if (S_ISBLK(old->st_mode))
 		return 1;
 	if (S_ISDIR(old->st_mode)) {
-		bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path,
 			strerror(EISDIR));
 		return -EISDIR;
 	}
@@ -387,7 +387,7 @@ static int output_kind(struct ezfs_builder *b, const char *target,
 		what = "a FIFO";
 	else if (S_ISSOCK(old->st_mode))
 		what = "a socket";
-	bld_log(b, EZFS_LOG_ERROR,
+	ezi_bld_log(b, EZFS_LOG_ERROR,
 		"%s: %s, not a regular file or a block device", b->out_path,
 		what);
 	return -EINVAL;
@@ -406,7 +406,7 @@ static int keep_owner_mode(struct ezfs_builder *b, const struct stat *old)
 	}
 	if (!fchmod(b->fd, mode))
 		return 0;
-	bld_log(b, EZFS_LOG_ERROR, "%s: chmod: %s", b->out_path,
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: chmod: %s", b->out_path,
 		strerror(errno));
 	return -errno;
 }
@@ -424,7 +424,7 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	target = resolve_links(path);
 	if (!target) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: %s", path, strerror(errno));
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", path, strerror(errno));
 		b->out_path = NULL;
 		return err;
 	}
@@ -443,14 +443,14 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		b->out_path = NULL;
 		return err;
 	}
-	err = bld_write_data(b);
+	err = ezi_bld_write_data(b);
 	if (!err)
-		err = bld_write_meta(b);
+		err = ezi_bld_write_meta(b);
 	if (!err && old.st_mode && !b->device)
 		err = keep_owner_mode(b, &old);
 	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(b->fd)) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", path,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", path,
 			strerror(errno));
 	}
 	if (!err && !tmp && !b->device) {
@@ -459,13 +459,13 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	}
 	if (close(b->fd) && !err) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: close: %s", path,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: close: %s", path,
 			strerror(errno));
 	}
 	b->fd = -1;
 	if (!err && tmp && rename(tmp, target)) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", path,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", path,
 			strerror(errno));
 	}
 	if (err && tmp)

@@ -12,7 +12,7 @@
 
 #include "write/internal.h"
 
-int bld_src_open(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 		 struct bsrc *s)
 {
 	int err;
@@ -27,7 +27,7 @@ int bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 	s->fd = open(in->srcpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (s->fd < 0) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
 			strerror(errno));
 		return err;
 	}
@@ -37,7 +37,7 @@ int bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 	return 0;
 }
 
-ssize_t bld_src_pread(const struct bsrc *s, void *buf, size_t len,
+ssize_t ezi_bld_src_pread(const struct bsrc *s, void *buf, size_t len,
 		      uint64_t off)
 {
 	size_t got = 0;
@@ -61,7 +61,7 @@ ssize_t bld_src_pread(const struct bsrc *s, void *buf, size_t len,
 	return (ssize_t)got;
 }
 
-int bld_src_check(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 		  const struct bsrc *s)
 {
 	const char *what;
@@ -72,7 +72,7 @@ int bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 	if (fstat(s->fd, &st)) {
 		int err = -errno;
 
-		bld_log(b, EZFS_LOG_ERROR, "%s: stat: %s", in->srcpath,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: stat: %s", in->srcpath,
 			strerror(-err));
 		return err;
 	}
@@ -87,12 +87,12 @@ int bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 		what = "changed";
 	else
 		return 0;
-	bld_log(b, EZFS_LOG_ERROR, "%s: file %s while building", in->srcpath,
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: file %s while building", in->srcpath,
 		what);
 	return -EAGAIN;
 }
 
-void bld_src_close(struct bsrc *s)
+void ezi_bld_src_close(struct bsrc *s)
 {
 	if (s->own && s->fd >= 0)
 		close(s->fd);

@@ -54,7 +54,7 @@ static int dtab_grow(struct dtab *t)
 	return 0;
 }
 
-void bld_dedupe_free(struct ezfs_builder *b)
+void ezi_bld_dedupe_free(struct ezfs_builder *b)
 {
 	struct dtab *t = b->dedupe;
 
@@ -106,7 +106,7 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 		if (err)
 			return err;
 	}
-	crc = ezfs_crc32c(0, p, len);
+	crc = ezi_crc32c(0, p, len);
 	for (h = crc & (t->cap - 1); t->e[h].used; h = (h + 1) & (t->cap - 1)) {
 		struct dent *e = &t->e[h];
 
@@ -122,7 +122,7 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 	return 0;
 }
 
-int bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 			 struct bzfile *z)
 {
 	uint32_t k, newblocks = 0;
@@ -172,7 +172,7 @@ int bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 	z->datalen = (uint64_t)newblocks << b->blkszbits;
 	if (shared || z->has_ref) {
 		z->compact = false;
-		z->idx_size = bld_zindex_size(b, in, false);
+		z->idx_size = ezi_bld_zindex_size(b, in, false);
 		b->deduped = true;
 	}
 	return 0;
@@ -182,7 +182,7 @@ int bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
  * Chunks: p holds `blocks` blocks of one chunk (dlen data bytes). Returns
  * 1 and *found when identical data was stored before, else records addr.
  */
-int bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
+int ezi_bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
 		     uint32_t blocks, uint64_t dlen, uint64_t addr,
 		     uint64_t *found, uint8_t *tmp)
 {

@@ -152,7 +152,7 @@ struct ezfs_builder {
 	/* data phase progress before the file being taken (zjobs.c reports
 	 * the parts of a large file as they come) */
 	uint64_t prog_files, prog_bytes, prog_total;
-	uint32_t last_err;       /* CRC32C of the last error line (bld_log) */
+	uint32_t last_err;       /* CRC32C of the last error line (ezi_bld_log) */
 	void *zsegs;             /* struct zsegs: packed inode segments */
 
 	/* fragments: decoded contents of the packed inode, dedupe table */
@@ -181,30 +181,30 @@ struct ezfs_builder {
 };
 
 /* out.c */
-void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
+void ezi_bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
+void ezi_bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
 		  uint64_t items_total, uint64_t bytes, uint64_t bytes_total);
-int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
+int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 	       uint64_t off);
 /* The image is size bytes: truncate the file (or zero the rest of the
  * device's part and check that it fits). */
-int bld_set_size(struct ezfs_builder *b, uint64_t size);
+int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size);
 
 /* scan.c */
-int bld_scan(struct ezfs_builder *b, const char *srcdir);
-void bld_free_inodes(struct ezfs_builder *b);
+int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir);
+void ezi_bld_free_inodes(struct ezfs_builder *b);
 
 /* Shared with tar.c: append to b->inodes, add a dentry, set metadata
  * (mode, owner, times with -T / --all-root / --force-*) from st, and
  * finish the tree ("." and "..", sorted directories). */
-int bld_add_inode(struct ezfs_builder *b, struct binode *in);
-int bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
-void bld_inode_meta(struct ezfs_builder *b, struct binode *in,
+int ezi_bld_add_inode(struct ezfs_builder *b, struct binode *in);
+int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
+void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 		    const struct stat *st);
-int bld_scan_finish(struct ezfs_builder *b);
-void bld_inode_free(struct binode *in);
-bool bld_excluded(const struct ezfs_builder *b, const char *rel);
+int ezi_bld_scan_finish(struct ezfs_builder *b);
+void ezi_bld_inode_free(struct binode *in);
+bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel);
 
 /* datasrc.c: where a regular file's bytes come from (its path, or a
  * range of b->datafd for tar sources) */
@@ -213,97 +213,97 @@ struct bsrc {
 	bool own;                /* close fd when done */
 	uint64_t base, len;      /* reads are clamped to [0, len) */
 };
-int bld_src_open(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 		 struct bsrc *s);
 /* Read up to len bytes at file offset off; short only at the end. */
-ssize_t bld_src_pread(const struct bsrc *s, void *buf, size_t len,
+ssize_t ezi_bld_src_pread(const struct bsrc *s, void *buf, size_t len,
 		      uint64_t off);
-void bld_src_close(struct bsrc *s);
+void ezi_bld_src_close(struct bsrc *s);
 /* After the last read: the source must still be the file the scan saw
  * (inode, size, mtime); else one error line and -EAGAIN. */
-int bld_src_check(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 		  const struct bsrc *s);
 
 /* tar.c */
-int bld_scan_tar(struct ezfs_builder *b, const char *path,
+int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		 const char *tmpdir);
 
 /* xattr.c */
-int bld_xattrs_read(struct ezfs_builder *b, struct binode *in);
+int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in);
 /* Add one xattr (copied; a prefix EROFS cannot store is skipped with a
  * warning), then sort once all are in. */
-int bld_xattr_add(struct ezfs_builder *b, struct binode *in,
+int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
 		  const char *name, const void *value, size_t vlen);
-void bld_xattrs_sort(struct binode *in);
-int bld_xattrs_share(struct ezfs_builder *b);
+void ezi_bld_xattrs_sort(struct binode *in);
+int ezi_bld_xattrs_share(struct ezfs_builder *b);
 /* Write the inode's xattr ibody (xattr_isize bytes) at out. */
-void bld_xattrs_encode(const struct binode *in, uint8_t *out);
+void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out);
 
 /* layout.c */
-int bld_write_data(struct ezfs_builder *b);
+int ezi_bld_write_data(struct ezfs_builder *b);
 /* fragments.c: put every file's pending z->frag into b->packed, in
  * depth-first tree order (after all files are compressed) */
-int bld_frags_place(struct ezfs_builder *b);
+int ezi_bld_frags_place(struct ezfs_builder *b);
 /* Unmap the packed inode's bytes (fragments.c). */
-void bld_packed_free(struct ezfs_builder *b);
+void ezi_bld_packed_free(struct ezfs_builder *b);
 /* every regular file in the fragments' depth-first order, then all in
  * inode order again (fn must skip what it has seen) */
 typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,
 			   void *arg);
-int bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg);
+int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg);
 /* fragshare.c: mark files that end alike (zkeep, zshare) */
-int bld_frags_share(struct ezfs_builder *b);
+int ezi_bld_frags_share(struct ezfs_builder *b);
 /* fragnear.c: a whole-file fragment whose last `matched` bytes end the
  * packed bytes at cend: 1 if its head became pclusters, 0 if not */
-int bld_frag_near(struct ezfs_builder *b, struct binode *in,
+int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 		  struct bzfile *z, uint64_t cend, uint64_t matched);
-int bld_write_meta(struct ezfs_builder *b);
+int ezi_bld_write_meta(struct ezfs_builder *b);
 
 /* super.c */
-int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
+int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		    uint64_t blocks);
-uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
-uint32_t bld_lzma_dict_size(const struct ezfs_builder *b);
-unsigned bld_zstd_windowlog(const struct ezfs_builder *b);
+uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
+uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b);
+unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b);
 
 /* zcfg.c: configurations and hints from the params (ezfs_builder_new) */
-const struct ezfs_codec_ops *bld_codec(const struct ezfs_builder *b,
+const struct ezfs_codec_ops *ezi_bld_codec(const struct ezfs_builder *b,
 				       unsigned zalg);
-int bld_zalgs_init(struct ezfs_builder *b);
-void bld_zalgs_free(struct ezfs_builder *b);
+int ezi_bld_zalgs_init(struct ezfs_builder *b);
+void ezi_bld_zalgs_free(struct ezfs_builder *b);
 /* Owner offsets and the hint of one inode, once the tree is read. */
-int bld_inode_finish(struct ezfs_builder *b, struct binode *in);
+int ezi_bld_inode_finish(struct ezfs_builder *b, struct binode *in);
 
 /* compress.c: per-file compression into buffers */
-bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in);
+bool ezi_bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in);
 /* zfile.c */
-void bld_zfile_free(struct bzfile *z);
+void ezi_bld_zfile_free(struct bzfile *z);
 /* zindex.c: encode the map header and lcluster indexes at h */
-int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 		      uint8_t *h);
-uint32_t bld_zindex_size(const struct ezfs_builder *b,
+uint32_t ezi_bld_zindex_size(const struct ezfs_builder *b,
 			 const struct binode *in, bool compact);
 /* -E48bit: encoded extent records for z when they are no larger than
  * full indexes (as mkfs.erofs; not for inline tails); sets z->extents and
  * z->idx_size. */
-void bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
+void ezi_bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
 		     struct bzfile *z);
 /* zunaligned.c: -E48bit byte-aligned data for zstd and deflate */
-bool bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in);
-int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
+bool ezi_bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in);
+int ezi_bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 		   void *cctx, struct bzfile **out);
 /* zcfg.c: pcluster size of in, in blocks */
-uint32_t bld_pcluster_blocks(const struct ezfs_builder *b,
+uint32_t ezi_bld_pcluster_blocks(const struct ezfs_builder *b,
 			     const struct binode *in);
 /* zcfg.c: a worker's codec contexts (one per configuration, made by
- * bld_cctx_get when first needed, dropped by bld_cctx_put after a file
+ * ezi_bld_cctx_get when first needed, dropped by ezi_bld_cctx_put after a file
  * unless reusable) */
-void *bld_cctx_new(const struct ezfs_builder *b, int *err);
-void bld_cctx_free(const struct ezfs_builder *b, void *cctx);
-void *bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
+void *ezi_bld_cctx_new(const struct ezfs_builder *b, int *err);
+void ezi_bld_cctx_free(const struct ezfs_builder *b, void *cctx);
+void *ezi_bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
 		   int *err);
-void bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg);
-int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
+void ezi_bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg);
+int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, struct bzfile **out);
 /* One part of a file split for the workers (zsplit.c): its bytes
  * [base, base + len); only the last has the file's tail. */
@@ -311,59 +311,59 @@ struct bzpart {
 	uint64_t base, len;
 	bool last;
 };
-int bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, const struct bzpart *pt, struct bzfile **out);
 /* Index size and layout of a whole file's z; judge: *out = NULL (and z
  * freed) when compression does not save space, else *out = z. */
-void bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
+void ezi_bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
 		      struct bzfile *z, bool judge, struct bzfile **out);
 /* zsplit.c: parts of in for the workers (1: not split), part k of n
  * compressed, the parts merged (freed) into the file's result. */
-uint32_t bld_zsplit_parts(const struct ezfs_builder *b,
+uint32_t ezi_bld_zsplit_parts(const struct ezfs_builder *b,
 			  const struct binode *in);
-int bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
 		   void *cctx, uint32_t k, uint32_t n, struct bzfile **out);
-int bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
 		     struct bzfile **parts, uint32_t n, struct bzfile **out);
 /* Part k of a split file, just taken by the writer (blocks: of the parts
  * before it): its data goes to the image now when nothing will move it
  * later (no pcluster sharing), behind the file's start at b->cursor. */
-int bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
+int ezi_bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
 		   uint32_t *blocks);
 /* Append s (logical start la) to z: extents, data, its tail. */
-int bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la);
+int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la);
 /* Compress len bytes at mem as if they were a file (no fragments, no
  * inline tail; segment pieces: the result is kept even without gain). */
-int bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 		     void *cctx, const uint8_t *mem, uint64_t len,
 		     struct bzfile **out);
 
 /* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
-int bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 			 struct bzfile *z);
-int bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
+int ezi_bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
 		     uint32_t blocks, uint64_t dlen, uint64_t addr,
 		     uint64_t *found, uint8_t *tmp);
-void bld_dedupe_free(struct ezfs_builder *b);
+void ezi_bld_dedupe_free(struct ezfs_builder *b);
 
 /* zjobs.c: compression jobs on worker threads, results in inode order */
-int bld_zjobs_start(struct ezfs_builder *b);
+int ezi_bld_zjobs_start(struct ezfs_builder *b);
 /* Result for in (the next compressible file in inode order): *z = NULL
  * when the file is better stored uncompressed. */
-int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
+int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 		   struct bzfile **z);
-void bld_zjobs_stop(struct ezfs_builder *b);
+void ezi_bld_zjobs_stop(struct ezfs_builder *b);
 /* zfast.c: src[0, len) surely compresses below cap bytes with zalg's
  * codec (lz4's fast mode fits it; tmp: cap bytes). */
-bool bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
+bool ezi_bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
 		   const uint8_t *src, size_t len, uint32_t cap, uint8_t *tmp);
 /* zfast.c: src[0, n) looks like random bytes (flat histogram, no
  * repeats) and zalg's codec (lz4hc, deflate) cannot gain on it. */
-bool bld_random_fast(const struct ezfs_builder *b, unsigned zalg,
+bool ezi_bld_random_fast(const struct ezfs_builder *b, unsigned zalg,
 		     const uint8_t *src, size_t n);
 /* zfast.c: an lz4hc file that lz4's fast mode fits in one block: the
  * stream's length in dst (blksz bytes), else 0. */
-int bld_one_block_fast(const struct ezfs_builder *b, unsigned zalg,
+int ezi_bld_one_block_fast(const struct ezfs_builder *b, unsigned zalg,
 		       const uint8_t *src, size_t len, uint8_t *dst);
 /* zidd.c: -E dedupe inside one file (compress.c) */
 struct bidd {
@@ -372,34 +372,34 @@ struct bidd {
 	uint32_t cap, n, nreg;
 	uint32_t powW;           /* IDD_MUL^(IDD_W-1) */
 };
-void bld_idd_init(struct bidd *d);
-void bld_idd_free(struct bidd *d);
+void ezi_bld_idd_init(struct bidd *d);
+void ezi_bld_idd_free(struct bidd *d);
 /* Register z's complete owned extents (all end at or before pos). */
-int bld_idd_register(struct bidd *d, const struct bzfile *z, uint64_t pos,
+int ezi_bld_idd_register(struct bidd *d, const struct bzfile *z, uint64_t pos,
 		     const uint8_t *win, uint64_t wpos);
 /* First q in [from, to) (q + IDD_W <= wend) where an earlier extent
  * repeats; returns q and its extent in *jp, or `to` when none. */
-uint64_t bld_idd_scan(const struct bidd *d, const struct bzfile *z,
+uint64_t ezi_bld_idd_scan(const struct bidd *d, const struct bzfile *z,
 		      uint64_t from, uint64_t to, uint64_t pos, uint64_t size,
 		      const uint8_t *win, uint64_t wpos, uint64_t wend,
 		      unsigned blkszbits, uint32_t *jp);
 /* Whether a codec context may serve the next file (history-free). */
-bool bld_ctx_reusable(const struct ezfs_builder *b);
+bool ezi_bld_ctx_reusable(const struct ezfs_builder *b);
 
 /*
  * zsegs.c: the packed inode's contents compressed in segments on worker
  * threads, each segment as soon as its bytes are all appended (mem must
  * not move meanwhile; maxlen bounds the final length).
  */
-int bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem,
+int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem,
 		    uint64_t maxlen);
 /* mem[0, avail) is final */
-void bld_zsegs_feed(struct ezfs_builder *b, uint64_t avail);
+void ezi_bld_zsegs_feed(struct ezfs_builder *b, uint64_t avail);
 /* All len bytes are there: the result, *z = NULL when compression does
  * not save space. Ends the workers. */
-int bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
+int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
 		     uint64_t len, struct bzfile **z);
 /* Stop the workers and drop their results (any time; no-op if none). */
-void bld_zsegs_free(struct ezfs_builder *b);
+void ezi_bld_zsegs_free(struct ezfs_builder *b);
 
 #endif

@@ -94,7 +94,7 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 	int err;
 	ssize_t n;
 
-	err = bld_src_open(b, in, &src);
+	err = ezi_bld_src_open(b, in, &src);
 	if (err)
 		return err;
 	if (in->nblocks)
@@ -102,7 +102,7 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 	while (done < full) {
 		size_t want = full - done < COPY_BUF ? (size_t)(full - done)
 						     : COPY_BUF;
-		n = bld_src_pread(&src, buf, want, done);
+		n = ezi_bld_src_pread(&src, buf, want, done);
 		if (n < 0) {
 			err = (int)n;
 			goto rerr;
@@ -110,7 +110,7 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 		if (done + (uint64_t)n < in->size && (size_t)n < want)
 			goto changed;
 		memset(buf + n, 0, want - (size_t)n);
-		err = bld_pwrite(b, buf, want,
+		err = ezi_bld_pwrite(b, buf, want,
 				 (b->cursor << b->blkszbits) + done);
 		if (err)
 			goto out;
@@ -123,7 +123,7 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 			err = -ENOMEM;
 			goto out;
 		}
-		n = bld_src_pread(&src, in->tail, in->tail_len, full);
+		n = ezi_bld_src_pread(&src, in->tail, in->tail_len, full);
 		if (n < 0) {
 			err = (int)n;
 			goto rerr;
@@ -131,18 +131,18 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 		if ((uint32_t)n != in->tail_len)
 			goto changed;
 	}
-	err = bld_src_check(b, in, &src);
+	err = ezi_bld_src_check(b, in, &src);
 	goto out;
 rerr:
-	bld_log(b, EZFS_LOG_ERROR, "%s: read: %s", in->srcpath,
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: read: %s", in->srcpath,
 		strerror(-err));
 	goto out;
 changed:
 	err = -EAGAIN;
-	bld_log(b, EZFS_LOG_ERROR, "%s: file shrank while building",
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: file shrank while building",
 		in->srcpath);
 out:
-	bld_src_close(&src);
+	ezi_bld_src_close(&src);
 	return err;
 }
 
@@ -159,7 +159,7 @@ static int write_symlink_blocks(struct ezfs_builder *b, struct binode *in)
 		return -ENOMEM;
 	memcpy(blk, in->symlink, in->size < full ? in->size : full);
 	in->startblk = b->cursor;
-	err = bld_pwrite(b, blk, full, b->cursor << b->blkszbits);
+	err = ezi_bld_pwrite(b, blk, full, b->cursor << b->blkszbits);
 	b->cursor += in->nblocks;
 	free(blk);
 	return err;
@@ -202,19 +202,19 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		err = -ENOMEM;
 		goto out_nofd;
 	}
-	err = bld_src_open(b, in, &src);
+	err = ezi_bld_src_open(b, in, &src);
 	if (err)
 		goto out_nofd;
 	for (i = 0; i < n; i++) {
 		uint64_t off = (uint64_t)i << cbits, addr, found;
 		size_t len = in->size - off < csz ? (size_t)(in->size - off) : csz;
 		uint32_t blocks = (uint32_t)((len + b->blksz - 1) >> b->blkszbits);
-		ssize_t got = bld_src_pread(&src, buf, len, off);
+		ssize_t got = ezi_bld_src_pread(&src, buf, len, off);
 		uint8_t *e = in->chunkidx + (size_t)i * unit;
 
 		if (got < 0 || (size_t)got != len) {
 			err = got < 0 ? (int)got : -EAGAIN;
-			bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
 				got < 0 ? strerror(-err) :
 				"file shrank while building");
 			break;
@@ -223,7 +223,7 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		if (all_zero(buf, len)) {
 			addr = EROFS_NULL_ADDR32;
 		} else {
-			err = bld_dedupe_chunk(b, buf, blocks, len, b->cursor,
+			err = ezi_bld_dedupe_chunk(b, buf, blocks, len, b->cursor,
 					       &found, tmp);
 			if (err < 0)
 				break;
@@ -231,7 +231,7 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 				addr = found;
 			} else {
 				addr = b->cursor;
-				err = bld_pwrite(b, buf, (size_t)blocks <<
+				err = ezi_bld_pwrite(b, buf, (size_t)blocks <<
 						 b->blkszbits,
 						 b->cursor << b->blkszbits);
 				if (err)
@@ -242,7 +242,7 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		}
 		if (addr > 0xFFFFFFFFull) {
 			err = -EFBIG;
-			bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond 32 bits",
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond 32 bits",
 				in->srcpath);
 			break;
 		}
@@ -252,8 +252,8 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 			put_le32(e, (uint32_t)addr);
 	}
 	if (!err)
-		err = bld_src_check(b, in, &src);
-	bld_src_close(&src);
+		err = ezi_bld_src_check(b, in, &src);
+	ezi_bld_src_close(&src);
 out_nofd:
 	free(buf);
 	free(tmp);
@@ -278,26 +278,26 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 	if (z) {
 		uint32_t k;
 
-		/* z->frag: placed by bld_frags_place() once all are known */
+		/* z->frag: placed by ezi_bld_frags_place() once all are known */
 		/* like mkfs.erofs, fragments also share identical pclusters */
 		if ((b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_FRAGMENTS |
 				   EZFS_BUILD_ALL_FRAGMENTS)) &&
 		    in != b->packed_inode) {
-			err = bld_dedupe_pclusters(b, in, z);
+			err = ezi_bld_dedupe_pclusters(b, in, z);
 			if (err) {
-				bld_zfile_free(z);
+				ezi_bld_zfile_free(z);
 				return err;
 			}
 		}
 		if (b->p.flags & EZFS_BUILD_48BIT)
-			bld_zext_choose(b, in, z);
+			ezi_bld_zext_choose(b, in, z);
 		in->z = z;
 		in->datalayout = z->compact ? EROFS_INODE_COMPRESSED_COMPACT
 					    : EROFS_INODE_COMPRESSED_FULL;
 		for (k = 0; k < z->next; k++)
 			z->ext[k].blkaddr += (uint32_t)b->cursor;
 		err = z->written ? 0 :
-				   bld_pwrite(b, z->data, z->datalen,
+				   ezi_bld_pwrite(b, z->data, z->datalen,
 					      b->cursor << b->blkszbits);
 		b->cursor += z->blocks;
 		free(z->data);
@@ -342,9 +342,9 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
 	in->startblk = EROFS_NULL_ADDR32;
 	in->extended = need_extended(b, in);
 	if (!b->zsegs)
-		err = bld_zsegs_start(b, b->packed, b->packed_len);
+		err = ezi_bld_zsegs_start(b, b->packed, b->packed_len);
 	if (!err)
-		err = bld_zsegs_finish(b, in, b->packed_len, &z);
+		err = ezi_bld_zsegs_finish(b, in, b->packed_len, &z);
 	if (err)
 		return err;
 	if (z)
@@ -354,7 +354,7 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
 		uint64_t full = in->nblocks << b->blkszbits;
 
 		in->startblk = b->cursor;
-		err = bld_pwrite(b, b->packed, full, b->cursor << b->blkszbits);
+		err = ezi_bld_pwrite(b, b->packed, full, b->cursor << b->blkszbits);
 		if (err)
 			return err;
 		b->cursor += in->nblocks;
@@ -397,7 +397,7 @@ static void reserve_root(struct ezfs_builder *b, uint64_t shared_end)
 	b->data_start += nb;
 }
 
-int bld_write_data(struct ezfs_builder *b)
+int ezi_bld_write_data(struct ezfs_builder *b)
 {
 	uint64_t shared_end = b->shared_start + b->shared_len, bytes = 0;
 	uint64_t total_bytes = 0, files = 0;
@@ -409,7 +409,7 @@ int bld_write_data(struct ezfs_builder *b)
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
 
-		err = bld_inode_finish(b, in);
+		err = ezi_bld_inode_finish(b, in);
 		if (err)
 			return err;
 		in->extended = need_extended(b, in);
@@ -421,20 +421,20 @@ int bld_write_data(struct ezfs_builder *b)
 	buf = malloc(COPY_BUF);
 	if (!buf)
 		return -ENOMEM;
-	err = bld_frags_share(b);
+	err = ezi_bld_frags_share(b);
 	if (!err)
-		err = bld_zjobs_start(b);
+		err = ezi_bld_zjobs_start(b);
 	for (i = 0; i < b->ninodes && !err; i++) {
 		struct binode *in = b->inodes[i];
 
 		if (S_ISREG(in->mode)) {
 			struct bzfile *z = NULL;
 
-			if (in->size && bld_compress_wanted(b, in)) {
+			if (in->size && ezi_bld_compress_wanted(b, in)) {
 				b->prog_files = files;
 				b->prog_bytes = bytes;
 				b->prog_total = total_bytes;
-				err = bld_zjobs_take(b, in, &z);
+				err = ezi_bld_zjobs_take(b, in, &z);
 				if (err)
 					break;
 			}
@@ -445,7 +445,7 @@ int bld_write_data(struct ezfs_builder *b)
 			bytes += in->size;
 			files++;
 			if ((files & 255) == 0 || in->size > COPY_BUF)
-				bld_progress(b, EZFS_BUILD_DATA, files,
+				ezi_bld_progress(b, EZFS_BUILD_DATA, files,
 					     b->st.files, bytes, total_bytes);
 		} else if (S_ISLNK(in->mode)) {
 			plan_flat(b, in, true);
@@ -468,15 +468,15 @@ int bld_write_data(struct ezfs_builder *b)
 			plan_flat(b, in, false);
 		}
 	}
-	bld_zjobs_stop(b);
+	ezi_bld_zjobs_stop(b);
 	if (!err)
-		err = bld_frags_place(b);
+		err = ezi_bld_frags_place(b);
 	if (!err && b->packed_len)
 		err = write_packed(b, buf);
-	bld_packed_free(b);
-	bld_dedupe_free(b);
+	ezi_bld_packed_free(b);
+	ezi_bld_dedupe_free(b);
 	b->st.bytes_in = bytes;
-	bld_progress(b, EZFS_BUILD_DATA, files, b->st.files, bytes,
+	ezi_bld_progress(b, EZFS_BUILD_DATA, files, b->st.files, bytes,
 		     total_bytes);
 	free(buf);
 	return err;
@@ -567,7 +567,7 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 		if (!in->extended)
 			fmt |= EROFS_I_NLINK_1_BIT;
 	} else if (u > 0xFFFFFFFFull) {
-		bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond %d bits",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond %d bits",
 			in->srcpath, bit48 ? 48 : 32);
 		return -EFBIG;
 	}
@@ -760,7 +760,7 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 	return r < 0 ? r : 0;
 }
 
-int bld_write_meta(struct ezfs_builder *b)
+int ezi_bld_write_meta(struct ezfs_builder *b)
 {
 	uint64_t shared_end = b->shared_start + b->shared_len;
 	uint64_t base, meta_blkaddr, blk, end = 0, gap0, early;
@@ -798,7 +798,7 @@ int bld_write_meta(struct ezfs_builder *b)
 	if (err)
 		return err;
 	if (b->inodes[0]->nid > 0xFFFF && !(b->p.flags & EZFS_BUILD_48BIT)) {
-		bld_log(b, EZFS_LOG_ERROR, "root nid %llu beyond 16 bits",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "root nid %llu beyond 16 bits",
 			(unsigned long long)b->inodes[0]->nid);
 		return -EFBIG;
 	}
@@ -832,13 +832,13 @@ int bld_write_meta(struct ezfs_builder *b)
 		if (err)
 			break;
 		if (in->xattr_isize)
-			bld_xattrs_encode(in, p + core_size(in));
+			ezi_bld_xattrs_encode(in, p + core_size(in));
 		if (in->z) {
 			uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
 
 			uint8_t *hp = p + (h - in->meta_off);
 
-			err = bld_zindex_encode(b, in, hp);
+			err = ezi_bld_zindex_encode(b, in, hp);
 			if (in->z->idata_len)
 				memcpy(hp + in->z->idx_size,
 				       in->z->idata, in->z->idata_len);
@@ -862,7 +862,7 @@ int bld_write_meta(struct ezfs_builder *b)
 			}
 			build_dir(b, in, dbuf);
 			if (in->nblocks)
-				err = bld_pwrite(b, dbuf,
+				err = ezi_bld_pwrite(b, dbuf,
 						 in->nblocks << b->blkszbits,
 						 in->startblk << b->blkszbits);
 			if (in->tail_len)
@@ -872,16 +872,16 @@ int bld_write_meta(struct ezfs_builder *b)
 			memcpy(p + hdr, in->tail, in->tail_len);
 		}
 		if ((i & 1023) == 0)
-			bld_progress(b, EZFS_BUILD_META, i, b->ninodes, 0, 0);
+			ezi_bld_progress(b, EZFS_BUILD_META, i, b->ninodes, 0, 0);
 	}
 	free(dbuf);
 	if (!err && end > base)
-		err = bld_pwrite(b, meta, end - base, base);
+		err = ezi_bld_pwrite(b, meta, end - base, base);
 	if (!err && !meta_blkaddr && early > gap0)
-		err = bld_pwrite(b, blk0buf, early - gap0, gap0);
+		err = ezi_bld_pwrite(b, blk0buf, early - gap0, gap0);
 	free(meta);
 	free(blk0buf);
 	if (err)
 		return err;
-	return bld_write_super(b, meta_blkaddr, blk);
+	return ezi_bld_write_super(b, meta_blkaddr, blk);
 }

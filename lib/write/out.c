@@ -13,7 +13,7 @@
 #include "write/internal.h"
 #include "format/erofs_fs.h"
 
-void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
+void ezi_bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 {
 	char msg[1024], q[4096];
 	va_list ap;
@@ -26,7 +26,7 @@ void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	/* the parts of a split file fail alike (a file that shrank): say it
 	 * once (error lines are rare, and a repeat is always next to it) */
 	if (level == EZFS_LOG_ERROR) {
-		uint32_t crc = ezfs_crc32c(0, msg, strlen(msg)) | 1;
+		uint32_t crc = ezi_crc32c(0, msg, strlen(msg)) | 1;
 
 		if (__atomic_exchange_n(&((struct ezfs_builder *)b)->last_err,
 					crc, __ATOMIC_RELAXED) == crc)
@@ -37,7 +37,7 @@ void bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	b->p.log(b->p.log_arg, level, ezfs_quote(msg, strlen(msg), q, sizeof(q)));
 }
 
-void bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
+void ezi_bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
 		  uint64_t items_total, uint64_t bytes, uint64_t bytes_total)
 {
 	struct ezfs_build_progress pr = {
@@ -73,7 +73,7 @@ static int write_all(int fd, const void *buf, size_t len, uint64_t off)
 
 static int too_large(const struct ezfs_builder *b)
 {
-	bld_log(b, EZFS_LOG_ERROR,
+	ezi_bld_log(b, EZFS_LOG_ERROR,
 		"%s: the image is larger than the device (%llu bytes)",
 		b->out_path, (unsigned long long)b->devsize);
 	return -EFBIG;
@@ -107,7 +107,7 @@ static int dev_zero_to(struct ezfs_builder *b, uint64_t off, uint64_t end)
 	return err;
 }
 
-int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
+int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 	       uint64_t off)
 {
 	int err = 0;
@@ -119,26 +119,26 @@ int bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 	if (!err)
 		err = write_all(b->fd, buf, len, off);
 	if (err)
-		bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
 			b->out_path ? b->out_path : "image", strerror(-err));
 	return err;
 }
 
-int bld_set_size(struct ezfs_builder *b, uint64_t size)
+int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size)
 {
 	int err;
 
 	if (b->device) {
 		err = dev_zero_to(b, size, size);
 		if (err && err != -EFBIG)
-			bld_log(b, EZFS_LOG_ERROR, "%s: write: %s", b->out_path,
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: write: %s", b->out_path,
 				strerror(-err));
 		return err;
 	}
 	if (!ftruncate(b->fd, (off_t)size))
 		return 0;
 	err = -errno;
-	bld_log(b, EZFS_LOG_ERROR, "%s: truncate: %s", b->out_path,
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: truncate: %s", b->out_path,
 		strerror(errno));
 	return err;
 }

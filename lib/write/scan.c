@@ -13,7 +13,7 @@
 #include "write/internal.h"
 #include "format/erofs_fs.h"
 
-int bld_add_inode(struct ezfs_builder *b, struct binode *in)
+int ezi_bld_add_inode(struct ezfs_builder *b, struct binode *in)
 {
 	if (b->ninodes == b->capinodes) {
 		size_t cap = b->capinodes ? b->capinodes * 2 : 256;
@@ -85,7 +85,7 @@ static int hl_add(struct ezfs_builder *b, struct binode *in)
 
 /* ---- directories ---- */
 
-int bld_add_dentry(struct binode *dir, const char *name, struct binode *in)
+int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in)
 {
 	struct bdentry *d;
 
@@ -120,7 +120,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Is relative path rel excluded by --exclude-path / --exclude-regex? */
-bool bld_excluded(const struct ezfs_builder *b, const char *rel)
+bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel)
 {
 	const regex_t *re = b->regex;
 	size_t i;
@@ -143,7 +143,7 @@ bool bld_excluded(const struct ezfs_builder *b, const char *rel)
 	return false;
 }
 
-void bld_inode_meta(struct ezfs_builder *b, struct binode *in,
+void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 		    const struct stat *st)
 {
 	const struct ezfs_build_params *p = &b->p;
@@ -180,7 +180,7 @@ static int fill_inode(struct ezfs_builder *b, struct binode *in,
 {
 	const struct ezfs_build_params *p = &b->p;
 
-	bld_inode_meta(b, in, st);
+	ezi_bld_inode_meta(b, in, st);
 	if (S_ISREG(st->st_mode)) {
 		in->size = (uint64_t)st->st_size;
 		b->st.files++;
@@ -197,7 +197,7 @@ static int fill_inode(struct ezfs_builder *b, struct binode *in,
 		if (n < 0 || (size_t)n >= cap) {
 			int err = n < 0 ? -errno : -EAGAIN;
 
-			bld_log(b, EZFS_LOG_ERROR, "%s: readlink: %s",
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: readlink: %s",
 				in->srcpath, strerror(-err));
 			return err;
 		}
@@ -213,7 +213,7 @@ static int fill_inode(struct ezfs_builder *b, struct binode *in,
 		b->st.specials++;
 	}
 	if (p->xattr_tolerance >= 0)
-		return bld_xattrs_read(b, in);
+		return ezi_bld_xattrs_read(b, in);
 	return 0;
 }
 
@@ -243,7 +243,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 	d = opendir(dir->srcpath);
 	if (!d) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: opendir: %s", dir->srcpath,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: opendir: %s", dir->srcpath,
 			strerror(errno));
 		return err;
 	}
@@ -253,7 +253,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 		if (!de) {
 			if (errno) {
 				err = -errno;
-				bld_log(b, EZFS_LOG_ERROR, "%s: readdir: %s",
+				ezi_bld_log(b, EZFS_LOG_ERROR, "%s: readdir: %s",
 					dir->srcpath, strerror(errno));
 			}
 			break;
@@ -297,17 +297,17 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 		}
 		sprintf(path, "%s/%s", dir->srcpath, names[i]);
 		rel = path + rootlen + 1;
-		if (bld_excluded(b, rel))
+		if (ezi_bld_excluded(b, rel))
 			continue;
 		if (lstat(path, &st)) {
 			err = -errno;
-			bld_log(b, EZFS_LOG_ERROR, "%s: lstat: %s", path,
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: lstat: %s", path,
 				strerror(errno));
 			break;
 		}
 		if (strlen(names[i]) > EROFS_NAME_LEN) {
 			err = -ENAMETOOLONG;
-			bld_log(b, EZFS_LOG_ERROR, "%s: name too long", path);
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: name too long", path);
 			break;
 		}
 		if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
@@ -315,7 +315,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 			if (in) {
 				in->nlink++;
 				b->st.hardlinks++;
-				err = bld_add_dentry(dir, names[i], in);
+				err = ezi_bld_add_dentry(dir, names[i], in);
 				continue;
 			}
 		}
@@ -324,7 +324,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 			err = -ENOMEM;
 			break;
 		}
-		err = bld_add_inode(b, in);
+		err = ezi_bld_add_inode(b, in);
 		if (err) {
 			free(in->srcpath);
 			free(in);
@@ -338,7 +338,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 		if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
 			err = hl_add(b, in);
 		if (!err)
-			err = bld_add_dentry(dir, names[i], in);
+			err = ezi_bld_add_dentry(dir, names[i], in);
 	}
 out:
 	free(path);
@@ -348,7 +348,7 @@ out:
 	return err;
 }
 
-int bld_scan(struct ezfs_builder *b, const char *srcdir)
+int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir)
 {
 	struct binode *root;
 	struct stat st;
@@ -357,11 +357,11 @@ int bld_scan(struct ezfs_builder *b, const char *srcdir)
 
 	if (lstat(srcdir, &st)) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: %s", srcdir, strerror(errno));
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", srcdir, strerror(errno));
 		return err;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		bld_log(b, EZFS_LOG_ERROR, "%s: not a directory", srcdir);
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: not a directory", srcdir);
 		return -ENOTDIR;
 	}
 	root = new_inode(srcdir);
@@ -373,7 +373,7 @@ int bld_scan(struct ezfs_builder *b, const char *srcdir)
 		root->srcpath[--rootlen] = '\0';
 	if (rootlen == 1 && root->srcpath[0] == '/')
 		rootlen = 0;
-	err = bld_add_inode(b, root);
+	err = ezi_bld_add_inode(b, root);
 	if (err) {
 		free(root->srcpath);
 		free(root);
@@ -396,13 +396,13 @@ int bld_scan(struct ezfs_builder *b, const char *srcdir)
 		if (err)
 			return err;
 		if ((i & 1023) == 0)
-			bld_progress(b, EZFS_BUILD_SCAN, b->ninodes, 0, 0, 0);
+			ezi_bld_progress(b, EZFS_BUILD_SCAN, b->ninodes, 0, 0, 0);
 	}
-	return bld_scan_finish(b);
+	return ezi_bld_scan_finish(b);
 }
 
 /* "." and "..", then sort every directory */
-int bld_scan_finish(struct ezfs_builder *b)
+int ezi_bld_scan_finish(struct ezfs_builder *b)
 {
 	size_t i;
 	int err;
@@ -412,9 +412,9 @@ int bld_scan_finish(struct ezfs_builder *b)
 
 		if (!S_ISDIR(in->mode))
 			continue;
-		err = bld_add_dentry(in, ".", in);
+		err = ezi_bld_add_dentry(in, ".", in);
 		if (!err)
-			err = bld_add_dentry(in, "..", in->parent);
+			err = ezi_bld_add_dentry(in, "..", in->parent);
 		if (err)
 			return err;
 		qsort(in->dents, in->ndents, sizeof(*in->dents), cmp_dent);
@@ -423,7 +423,7 @@ int bld_scan_finish(struct ezfs_builder *b)
 	return 0;
 }
 
-void bld_inode_free(struct binode *in)
+void ezi_bld_inode_free(struct binode *in)
 {
 	unsigned k;
 
@@ -438,17 +438,17 @@ void bld_inode_free(struct binode *in)
 	free(in->symlink);
 	free(in->tail);
 	free(in->chunkidx);
-	bld_zfile_free(in->z);
+	ezi_bld_zfile_free(in->z);
 	free(in->srcpath);
 	free(in);
 }
 
-void bld_free_inodes(struct ezfs_builder *b)
+void ezi_bld_free_inodes(struct ezfs_builder *b)
 {
 	size_t i;
 
 	for (i = 0; i < b->ninodes; i++)
-		bld_inode_free(b->inodes[i]);
+		ezi_bld_inode_free(b->inodes[i]);
 	free(b->inodes);
 	b->inodes = NULL;
 	b->ninodes = b->capinodes = 0;

@@ -9,7 +9,7 @@
 #include "write/internal.h"
 #include "format/erofs_fs.h"
 
-uint32_t bld_lzma_dict_size(const struct ezfs_builder *b)
+uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b)
 {
 	uint32_t d = 4 * b->pclusterblks * b->blksz;
 
@@ -20,7 +20,7 @@ uint32_t bld_lzma_dict_size(const struct ezfs_builder *b)
 	return d;
 }
 
-unsigned bld_zstd_windowlog(const struct ezfs_builder *b)
+unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b)
 {
 	uint32_t w = 8 * b->pclusterblks * b->blksz;
 	unsigned log = 10;
@@ -43,7 +43,7 @@ static uint32_t cfg_encode(const struct ezfs_builder *b, int alg, uint8_t *p)
 		return 16;
 	case EZFS_ALG_LZMA:
 		put_le16(p, 14);
-		put_le32(p + 2, bld_lzma_dict_size(b));
+		put_le32(p + 2, ezi_bld_lzma_dict_size(b));
 		put_le16(p + 6, 0);
 		return 16;
 	case EZFS_ALG_DEFLATE:
@@ -53,7 +53,7 @@ static uint32_t cfg_encode(const struct ezfs_builder *b, int alg, uint8_t *p)
 	case EZFS_ALG_ZSTD:
 		put_le16(p, 6);
 		p[2] = 0;
-		p[3] = (uint8_t)(bld_zstd_windowlog(b) - 10);
+		p[3] = (uint8_t)(ezi_bld_zstd_windowlog(b) - 10);
 		return 8;
 	}
 	return 0;
@@ -64,7 +64,7 @@ static uint32_t cfg_encode(const struct ezfs_builder *b, int alg, uint8_t *p)
  * each is a multiple of 4 bytes, so every record starts 4-byte aligned.
  * p NULL: only the length.
  */
-uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
+uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
 {
 	uint8_t rec[16];
 	uint32_t len = 0, n;
@@ -79,7 +79,7 @@ uint32_t bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
 	return len;
 }
 
-int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
+int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		    uint64_t blocks)
 {
 	size_t len = b->shared_start + b->shared_len, clen;
@@ -92,7 +92,7 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	int err;
 
 	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull)) {
-		bld_log(b, EZFS_LOG_ERROR, "image too large (%llu blocks)",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "image too large (%llu blocks)",
 			(unsigned long long)blocks);
 		return -EFBIG;
 	}
@@ -117,7 +117,7 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		if (b->big_pcluster) {
 			incompat |= EROFS_FEATURE_INCOMPAT_COMPR_CFGS;
 			u1 = (uint16_t)b->algmask;
-			bld_cfgs_encode(b, sb + EROFS_SB_BASE_SIZE);
+			ezi_bld_cfgs_encode(b, sb + EROFS_SB_BASE_SIZE);
 		} else {
 			u1 = b->lz4_maxdist;
 		}
@@ -151,11 +151,11 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 			 b->packed_inode->nid);
 	if (b->shared_len)
 		memcpy(buf + b->shared_start, b->shared, b->shared_len);
-	err = bld_pwrite(b, buf, len, 0);
+	err = ezi_bld_pwrite(b, buf, len, 0);
 	free(buf);
 	if (err)
 		return err;
-	err = bld_set_size(b, blocks << b->blkszbits);
+	err = ezi_bld_set_size(b, blocks << b->blkszbits);
 	if (err)
 		return err;
 	b->st.image_bytes = blocks << b->blkszbits;
@@ -171,12 +171,12 @@ int bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	n = pread(b->fd, crcbuf, clen, EROFS_SUPER_OFFSET);
 	if (n != (ssize_t)clen) {
 		free(crcbuf);
-		bld_log(b, EZFS_LOG_ERROR, "image: read back failed");
+		ezi_bld_log(b, EZFS_LOG_ERROR, "image: read back failed");
 		return -EIO;
 	}
 	memset(crcbuf + 4, 0, 4);
-	put_le32(crcbuf, ezfs_crc32c(0xFFFFFFFFu, crcbuf, clen));
-	err = bld_pwrite(b, crcbuf, 4, EROFS_SUPER_OFFSET + 4);
+	put_le32(crcbuf, ezi_crc32c(0xFFFFFFFFu, crcbuf, clen));
+	err = ezi_bld_pwrite(b, crcbuf, 4, EROFS_SUPER_OFFSET + 4);
 	free(crcbuf);
 	return err;
 }

@@ -61,7 +61,7 @@ static int cmp_xattr_pq(const void *a, const void *b)
 	return cmp_xattr(*(struct bxattr *const *)a, *(struct bxattr *const *)b);
 }
 
-int bld_xattr_add(struct ezfs_builder *b, struct binode *in,
+int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
 		  const char *name, const void *value, size_t vlen)
 {
 	struct bxattr *x, *nx;
@@ -69,13 +69,13 @@ int bld_xattr_add(struct ezfs_builder *b, struct binode *in,
 	size_t skip;
 
 	if (!classify(name, &index, &skip)) {
-		bld_log(b, EZFS_LOG_WARN,
+		ezi_bld_log(b, EZFS_LOG_WARN,
 			"%s: xattr %s: prefix not storable in EROFS, skipped",
 			in->srcpath, name);
 		return 0;
 	}
 	if (vlen > 0xFFFF || strlen(name) - skip > 255) {
-		bld_log(b, EZFS_LOG_ERROR, "%s: xattr %s too large",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: xattr %s too large",
 			in->srcpath, name);
 		return -E2BIG;
 	}
@@ -104,13 +104,13 @@ int bld_xattr_add(struct ezfs_builder *b, struct binode *in,
 	return 0;
 }
 
-void bld_xattrs_sort(struct binode *in)
+void ezi_bld_xattrs_sort(struct binode *in)
 {
 	if (in->nxattrs)
 		qsort(in->xattrs, in->nxattrs, sizeof(*in->xattrs), cmp_xattr_q);
 }
 
-int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
+int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 {
 	ssize_t len, vlen;
 	char *list = NULL, *name, *val = NULL;
@@ -121,7 +121,7 @@ int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 		if (errno == ENOTSUP || errno == ENOSYS)
 			return 0;
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: listxattr: %s", in->srcpath,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: listxattr: %s", in->srcpath,
 			strerror(errno));
 		return err;
 	}
@@ -136,7 +136,7 @@ int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 	len = llistxattr(in->srcpath, list, (size_t)len);
 	if (len < 0) {
 		err = -errno;
-		bld_log(b, EZFS_LOG_ERROR, "%s: listxattr: %s", in->srcpath,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: listxattr: %s", in->srcpath,
 			strerror(errno));
 		goto out;
 	}
@@ -144,16 +144,16 @@ int bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 	     name += strlen(name) + 1) {
 		vlen = lgetxattr(in->srcpath, name, val, 0x10000);
 		if (vlen < 0 && errno == ERANGE) {
-			vlen = 0x10000;	/* too large: bld_xattr_add says so */
+			vlen = 0x10000;	/* too large: ezi_bld_xattr_add says so */
 		} else if (vlen < 0) {
 			err = -errno;
-			bld_log(b, EZFS_LOG_ERROR, "%s: getxattr %s: %s",
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: getxattr %s: %s",
 				in->srcpath, name, strerror(errno));
 			break;
 		}
-		err = bld_xattr_add(b, in, name, val, (size_t)vlen);
+		err = ezi_bld_xattr_add(b, in, name, val, (size_t)vlen);
 	}
-	bld_xattrs_sort(in);
+	ezi_bld_xattrs_sort(in);
 out:
 	free(list);
 	free(val);
@@ -181,7 +181,7 @@ static void encode_entry(const struct bxattr *x, uint8_t *out)
  * xattr_tolerance inodes), encode the shared area (at b->shared_start),
  * then size every inode's xattr body and name filter.
  */
-int bld_xattrs_share(struct ezfs_builder *b)
+int ezi_bld_xattrs_share(struct ezfs_builder *b)
 {
 	struct bxattr **all = NULL;
 	size_t n = 0, i, j, k;
@@ -249,13 +249,13 @@ int bld_xattrs_share(struct ezfs_builder *b)
 			} else {
 				isize += entry_size(x);
 			}
-			filter |= 1u << (ezfs_xxh32(x->suffix, x->suffix_len,
+			filter |= 1u << (ezi_xxh32(x->suffix, x->suffix_len,
 						    EROFS_XATTR_FILTER_SEED +
 						    x->index) &
 					 (EROFS_XATTR_FILTER_BITS - 1));
 		}
 		if (isize > 12 + 4u * 0xFFFE) {
-			bld_log(b, EZFS_LOG_ERROR, "%s: xattrs too large",
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: xattrs too large",
 				in->srcpath);
 			err = -E2BIG;
 			goto out;
@@ -268,7 +268,7 @@ out:
 	return err;
 }
 
-void bld_xattrs_encode(const struct binode *in, uint8_t *out)
+void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out)
 {
 	uint8_t *p = out + 12;
 	unsigned k;

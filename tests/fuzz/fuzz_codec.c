@@ -44,7 +44,7 @@ static int err_ok(int err)
 static void differential(int alg, const struct ezfs_dreq *rq,
 			 const uint8_t *ref, int ref_err)
 {
-	const struct ezfs_codec_ops *const *list = ezfs_codec_list(alg);
+	const struct ezfs_codec_ops *const *list = ezi_codec_list(alg);
 	struct ezfs_dreq one;
 	uint8_t *out;
 	int i, err;
@@ -100,7 +100,7 @@ static void stale_check(int alg, struct ezfs_dreq *rq, const uint8_t *ref)
 		return;
 	memset(again, 0xff, rq->outlen);
 	rq->out = again;
-	err = ezfs_codec_decompress_one(pool, ezfs_codec_reference(alg), rq);
+	err = ezi_codec_decompress_one(pool, ezi_codec_reference(alg), rq);
 	rq->out = keep;
 	if (!err && memcmp(ref, again, rq->outlen)) {
 		fprintf(stderr, "fuzz: alg %d%s: the decoded bytes depend on "
@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 3)
 		return 0;
 	if (!pool) {
-		pool = ezfs_codec_pool_new(&cfg);
+		pool = ezi_codec_pool_new(&cfg);
 		if (!pool)
 			return 0;
 	}
@@ -142,7 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rq.outlen = outlen;
 	rq.partial = data[0] & 4;
 	memset(out, 0, outlen);
-	err = ezfs_codec_decompress_one(pool, ezfs_codec_reference(alg), &rq);
+	err = ezi_codec_decompress_one(pool, ezi_codec_reference(alg), &rq);
 	if (!err_ok(err)) {
 		fprintf(stderr, "fuzz: reference decoder of alg %d returned %d\n",
 			alg, err);

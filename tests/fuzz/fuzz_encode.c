@@ -49,8 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 4)
 		return 0;
 	if (!pool)
-		pool = ezfs_codec_pool_new(&cfg);
-	ops = ezfs_codec_find(names[data[0] & 3]);
+		pool = ezi_codec_pool_new(&cfg);
+	ops = ezi_codec_find(names[data[0] & 3]);
 	level = data[0] >> 4;
 	if (level > ops->max_level)
 		level = ops->max_level;
@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rq.inlen = (size_t)ret;
 		rq.out = dec;
 		rq.outlen = used;
-		err = ezfs_codec_decompress_one(pool, ezfs_codec_reference(ops->alg),
+		err = ezi_codec_decompress_one(pool, ezi_codec_reference(ops->alg),
 						 &rq);
 		if (err || memcmp(dec, data + pos, used))
 			fail("round trip", ops->name, pos, err);

@@ -224,7 +224,7 @@ static int via_pool(struct ezfs_codec_pool *pool,
 	int err;
 
 	rq.out = malloc(outlen ? outlen : 1);
-	err = ops ? ezfs_codec_decompress_one(pool, ops, &rq) : -EOPNOTSUPP;
+	err = ops ? ezi_codec_decompress_one(pool, ops, &rq) : -EOPNOTSUPP;
 	if (outp)
 		*outp = rq.out;
 	else
@@ -346,7 +346,7 @@ typedef struct stream (*compress_fn)(const uint8_t *, size_t);
 static void check_alg(struct ezfs_codec_pool *pool, int alg, compress_fn comp,
 		      const uint8_t *data, size_t len, const char *what)
 {
-	const struct ezfs_codec_ops *const *list = ezfs_codec_list(alg);
+	const struct ezfs_codec_ops *const *list = ezi_codec_list(alg);
 	struct stream s = comp(data, len);
 	uint8_t *out;
 	int err;
@@ -358,12 +358,12 @@ static void check_alg(struct ezfs_codec_pool *pool, int alg, compress_fn comp,
 		return;
 	}
 	/* default list: full and partial */
-	err = via_pool(pool, ezfs_codec_reference(alg), s.p, s.len, len, false,
+	err = via_pool(pool, ezi_codec_reference(alg), s.p, s.len, len, false,
 		       &out);
 	CHECK(!err && !memcmp(out, data, len), "%s %s default full: %d",
 	      ezfs_alg_name(alg), what, err);
 	free(out);
-	err = via_pool(pool, ezfs_codec_reference(alg), s.p, s.len, len / 2 + 1,
+	err = via_pool(pool, ezi_codec_reference(alg), s.p, s.len, len / 2 + 1,
 		       true, &out);
 	CHECK(!err && !memcmp(out, data, len / 2 + 1),
 	      "%s %s default partial: %d", ezfs_alg_name(alg), what, err);
@@ -377,7 +377,7 @@ static void check_alg(struct ezfs_codec_pool *pool, int alg, compress_fn comp,
 static void test_decode(void)
 {
 	static const size_t sizes[] = { 1, 5, 300, 4096, 65536, 200000 };
-	struct ezfs_codec_pool *pool = ezfs_codec_pool_new(&test_cfg);
+	struct ezfs_codec_pool *pool = ezi_codec_pool_new(&test_cfg);
 	static const compress_fn comps[EZFS_ALG_MAX] = {
 		[EZFS_ALG_LZ4] = comp_lz4,
 		[EZFS_ALG_LZMA] = comp_lzma,
@@ -411,38 +411,38 @@ static void test_decode(void)
 		check_alg(pool, EZFS_ALG_ZSTD, comp_zstd, data, len, what);
 	}
 	free(data);
-	ezfs_codec_pool_free(pool);
+	ezi_codec_pool_free(pool);
 }
 
 /* Dispatcher edge cases and registry. */
 static void test_dispatch(void)
 {
-	struct ezfs_codec_pool *pool = ezfs_codec_pool_new(NULL);
-	const struct ezfs_codec_ops *const *all = ezfs_codec_all();
+	struct ezfs_codec_pool *pool = ezi_codec_pool_new(NULL);
+	const struct ezfs_codec_ops *const *all = ezi_codec_all();
 	uint8_t in[8] = { 1, 2, 3 }, out[8];
 	struct ezfs_dreq rq = { .in = in, .inlen = 3, .out = out, .outlen = 8 };
 	int alg;
 
 	CHECK(pool != NULL, "pool");
-	CHECK(ezfs_codec_reference(7) == NULL, "bad alg");
-	CHECK(ezfs_codec_reference(-1) == NULL, "bad alg");
-	CHECK(ezfs_codec_reference(EZFS_ALG_MAX) == NULL, "bad alg");
+	CHECK(ezi_codec_reference(7) == NULL, "bad alg");
+	CHECK(ezi_codec_reference(-1) == NULL, "bad alg");
+	CHECK(ezi_codec_reference(EZFS_ALG_MAX) == NULL, "bad alg");
 	rq.inlen = 0;
-	CHECK(ezfs_codec_decompress_one(pool, &ezfs_codec_lz4, &rq) == -EUCLEAN,
+	CHECK(ezi_codec_decompress_one(pool, &ezi_codec_lz4, &rq) == -EUCLEAN,
 	      "empty input");
 	rq.inlen = 3;
 	rq.outlen = 0;
 	rq.partial = true;
-	CHECK(ezfs_codec_decompress_one(pool, &ezfs_codec_lz4, &rq) == 0,
+	CHECK(ezi_codec_decompress_one(pool, &ezi_codec_lz4, &rq) == 0,
 	      "empty partial");
-	CHECK(ezfs_codec_decompress_one(pool, &ezfs_codec_lz4hc, &rq) ==
+	CHECK(ezi_codec_decompress_one(pool, &ezi_codec_lz4hc, &rq) ==
 		      -EOPNOTSUPP, "an encoder cannot decode");
 	for (; *all; all++)
-		CHECK(ezfs_codec_find((*all)->name) == *all, "%s", (*all)->name);
-	CHECK(ezfs_codec_find("nope") == NULL, "find nope");
-	CHECK(ezfs_codec_find("lz4hc") == &ezfs_codec_lz4hc, "find lz4hc");
+		CHECK(ezi_codec_find((*all)->name) == *all, "%s", (*all)->name);
+	CHECK(ezi_codec_find("nope") == NULL, "find nope");
+	CHECK(ezi_codec_find("lz4hc") == &ezi_codec_lz4hc, "find lz4hc");
 	for (alg = 0; alg < EZFS_ALG_MAX; alg++) {
-		const struct ezfs_codec_ops *const *l = ezfs_codec_list(alg);
+		const struct ezfs_codec_ops *const *l = ezi_codec_list(alg);
 
 		CHECK(l && l[0], "list %d", alg);
 		for (; l && *l; l++) {
@@ -454,14 +454,14 @@ static void test_dispatch(void)
 	/* the reference deflate codec is last and decodes partially */
 	{
 		const struct ezfs_codec_ops *const *l =
-			ezfs_codec_list(EZFS_ALG_DEFLATE);
+			ezi_codec_list(EZFS_ALG_DEFLATE);
 
 		while (l[1])
 			l++;
-		CHECK(*l == &ezfs_codec_zlib, "zlib last");
+		CHECK(*l == &ezi_codec_zlib, "zlib last");
 	}
-	CHECK(ezfs_codec_list(EZFS_ALG_MAX) == NULL, "list of bad alg");
-	ezfs_codec_pool_free(pool);
+	CHECK(ezi_codec_list(EZFS_ALG_MAX) == NULL, "list of bad alg");
+	ezi_codec_pool_free(pool);
 }
 
 /* zstd specifics: trailing bytes, window limit, concatenated frames. */
@@ -478,28 +478,28 @@ static void test_zstd_rules(void)
 
 	make_text(data, sizeof(data));
 	s = comp_zstd(data, sizeof(data));
-	ctx = ezfs_codec_zstd.ctx_new(&err);
+	ctx = ezi_codec_zstd.ctx_new(&err);
 	in2 = malloc(2 * s.len);
 	memcpy(in2, s.p, s.len);
 	in2[s.len] = 0x55;
 	rq = (struct ezfs_dreq){ .in = in2, .inlen = s.len + 1, .out = out,
 				 .outlen = sizeof(data), .cfg = &test_cfg };
-	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
+	CHECK(ezi_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
 	      "zstd trailing byte");
 	memcpy(in2 + s.len, s.p, s.len);
 	rq.inlen = 2 * s.len;
-	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
+	CHECK(ezi_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
 	      "zstd two frames");
 	rq.inlen = s.len;
-	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == 0, "zstd one frame");
+	CHECK(ezi_codec_zstd.decompress(ctx, &rq) == 0, "zstd one frame");
 	/* a 200 KB single-segment frame needs a 256 KiB window */
 	small.zstd_windowlog = 7;	/* 128 KiB */
 	rq.cfg = &small;
-	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
+	CHECK(ezi_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
 	      "zstd window too large");
 	small.zstd_windowlog = 8;
-	CHECK(ezfs_codec_zstd.decompress(ctx, &rq) == 0, "zstd window ok");
-	ezfs_codec_zstd.ctx_free(ctx);
+	CHECK(ezi_codec_zstd.decompress(ctx, &rq) == 0, "zstd window ok");
+	ezi_codec_zstd.ctx_free(ctx);
 	free(in2);
 	free(out);
 	free(s.p);
@@ -530,7 +530,7 @@ static void *mt_worker(void *p)
 			.out = out, .outlen = n, .partial = partial,
 		};
 
-		if (ezfs_codec_decompress_one(a->pool, ezfs_codec_reference(alg),
+		if (ezi_codec_decompress_one(a->pool, ezi_codec_reference(alg),
 					      &rq) ||
 		    memcmp(out, a->data, n))
 			__atomic_add_fetch(&a->bad, 1, __ATOMIC_RELAXED);
@@ -548,7 +548,7 @@ static void test_threads(void)
 
 	make_text(data, a.len);
 	a.data = data;
-	a.pool = ezfs_codec_pool_new(&test_cfg);
+	a.pool = ezi_codec_pool_new(&test_cfg);
 	a.s[EZFS_ALG_LZ4] = comp_lz4(data, a.len);
 	a.s[EZFS_ALG_LZMA] = comp_lzma(data, a.len);
 	a.s[EZFS_ALG_DEFLATE] = comp_libdeflate(data, a.len);
@@ -560,7 +560,7 @@ static void test_threads(void)
 	CHECK(a.bad == 0, "%u bad decodes from 4 threads", a.bad);
 	for (i = 0; i < EZFS_ALG_MAX; i++)
 		free(a.s[i].p);
-	ezfs_codec_pool_free(a.pool);
+	ezi_codec_pool_free(a.pool);
 	free(data);
 }
 
@@ -645,7 +645,7 @@ static void destsize_run(struct ezfs_codec_pool *pool,
 			      "ezdeflate/%d %s cap %zu at %zu: %d bytes", level,
 			      what, outcap, pos, ret);
 		filled += (size_t)ret;
-		err = via_pool(pool, ezfs_codec_reference(ops->alg), out, (size_t)ret,
+		err = via_pool(pool, ezi_codec_reference(ops->alg), out, (size_t)ret,
 			       used, false,
 			       &dec);
 		CHECK(!err && !memcmp(dec, data + pos, used),
@@ -656,7 +656,7 @@ static void destsize_run(struct ezfs_codec_pool *pool,
 		 * always on a patched DEFLATE first byte */
 		if (pieces % 7 == 0 || out[0] == 0x08) {
 			const struct ezfs_codec_ops *const *l =
-				ezfs_codec_list(ops->alg);
+				ezi_codec_list(ops->alg);
 
 			for (; *l; l++) {
 				err = direct(*l, out, (size_t)ret, used, false,
@@ -691,7 +691,7 @@ static void test_destsize(void)
 		{ "lzma", 0 }, { "lzma", -1 }, { "lzma", 109 },
 	};
 	static const size_t caps[] = { 4096, 16384, 65536, 3, 100, 5000 };
-	struct ezfs_codec_pool *pool = ezfs_codec_pool_new(&test_cfg);
+	struct ezfs_codec_pool *pool = ezi_codec_pool_new(&test_cfg);
 	const size_t len = 600000;
 	uint8_t *data = malloc(len);
 	size_t r, c;
@@ -704,7 +704,7 @@ static void test_destsize(void)
 		make_sample(data, len, (enum sample_kind)kind);
 		for (r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
 			const struct ezfs_codec_ops *ops =
-				ezfs_codec_find(runs[r].codec);
+				ezi_codec_find(runs[r].codec);
 
 			CHECK(ops && ops->compress_destsize, "%s",
 			      runs[r].codec);
@@ -729,14 +729,14 @@ static void test_destsize(void)
 	make_random(data, len);
 	for (r = 0; r <= 1; r++) {
 		const struct ezfs_codec_ops *const *l =
-			ezfs_codec_list(EZFS_ALG_DEFLATE);
+			ezi_codec_list(EZFS_ALG_DEFLATE);
 		size_t used = 150000, cap = 200000;
 		uint8_t *out = malloc(cap), *dec;
-		void *cc = ezfs_codec_libdeflate.cctx_new((int)r, &test_cfg,
+		void *cc = ezi_codec_libdeflate.cctx_new((int)r, &test_cfg,
 							 &kind);
 		int ret;
 
-		ret = ezfs_codec_libdeflate.compress_destsize(cc, data, &used,
+		ret = ezi_codec_libdeflate.compress_destsize(cc, data, &used,
 							      out, cap);
 		CHECK(ret > 0 && out[0] == 0x08, "libdeflate/%zu stored: %d %#x",
 		      r, ret, out[0]);
@@ -749,13 +749,13 @@ static void test_destsize(void)
 			      (*l)->name, err);
 			free(dec);
 		}
-		ezfs_codec_libdeflate.cctx_free(cc);
+		ezi_codec_libdeflate.cctx_free(cc);
 		free(out);
 	}
 
 	/* argument checks */
-	for (r = 0; ezfs_codec_all()[r]; r++) {
-		const struct ezfs_codec_ops *ops = ezfs_codec_all()[r];
+	for (r = 0; ezi_codec_all()[r]; r++) {
+		const struct ezfs_codec_ops *ops = ezi_codec_all()[r];
 		uint8_t out[64];
 		size_t zero = 0;
 		void *cc;
@@ -777,24 +777,24 @@ static void test_destsize(void)
 		int err;
 		struct ezfs_codec_cfg cf = test_cfg;
 
-		CHECK(!ezfs_codec_lzma.cctx_new(6, NULL, &err) && err == -EINVAL,
+		CHECK(!ezi_codec_lzma.cctx_new(6, NULL, &err) && err == -EINVAL,
 		      "lzma needs cfg");
 		cf.lzma_dict_size = 1024;
-		CHECK(!ezfs_codec_lzma.cctx_new(6, &cf, &err) && err == -EINVAL,
+		CHECK(!ezi_codec_lzma.cctx_new(6, &cf, &err) && err == -EINVAL,
 		      "lzma dict too small");
-		CHECK(!ezfs_codec_zstd.cctx_new(3, NULL, &err) && err == -EINVAL,
+		CHECK(!ezi_codec_zstd.cctx_new(3, NULL, &err) && err == -EINVAL,
 		      "zstd needs cfg");
 		cf = test_cfg;
 		cf.deflate_windowbits = 12;
-		CHECK(!ezfs_codec_libdeflate.cctx_new(6, &cf, &err) &&
+		CHECK(!ezi_codec_libdeflate.cctx_new(6, &cf, &err) &&
 		      err == -EINVAL, "libdeflate window");
 		cf = test_cfg;
 		cf.lz4_max_distance = 4096;
-		CHECK(!ezfs_codec_lz4.cctx_new(0, &cf, &err) && err == -EINVAL,
+		CHECK(!ezi_codec_lz4.cctx_new(0, &cf, &err) && err == -EINVAL,
 		      "lz4 distance");
 	}
 	free(data);
-	ezfs_codec_pool_free(pool);
+	ezi_codec_pool_free(pool);
 }
 
 /* ---- speed (not run by ctest): test_codec bench ---- */
@@ -820,7 +820,7 @@ static void bench_one(const uint8_t *data, size_t len, const char *what)
 
 	printf("%s sample, %zu bytes:\n", what, len);
 	for (i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++) {
-		const struct ezfs_codec_ops *ops = ezfs_codec_find(codecs[i]);
+		const struct ezfs_codec_ops *ops = ezi_codec_find(codecs[i]);
 		const char *only = getenv("EZFS_BENCH_CODECS");
 
 		if (only && !strstr(only, codecs[i]))
@@ -905,7 +905,7 @@ static void test_partial_after_damage(void)
 		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
 		0xda, 0xda, 0x01
 	};
-	const struct ezfs_codec_ops *const *l = ezfs_codec_list(EZFS_ALG_DEFLATE);
+	const struct ezfs_codec_ops *const *l = ezi_codec_list(EZFS_ALG_DEFLATE);
 
 	for (; *l; l++) {
 		int err;

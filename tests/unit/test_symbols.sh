@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 # Every symbol that libezfs.so exports must carry the ezfs_ prefix, and the
 # public API must be there (a library that exports nothing would pass the
-# first check).
+# first check). The static library, whose every global symbol a program
+# links against, must define nothing unprefixed: public functions are
+# ezfs_, internal ones ezi_ (so ezfs_ means "declared in include/ezfs").
 #
-# usage: tests/unit/test_symbols.sh [LIBEZFS.so]   (default: $EZFS_LIB)
+# usage: tests/unit/test_symbols.sh [LIBEZFS.so [LIBEZFS.a]]
+#        (default: $EZFS_LIB)
 set -euo pipefail
 lib=${1:-${EZFS_LIB:-}}
 [ -n "$lib" ] || { echo "usage: $0 LIBEZFS.so"; exit 2; }
@@ -32,4 +35,35 @@ for want in ezfs_image_open ezfs_image_close; do
 		fails=$((fails + 1))
 	fi
 done
+a=${2:-}
+if [ -n "$a" ]; then
+	[ -f "$a" ] || { echo "FAIL: $a does not exist"; exit 1; }
+	src=${EZFS_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+	public=$(grep -ho 'EZFS_API[^;(]*(' "$src"/include/ezfs/*.h |
+		sed 's/.*[ *]\(ezfs_[a-z0-9_]*\)($/\1/' | sort -u)
+	adefs=$(nm -g --defined-only "$a" | awk 'NF == 3 {print $3}' | sort -u)
+	bad=$(grep -v -E '^(ezfs_|ezi_)' <<<"$adefs" || true)
+	if [ -n "$bad" ]; then
+		echo "FAIL: $(basename "$a") defines symbols without the ezfs_ or ezi_ prefix:"
+		sed 's/^/  /' <<<"$bad" | head -n 40
+		fails=$((fails + 1))
+	else
+		echo "ok: every global symbol of $(basename "$a") is ezfs_ or ezi_"
+	fi
+	bad=$(comm -23 <(grep '^ezfs_' <<<"$adefs" || true) \
+		<(sort -u <<<"$public"))
+	if [ -n "$bad" ]; then
+		echo "FAIL: ezfs_ symbols of $(basename "$a") that include/ezfs does not declare (internal ones are ezi_):"
+		sed 's/^/  /' <<<"$bad" | head -n 40
+		fails=$((fails + 1))
+	else
+		echo "ok: every ezfs_ symbol of $(basename "$a") is public API"
+	fi
+	bad=$(comm -23 <(grep '^ezfs_' <<<"$syms") <(sort -u <<<"$public") || true)
+	if [ -n "$bad" ]; then
+		echo "FAIL: $(basename "$lib") exports ezfs_ symbols that include/ezfs does not declare:"
+		sed 's/^/  /' <<<"$bad" | head -n 40
+		fails=$((fails + 1))
+	fi
+fi
 [ $fails -eq 0 ]

@@ -25,7 +25,7 @@
 #include "codec/codec.h"
 #include "format/erofs_fs.h"
 
-bool bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in)
+bool ezi_bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in)
 {
 	if (!b->nzalgs || in->zoff || !S_ISREG(in->mode) || !in->size)
 		return false;
@@ -83,7 +83,7 @@ static uint8_t *grow_data(struct bzfile *z, uint64_t *cap, uint32_t blocks,
 static size_t inline_room(const struct ezfs_builder *b, const struct binode *in)
 {
 	uint32_t hdr = ((in->extended ? 64u : 32u) + in->xattr_isize + 7) & ~7u;
-	uint32_t used = hdr + bld_zindex_size(b, in,
+	uint32_t used = hdr + ezi_bld_zindex_size(b, in,
 				!(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS));
 
 	return used < b->blksz ? b->blksz - used : 0;
@@ -122,12 +122,12 @@ static int take_frag(const struct ezfs_builder *b, const struct binode *in,
 		return -ENOMEM;
 	memcpy(z->frag, win + (pos - wpos), (size_t)have);
 	while (have < len) {
-		ssize_t n = bld_src_pread(src, z->frag + have,
+		ssize_t n = ezi_bld_src_pread(src, z->frag + have,
 					  (size_t)(len - have),
 					  base + pos + have);
 
 		if (n <= 0) {
-			bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
 				n < 0 ? strerror((int)-n) :
 				"file shrank while building");
 			return n < 0 ? (int)n : -EAGAIN;
@@ -222,7 +222,7 @@ static uint64_t max_extent(const struct ezfs_builder *b)
  * Compress a file (mem = NULL: in->srcpath, size in->size) or a memory
  * range (the packed inode: no fragments, no inline tail, result kept as
  * is). *out = NULL when compression does not save space (the caller stores
- * the file flat). cctx: from bld_cctx_new.
+ * the file flat). cctx: from ezi_bld_cctx_new.
  */
 static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			void *cctx, const uint8_t *mem, uint64_t size,
@@ -231,10 +231,10 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	/* a part of a split file (zsplit.c): only the last has the tail */
 	bool tail = !mem && (!pt || pt->last);
 	uint64_t base = pt ? pt->base : 0;
-	const struct ezfs_codec_ops *ops = bld_codec(b, in->zalg);
+	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, in->zalg);
 	uint64_t maxext = max_extent(b), pos = 0, wcap;
 	uint64_t wpos = 0, wend = 0, dcap = 0;	/* window: file [wpos, wend) */
-	uint32_t pcap = bld_pcluster_blocks(b, in) << b->blkszbits;
+	uint32_t pcap = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 	uint32_t blksz = b->blksz;
 	uint8_t *win = NULL, *obuf = NULL, *obuf2 = NULL, *obuf3 = NULL, *dst;
 	uint8_t *obufd = NULL;
@@ -254,9 +254,9 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	int err = 0;
 
 	*out = NULL;
-	cctx = bld_cctx_get(b, hctx, in->zalg, &err);
+	cctx = ezi_bld_cctx_get(b, hctx, in->zalg, &err);
 	if (!cctx) {
-		bld_log(b, EZFS_LOG_ERROR, "cannot set up the compressor: %s",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "cannot set up the compressor: %s",
 			strerror(-err));
 		return err;
 	}
@@ -276,7 +276,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		}
 	}
 	if (dedup) {
-		bld_idd_init(&dd);
+		ezi_bld_idd_init(&dd);
 		obufd = malloc(pcap);
 		if (!obufd) {
 			err = -ENOMEM;
@@ -289,7 +289,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	}
 	if (mem)
 		wend = size;
-	else if ((err = bld_src_open(b, in, &src)))
+	else if ((err = ezi_bld_src_open(b, in, &src)))
 		goto fail;
 	while (pos < size) {
 		uint64_t rem = size - pos, want = rem < maxext ? rem : maxext;
@@ -305,7 +305,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			}
 			while (wend < pos + want) {
 				uint64_t space = wpos + wcap - wend;
-				ssize_t n = bld_src_pread(&src,
+				ssize_t n = ezi_bld_src_pread(&src,
 						win + (wend - wpos),
 						(size_t)(space < size - wend ?
 							 space : size - wend),
@@ -313,7 +313,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 
 				if (n <= 0) {
 					err = n < 0 ? (int)n : -EAGAIN;
-					bld_log(b, EZFS_LOG_ERROR, "%s: %s",
+					ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s",
 						in->srcpath, n < 0 ?
 						strerror(-err) :
 						"file shrank while building");
@@ -326,10 +326,10 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		if (dedup) {
 			uint32_t j;
 
-			err = bld_idd_register(&dd, z, pos, win, wpos);
+			err = ezi_bld_idd_register(&dd, z, pos, win, wpos);
 			if (err)
 				goto fail;
-			if (bld_idd_scan(&dd, z, pos, pos + 1, pos, size, win, wpos,
+			if (ezi_bld_idd_scan(&dd, z, pos, pos + 1, pos, size, win, wpos,
 				     wend, b->blkszbits, &j) == pos) {
 				uint64_t len = (j + 1 < z->next ? z->ext[j + 1].la :
 						pos) - z->ext[j].la;
@@ -362,7 +362,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* a rest that surely compresses below a pcluster: a fragment
 		 * without compressing it twice (zfast.c) */
 		if (frags && !share && !zkeep && want == rem &&
-		    bld_fits_fast(b, in->zalg, win + (pos - wpos), (size_t)rem,
+		    ezi_bld_fits_fast(b, in->zalg, win + (pos - wpos), (size_t)rem,
 				  pcap, obuf)) {
 			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size, base);
 			if (err)
@@ -373,7 +373,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* a pcluster of random-looking bytes (compressed media): raw,
 		 * without the codec (zfast.c), as it would end anyway */
 		if (!dedup && !share && !zkeep && want >= (uint64_t)pcap + blksz &&
-		    bld_random_fast(b, in->zalg, win + (pos - wpos), pcap)) {
+		    ezi_bld_random_fast(b, in->zalg, win + (pos - wpos), pcap)) {
 			rawblks = pcap / blksz;
 			goto raw;
 		}
@@ -382,7 +382,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			inlen = (size_t)(rem - zkeep);
 		/* a whole file that cannot take less than one block */
 		if (!frags && !ztail && !dedup && !pos && want == size &&
-		    (r = bld_one_block_fast(b, in->zalg, win, inlen, obuf)))
+		    (r = ezi_bld_one_block_fast(b, in->zalg, win, inlen, obuf)))
 			inlen = (size_t)size;
 		else
 			r = ops->compress_destsize(cctx, win + (pos - wpos),
@@ -439,7 +439,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 						b->blkszbits, q;
 				uint32_t j;
 
-				q = bld_idd_scan(&dd, z, from, pos + inlen, pos, size,
+				q = ezi_bld_idd_scan(&dd, z, from, pos + inlen, pos, size,
 					     win, wpos, wend, b->blkszbits, &j);
 				if (q < pos + inlen) {
 					size_t in2 = (size_t)(q - pos);
@@ -511,7 +511,7 @@ raw:
 		rawblks = 0;
 	}
 	if (!mem) {
-		err = bld_src_check(b, in, &src);
+		err = ezi_bld_src_check(b, in, &src);
 		if (err)
 			goto fail;
 	}
@@ -519,7 +519,7 @@ raw:
 	if (pt)
 		*out = z;	/* the whole file is judged once merged */
 	else
-		bld_zfile_finish(b, in, z, !mem, out);
+		ezi_bld_zfile_finish(b, in, z, !mem, out);
 	z = NULL;
 	err = 0;
 	goto out;
@@ -527,31 +527,31 @@ nomem:
 	err = -ENOMEM;
 	goto fail;
 cfail:
-	bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s", in->srcpath,
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s", in->srcpath,
 		strerror(-err));
 fail:
-	bld_zfile_free(z);
+	ezi_bld_zfile_free(z);
 out:
-	bld_cctx_put(b, hctx, in->zalg);
-	bld_src_close(&src);
+	ezi_bld_cctx_put(b, hctx, in->zalg);
+	ezi_bld_src_close(&src);
 	if (!mem)
 		free(win);
 	free(obuf);
 	free(obuf2);
 	free(obuf3);
 	free(obufd);
-	bld_idd_free(&dd);
+	ezi_bld_idd_free(&dd);
 	return err;
 }
 
-void bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
+void ezi_bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
 		      struct bzfile *z, bool judge, struct bzfile **out)
 {
 	uint32_t meta;
 
 	/* compact packs need consecutive pclusters (9.5.3) */
 	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;
-	z->idx_size = bld_zindex_size(b, in, z->compact);
+	z->idx_size = ezi_bld_zindex_size(b, in, z->compact);
 	if (z->next == 1 && z->ext[0].frag) {
 		/* whole-file fragment: FULL layout, header only (9.10) */
 		z->wholefrag = true;
@@ -559,7 +559,7 @@ void bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
 		z->idx_size = 16;
 	}
 	if (b->p.flags & EZFS_BUILD_48BIT)
-		bld_zext_choose(b, in, z);
+		ezi_bld_zext_choose(b, in, z);
 	/*
 	 * 9.14 step 7: keep a file only if it saves space. As in mkfs.erofs
 	 * the index counts as full (8 bytes an lcluster) even when it is
@@ -569,30 +569,30 @@ void bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
 	 */
 	meta = z->idx_size;
 	if (!z->extents && !z->frag_len &&
-	    meta < bld_zindex_size(b, in, false))
-		meta = bld_zindex_size(b, in, false);
+	    meta < ezi_bld_zindex_size(b, in, false))
+		meta = ezi_bld_zindex_size(b, in, false);
 	*out = NULL;
 	if (judge && z->datalen + meta + z->idata_len >= in->size)
-		bld_zfile_free(z);
+		ezi_bld_zfile_free(z);
 	else
 		*out = z;
 }
 
-int bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, struct bzfile **out)
 {
-	if (bld_zunaligned_ok(b, in))
-		return bld_zunaligned(b, in, cctx, out);
+	if (ezi_bld_zunaligned_ok(b, in))
+		return ezi_bld_zunaligned(b, in, cctx, out);
 	return compress_src(b, in, cctx, NULL, in->size, NULL, out);
 }
 
-int bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
 		      void *cctx, const struct bzpart *pt, struct bzfile **out)
 {
 	return compress_src(b, in, cctx, NULL, pt->len, pt, out);
 }
 
-int bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 		     void *cctx, const uint8_t *mem, uint64_t len,
 		     struct bzfile **out)
 {

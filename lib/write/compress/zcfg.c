@@ -18,25 +18,25 @@
 #include "codec/codec.h"
 #include "format/erofs_fs.h"
 
-const struct ezfs_codec_ops *bld_codec(const struct ezfs_builder *b,
+const struct ezfs_codec_ops *ezi_bld_codec(const struct ezfs_builder *b,
 				       unsigned zalg)
 {
 	const struct ezfs_build_zalg *z = &b->zalgs[zalg];
 
 	switch (z->alg) {
 	case EZFS_ALG_LZ4:
-		return ezfs_codec_find(z->hc ? "lz4hc" : "lz4");
+		return ezi_codec_find(z->hc ? "lz4hc" : "lz4");
 	case EZFS_ALG_LZMA:
-		return ezfs_codec_find("lzma");
+		return ezi_codec_find("lzma");
 	case EZFS_ALG_DEFLATE:
 		/* our one-pass fixed-output encoder up to level 9; libdeflate
 		 * (trial compressions) when asked for or for its levels
 		 * 10-12 (near-optimal parsing) */
 		if (z->hc || z->level > 9)
-			return ezfs_codec_find("libdeflate");
-		return ezfs_codec_find("ezdeflate");
+			return ezi_codec_find("libdeflate");
+		return ezi_codec_find("ezdeflate");
 	case EZFS_ALG_ZSTD:
-		return ezfs_codec_find("zstd");
+		return ezi_codec_find("zstd");
 	}
 	return NULL;
 }
@@ -46,7 +46,7 @@ static int pcluster_blocks(struct ezfs_builder *b, uint32_t bytes,
 			   const char *what, uint32_t *blocks)
 {
 	if (bytes % b->blksz || bytes > EROFS_PCLUSTER_MAX_SIZE) {
-		bld_log(b, EZFS_LOG_ERROR,
+		ezi_bld_log(b, EZFS_LOG_ERROR,
 			"%s %u: must be a multiple of the block size, at most 1 MiB",
 			what, bytes);
 		return -EINVAL;
@@ -57,13 +57,13 @@ static int pcluster_blocks(struct ezfs_builder *b, uint32_t bytes,
 	return 0;
 }
 
-uint32_t bld_pcluster_blocks(const struct ezfs_builder *b,
+uint32_t ezi_bld_pcluster_blocks(const struct ezfs_builder *b,
 			     const struct binode *in)
 {
 	return in->zblks ? in->zblks : b->pclusterdef;
 }
 
-int bld_zalgs_init(struct ezfs_builder *b)
+int ezi_bld_zalgs_init(struct ezfs_builder *b)
 {
 	const struct ezfs_build_params *p = &b->p;
 	regex_t *re;
@@ -72,14 +72,14 @@ int bld_zalgs_init(struct ezfs_builder *b)
 
 	if (p->alg < 0) {
 		if (p->n_more_algs || p->n_hints) {
-			bld_log(b, EZFS_LOG_ERROR,
+			ezi_bld_log(b, EZFS_LOG_ERROR,
 				"compression hints and further algorithms need a first algorithm");
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (p->n_more_algs >= EZFS_BUILD_MAX_ZALGS) {
-		bld_log(b, EZFS_LOG_ERROR, "more than %d compression algorithms",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "more than %d compression algorithms",
 			EZFS_BUILD_MAX_ZALGS);
 		return -EINVAL;
 	}
@@ -93,14 +93,14 @@ int bld_zalgs_init(struct ezfs_builder *b)
 		const struct ezfs_codec_ops *ops;
 
 		if (b->zalgs[i].alg < 0 || b->zalgs[i].alg >= EZFS_ALG_MAX) {
-			bld_log(b, EZFS_LOG_ERROR,
+			ezi_bld_log(b, EZFS_LOG_ERROR,
 				"unknown compression algorithm %d",
 				b->zalgs[i].alg);
 			return -EINVAL;
 		}
-		ops = bld_codec(b, (unsigned)i);
+		ops = ezi_bld_codec(b, (unsigned)i);
 		if (!ops || !ops->cctx_new || !ops->compress_destsize) {
-			bld_log(b, EZFS_LOG_ERROR,
+			ezi_bld_log(b, EZFS_LOG_ERROR,
 				"no compressor for %s in this build",
 				ezfs_alg_name(b->zalgs[i].alg));
 			return -EOPNOTSUPP;
@@ -123,7 +123,7 @@ int bld_zalgs_init(struct ezfs_builder *b)
 		uint32_t blocks;
 
 		if (h->zalg >= b->nzalgs) {
-			bld_log(b, EZFS_LOG_ERROR,
+			ezi_bld_log(b, EZFS_LOG_ERROR,
 				"hint '%s': algorithm index %u, only %u given",
 				h->regex, h->zalg, b->nzalgs);
 			return -EINVAL;
@@ -135,7 +135,7 @@ int bld_zalgs_init(struct ezfs_builder *b)
 		if (blocks > b->pclusterblks)
 			b->pclusterblks = blocks;
 		if (regcomp(&re[i], h->regex, REG_EXTENDED | REG_NOSUB)) {
-			bld_log(b, EZFS_LOG_ERROR, "invalid hint regex '%s'",
+			ezi_bld_log(b, EZFS_LOG_ERROR, "invalid hint regex '%s'",
 				h->regex);
 			return -EINVAL;
 		}
@@ -147,7 +147,7 @@ int bld_zalgs_init(struct ezfs_builder *b)
 	return 0;
 }
 
-void bld_zalgs_free(struct ezfs_builder *b)
+void ezi_bld_zalgs_free(struct ezfs_builder *b)
 {
 	size_t i;
 
@@ -162,7 +162,7 @@ static int add_offset(const struct ezfs_builder *b, const struct binode *in,
 		      const char *what, uint32_t *id, uint32_t off)
 {
 	if ((uint64_t)*id + off > 0xFFFFFFFFull) {
-		bld_log(b, EZFS_LOG_ERROR, "%s: %s %u + offset %u beyond 32 bits",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s %u + offset %u beyond 32 bits",
 			in->srcpath, what, *id, off);
 		return -EOVERFLOW;
 	}
@@ -184,7 +184,7 @@ static const char *rel_path(const struct ezfs_builder *b,
 	return s;
 }
 
-int bld_inode_finish(struct ezfs_builder *b, struct binode *in)
+int ezi_bld_inode_finish(struct ezfs_builder *b, struct binode *in)
 {
 	const regex_t *re = b->hintre;
 	const char *rel;
@@ -218,7 +218,7 @@ struct bcctx {
 	void *c[EZFS_BUILD_MAX_ZALGS];
 };
 
-void *bld_cctx_new(const struct ezfs_builder *b, int *err)
+void *ezi_bld_cctx_new(const struct ezfs_builder *b, int *err)
 {
 	struct bcctx *h = calloc(1, sizeof(*h));
 
@@ -228,18 +228,18 @@ void *bld_cctx_new(const struct ezfs_builder *b, int *err)
 	return h;
 }
 
-void *bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
+void *ezi_bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
 		   int *err)
 {
 	struct bcctx *h = cctx;
-	const struct ezfs_codec_ops *ops = bld_codec(b, zalg);
+	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, zalg);
 	struct ezfs_codec_cfg cfg = { 0 };
 
 	if (h->c[zalg])
 		return h->c[zalg];
-	cfg.lzma_dict_size = bld_lzma_dict_size(b);
+	cfg.lzma_dict_size = ezi_bld_lzma_dict_size(b);
 	cfg.deflate_windowbits = 15;
-	cfg.zstd_windowlog = bld_zstd_windowlog(b) - 10;
+	cfg.zstd_windowlog = ezi_bld_zstd_windowlog(b) - 10;
 	cfg.lz4_max_distance = b->lz4_maxdist;
 	*err = 0;
 	h->c[zalg] = ops->cctx_new(b->zalgs[zalg].level, &cfg, err);
@@ -249,19 +249,19 @@ void *bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
 }
 
 /* After a file: drop the context unless its destsize is history-free. */
-void bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg)
+void ezi_bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg)
 {
 	struct bcctx *h = cctx;
 	int alg = b->zalgs[zalg].alg;
 
 	if (alg == EZFS_ALG_LZ4 || alg == EZFS_ALG_LZMA || !h->c[zalg])
 		return;
-	if (bld_codec(b, zalg)->cctx_free)
-		bld_codec(b, zalg)->cctx_free(h->c[zalg]);
+	if (ezi_bld_codec(b, zalg)->cctx_free)
+		ezi_bld_codec(b, zalg)->cctx_free(h->c[zalg]);
 	h->c[zalg] = NULL;
 }
 
-void bld_cctx_free(const struct ezfs_builder *b, void *cctx)
+void ezi_bld_cctx_free(const struct ezfs_builder *b, void *cctx)
 {
 	struct bcctx *h = cctx;
 	unsigned k;
@@ -269,7 +269,7 @@ void bld_cctx_free(const struct ezfs_builder *b, void *cctx)
 	if (!h)
 		return;
 	for (k = 0; k < b->nzalgs; k++)
-		if (h->c[k] && bld_codec(b, k)->cctx_free)
-			bld_codec(b, k)->cctx_free(h->c[k]);
+		if (h->c[k] && ezi_bld_codec(b, k)->cctx_free)
+			ezi_bld_codec(b, k)->cctx_free(h->c[k]);
 	free(h);
 }

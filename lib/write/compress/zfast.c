@@ -22,7 +22,7 @@
  *
  * And the other way round: for lz4hc and deflate, bytes whose histogram
  * is as flat as random bytes' and that hold no repeats are stored raw
- * without running the encoder over them (bld_random_fast): neither can
+ * without running the encoder over them (ezi_bld_random_fast): neither can
  * gain a byte there. Compressed media in a tree otherwise cost deflate-9
  * ~60 MB/s per CPU and lz4hc on small pclusters far more, for nothing.
  */
@@ -47,7 +47,7 @@ static bool stronger_than_lz4(const struct ezfs_build_zalg *za)
 	return false;
 }
 
-bool bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
+bool ezi_bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
 		   const uint8_t *src, size_t len, uint32_t cap, uint8_t *tmp)
 {
 	if (!stronger_than_lz4(&b->zalgs[zalg]) ||
@@ -58,7 +58,7 @@ bool bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
 				    (int)cap - 1) > 0;
 }
 
-int bld_one_block_fast(const struct ezfs_builder *b, unsigned zalg,
+int ezi_bld_one_block_fast(const struct ezfs_builder *b, unsigned zalg,
 		       const uint8_t *src, size_t len, uint8_t *dst)
 {
 	const struct ezfs_build_zalg *za = &b->zalgs[zalg];
@@ -102,7 +102,7 @@ static size_t repeats5(const uint8_t *src, size_t n)
 	return hits;
 }
 
-bool bld_random_fast(const struct ezfs_builder *b, unsigned zalg,
+bool ezi_bld_random_fast(const struct ezfs_builder *b, unsigned zalg,
 		     const uint8_t *src, size_t n)
 {
 	const struct ezfs_build_zalg *za = &b->zalgs[zalg];

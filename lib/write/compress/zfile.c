@@ -4,7 +4,7 @@
 
 #include "write/internal.h"
 
-void bld_zfile_free(struct bzfile *z)
+void ezi_bld_zfile_free(struct bzfile *z)
 {
 	if (!z)
 		return;

@@ -17,7 +17,7 @@
 #define IDD_W	64
 #define IDD_MUL 0x01000193u
 
-void bld_idd_init(struct bidd *d)
+void ezi_bld_idd_init(struct bidd *d)
 {
 	unsigned i;
 
@@ -27,7 +27,7 @@ void bld_idd_init(struct bidd *d)
 		d->powW *= IDD_MUL;
 }
 
-void bld_idd_free(struct bidd *d)
+void ezi_bld_idd_free(struct bidd *d)
 {
 	free(d->slot);
 	free(d->hash);
@@ -83,7 +83,7 @@ static int idd_insert(struct bidd *d, uint32_t h, uint32_t idx)
 }
 
 /* Register complete owned extents (all end at or before pos). */
-int bld_idd_register(struct bidd *d, const struct bzfile *z, uint64_t pos,
+int ezi_bld_idd_register(struct bidd *d, const struct bzfile *z, uint64_t pos,
 		     const uint8_t *win, uint64_t wpos)
 {
 	int err;
@@ -140,7 +140,7 @@ static int64_t idd_find(const struct bidd *d, const struct bzfile *z,
  * First q in [from, to) (q + IDD_W <= wend) where an earlier extent
  * repeats; returns q and its extent in *jp, or `to` when none.
  */
-uint64_t bld_idd_scan(const struct bidd *d, const struct bzfile *z,
+uint64_t ezi_bld_idd_scan(const struct bidd *d, const struct bzfile *z,
 		      uint64_t from, uint64_t to, uint64_t pos, uint64_t size,
 		      const uint8_t *win, uint64_t wpos, uint64_t wend,
 		      unsigned blkszbits, uint32_t *jp)

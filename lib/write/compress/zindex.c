@@ -41,7 +41,7 @@ static void compact_regions(uint32_t ebase_mod32, uint64_t n, uint64_t *init4,
 	*rest = n - *init4 - *n2b;
 }
 
-uint32_t bld_zindex_size(const struct ezfs_builder *b,
+uint32_t ezi_bld_zindex_size(const struct ezfs_builder *b,
 			 const struct binode *in, bool compact)
 {
 	uint64_t n = (in->size + b->blksz - 1) >> b->blkszbits;
@@ -248,7 +248,7 @@ static uint32_t ext_size(const struct binode *in, const struct bzfile *z)
 	return ((h + 8 + rs - 1) & ~(rs - 1)) - h + rs * z->next;
 }
 
-void bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
+void ezi_bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
 		     struct bzfile *z)
 {
 	uint32_t sz;
@@ -256,7 +256,7 @@ void bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
 	if (z->wholefrag || z->idata_len)
 		return;
 	sz = ext_size(in, z);
-	if (sz > bld_zindex_size(b, in, false) && !z->plen)
+	if (sz > ezi_bld_zindex_size(b, in, false) && !z->plen)
 		return;
 	z->extents = true;
 	z->compact = false;
@@ -272,7 +272,7 @@ static int encode_extents(const struct ezfs_builder *b,
 	uint8_t *r = p + (((h + 8 + rs - 1) & ~(rs - 1)) - h);
 
 	if (z->plen) {
-		uint32_t lcs = bld_pcluster_blocks(b, in) << b->blkszbits;
+		uint32_t lcs = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 		unsigned lcb = 0;
 
 		while ((1u << lcb) < lcs)
@@ -317,7 +317,7 @@ static int encode_extents(const struct ezfs_builder *b,
 }
 
 /* Write map header + index at p (= inode start + hdr_offset). */
-int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 		      uint8_t *p)
 {
 	uint64_t n = (in->size + b->blksz - 1) >> b->blkszbits;
@@ -363,7 +363,7 @@ int bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 	}
 	free(le);
 	if (err)
-		bld_log(b, EZFS_LOG_ERROR, "%s: internal error encoding the index",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: internal error encoding the index",
 			in->srcpath);
 	return err;
 }

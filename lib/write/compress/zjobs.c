@@ -40,7 +40,7 @@ struct zjobs {
 	void *cctx;              /* synchronous mode (no threads) */
 };
 
-bool bld_ctx_reusable(const struct ezfs_builder *b)
+bool ezi_bld_ctx_reusable(const struct ezfs_builder *b)
 {
 	return b->p.alg == EZFS_ALG_LZ4 || b->p.alg == EZFS_ALG_LZMA;
 }
@@ -52,19 +52,19 @@ static int run_job(struct ezfs_builder *b, const struct zslot *sl,
 	int err = 0;
 
 	if (!*cctx) {
-		*cctx = bld_cctx_new(b, &err);
+		*cctx = ezi_bld_cctx_new(b, &err);
 		if (!*cctx && err) {
-			bld_log(b, EZFS_LOG_ERROR,
+			ezi_bld_log(b, EZFS_LOG_ERROR,
 				"cannot set up the compressor: %s",
 				strerror(-err));
 			return err;
 		}
 	}
-	err = sl->nparts > 1 ? bld_zsplit_run(b, in, *cctx, sl->part,
+	err = sl->nparts > 1 ? ezi_bld_zsplit_run(b, in, *cctx, sl->part,
 					       sl->nparts, z) :
-			       bld_compress_file(b, in, *cctx, z);
-	if (!bld_ctx_reusable(b)) {
-		bld_cctx_free(b, *cctx);
+			       ezi_bld_compress_file(b, in, *cctx, z);
+	if (!ezi_bld_ctx_reusable(b)) {
+		ezi_bld_cctx_free(b, *cctx);
 		*cctx = NULL;
 	}
 	return err;
@@ -107,11 +107,11 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&j->cond);
 	}
 	pthread_mutex_unlock(&j->lock);
-	bld_cctx_free(j->b, cctx);
+	ezi_bld_cctx_free(j->b, cctx);
 	return NULL;
 }
 
-int bld_zjobs_start(struct ezfs_builder *b)
+int ezi_bld_zjobs_start(struct ezfs_builder *b)
 {
 	struct zjobs *j;
 	size_t i, n = 0;
@@ -124,8 +124,8 @@ int bld_zjobs_start(struct ezfs_builder *b)
 		return -ENOMEM;
 	j->b = b;
 	for (i = 0; i < b->ninodes; i++)
-		if (b->inodes[i]->size && bld_compress_wanted(b, b->inodes[i]))
-			n += bld_zsplit_parts(b, b->inodes[i]);
+		if (b->inodes[i]->size && ezi_bld_compress_wanted(b, b->inodes[i]))
+			n += ezi_bld_zsplit_parts(b, b->inodes[i]);
 	j->slots = calloc(n ? n : 1, sizeof(*j->slots));
 	if (!j->slots) {
 		free(j);
@@ -142,9 +142,9 @@ int bld_zjobs_start(struct ezfs_builder *b)
 		struct binode *in = b->inodes[i];
 		uint32_t k, np;
 
-		if (!in->size || !bld_compress_wanted(b, in))
+		if (!in->size || !ezi_bld_compress_wanted(b, in))
 			continue;
-		np = bld_zsplit_parts(b, in);
+		np = ezi_bld_zsplit_parts(b, in);
 		for (k = 0; k < np; k++) {
 			j->slots[j->njobs].in = in;
 			j->slots[j->njobs].part = k;
@@ -196,7 +196,7 @@ static int take_slot(struct ezfs_builder *b, struct zjobs *j,
 	return err;
 }
 
-int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
+int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 		   struct bzfile **z)
 {
 	struct zjobs *j = b->zjobs;
@@ -218,23 +218,23 @@ int bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 	for (k = 0; k < np; k++) {
 		e = take_slot(b, j, &parts[k]);
 		if (!e && !err)
-			e = bld_zsplit_put(b, parts[k], &blocks);
+			e = ezi_bld_zsplit_put(b, parts[k], &blocks);
 		if (e && !err)
 			err = e;
 		/* a large file takes long: show its parts coming in */
-		bld_progress(b, EZFS_BUILD_DATA, b->prog_files, b->st.files,
+		ezi_bld_progress(b, EZFS_BUILD_DATA, b->prog_files, b->st.files,
 			     b->prog_bytes + in->size / np * (k + 1),
 			     b->prog_total);
 	}
 	if (!err)
-		err = bld_zsplit_merge(b, in, parts, np, z);
+		err = ezi_bld_zsplit_merge(b, in, parts, np, z);
 	for (k = 0; k < np; k++)
-		bld_zfile_free(parts[k]);
+		ezi_bld_zfile_free(parts[k]);
 	free(parts);
 	return err;
 }
 
-void bld_zjobs_stop(struct ezfs_builder *b)
+void ezi_bld_zjobs_stop(struct ezfs_builder *b)
 {
 	struct zjobs *j = b->zjobs;
 	unsigned t;
@@ -249,8 +249,8 @@ void bld_zjobs_stop(struct ezfs_builder *b)
 	for (t = 0; t < j->nthreads; t++)
 		pthread_join(j->threads[t], NULL);
 	for (i = 0; i < j->njobs; i++)
-		bld_zfile_free(j->slots[i].z);
-	bld_cctx_free(b, j->cctx);
+		ezi_bld_zfile_free(j->slots[i].z);
+	ezi_bld_cctx_free(b, j->cctx);
 	pthread_mutex_destroy(&j->lock);
 	pthread_cond_destroy(&j->cond);
 	free(j->threads);

@@ -9,7 +9,7 @@
  * writer appends fragments one by one (fragments.c, a single thread: the
  * order and the dedupe decisions are sequential), and a worker takes a
  * segment as soon as the writer has gone past its end. The last, partial
- * segment waits for bld_zsegs_finish. Without this the workers sat idle
+ * segment waits for ezi_bld_zsegs_finish. Without this the workers sat idle
  * while the writer placed the fragments (linux tree, lz4hc-12 64K with
  * fragments: ~3.5 s on one CPU).
  */
@@ -62,15 +62,15 @@ static void seg_run(struct zsegs *s, size_t i, uint64_t n, void **cctx)
 	int err = 0;
 
 	if (!*cctx)
-		*cctx = bld_cctx_new(s->b, &err);
+		*cctx = ezi_bld_cctx_new(s->b, &err);
 	if (*cctx)
-		err = bld_compress_mem(s->b, &s->cfg, *cctx, s->mem + off, n,
+		err = ezi_bld_compress_mem(s->b, &s->cfg, *cctx, s->mem + off, n,
 				       &s->res[i]);
 	else if (!err)
 		err = -ENOMEM;
 	s->err[i] = err;
-	if (!bld_ctx_reusable(s->b)) {
-		bld_cctx_free(s->b, *cctx);
+	if (!ezi_bld_ctx_reusable(s->b)) {
+		ezi_bld_cctx_free(s->b, *cctx);
 		*cctx = NULL;
 	}
 }
@@ -95,11 +95,11 @@ static void *seg_worker(void *arg)
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
-	bld_cctx_free(s->b, cctx);
+	ezi_bld_cctx_free(s->b, cctx);
 	return NULL;
 }
 
-int bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem, uint64_t maxlen)
+int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem, uint64_t maxlen)
 {
 	uint64_t pcap = (uint64_t)b->pclusterblks << b->blkszbits;
 	unsigned want = b->p.workers ? b->p.workers : 1, t;
@@ -126,7 +126,7 @@ int bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem, uint64_t maxlen)
 	if (want > s->maxseg)
 		want = (unsigned)s->maxseg;
 	if (want <= 1)
-		return 0; /* bld_zsegs_finish compresses them */
+		return 0; /* ezi_bld_zsegs_finish compresses them */
 	s->th = calloc(want, sizeof(*s->th));
 	for (t = 0; s->th && t < want; t++) {
 		if (pthread_create(&s->th[t], NULL, seg_worker, s))
@@ -136,7 +136,7 @@ int bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem, uint64_t maxlen)
 	return 0;
 }
 
-void bld_zsegs_feed(struct ezfs_builder *b, uint64_t avail)
+void ezi_bld_zsegs_feed(struct ezfs_builder *b, uint64_t avail)
 {
 	struct zsegs *s = b->zsegs;
 
@@ -164,7 +164,7 @@ static void zsegs_end(struct zsegs *s, bool stop)
 	s->nth = 0;
 }
 
-void bld_zsegs_free(struct ezfs_builder *b)
+void ezi_bld_zsegs_free(struct ezfs_builder *b)
 {
 	struct zsegs *s = b->zsegs;
 	size_t i;
@@ -173,7 +173,7 @@ void bld_zsegs_free(struct ezfs_builder *b)
 		return;
 	zsegs_end(s, true);
 	for (i = 0; i <= s->maxseg; i++)
-		bld_zfile_free(s->res[i]);
+		ezi_bld_zfile_free(s->res[i]);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	free(s->th);
@@ -183,7 +183,7 @@ void bld_zsegs_free(struct ezfs_builder *b)
 	b->zsegs = NULL;
 }
 
-int bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len,
+int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len,
 		     struct bzfile **out)
 {
 	struct zsegs *s = b->zsegs;
@@ -197,7 +197,7 @@ int bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len,
 		return -EINVAL;
 	nseg = (size_t)((len + s->seg - 1) / s->seg);
 	if (nseg > s->maxseg) {
-		bld_zsegs_free(b);
+		ezi_bld_zsegs_free(b);
 		return -EOVERFLOW; /* more than announced */
 	}
 	s->len = len;
@@ -205,7 +205,7 @@ int bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len,
 	/* without workers (or if none could start): here, in order */
 	for (i = s->next; i < nseg; i++)
 		seg_run(s, i, seg_len(s, i), &cctx);
-	bld_cctx_free(b, cctx);
+	ezi_bld_cctx_free(b, cctx);
 	for (i = 0; i < nseg && !err; i++)
 		err = s->err[i];
 	if (!err)
@@ -213,19 +213,19 @@ int bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len,
 	if (!err && !z)
 		err = -ENOMEM;
 	for (i = 0; i < nseg && !err; i++)
-		err = bld_zfile_append(z, s->res[i], (uint64_t)i * s->seg);
+		err = ezi_bld_zfile_append(z, s->res[i], (uint64_t)i * s->seg);
 	if (!err) {
 		z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS);
-		z->idx_size = bld_zindex_size(b, in, z->compact);
+		z->idx_size = ezi_bld_zindex_size(b, in, z->compact);
 		/* keep it only if it saves space (9.14 step 7) */
 		if (z->datalen + z->idx_size >= len) {
-			bld_zfile_free(z);
+			ezi_bld_zfile_free(z);
 			z = NULL;
 		}
 		*out = z;
 		z = NULL;
 	}
-	bld_zfile_free(z);
-	bld_zsegs_free(b);
+	ezi_bld_zfile_free(z);
+	ezi_bld_zsegs_free(b);
 	return err;
 }

@@ -55,7 +55,7 @@ static bool native_fill(const struct ezfs_builder *b, const struct binode *in)
 static uint64_t seg_size(const struct ezfs_builder *b, const struct binode *in,
 			 unsigned k)
 {
-	uint64_t pc = (uint64_t)bld_pcluster_blocks(b, in) << b->blkszbits;
+	uint64_t pc = (uint64_t)ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 
 	return k * (pc * 16 > SPLIT_MIN ? pc * 16 : SPLIT_MIN);
 }
@@ -89,12 +89,12 @@ static void part_plan(const struct ezfs_builder *b, const struct binode *in,
 	p->n = p->nfull + (p->half ? 2 : 1);
 }
 
-uint32_t bld_zsplit_parts(const struct ezfs_builder *b, const struct binode *in)
+uint32_t ezi_bld_zsplit_parts(const struct ezfs_builder *b, const struct binode *in)
 {
 	struct plan p;
 
 	if (in->size <= seg_size(b, in, 1) || in->zkeep || in->zshare ||
-	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) || bld_zunaligned_ok(b, in))
+	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) || ezi_bld_zunaligned_ok(b, in))
 		return 1;
 	part_plan(b, in, &p);
 	return p.n;
@@ -121,16 +121,16 @@ static void part_range(const struct ezfs_builder *b, const struct binode *in,
 	}
 }
 
-int bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
 		   void *cctx, uint32_t k, uint32_t n, struct bzfile **out)
 {
 	struct bzpart pt = {.last = k + 1 == n};
 
 	part_range(b, in, k, &pt.base, &pt.len);
-	return bld_compress_part(b, in, cctx, &pt, out);
+	return ezi_bld_compress_part(b, in, cctx, &pt, out);
 }
 
-int bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
+int ezi_bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
 		   uint32_t *blocks)
 {
 	int err;
@@ -141,7 +141,7 @@ int bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
 	/* written while later parts are still being compressed, and never
 	 * copied into one buffer (that copy and its fresh pages were most
 	 * of the writer's time on 256 MiB of text with lz4) */
-	err = bld_pwrite(b, part->data, part->datalen,
+	err = ezi_bld_pwrite(b, part->data, part->datalen,
 			 (b->cursor + *blocks) << b->blkszbits);
 	if (err)
 		return err;
@@ -152,7 +152,7 @@ int bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
 	return 0;
 }
 
-int bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
+int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
 {
 	uint32_t k, first = z->next;
 
@@ -201,7 +201,7 @@ int bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
 	return 0;
 }
 
-int bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
 		     struct bzfile **parts, uint32_t n, struct bzfile **out)
 {
 	struct bzfile *z = parts[0];
@@ -213,14 +213,14 @@ int bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
 	parts[0] = NULL;
 	for (k = 1; k < n && !err; k++) {
 		part_range(b, in, k, &base, &len);
-		err = bld_zfile_append(z, parts[k], base);
-		bld_zfile_free(parts[k]);
+		err = ezi_bld_zfile_append(z, parts[k], base);
+		ezi_bld_zfile_free(parts[k]);
 		parts[k] = NULL;
 	}
 	if (err) {
-		bld_zfile_free(z);
+		ezi_bld_zfile_free(z);
 		return err;
 	}
-	bld_zfile_finish(b, in, z, true, out);
+	ezi_bld_zfile_finish(b, in, z, true, out);
 	return 0;
 }

@@ -15,9 +15,9 @@
 #include "codec/codec.h"
 #include "format/erofs_fs.h"
 
-bool bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in)
+bool ezi_bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in)
 {
-	uint32_t pcs = bld_pcluster_blocks(b, in) << b->blkszbits;
+	uint32_t pcs = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 	int alg = b->zalgs[in->zalg].alg;
 
 	/* fixed power-of-two extents: no room for tails, fragments,
@@ -50,11 +50,11 @@ static int put_data(struct bzfile *z, uint64_t *cap, const void *p,
 	return 0;
 }
 
-int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
+int ezi_bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 		   void *hctx, struct bzfile **out)
 {
-	const struct ezfs_codec_ops *ops = bld_codec(b, in->zalg);
-	uint32_t pcs = bld_pcluster_blocks(b, in) << b->blkszbits;
+	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, in->zalg);
+	uint32_t pcs = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 	uint64_t size = in->size, pos, cap = 0, nrec = (size + pcs - 1) / pcs;
 	uint8_t *ibuf = malloc(pcs), *obuf = malloc(pcs);
 	struct bsrc src = { .fd = -1 };
@@ -72,22 +72,22 @@ int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 		err = -ENOMEM;
 		goto out;
 	}
-	cctx = bld_cctx_get(b, hctx, in->zalg, &err);
+	cctx = ezi_bld_cctx_get(b, hctx, in->zalg, &err);
 	if (!cctx) {
-		bld_log(b, EZFS_LOG_ERROR, "cannot set up the compressor: %s",
+		ezi_bld_log(b, EZFS_LOG_ERROR, "cannot set up the compressor: %s",
 			strerror(-err));
 		goto out;
 	}
-	err = bld_src_open(b, in, &src);
+	err = ezi_bld_src_open(b, in, &src);
 	for (k = 0, pos = 0; !err && pos < size; k++, pos += pcs) {
 		size_t len = size - pos < pcs ? (size_t)(size - pos) : pcs;
 		size_t inlen = len;
-		ssize_t n = bld_src_pread(&src, ibuf, len, pos);
+		ssize_t n = ezi_bld_src_pread(&src, ibuf, len, pos);
 		int r;
 
 		if (n != (ssize_t)len) {
 			err = n < 0 ? (int)n : -EAGAIN;
-			bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
 				n < 0 ? strerror(-err) :
 				"file shrank while building");
 			break;
@@ -98,7 +98,7 @@ int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 					   (uint32_t)len - 1);
 		if (r < 0 && r != -ENOSPC) {
 			err = r;
-			bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s",
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s",
 				in->srcpath, strerror(-err));
 			break;
 		}
@@ -115,7 +115,7 @@ int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 		z->next = k + 1;
 	}
 	if (!err)
-		err = bld_src_check(b, in, &src);
+		err = ezi_bld_src_check(b, in, &src);
 	if (err)
 		goto out;
 	/* whole blocks: the writer places z->data at a block boundary */
@@ -128,16 +128,16 @@ int bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 		if (err)
 			goto out;
 	}
-	bld_zext_choose(b, in, z);
+	ezi_bld_zext_choose(b, in, z);
 	/* 9.14 step 7: keep a file only if it saves space */
 	if (z->datalen + z->idx_size < size) {
 		*out = z;
 		z = NULL;
 	}
 out:
-	bld_cctx_put(b, hctx, in->zalg);
-	bld_src_close(&src);
-	bld_zfile_free(z);
+	ezi_bld_cctx_put(b, hctx, in->zalg);
+	ezi_bld_src_close(&src);
+	ezi_bld_zfile_free(z);
 	free(ibuf);
 	free(obuf);
 	return err;

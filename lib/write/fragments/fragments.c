@@ -61,7 +61,7 @@ static uint32_t frag_key(const uint8_t *p, uint64_t len)
 {
 	uint64_t n = len < FRAG_HASHLEN ? len : FRAG_HASHLEN;
 
-	return ezfs_crc32c(0, p + len - n, (size_t)n) ^ (len < FRAG_HASHLEN ?
+	return ezi_crc32c(0, p + len - n, (size_t)n) ^ (len < FRAG_HASHLEN ?
 							 (uint32_t)len : 0);
 }
 
@@ -97,9 +97,9 @@ static int packed_grow(struct ezfs_builder *b, uint64_t need)
 	return 0;
 }
 
-void bld_packed_free(struct ezfs_builder *b)
+void ezi_bld_packed_free(struct ezfs_builder *b)
 {
-	bld_zsegs_free(b);
+	ezi_bld_zsegs_free(b);
 	if (b->packed)
 		munmap(b->packed, (size_t)b->packed_cap);
 	b->packed = NULL;
@@ -118,7 +118,7 @@ static int packed_append(struct ezfs_builder *b, const uint8_t *p,
 	}
 	memcpy(b->packed + b->packed_len, p, (size_t)len);
 	b->packed_len += len;
-	bld_zsegs_feed(b, b->packed_len);
+	ezi_bld_zsegs_feed(b, b->packed_len);
 	return 0;
 }
 
@@ -184,7 +184,7 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 		}
 	}
 	if (best >= b->blksz) {
-		err = bld_frag_near(b, in, z, bend, best);
+		err = ezi_bld_frag_near(b, in, z, bend, best);
 		if (err < 0)
 			return err;
 		if (err)
@@ -205,7 +205,7 @@ done:
 	/* compact headers hold 32 bits of the offset (9.10) */
 	if (z->compact && z->fragoff > 0xFFFFFFFFull) {
 		z->compact = false;
-		z->idx_size = bld_zindex_size(b, in, false);
+		z->idx_size = ezi_bld_zindex_size(b, in, false);
 		in->datalayout = EROFS_INODE_COMPRESSED_FULL;
 		in->unit_size += z->idx_size - idx;
 	}
@@ -243,7 +243,7 @@ static int walk_dir_files(struct ezfs_builder *b, const struct binode *dir,
  * then for all regular files in inode order (what the walk did not reach;
  * fn skips what it has seen, and hard links come more than once).
  */
-int bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg)
+int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg)
 {
 	struct fstack {
 		const struct binode *dir;
@@ -334,11 +334,11 @@ static int packed_reserve(struct ezfs_builder *b)
 		return 0;
 	err = packed_grow(b, total);
 	if (!err)
-		err = bld_zsegs_start(b, b->packed, total);
+		err = ezi_bld_zsegs_start(b, b->packed, total);
 	return err;
 }
 
-int bld_frags_place(struct ezfs_builder *b)
+int ezi_bld_frags_place(struct ezfs_builder *b)
 {
 	int err;
 
@@ -346,9 +346,9 @@ int bld_frags_place(struct ezfs_builder *b)
 		return 0;
 	err = packed_reserve(b);
 	if (!err)
-		err = bld_files_dfs(b, place_one, NULL);
+		err = ezi_bld_files_dfs(b, place_one, NULL);
 	if (b->fragcctx)
-		bld_cctx_free(b, b->fragcctx);
+		ezi_bld_cctx_free(b, b->fragcctx);
 	b->fragcctx = NULL;
 	free(b->fragtab);
 	b->fragtab = NULL;

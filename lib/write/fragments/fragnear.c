@@ -118,11 +118,11 @@ out:
 	return r2 - r1 < alone ? r2 - r1 : alone;
 }
 
-int bld_frag_near(struct ezfs_builder *b, struct binode *in,
+int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 		  struct bzfile *z, uint64_t cend, uint64_t matched)
 {
-	const struct ezfs_codec_ops *ops = bld_codec(b, in->zalg);
-	uint32_t pcap = bld_pcluster_blocks(b, in) << b->blkszbits;
+	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, in->zalg);
+	uint32_t pcap = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 	uint64_t len = z->frag_len, head = len - matched;
 	uint32_t maxn = (uint32_t)(len >> b->blkszbits) + 2, n, blocks, k;
 	uint32_t idx = z->idx_size;
@@ -137,11 +137,11 @@ int bld_frag_near(struct ezfs_builder *b, struct binode *in,
 	    (b->p.flags & (EZFS_BUILD_48BIT | EZFS_BUILD_ALL_FRAGMENTS)))
 		return 0;
 	if (!b->fragcctx) {
-		b->fragcctx = bld_cctx_new(b, &err);
+		b->fragcctx = ezi_bld_cctx_new(b, &err);
 		if (!b->fragcctx)
 			return err;
 	}
-	cctx = bld_cctx_get(b, b->fragcctx, in->zalg, &err);
+	cctx = ezi_bld_cctx_get(b, b->fragcctx, in->zalg, &err);
 	if (!cctx)
 		return err;
 	data = malloc(len + pcap);
@@ -173,7 +173,7 @@ int bld_frag_near(struct ezfs_builder *b, struct binode *in,
 	}
 	if (((uint64_t)blocks << b->blkszbits) >= (uint64_t)r)
 		goto out;	/* the packed inode is cheaper */
-	err = bld_pwrite(b, data, (size_t)blocks << b->blkszbits,
+	err = ezi_bld_pwrite(b, data, (size_t)blocks << b->blkszbits,
 			 b->cursor << b->blkszbits);
 	if (err)
 		goto out;
@@ -195,13 +195,13 @@ int bld_frag_near(struct ezfs_builder *b, struct binode *in,
 	z->frag_len = len - (uint64_t)x;
 	z->fragoff = cend - z->frag_len;
 	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;
-	z->idx_size = bld_zindex_size(b, in, z->compact);
+	z->idx_size = ezi_bld_zindex_size(b, in, z->compact);
 	in->datalayout = z->compact ? EROFS_INODE_COMPRESSED_COMPACT :
 				      EROFS_INODE_COMPRESSED_FULL;
 	in->unit_size += z->idx_size - idx;
 	err = 1;
 out:
-	bld_cctx_put(b, b->fragcctx, in->zalg);
+	ezi_bld_cctx_put(b, b->fragcctx, in->zalg);
 	free(data);
 	free(ext);
 	return err;

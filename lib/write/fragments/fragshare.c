@@ -47,7 +47,7 @@ static int read_at(const struct ezfs_builder *b, const struct bsrc *s,
 
 	(void)b;
 	while (have < len) {
-		ssize_t n = bld_src_pread(s, buf + have, len - have, off + have);
+		ssize_t n = ezi_bld_src_pread(s, buf + have, len - have, off + have);
 
 		if (n <= 0)
 			return n < 0 ? (int)n : -EAGAIN;
@@ -65,9 +65,9 @@ static int common_tail(const struct ezfs_builder *b, struct shtab *h,
 	uint64_t max = a->size < c->size ? a->size : c->size, l = 0;
 	int err;
 
-	err = bld_src_open(b, a, &sa);
+	err = ezi_bld_src_open(b, a, &sa);
 	if (!err)
-		err = bld_src_open(b, c, &sc);
+		err = ezi_bld_src_open(b, c, &sc);
 	while (!err && l < max) {
 		size_t n = max - l < SHARE_BUF ? (size_t)(max - l) : SHARE_BUF;
 		size_t k = 0;
@@ -83,8 +83,8 @@ static int common_tail(const struct ezfs_builder *b, struct shtab *h,
 		if (k < n)
 			break;
 	}
-	bld_src_close(&sa);
-	bld_src_close(&sc);
+	ezi_bld_src_close(&sa);
+	ezi_bld_src_close(&sc);
 	*lenp = l;
 	return err;
 }
@@ -100,16 +100,16 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 	size_t i;
 	int err;
 
-	if (in->zseen || in->size < SHARE_MIN || !bld_compress_wanted(b, in))
+	if (in->zseen || in->size < SHARE_MIN || !ezi_bld_compress_wanted(b, in))
 		return 0;
 	in->zseen = true;
-	err = bld_src_open(b, in, &s);
+	err = ezi_bld_src_open(b, in, &s);
 	if (!err)
 		err = read_at(b, &s, h->b1, SHARE_HASH, in->size - SHARE_HASH);
-	bld_src_close(&s);
+	ezi_bld_src_close(&s);
 	if (err)
 		return 0;	/* the compression pass reports it */
-	crc = ezfs_crc32c(0, h->b1, SHARE_HASH);
+	crc = ezi_crc32c(0, h->b1, SHARE_HASH);
 	for (i = crc & (h->cap - 1); h->t[i].in && cand < SHARE_CAND;
 	     i = (i + 1) & (h->cap - 1)) {
 		uint64_t l;
@@ -156,7 +156,7 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 	return 0;
 }
 
-int bld_frags_share(struct ezfs_builder *b)
+int ezi_bld_frags_share(struct ezfs_builder *b)
 {
 	struct shtab h = { .cap = 1024 };
 	int err;
@@ -176,7 +176,7 @@ int bld_frags_share(struct ezfs_builder *b)
 	h.t = calloc(h.cap, sizeof(*h.t));
 	h.b1 = malloc(SHARE_BUF);
 	h.b2 = malloc(SHARE_BUF);
-	err = h.t && h.b1 && h.b2 ? bld_files_dfs(b, visit, &h) : -ENOMEM;
+	err = h.t && h.b1 && h.b2 ? ezi_bld_files_dfs(b, visit, &h) : -ENOMEM;
 	free(h.t);
 	free(h.b1);
 	free(h.b2);

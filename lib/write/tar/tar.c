@@ -29,9 +29,9 @@ static int read_data(struct tctx *c, struct binode *in, uint64_t size)
 
 	if (c->spool < 0) {
 		in->dataoff = c->s.base + c->s.pos;
-		err = tstream_skip(&c->s, size + pad);
-		return err == -EPIPE ? tar_err(c, -EPIPE, "truncated archive")
-		       : err < 0     ? tar_err(c, err, "%s",
+		err = ezi_tstream_skip(&c->s, size + pad);
+		return err == -EPIPE ? ezi_tar_err(c, -EPIPE, "truncated archive")
+		       : err < 0     ? ezi_tar_err(c, err, "%s",
 					       c->s.err ? c->s.err : strerror(-err))
 				     : 0;
 	}
@@ -39,23 +39,23 @@ static int read_data(struct tctx *c, struct binode *in, uint64_t size)
 	while (done < size) {
 		size_t want = size - done < sizeof(buf) ? (size_t)(size - done)
 							: sizeof(buf);
-		ssize_t n = tstream_read(&c->s, buf, want);
+		ssize_t n = ezi_tstream_read(&c->s, buf, want);
 
 		if (n < 0)
-			return tar_err(c, (int)n, "%s",
+			return ezi_tar_err(c, (int)n, "%s",
 				       c->s.err ? c->s.err : strerror((int)-n));
 		if ((size_t)n < want)
-			return tar_err(c, -EPIPE, "truncated archive");
+			return ezi_tar_err(c, -EPIPE, "truncated archive");
 		if (pwrite(c->spool, buf, want, (off_t)(c->spool_off + done)) !=
 		    (ssize_t)want)
-			return tar_err(c, errno ? -errno : -EIO,
+			return ezi_tar_err(c, errno ? -errno : -EIO,
 				       "spool file: write: %s",
 				       strerror(errno));
 		done += want;
 	}
 	c->spool_off += size;
-	err = tstream_skip(&c->s, pad);
-	return err == -EPIPE ? tar_err(c, -EPIPE, "truncated archive") : err;
+	err = ezi_tstream_skip(&c->s, pad);
+	return err == -EPIPE ? ezi_tar_err(c, -EPIPE, "truncated archive") : err;
 }
 
 /* --exclude-path / --exclude-regex on the path or any of its parents */
@@ -75,7 +75,7 @@ static bool excluded(struct tctx *c, char **comp, int n)
 			rel[len++] = '/';
 		memcpy(rel + len, comp[i], l + 1);
 		len += l;
-		if (bld_excluded(c->b, rel))
+		if (ezi_bld_excluded(c->b, rel))
 			return true;
 	}
 	return false;
@@ -94,20 +94,20 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 	bool skip;
 
 	if (!strchr(types, e->type) || !e->type)
-		return tar_err(c, -EOPNOTSUPP,
+		return ezi_tar_err(c, -EOPNOTSUPP,
 			       e->type == 'S' ? "sparse files are not supported"
 					      : "unsupported entry type '%c'",
 			       e->type);
-	n = tar_split(c, path, comp, MAX_DEPTH);
+	n = ezi_tar_split(c, path, comp, MAX_DEPTH);
 	if (n < 0)
 		return n;
 	skip = excluded(c, comp, n);
 	if ((skip || e->type != '0') && e->size) {
 		if (e->size > UINT64_MAX - 511)
-			return tar_err(c, -EFBIG, "size overflow");
-		err = tstream_skip(&c->s, (e->size + 511) & ~511ull);
+			return ezi_tar_err(c, -EFBIG, "size overflow");
+		err = ezi_tstream_skip(&c->s, (e->size + 511) & ~511ull);
 		if (err)
-			return tar_err(c, err, "%s",
+			return ezi_tar_err(c, err, "%s",
 				       err == -EPIPE ? "truncated archive"
 				       : c->s.err    ? c->s.err
 						     : strerror(-err));
@@ -116,44 +116,44 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 		return 0;
 	if (!n) { /* the root itself */
 		if (e->type != '5')
-			return tar_err(c, -ENOTDIR,
+			return ezi_tar_err(c, -ENOTDIR,
 				       "the root must be a directory");
 		c->root->implicit = false;
-		return tar_meta(c, c->root->in, S_IFDIR | e->mode, e);
+		return ezi_tar_meta(c, c->root->in, S_IFDIR | e->mode, e);
 	}
-	err = tar_walk(c, comp, n - 1, true, &dir);
+	err = ezi_tar_walk(c, comp, n - 1, true, &dir);
 	if (err)
 		return err;
-	t = *tar_slot(c, dir, comp[n - 1]);
+	t = *ezi_tar_slot(c, dir, comp[n - 1]);
 	if (e->type == '1') {
 		if (!e->link)
-			return tar_err(c, -EINVAL,
+			return ezi_tar_err(c, -EINVAL,
 				       "hard link without a target");
-		ln = tar_split(c, e->link, lcomp, MAX_DEPTH);
+		ln = ezi_tar_split(c, e->link, lcomp, MAX_DEPTH);
 		if (ln < 0)
 			return ln;
-		err = ln ? tar_walk(c, lcomp, ln, false, &target) : -EISDIR;
+		err = ln ? ezi_tar_walk(c, lcomp, ln, false, &target) : -EISDIR;
 		if (err == -ENOENT || err == -ENOTDIR)
-			return tar_err(c, -ENOENT,
+			return ezi_tar_err(c, -ENOENT,
 				       "hard link target not found");
 		if (!err && S_ISDIR(target->in->mode))
 			err = -EISDIR;
 		if (err)
 			return err == -EISDIR
-				   ? tar_err(c, err, "hard link to a directory")
+				   ? ezi_tar_err(c, err, "hard link to a directory")
 				   : err;
 		if (t == target)
 			return 0;
 		if (t && !S_ISDIR(t->in->mode))
 			t->in = target->in;
-		else if (!tar_put(c, dir, comp[n - 1], target->in))
+		else if (!ezi_tar_put(c, dir, comp[n - 1], target->in))
 			return -ENOMEM;
 		return 0;
 	}
-	in = tar_binode(c, comp, n);
+	in = ezi_tar_binode(c, comp, n);
 	if (!in)
 		return -ENOMEM;
-	err = tar_meta(c, in, fmt[e->type - '0'] | e->mode, e);
+	err = ezi_tar_meta(c, in, fmt[e->type - '0'] | e->mode, e);
 	if (err)
 		return err;
 	if (e->type == '0') {
@@ -161,7 +161,7 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 		err = read_data(c, in, e->size);
 	} else if (e->type == '2') {
 		if (!e->link || strlen(e->link) >= 4096)
-			return tar_err(c, -EINVAL,
+			return ezi_tar_err(c, -EINVAL,
 				       e->link ? "symlink target too long"
 					       : "symlink without a target");
 		in->symlink = strdup(e->link);
@@ -178,7 +178,7 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 		t->implicit = false;
 	} else if (t && !S_ISDIR(t->in->mode)) {
 		t->in = in;
-	} else if (!tar_put(c, dir, comp[n - 1], in)) {
+	} else if (!ezi_tar_put(c, dir, comp[n - 1], in)) {
 		return -ENOMEM;
 	}
 	return 0;
@@ -202,7 +202,7 @@ static int open_spool(struct tctx *c, const char *tmpdir)
 	free(t);
 	if (c->spool >= 0)
 		return 0;
-	bld_log(c->b, EZFS_LOG_ERROR, "%s: cannot create a spool file: %s", dir,
+	ezi_bld_log(c->b, EZFS_LOG_ERROR, "%s: cannot create a spool file: %s", dir,
 		strerror(errno));
 	return -errno;
 }
@@ -215,15 +215,15 @@ static int read_meta(struct tctx *c, uint64_t size, char **out)
 	int err;
 
 	if (size > MAX_META)
-		return tar_err(c, -EFBIG, "extended header of %llu bytes",
+		return ezi_tar_err(c, -EFBIG, "extended header of %llu bytes",
 			       (unsigned long long)size);
 	*out = malloc((size_t)size + 1);
 	if (!*out)
 		return -ENOMEM;
-	n = tstream_read(&c->s, *out, (size_t)size);
+	n = ezi_tstream_read(&c->s, *out, (size_t)size);
 	if (n >= 0 && (uint64_t)n == size) {
 		(*out)[size] = '\0';
-		err = tstream_skip(&c->s, pad);
+		err = ezi_tstream_skip(&c->s, pad);
 		if (!err)
 			return 0;
 		n = err;
@@ -231,9 +231,9 @@ static int read_meta(struct tctx *c, uint64_t size, char **out)
 	free(*out);
 	*out = NULL;
 	if (n < 0 && n != -EPIPE)
-		return tar_err(c, (int)n, "%s",
+		return ezi_tar_err(c, (int)n, "%s",
 			       c->s.err ? c->s.err : strerror((int)-n));
-	return tar_err(c, -EPIPE, "truncated archive");
+	return ezi_tar_err(c, -EPIPE, "truncated archive");
 }
 
 static int set_long(char **dst, char *data)
@@ -261,15 +261,15 @@ static int read_archive(struct tctx *c)
 
 		c->entry = NULL;
 		c->hdr_off = c->s.pos;
-		n = tstream_read(&c->s, blk, sizeof(blk));
+		n = ezi_tstream_read(&c->s, blk, sizeof(blk));
 		if (n < 0) {
-			err = tar_err(c, (int)n, "%s",
+			err = ezi_tar_err(c, (int)n, "%s",
 				      c->s.err ? c->s.err : strerror((int)-n));
 			break;
 		}
 		if (n < (ssize_t)sizeof(blk)) {
 			err =
-			    tar_err(c, -EPIPE,
+			    ezi_tar_err(c, -EPIPE,
 				    !n && !members ? "not a tar archive (empty)"
 						   : "truncated archive (no "
 						     "end-of-archive block)");
@@ -278,7 +278,7 @@ static int read_archive(struct tctx *c)
 		memcpy(nm, blk, 100);
 		nm[100] = '\0';
 		c->entry = nm;
-		err = thdr_check(blk);
+		err = ezi_thdr_check(blk);
 		if (err == 1) {
 			err = 0; /* end (a second zero block may follow) */
 			break;
@@ -286,7 +286,7 @@ static int read_archive(struct tctx *c)
 		if (err) {
 			if (!members)
 				c->entry = NULL; /* likely not tar at all */
-			err = tar_err(
+			err = ezi_tar_err(
 			    c, -EUCLEAN,
 			    members
 				? "bad header checksum"
@@ -294,8 +294,8 @@ static int read_archive(struct tctx *c)
 			break;
 		}
 		members++;
-		if (thdr_num(blk + 124, 12, &size) || size < 0) {
-			err = tar_err(c, -EUCLEAN, "bad size field");
+		if (ezi_thdr_num(blk + 124, 12, &size) || size < 0) {
+			err = ezi_tar_err(c, -EUCLEAN, "bad size field");
 			break;
 		}
 		switch (blk[156]) {
@@ -303,9 +303,9 @@ static int read_archive(struct tctx *c)
 		case 'g':
 			err = read_meta(c, (uint64_t)size, &data);
 			if (!err &&
-			    tpax_parse(blk[156] == 'g' ? &g : &l, data,
+			    ezi_tpax_parse(blk[156] == 'g' ? &g : &l, data,
 				       (size_t)size, blk[156] == 'g', &why))
-				err = tar_err(c, -EUCLEAN, "%s", why);
+				err = ezi_tar_err(c, -EUCLEAN, "%s", why);
 			free(data);
 			break;
 		case 'L':
@@ -316,15 +316,15 @@ static int read_archive(struct tctx *c)
 					 data);
 			break;
 		case 'V':
-			err = tstream_skip(&c->s,
+			err = ezi_tstream_skip(&c->s,
 					   ((uint64_t)size + 511) & ~511ull);
 			if (err)
-				err = tar_err(c, err, "truncated archive");
+				err = ezi_tar_err(c, err, "truncated archive");
 			break;
 		default:
-			err = tentry_fill(&e, blk, &g, &l, &why);
+			err = ezi_tentry_fill(&e, blk, &g, &l, &why);
 			if (err && why)
-				err = tar_err(c, err, "%s", why);
+				err = ezi_tar_err(c, err, "%s", why);
 			c->entry = e.path;
 			path = e.path ? strdup(e.path) : NULL;
 			if (!err && !path)
@@ -332,38 +332,38 @@ static int read_archive(struct tctx *c)
 			if (!err)
 				err = add_entry(c, &e, path);
 			free(path);
-			tentry_clear(&e);
-			tpax_clear(&l);
+			ezi_tentry_clear(&e);
+			ezi_tpax_clear(&l);
 			if ((members & 1023) == 0)
-				bld_progress(c->b, EZFS_BUILD_SCAN, c->bins.n,
+				ezi_bld_progress(c->b, EZFS_BUILD_SCAN, c->bins.n,
 					     0, 0, 0);
 		}
 		if (err)
 			break;
 	}
 	c->entry = NULL;
-	tpax_clear(&g);
-	tpax_clear(&l);
+	ezi_tpax_clear(&g);
+	ezi_tpax_clear(&l);
 	return err;
 }
 
-int bld_scan_tar(struct ezfs_builder *b, const char *path, const char *tmpdir)
+int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path, const char *tmpdir)
 {
 	struct tctx c = {.b = b, .spool = -1};
 	size_t i;
 	int err;
 
-	err = tstream_open(&c.s, path);
+	err = ezi_tstream_open(&c.s, path);
 	if (err) {
-		bld_log(b, EZFS_LOG_ERROR, "%s: %s", c.s.name ? c.s.name : path,
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", c.s.name ? c.s.name : path,
 			strerror(-err));
-		tstream_close(&c.s);
+		ezi_tstream_close(&c.s);
 		return err;
 	}
 	if (!c.s.seekable)
 		err = open_spool(&c, tmpdir);
 	if (!err)
-		err = tar_tree_init(&c);
+		err = ezi_tar_tree_init(&c);
 	if (!err)
 		err = read_archive(&c);
 	/* missing parents: 0755, root, -T or the newest mtime */
@@ -371,10 +371,10 @@ int bld_scan_tar(struct ezfs_builder *b, const char *path, const char *tmpdir)
 		struct tnode *t = c.nodes.v[i];
 
 		if (t->implicit)
-			err = tar_meta(&c, t->in, S_IFDIR | 0755, NULL);
+			err = ezi_tar_meta(&c, t->in, S_IFDIR | 0755, NULL);
 	}
 	if (!err)
-		err = tar_emit(&c);
+		err = ezi_tar_emit(&c);
 	if (!err) {
 		b->datafd = c.spool >= 0 ? c.spool : dup(c.s.fd);
 		c.spool = -1;
@@ -382,7 +382,7 @@ int bld_scan_tar(struct ezfs_builder *b, const char *path, const char *tmpdir)
 			err = -errno;
 	}
 	if (err == -ENOMEM)
-		bld_log(b, EZFS_LOG_ERROR, "%s: out of memory", c.s.name);
-	tar_free(&c);
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: out of memory", c.s.name);
+	ezi_tar_free(&c);
 	return err;
 }

@@ -32,13 +32,13 @@ struct tstream {
 };
 
 /* Open path (NULL or "-": standard input) and detect the compression. */
-int tstream_open(struct tstream *s, const char *path);
+int ezi_tstream_open(struct tstream *s, const char *path);
 /* Read exactly len bytes; returns bytes read (< len only at the end of
  * the archive) or a negative errno (s->err says why for decode errors). */
-ssize_t tstream_read(struct tstream *s, void *buf, size_t len);
+ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len);
 /* Skip len bytes (lseek for seekable input); -EPIPE if the archive ends. */
-int tstream_skip(struct tstream *s, uint64_t len);
-void tstream_close(struct tstream *s);
+int ezi_tstream_skip(struct tstream *s, uint64_t len);
+void ezi_tstream_close(struct tstream *s);
 
 /* ---- tar_hdr.c: headers and PAX records ---- */
 
@@ -76,19 +76,19 @@ struct tentry {
 };
 
 /* Header block check: 1 all zero, 0 valid, -EUCLEAN bad checksum. */
-int thdr_check(const uint8_t blk[512]);
+int ezi_thdr_check(const uint8_t blk[512]);
 /* Decode a numeric field (octal or base-256); -ERANGE if it overflows. */
-int thdr_num(const uint8_t *f, size_t n, int64_t *v);
+int ezi_thdr_num(const uint8_t *f, size_t n, int64_t *v);
 /* Parse PAX records (len bytes) into p; global: skip path/link/size.
  * Returns 0 or -EUCLEAN with *why set. */
-int tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
+int ezi_tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
 	       const char **why);
-void tpax_clear(struct tpax *p);
+void ezi_tpax_clear(struct tpax *p);
 /* Fill e from header blk, the global PAX state g, then the local one l
  * (which is consumed). Returns 0 or -EUCLEAN/-ERANGE/-ENOMEM with *why. */
-int tentry_fill(struct tentry *e, const uint8_t blk[512], const struct tpax *g,
+int ezi_tentry_fill(struct tentry *e, const uint8_t blk[512], const struct tpax *g,
 		struct tpax *l, const char **why);
-void tentry_clear(struct tentry *e);
+void ezi_tentry_clear(struct tentry *e);
 
 /* ---- tar.c and tar_tree.c: the tree being read ---- */
 
@@ -125,27 +125,27 @@ struct tctx {
 };
 
 /* One error line "INPUT: entry 'PATH' (offset N): reason"; returns err. */
-int tar_err(struct tctx *c, int err, const char *fmt, ...)
+int ezi_tar_err(struct tctx *c, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int tar_push(struct vec *v, void *p);
-struct tnode **tar_slot(struct tctx *c, const struct tnode *parent,
+int ezi_tar_push(struct vec *v, void *p);
+struct tnode **ezi_tar_slot(struct tctx *c, const struct tnode *parent,
 			const char *name);
 /* A new inode, its srcpath "INPUT:/" and the components joined. */
-struct binode *tar_binode(struct tctx *c, char *const *comp, int n);
+struct binode *ezi_tar_binode(struct tctx *c, char *const *comp, int n);
 /* A new node (name, in) under parent, replacing the old one if any. */
-struct tnode *tar_put(struct tctx *c, struct tnode *parent, const char *name,
+struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent, const char *name,
 		      struct binode *in);
 /* Metadata of e (NULL: a missing parent) with the builder's options. */
-int tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
+int ezi_tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
 	     const struct tentry *e);
 /* Split path in place into at most max components; refuses "..". */
-int tar_split(struct tctx *c, char *path, char **comp, int max);
+int ezi_tar_split(struct tctx *c, char *path, char **comp, int max);
 /* The node of comp[0..n-1]; create: make missing directories. */
-int tar_walk(struct tctx *c, char **comp, int n, bool create,
+int ezi_tar_walk(struct tctx *c, char **comp, int n, bool create,
 	     struct tnode **out);
 /* Root node and table; then, once read: b->inodes in scan order. */
-int tar_tree_init(struct tctx *c);
-int tar_emit(struct tctx *c);
-void tar_free(struct tctx *c);
+int ezi_tar_tree_init(struct tctx *c);
+int ezi_tar_emit(struct tctx *c);
+void ezi_tar_free(struct tctx *c);
 
 #endif

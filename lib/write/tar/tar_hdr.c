@@ -25,7 +25,7 @@
 #define OFF_TYPE   156
 #define OFF_MAGIC  257
 
-int thdr_check(const uint8_t blk[512])
+int ezi_thdr_check(const uint8_t blk[512])
 {
 	uint64_t sum = 0;
 	int64_t ssum = 0, want;
@@ -43,12 +43,12 @@ int thdr_check(const uint8_t blk[512])
 		sum += c;
 		ssum += (int8_t)c;
 	}
-	if (thdr_num(blk + OFF_CHKSUM, 8, &want))
+	if (ezi_thdr_num(blk + OFF_CHKSUM, 8, &want))
 		return -EUCLEAN;
 	return (uint64_t)want == sum || want == ssum ? 0 : -EUCLEAN;
 }
 
-int thdr_num(const uint8_t *f, size_t n, int64_t *v)
+int ezi_thdr_num(const uint8_t *f, size_t n, int64_t *v)
 {
 	uint64_t u = 0;
 	size_t i = 0;
@@ -311,7 +311,7 @@ static int pax_record(struct tpax *p, const char *k, size_t klen, const char *v,
 	return r;
 }
 
-int tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
+int ezi_tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
 	       const char **why)
 {
 	size_t off = 0;
@@ -348,7 +348,7 @@ int tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
 	return 0;
 }
 
-void tpax_clear(struct tpax *p)
+void ezi_tpax_clear(struct tpax *p)
 {
 	size_t i;
 
@@ -362,12 +362,12 @@ void tpax_clear(struct tpax *p)
 	memset(p, 0, sizeof(*p));
 }
 
-void tentry_clear(struct tentry *e)
+void ezi_tentry_clear(struct tentry *e)
 {
 	struct tpax t = {
 	    .path = e->path, .link = e->link, .x = e->x, .nx = e->nx};
 
-	tpax_clear(&t);
+	ezi_tpax_clear(&t);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -402,14 +402,14 @@ static int merge_xattrs(struct tentry *e, const struct tpax *g, struct tpax *l)
 static int field(const uint8_t *blk, size_t off, size_t n, int64_t *v,
 		 const char **why, const char *what)
 {
-	int r = thdr_num(blk + off, n, v);
+	int r = ezi_thdr_num(blk + off, n, v);
 
 	if (r)
 		*why = what;
 	return r;
 }
 
-int tentry_fill(struct tentry *e, const uint8_t blk[512], const struct tpax *g,
+int ezi_tentry_fill(struct tentry *e, const uint8_t blk[512], const struct tpax *g,
 		struct tpax *l, const char **why)
 {
 	const struct tpax *src[2] = {g, l};

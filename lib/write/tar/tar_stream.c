@@ -37,7 +37,7 @@ static int fill(struct tstream *s)
 	return 0;
 }
 
-int tstream_open(struct tstream *s, const char *path)
+int ezi_tstream_open(struct tstream *s, const char *path)
 {
 	static const uint8_t gz[2] = {0x1f, 0x8b};
 	static const uint8_t xz[6] = {0xfd, '7', 'z', 'X', 'Z', 0};
@@ -224,7 +224,7 @@ static ssize_t read_xz(struct tstream *s, uint8_t *buf, size_t len)
 	return (ssize_t)(len - x->avail_out);
 }
 
-ssize_t tstream_read(struct tstream *s, void *buf, size_t len)
+ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len)
 {
 	ssize_t n;
 
@@ -239,7 +239,7 @@ ssize_t tstream_read(struct tstream *s, void *buf, size_t len)
 	return n;
 }
 
-int tstream_skip(struct tstream *s, uint64_t len)
+int ezi_tstream_skip(struct tstream *s, uint64_t len)
 {
 	uint8_t tmp[8192];
 
@@ -261,7 +261,7 @@ int tstream_skip(struct tstream *s, uint64_t len)
 	}
 	while (len) {
 		size_t want = len < sizeof(tmp) ? (size_t)len : sizeof(tmp);
-		ssize_t n = tstream_read(s, tmp, want);
+		ssize_t n = ezi_tstream_read(s, tmp, want);
 
 		if (n < 0)
 			return (int)n;
@@ -272,7 +272,7 @@ int tstream_skip(struct tstream *s, uint64_t len)
 	return 0;
 }
 
-void tstream_close(struct tstream *s)
+void ezi_tstream_close(struct tstream *s)
 {
 	if (s->kind == TAR_GZIP && s->z)
 		inflateEnd(s->z);

@@ -18,7 +18,7 @@
 #include "format/erofs_fs.h"
 
 /* One error line: INPUT: entry 'PATH' (offset N): reason */
-int tar_err(struct tctx *c, int err, const char *fmt, ...)
+int ezi_tar_err(struct tctx *c, int err, const char *fmt, ...)
 {
 	char msg[512], q[300];
 	va_list ap;
@@ -27,17 +27,17 @@ int tar_err(struct tctx *c, int err, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (c->entry)
-		bld_log(c->b, EZFS_LOG_ERROR,
+		ezi_bld_log(c->b, EZFS_LOG_ERROR,
 			"%s: entry '%s' (offset %llu): %s", c->s.name,
 			ezfs_quote(c->entry, strlen(c->entry), q, sizeof(q)),
 			(unsigned long long)c->hdr_off, msg);
 	else
-		bld_log(c->b, EZFS_LOG_ERROR, "%s: offset %llu: %s", c->s.name,
+		ezi_bld_log(c->b, EZFS_LOG_ERROR, "%s: offset %llu: %s", c->s.name,
 			(unsigned long long)c->hdr_off, msg);
 	return err;
 }
 
-int tar_push(struct vec *v, void *p)
+int ezi_tar_push(struct vec *v, void *p)
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? v->cap * 2 : 256;
@@ -64,7 +64,7 @@ static size_t thash(const struct tnode *parent, const char *name, size_t cap)
 	return (size_t)(h & (cap - 1));
 }
 
-struct tnode **tar_slot(struct tctx *c, const struct tnode *parent,
+struct tnode **ezi_tar_slot(struct tctx *c, const struct tnode *parent,
 			const char *name)
 {
 	size_t i;
@@ -93,14 +93,14 @@ static int tab_grow(struct tctx *c)
 	}
 	for (i = 0; i < ocap; i++)
 		if (old[i])
-			*tar_slot(c, old[i]->parent, old[i]->name) = old[i];
+			*ezi_tar_slot(c, old[i]->parent, old[i]->name) = old[i];
 	free(old);
 	return 0;
 }
 
 /* ---- nodes ---- */
 
-struct binode *tar_binode(struct tctx *c, char *const *comp, int n)
+struct binode *ezi_tar_binode(struct tctx *c, char *const *comp, int n)
 {
 	struct binode *in = calloc(1, sizeof(*in));
 	size_t len = strlen(c->s.name) + 3;
@@ -114,7 +114,7 @@ struct binode *tar_binode(struct tctx *c, char *const *comp, int n)
 	/* "INPUT:/a/b": the builder takes what follows its root's "INPUT:/"
 	 * as the relative path (--compress-hints) */
 	in->srcpath = malloc(len);
-	if (!in->srcpath || tar_push(&c->bins, in)) {
+	if (!in->srcpath || ezi_tar_push(&c->bins, in)) {
 		free(in->srcpath);
 		free(in);
 		return NULL;
@@ -126,13 +126,13 @@ struct binode *tar_binode(struct tctx *c, char *const *comp, int n)
 }
 
 /* A new node (name, in) under parent, replacing the old one if any. */
-struct tnode *tar_put(struct tctx *c, struct tnode *parent, const char *name,
+struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent, const char *name,
 		      struct binode *in)
 {
 	struct tnode *t = calloc(1, sizeof(*t)), **slot;
 	unsigned i;
 
-	if (!t || tar_push(&c->nodes, t) || tab_grow(c)) {
+	if (!t || ezi_tar_push(&c->nodes, t) || tab_grow(c)) {
 		free(t);
 		return NULL;
 	}
@@ -141,7 +141,7 @@ struct tnode *tar_put(struct tctx *c, struct tnode *parent, const char *name,
 		return NULL;
 	t->parent = parent;
 	t->in = in;
-	slot = tar_slot(c, parent, name);
+	slot = ezi_tar_slot(c, parent, name);
 	if (*slot) {
 		for (i = 0; i < parent->nkids; i++)
 			if (parent->kids[i] == *slot)
@@ -165,7 +165,7 @@ struct tnode *tar_put(struct tctx *c, struct tnode *parent, const char *name,
 }
 
 /* Metadata from st (and the entry's xattrs); nlink 0 = not yet placed. */
-int tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
+int ezi_tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
 	     const struct tentry *e)
 {
 	struct stat st;
@@ -176,7 +176,7 @@ int tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
 	st.st_mode = mode;
 	if (e) {
 		if (e->uid > UINT32_MAX || e->gid > UINT32_MAX)
-			return tar_err(c, -ERANGE, "uid or gid beyond 32 bits");
+			return ezi_tar_err(c, -ERANGE, "uid or gid beyond 32 bits");
 		st.st_uid = (uid_t)e->uid;
 		st.st_gid = (gid_t)e->gid;
 		st.st_mtim.tv_sec = e->mtime;
@@ -187,17 +187,17 @@ int tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
 		st.st_mtim.tv_sec =
 		    c->b->p.has_timestamp ? c->b->epoch : c->newest;
 	}
-	bld_inode_meta(c->b, in, &st);
+	ezi_bld_inode_meta(c->b, in, &st);
 	in->nlink = 0;
 	if (!e || c->b->p.xattr_tolerance < 0)
 		return 0;
 	for (i = 0; i < e->nx; i++) {
-		err = bld_xattr_add(c->b, in, e->x[i].name, e->x[i].value,
+		err = ezi_bld_xattr_add(c->b, in, e->x[i].name, e->x[i].value,
 				    e->x[i].len);
 		if (err)
 			return err;
 	}
-	bld_xattrs_sort(in);
+	ezi_bld_xattrs_sort(in);
 	return 0;
 }
 
@@ -205,7 +205,7 @@ int tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
  * Split path into components in place (leading '/', "." and empty ones
  * dropped); refuses "..", over-long names. Returns the count.
  */
-int tar_split(struct tctx *c, char *path, char **comp, int max)
+int ezi_tar_split(struct tctx *c, char *path, char **comp, int max)
 {
 	char *p = path, *save = NULL, *tok;
 	int n = 0;
@@ -215,42 +215,42 @@ int tar_split(struct tctx *c, char *path, char **comp, int max)
 		if (!strcmp(tok, "."))
 			continue;
 		if (!strcmp(tok, ".."))
-			return tar_err(c, -EPERM,
+			return ezi_tar_err(c, -EPERM,
 				       "'..' in the path escapes the root");
 		if (strlen(tok) > EROFS_NAME_LEN)
-			return tar_err(c, -ENAMETOOLONG,
+			return ezi_tar_err(c, -ENAMETOOLONG,
 				       "a name is longer than %u bytes",
 				       EROFS_NAME_LEN);
 		if (n == max)
-			return tar_err(c, -ENAMETOOLONG, "path too deep");
+			return ezi_tar_err(c, -ENAMETOOLONG, "path too deep");
 		comp[n++] = tok;
 	}
 	return n;
 }
 
 /* The directory node holding comp[0..n-1]; creates missing ones. */
-int tar_walk(struct tctx *c, char **comp, int n, bool create,
+int ezi_tar_walk(struct tctx *c, char **comp, int n, bool create,
 	     struct tnode **out)
 {
 	struct tnode *t = c->root;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		struct tnode *k = *tar_slot(c, t, comp[i]);
+		struct tnode *k = *ezi_tar_slot(c, t, comp[i]);
 
 		if (!k && !create)
 			return -ENOENT;
 		if (!k) {
-			struct binode *in = tar_binode(c, comp, i + 1);
+			struct binode *in = ezi_tar_binode(c, comp, i + 1);
 
 			if (!in)
 				return -ENOMEM;
-			k = tar_put(c, t, comp[i], in);
-			if (!k || tar_meta(c, in, S_IFDIR | 0755, NULL))
+			k = ezi_tar_put(c, t, comp[i], in);
+			if (!k || ezi_tar_meta(c, in, S_IFDIR | 0755, NULL))
 				return -ENOMEM;
 			k->implicit = true;
 		} else if (!S_ISDIR(k->in->mode) && (create || i < n - 1)) {
-			return tar_err(c, -ENOTDIR, "'%s' is not a directory",
+			return ezi_tar_err(c, -ENOTDIR, "'%s' is not a directory",
 				       comp[i]);
 		}
 		t = k;
@@ -278,14 +278,14 @@ static void count(struct ezfs_builder *b, const struct binode *in)
 }
 
 /* Breadth first, names sorted: the order of a directory scan. */
-int tar_tree_init(struct tctx *c)
+int ezi_tar_tree_init(struct tctx *c)
 {
-	struct binode *rin = tar_binode(c, NULL, 0);
+	struct binode *rin = ezi_tar_binode(c, NULL, 0);
 
 	if (!rin)
 		return -ENOMEM;
 	c->root = calloc(1, sizeof(*c->root));
-	if (!c->root || tar_push(&c->nodes, c->root)) {
+	if (!c->root || ezi_tar_push(&c->nodes, c->root)) {
 		free(c->root);
 		c->root = NULL;
 		return -ENOMEM;
@@ -295,10 +295,10 @@ int tar_tree_init(struct tctx *c)
 	c->root->implicit = true;
 	if (!c->root->name || tab_grow(c))
 		return -ENOMEM;
-	return tar_meta(c, rin, S_IFDIR | 0755, NULL);
+	return ezi_tar_meta(c, rin, S_IFDIR | 0755, NULL);
 }
 
-int tar_emit(struct tctx *c)
+int ezi_tar_emit(struct tctx *c)
 {
 	struct ezfs_builder *b = c->b;
 	struct tnode **q;
@@ -310,7 +310,7 @@ int tar_emit(struct tctx *c)
 	if (!q)
 		return -ENOMEM;
 	q[0] = c->root;
-	err = bld_add_inode(b, c->root->in);
+	err = ezi_bld_add_inode(b, c->root->in);
 	c->root->in->nlink = 2;
 	c->root->in->parent = c->root->in;
 	count(b, c->root->in);
@@ -327,7 +327,7 @@ int tar_emit(struct tctx *c)
 			if (in->nlink) {
 				in->nlink++;
 				b->st.hardlinks++;
-			} else if (!(err = bld_add_inode(b, in))) {
+			} else if (!(err = ezi_bld_add_inode(b, in))) {
 				in->nlink = S_ISDIR(in->mode) ? 2 : 1;
 				count(b, in);
 				if (S_ISDIR(in->mode)) {
@@ -337,14 +337,14 @@ int tar_emit(struct tctx *c)
 				}
 			}
 			if (!err)
-				err = bld_add_dentry(dir, t->name, in);
+				err = ezi_bld_add_dentry(dir, t->name, in);
 		}
 	}
 	free(q);
-	return err ? err : bld_scan_finish(b);
+	return err ? err : ezi_bld_scan_finish(b);
 }
 
-void tar_free(struct tctx *c)
+void ezi_tar_free(struct tctx *c)
 {
 	size_t i;
 
@@ -359,12 +359,12 @@ void tar_free(struct tctx *c)
 		struct binode *in = c->bins.v[i];
 
 		if (!in->nlink) /* not handed to the builder */
-			bld_inode_free(in);
+			ezi_bld_inode_free(in);
 	}
 	free(c->nodes.v);
 	free(c->bins.v);
 	free(c->tab);
-	tstream_close(&c->s);
+	ezi_tstream_close(&c->s);
 	if (c->spool >= 0)
 		close(c->spool);
 }
