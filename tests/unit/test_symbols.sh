@@ -35,6 +35,18 @@ for want in ezfs_image_open ezfs_image_close; do
 		fails=$((fails + 1))
 	fi
 done
+# libezfs reads images without FUSE: libfuse3 belongs to libezfs-fuse only.
+if command -v readelf >/dev/null; then
+	if readelf -d "$lib" | grep -q 'NEEDED.*libfuse'; then
+		echo "FAIL: $(basename "$lib") needs libfuse3 (lib/mount belongs in libezfs-fuse)"
+		fails=$((fails + 1))
+	else
+		echo "ok: $(basename "$lib") does not need libfuse3"
+	fi
+else
+	echo "SKIP: readelf is not installed: the libfuse3 check did not run"
+fi
+
 a=${2:-}
 if [ -n "$a" ]; then
 	[ -f "$a" ] || { echo "FAIL: $a does not exist"; exit 1; }
