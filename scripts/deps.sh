@@ -5,7 +5,8 @@
 # usage: scripts/deps.sh [GROUP...]      (default: core)
 #   core   compilers, CMake/Ninja, codec and FUSE headers, and the tools the
 #          tests use (zstd, xz-utils, python3, erofs-utils, squashfs-tools, attr,
-#          gnuplot-nox for ezfs bench --plot, procps for pgrep)
+#          gnuplot-nox for ezfs bench --plot, procps for pgrep, clang-format
+#          for the layout check)
 #   fuzz   clang and its libFuzzer runtime (make fuzz)
 #   bench  fio, squashfuse and the Linux source tarball (bench/)
 #   all    every group
@@ -14,7 +15,7 @@ set -euo pipefail
 
 core=(build-essential cmake ninja-build pkg-config liblz4-dev libdeflate-dev zlib1g-dev
       libzstd-dev liblzma-dev libisal-dev libfuse3-dev fuse3 zstd xz-utils python3 erofs-utils
-      squashfs-tools attr gnuplot-nox procps)
+      squashfs-tools attr gnuplot-nox procps clang-format)
 fuzz=(clang libclang-rt-14-dev)
 bench=(fio linux-source-6.1 xz-utils squashfuse)
 
