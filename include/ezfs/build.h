@@ -66,9 +66,17 @@ enum ezfs_build_flags {
 /* At most this many compression configurations (-z A:B:...). */
 #define EZFS_BUILD_MAX_ZALGS 8
 
-/* One compression configuration: enum ezfs_alg (lz4hc = EZFS_ALG_LZ4 with
+/*
+ * One compression configuration: enum ezfs_alg (lz4hc = EZFS_ALG_LZ4 with
  * hc = 1; EZFS_ALG_DEFLATE with hc = 1 compresses with libdeflate instead
- * of ezfs' own encoder), level < 0 = the codec's default. */
+ * of ezfs' own encoder), level < 0 = the codec's default.
+ *
+ * This struct and struct ezfs_build_hint are elements of arrays the caller
+ * sizes (more_algs, hints): the library steps through them by its own
+ * sizeof, so they carry no size field and their layout is frozen. A new
+ * field would come as a new array in struct ezfs_build_params, which does
+ * grow (its size field).
+ */
 struct ezfs_build_zalg {
 	int alg;
 	int hc;
@@ -99,11 +107,19 @@ struct ezfs_build_progress {
 	uint64_t bytes, bytes_total;
 };
 
+/*
+ * Parameters of ezfs_builder_new. Like every parameter struct (see struct
+ * ezfs_open_params) it starts with its size, set by ezfs_build_params_init:
+ * fields past an older caller's size take their defaults; a size of 0 or
+ * larger than this library's struct is -EINVAL.
+ */
 struct ezfs_build_params {
+	size_t size;             /* sizeof(struct ezfs_build_params) */
 	ezfs_log_fn log;         /* NULL: silent */
 	void *log_arg;
 	unsigned verbose;        /* log threshold (enum ezfs_log_level) */
-	/* Called from the calling thread now and then; may be NULL. */
+	/* Called from the calling thread now and then; may be NULL. The
+	 * library fills *p; fields may be added at its end. */
 	void (*progress)(void *arg, const struct ezfs_build_progress *p);
 	void *progress_arg;
 
@@ -151,6 +167,34 @@ struct ezfs_build_params {
 	 * of two >= blksz; 0 = off. Identical chunks are stored once and
 	 * all-zero chunks become holes. Ignored for compressed files. */
 	uint32_t chunksize;
+
+	/* mkfs.erofs compatibility; all 0/NULL = off. */
+	int hard_dereference;    /* hard links become separate inodes */
+	int no_xattr_filter;     /* no xattr name bloom filter (-E
+				  * ^xattr-name-filter) */
+	uint32_t lzma_dictsize;  /* lzma dictionary bytes; 0 = by pcluster */
+	uint32_t zstd_window;    /* zstd window bytes (power of two); 0 = by
+				  * pcluster */
+	uint64_t image_offset;   /* the image starts at this byte of path; the
+				  * bytes before it are kept (a file) */
+	/* Android: canned fs_config file ("path uid gid mode
+	 * [capabilities=0x...]"), SELinux file_contexts (text or compiled;
+	 * needs libselinux), and the mount point both are keyed under
+	 * ("system": keys "system/bin/sh", labels of "/system/bin/sh"). A
+	 * path the fs_config lacks is an error unless fs_config_keep is set
+	 * (it keeps the source's owner and mode). */
+	const char *fs_config_file;
+	const char *file_contexts;
+	const char *mount_point;
+	int fs_config_keep;
+	/* Containers: aufs whiteouts (".wh.NAME" -> a 0/0 character device
+	 * NAME, ".wh..wh..opq" -> trusted.overlay.opaque=y on its
+	 * directory); drop trusted.overlay.* xattrs of the source. */
+	int aufs;
+	int ovlfs_strip;
+	/* Write "path first_block last_block" lines of the uncompressed
+	 * files (Android --block-list-file); NULL = none. */
+	const char *block_list_file;
 };
 
 struct ezfs_build_stats {
@@ -162,15 +206,33 @@ struct ezfs_build_stats {
 	double seconds;
 };
 
-/* Defaults: 4096-byte blocks, no compression, -x 2, no uid/gid forcing. */
+/* Defaults: 4096-byte blocks, no compression (alg = level = -1), -x 2, no
+ * uid/gid forcing (-1), the rest zero; size set. Call it, then set what you
+ * need. */
 EZFS_API void ezfs_build_params_init(struct ezfs_build_params *p);
 
-/* Create a builder. Validates p (-EINVAL with a log line if invalid). The
- * params struct and the strings it points to must outlive the builder. */
+/*
+ * Create a builder; p may be NULL (the defaults). *p is copied, but every
+ * array and string it points to (exclude_paths, more_algs, hints, file
+ * names...) must stay valid until ezfs_builder_free. *out is set on
+ * success, NULL on failure. Returns 0 or
+ * a negative errno: -EINVAL (p->size 0 or too large, which is not logged;
+ * a bad block size, chunk size, pcluster size, algorithm, hint index or
+ * regex, exclusive flags: with a log line), -EOPNOTSUPP (no compressor for
+ * an algorithm in this build), -ENOMEM.
+ */
 EZFS_API int ezfs_builder_new(const struct ezfs_build_params *p,
 			      ezfs_builder **out);
 
-/* Scan the source directory (lstat, xattrs, hardlinks). Once per builder. */
+/*
+ * Scan the source directory (lstat, xattrs, hardlinks). Once per builder:
+ * a second scan (or one after ezfs_builder_scan_tar) is -EINVAL. Returns 0
+ * or a negative errno, each logged with the source path: -ENOTDIR (srcdir
+ * is not a directory), the errno of a failed lstat, opendir, readlink or
+ * open (-ENOENT, -EACCES...), -EAGAIN (a symlink changed while read),
+ * -EOVERFLOW (uid_offset or gid_offset carries an owner beyond 32 bits),
+ * -ENOMEM. After a failed scan, only free the builder.
+ */
 EZFS_API int ezfs_builder_scan(ezfs_builder *b, const char *srcdir);
 
 /*
@@ -182,6 +244,12 @@ EZFS_API int ezfs_builder_scan(ezfs_builder *b, const char *srcdir);
  * the builder is freed. Parent directories missing from the archive get
  * mode 0755, owner 0 and the -T timestamp (else the archive's newest
  * mtime). A later entry for a path replaces an earlier one.
+ * Once per builder, as ezfs_builder_scan (-EINVAL). Returns 0 or a negative
+ * errno, logged: -EUCLEAN (a malformed header or field), -EPIPE (a
+ * truncated archive), -ERANGE (a number field out of range), -EOPNOTSUPP
+ * (sparse files), -EISDIR (path is a directory), the errno of opening or
+ * reading the archive or writing the temporary file, -EOVERFLOW (as
+ * ezfs_builder_scan), -ENOMEM.
  */
 EZFS_API int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
 				   const char *tmpdir);
@@ -195,11 +263,19 @@ EZFS_API int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
  * owner. A block device is written in place (-EFBIG when the image does
  * not fit); other special files are refused (-EINVAL, a directory
  * -EISDIR).
+ * Returns 0 or a negative errno, logged with the path: -EINVAL (no scan
+ * yet, or a special file), -EISDIR, -EFBIG, the errno of resolving path,
+ * of open (a block device in use: -EBUSY), write, fsync, close or rename
+ * (-EACCES, -ENOSPC, -EIO...), -ENOMEM.
  */
 EZFS_API int ezfs_builder_write(ezfs_builder *b, const char *path);
 
+/* The counts so far (seconds: since ezfs_builder_new, set by
+ * ezfs_builder_write). b must not be NULL. */
 EZFS_API void ezfs_builder_stats(const ezfs_builder *b,
 				 struct ezfs_build_stats *st);
+/* Free b (NULL is fine), closing its files; the image already written
+ * stays. */
 EZFS_API void ezfs_builder_free(ezfs_builder *b);
 
 #ifdef __cplusplus

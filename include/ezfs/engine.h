@@ -40,9 +40,11 @@ struct ezfs_engine_info {
 	int reference;      /* 1: the algorithm's reference (fallback) engine */
 };
 
-/* Number of engines compiled in. */
+/* Number of engines compiled in. These functions without an image are
+ * thread-safe. */
 EZFS_API unsigned ezfs_engine_count(void);
-/* Describe engine i (< ezfs_engine_count()); -EINVAL past the end. */
+/* Describe engine i (< ezfs_engine_count()); -EINVAL past the end (info
+ * untouched). info->probe runs the engine's probe now. */
 EZFS_API int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info);
 
 /*
@@ -51,23 +53,31 @@ EZFS_API int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info);
  * Spec: ';'-separated groups, each "ALG=ENG[,ENG...]" (exactly this order,
  * the reference engine still behind it) or a bare engine name (that engine
  * first for its algorithm, the rest of the default order behind it). NULL
- * or "" = the default order. Returns 0 or -EINVAL (unknown algorithm or
- * engine, engine of another algorithm: the log names them); the order is
- * unchanged on error.
+ * or "" = the default order. Returns 0, -EINVAL (unknown algorithm or
+ * engine, engine of another algorithm: the log names them) or -ENOMEM;
+ * the order is unchanged on error.
+ *
+ * All ezfs_image_* functions here create the image's engine state on first
+ * use: each of them may return -ENOMEM for that (the void ones then do
+ * nothing). They are thread-safe against each other and against reads.
  */
 EZFS_API int ezfs_image_set_accel(ezfs_image *img, const char *spec);
-/* Check a spec without an image: 0 or -EINVAL. */
+/* Check a spec without an image (NULL or "": the default, valid): 0 or
+ * -EINVAL. */
 EZFS_API int ezfs_accel_check(const char *spec);
-/* The same, with the reason ("unknown engine 'x', ...") in why. */
+/* The same, with the reason ("unknown engine 'x', ...", "" when valid) in
+ * why, cut to size; why may be NULL when size is 0. */
 EZFS_API int ezfs_accel_check_msg(const char *spec, char *why, size_t size);
 /* The current order as a spec, e.g. "lz4=lz4;deflate=isal,zlib;...".
- * Returns the length (snprintf-like) or a negative errno. */
+ * Returns the length (snprintf-like: the output was cut if >= size; buf
+ * may be NULL when size is 0) or -ENOMEM. */
 EZFS_API int ezfs_image_get_accel(ezfs_image *img, char *buf, size_t size);
 
-/* 1: a request that would fall back fails instead (with the engine's
- * error, -EOPNOTSUPP when it cannot serve the request). */
+/* 1 (any non-zero): a request that would fall back fails instead (with
+ * the engine's error, -EOPNOTSUPP when it cannot serve the request); 0:
+ * fall back. Returns 0 or -ENOMEM. */
 EZFS_API int ezfs_image_set_strict_accel(ezfs_image *img, int strict);
-/* 1 when strict, 0 when not (or a negative errno). */
+/* 1 when strict, 0 when not, or -ENOMEM. */
 EZFS_API int ezfs_image_get_strict_accel(ezfs_image *img);
 
 enum ezfs_dispatch {
@@ -75,15 +85,17 @@ enum ezfs_dispatch {
 	EZFS_DISPATCH_QUEUE = 1,  /* a shared pool of worker threads */
 	EZFS_DISPATCH_PERCPU = 2, /* one pinned worker per online CPU */
 };
-/* "inline", "queue", "percpu" (also "queue:N") -> mode (and *nthreads, 0 =
- * default), or -EINVAL. */
+/* "inline", "queue", "percpu" (also "queue:N", N in 1..1024) -> mode (and
+ * *nthreads, 0 = default; always set), or -EINVAL (also for s NULL). */
 EZFS_API int ezfs_dispatch_parse(const char *s, unsigned *nthreads);
+/* "inline", "queue", "percpu", or "?": a static string. */
 EZFS_API const char *ezfs_dispatch_name(int mode);
 /*
  * Switch the dispatch mode (queue: nthreads workers, 0 = one per online
  * CPU; percpu: one per online CPU, nthreads ignored). Waits for requests in
- * flight; safe to call while other threads read. Returns 0, -EINVAL, or
- * the error of creating the threads (the mode is then inline).
+ * flight; safe to call while other threads read. Returns 0, -EINVAL (an
+ * unknown mode; nothing changes), -ENOMEM, or the error of creating the
+ * threads (-EAGAIN...: the mode is then inline).
  */
 EZFS_API int ezfs_image_set_dispatch(ezfs_image *img, int mode,
 				     unsigned nthreads);
@@ -97,6 +109,7 @@ struct ezfs_dispatch_info {
 	uint64_t batches;    /* batched submissions (ezfs_pread) */
 	uint64_t local, shared, stolen; /* percpu: where jobs were taken */
 };
+/* Returns 0 or -ENOMEM (*di then zeroed). */
 EZFS_API int ezfs_image_dispatch_info(ezfs_image *img,
 				      struct ezfs_dispatch_info *di);
 
@@ -109,8 +122,10 @@ struct ezfs_engine_stats {
 	uint64_t fallbacks; /* requests it handed on to another engine */
 	uint64_t errors;    /* failures other than "cannot serve" */
 };
-/* Fill up to n entries (one per engine, ezfs_engine_get_info order);
- * returns the number of engines. */
+/* Fill up to n entries (one per engine, ezfs_engine_get_info order; st
+ * may be NULL when n is 0); returns the number of engines (more than n:
+ * some were left out) or -ENOMEM. The counters are read one by one, not as
+ * one snapshot. */
 EZFS_API int ezfs_image_engine_stats(ezfs_image *img,
 				     struct ezfs_engine_stats *st, size_t n);
 
@@ -121,6 +136,7 @@ struct ezfs_latency_stats {
 	uint64_t count;     /* samples the figures below cover */
 	double avg, median, min, max, stddev;
 };
+/* Returns 0 or -ENOMEM (*ls then zeroed). */
 EZFS_API int ezfs_image_latency_stats(ezfs_image *img,
 				      struct ezfs_latency_stats *ls);
 /* Forget the counters and latency samples. */
@@ -134,8 +150,10 @@ EZFS_API void ezfs_image_engine_reset(ezfs_image *img);
  * (as a file read lands), once checked and untimed, then iters rounds
  * timed. *mbps = decoded MB/s (1e6 bytes) of the fastest round, in CPU
  * time of the calling thread; *ratio (may be NULL) = compression ratio.
- * Returns 0, -EINVAL, -EOPNOTSUPP (engine not usable here or no encoder),
- * -ENOMEM, -EUCLEAN (output differs from data).
+ * *mbps is 0 on failure. Returns 0, -EINVAL (unknown engine, len,
+ * pcluster or iters 0), -EOPNOTSUPP (engine not usable here or no
+ * encoder), -ENOMEM, -EUCLEAN (output differs from data), or the error of
+ * the encoder or decoder. Thread-safe (its own codec state).
  */
 EZFS_API int ezfs_engine_bench_raw(const char *engine, const void *data,
 				   size_t len, size_t pcluster, unsigned iters,

@@ -6,7 +6,10 @@
  *  - Every function returning int returns 0 (or a non-negative count) on
  *    success and a negative errno value on failure: -EUCLEAN for a corrupt
  *    image, -EOPNOTSUPP for a feature ezfs does not know, -EIO for an I/O
- *    error, -ENOMEM, -ENOENT, -ENOTDIR, -EINVAL, -ERANGE, -ENODATA.
+ *    error (or what a custom pread returned), -ENOMEM, -ENOENT, -ENOTDIR,
+ *    -ENAMETOOLONG, -EINVAL, -ERANGE, -ENODATA. "Read errors" below means
+ *    -EUCLEAN, -EOPNOTSUPP, -EIO, -ENOMEM.
+ *  - Pointer arguments must not be NULL unless the comment says so.
  *  - The library never prints and never exits. Details of an error (the nid,
  *    the field, the reason) go to the log callback in ezfs_open_params.
  *  - An ezfs_image and every ezfs_inode handle may be used from many threads
@@ -53,6 +56,9 @@ typedef void (*ezfs_log_fn)(void *arg, int level, const char *msg);
  * A custom source of image bytes (a test backend that fails on chosen
  * offsets, a remote object store...). pread must be thread-safe and return
  * the number of bytes read (short only at end of image) or a negative errno.
+ * The library keeps the pointer to the ops (they must outlive the image)
+ * and has no size field for them: this struct does not grow; new callbacks
+ * would come with a new open function.
  */
 struct ezfs_io_ops {
 	ssize_t (*pread)(void *arg, void *buf, size_t len, uint64_t off);
@@ -104,17 +110,20 @@ EZFS_API int ezfs_image_open(const char *path,
 			     const struct ezfs_open_params *p,
 			     ezfs_image **out);
 /* Open an image held in memory; buf must outlive the image. Errors as
- * ezfs_image_open from -EMEDIUMTYPE on. */
+ * ezfs_image_open from -EMEDIUMTYPE on (-ENOMEM also before p is read). */
 EZFS_API int ezfs_image_open_mem(const void *buf, size_t len,
 				 const struct ezfs_open_params *p,
 				 ezfs_image **out);
 /* Open an image read through custom ops; ops->close(arg) is called by
- * ezfs_image_close (also when open fails). size = image length in bytes.
- * Errors as ezfs_image_open from -EMEDIUMTYPE on. */
+ * ezfs_image_close (also when open fails, -EINVAL for bad params
+ * included). size = image length in bytes. Errors as ezfs_image_open from
+ * -EMEDIUMTYPE on, and what ops->pread returns. */
 EZFS_API int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 				uint64_t size,
 				const struct ezfs_open_params *p,
 				ezfs_image **out);
+/* Close img (NULL is fine): no other call on it or its inodes may be in
+ * flight; its inode handles may afterwards only be put. */
 EZFS_API void ezfs_image_close(ezfs_image *img);
 
 /* ------------------------------------------------------------------ */
@@ -131,7 +140,8 @@ enum ezfs_alg {
 	EZFS_ALG_INTERLACED = 15,
 };
 
-/* "lz4", "lzma", "deflate", "zstd", "plain", "interlaced", or "?" */
+/* "lz4", "lzma", "deflate", "zstd", "plain", "interlaced", or "?" (any
+ * other value): a static string, never NULL. */
 EZFS_API const char *ezfs_alg_name(int alg);
 
 struct ezfs_sb_info {
@@ -163,11 +173,14 @@ struct ezfs_sb_info {
 	uint64_t image_bytes;    /* size of the image source */
 };
 
+/* The superblock as parsed at open; cannot fail. */
 EZFS_API void ezfs_get_sb_info(const ezfs_image *img, struct ezfs_sb_info *si);
 
 /* Comma-separated names of the set feature bits, e.g.
- * "sb_csum,mtime,lz4_0padding,compr_cfgs". Unknown bits as "compat:0x..". */
-EZFS_API void ezfs_feature_string(const ezfs_image *img, char *buf, size_t size);
+ * "sb_csum,mtime,lz4_0padding,compr_cfgs". Unknown bits as "compat:0x..".
+ * Cut to fit buf, always NUL terminated when size > 0. */
+EZFS_API void ezfs_feature_string(const ezfs_image *img, char *buf,
+				  size_t size);
 
 /* ------------------------------------------------------------------ */
 /* Inodes                                                              */
@@ -181,7 +194,7 @@ enum ezfs_layout {
 };
 
 /* "flat_plain", "compressed_full", "flat_inline", "compressed_compact",
- * "chunk_based", or "?" */
+ * "chunk_based", or "?": a static string, never NULL. */
 EZFS_API const char *ezfs_layout_name(int layout);
 
 struct ezfs_stat {
@@ -201,16 +214,27 @@ struct ezfs_stat {
 	uint32_t ino32;      /* i_ino field */
 };
 
-/* Get a handle on inode nid. The handle is immutable and thread-safe. */
+/*
+ * Get a handle on inode nid. The handle is immutable and thread-safe; put
+ * it with ezfs_inode_put. *out is NULL on failure. Returns 0 or a negative
+ * errno: -EUCLEAN (nid out of range or not an inode, a corrupt inode, a
+ * symlink longer than EZFS_SYMLINK_MAX), -EOPNOTSUPP (an unknown layout or
+ * format), -EIO, -ENOMEM.
+ */
 EZFS_API int ezfs_inode_get(ezfs_image *img, uint64_t nid, ezfs_inode **out);
+/* Free a handle (NULL is fine); no call on it may be in flight. */
 EZFS_API void ezfs_inode_put(ezfs_inode *ino);
+/* Stat of the inode as loaded; cannot fail. */
 EZFS_API void ezfs_inode_stat(const ezfs_inode *ino, struct ezfs_stat *st);
+/* The nid the handle was got with. */
 EZFS_API uint64_t ezfs_inode_nid(const ezfs_inode *ino);
 
-/* Convenience: stat by nid. */
+/* Convenience: stat by nid. Errors as ezfs_inode_get; *st is untouched on
+ * error. */
 EZFS_API int ezfs_stat_nid(ezfs_image *img, uint64_t nid, struct ezfs_stat *st);
 
-/* Root directory nid. */
+/* Root directory nid (from the superblock: not checked to be a
+ * directory). */
 EZFS_API uint64_t ezfs_root_nid(const ezfs_image *img);
 
 /* ------------------------------------------------------------------ */
@@ -243,8 +267,9 @@ typedef int (*ezfs_dirent_fn)(void *arg, const char *name, size_t namelen,
 /*
  * Iterate directory dir from position pos (0 = start). "." and ".." are
  * reported like any entry (a dot-omitted directory gets a synthesised ".").
- * Returns 0 at the end, the callback's positive value if it stopped, or a
- * negative errno.
+ * Returns 0 at the end, the callback's value if it stopped (positive, or
+ * its negative errno), -ENOTDIR if dir is not a directory, or read errors
+ * (a bad entry: -EUCLEAN); entries before an error have been reported.
  */
 EZFS_API int ezfs_readdir(ezfs_inode *dir, uint64_t pos, ezfs_dirent_fn fn,
 			  void *arg);
@@ -260,19 +285,31 @@ struct ezfs_dirent {
 /*
  * Collect all entries of directory dir, "." and ".." included, in readdir
  * order, into a malloc'ed array *out of *n entries. Returns 0 or a negative
- * errno; on error *out still holds the entries read before it. Either way
- * free the array with ezfs_dirents_free().
+ * errno (as ezfs_readdir); on error *out still holds the entries read
+ * before it (*out may be NULL with *n 0). Either way free the array with
+ * ezfs_dirents_free().
  */
 EZFS_API int ezfs_readdir_all(ezfs_inode *dir, struct ezfs_dirent **out,
 			      size_t *n);
+/* Free what ezfs_readdir_all returned; v NULL (with n 0) is fine. */
 EZFS_API void ezfs_dirents_free(struct ezfs_dirent *v, size_t n);
 
-/* Look up one name in a directory (binary search, like the kernel). */
+/*
+ * Look up one name (namelen bytes, no NUL needed) in a directory (binary
+ * search, like the kernel); ftype may be NULL. Returns 0, -ENOENT (absent,
+ * or namelen 0), -ENAMETOOLONG (namelen > 255), -ENOTDIR (dir is not a
+ * directory), or read errors. *nid is set only on success.
+ */
 EZFS_API int ezfs_lookup(ezfs_inode *dir, const char *name, size_t namelen,
 			 uint64_t *nid, unsigned *ftype);
 
-/* Resolve a path relative to the root ("/a/b", "a/b", "" or "/" = root).
- * Symlinks are not followed. */
+/*
+ * Resolve a path relative to the root ("/a/b", "a/b", "" or "/" = root;
+ * "." components are skipped, ".." is looked up as a name). Symlinks are
+ * not followed. Returns 0, -ENOENT, -ENOTDIR (a component, or a path
+ * ending in '/', that is not a directory: a symlink passes there),
+ * -ENAMETOOLONG, or read errors. *nid is set only on success.
+ */
 EZFS_API int ezfs_resolve(ezfs_image *img, const char *path, uint64_t *nid);
 
 /* ------------------------------------------------------------------ */
@@ -280,8 +317,10 @@ EZFS_API int ezfs_resolve(ezfs_image *img, const char *path, uint64_t *nid);
 
 /*
  * Read up to len bytes at off. Returns the number of bytes read (0 at or
- * past EOF) or a negative errno. Works for regular files, directories and
- * symlinks.
+ * past EOF, else min(len, size - off): never short otherwise) or a
+ * negative errno: -EINVAL for a device, FIFO or socket inode, read errors
+ * (buf may then be partly written). Works for regular files, directories
+ * and symlinks. Thread-safe, also on one handle.
  */
 EZFS_API ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len,
 			    uint64_t off);
@@ -293,9 +332,11 @@ EZFS_API ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len,
  * ref->off (the extent's start), len runs to the extent's end (at most the
  * file size); off lies in [ref->off, ref->off + len). Returns 0, a
  * negative errno, or -EOPNOTSUPP where off is not in an encoded extent of
- * its own (uncompressed files, plain or inline data, holes, fragments):
- * read those with ezfs_pread. A reference keeps cache memory in use: put it
- * back soon.
+ * its own (not a regular file, uncompressed files, plain or inline data,
+ * holes, fragments): read those with ezfs_pread. -EINVAL if off is at or
+ * past the end of the file; else read errors. *ref is zeroed on failure
+ * (putting it is then a no-op). A reference keeps cache memory in use: put
+ * it back soon. Thread-safe.
  */
 struct ezfs_ref {
 	const void *data;
@@ -305,12 +346,15 @@ struct ezfs_ref {
 };
 EZFS_API int ezfs_extent_ref(ezfs_inode *ino, uint64_t off,
 			     struct ezfs_ref *ref);
+/* Release ref (from ezfs_extent_ref on ino) and zero it; a zeroed ref is
+ * fine. */
 EZFS_API void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref);
 /*
  * The holder of ref has passed bytes of its extent on to where they stay
  * (a FUSE daemon: the kernel's page cache). Once every byte of the extent
  * has been, by any holders, the cache lets it go with its last reference
  * instead of keeping a second copy; its buffer takes the next decode.
+ * A zeroed ref or bytes 0 does nothing.
  */
 EZFS_API void ezfs_ref_served(ezfs_inode *ino, struct ezfs_ref *ref,
 			      size_t bytes);
@@ -330,8 +374,10 @@ EZFS_API void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len);
  * claiming more are refused as corrupt by ezfs_inode_get. */
 #define EZFS_SYMLINK_MAX 4095
 
-/* Symlink target into buf (NUL terminated). Returns its length, -ERANGE if
- * size is too small, -EINVAL if not a symlink. */
+/* Symlink target into buf (NUL terminated, cut at a stored NUL like the
+ * kernel). Returns its length, -ERANGE if size is not more than the stored
+ * size (EZFS_SYMLINK_MAX + 1 always fits), -EINVAL if not a symlink, or
+ * read errors (-EUCLEAN: shorter than its size). */
 EZFS_API ssize_t ezfs_readlink(ezfs_inode *ino, char *buf, size_t size);
 
 /* ------------------------------------------------------------------ */
@@ -355,7 +401,9 @@ struct ezfs_extent {
 	unsigned flags;   /* enum ezfs_extent_flags */
 };
 
-/* Map the extent containing logical offset la (< size). */
+/* Map the extent containing logical offset la. Returns 0, -EINVAL (la at
+ * or past the file size, or a device, FIFO or socket inode), or read
+ * errors. */
 EZFS_API int ezfs_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext);
 /* If la (< size) lies in a hole, the end of the hole (at most size), else
  * la (also when the map cannot be read: the read then reports why). */
@@ -364,11 +412,13 @@ EZFS_API uint64_t ezfs_hole_end(ezfs_inode *ino, uint64_t la, uint64_t size);
 /* ------------------------------------------------------------------ */
 /* Extended attributes                                                 */
 
-/* Names, each NUL terminated, back to back, like listxattr(2). size 0:
- * return the size needed. -ERANGE if too small. */
+/* Names, each NUL terminated, back to back, like listxattr(2): returns the
+ * bytes used (0: none). size 0: return the size needed (buf may be NULL).
+ * -ERANGE if too small, else read errors (-EUCLEAN: bad xattr area). */
 EZFS_API ssize_t ezfs_listxattr(ezfs_inode *ino, char *buf, size_t size);
-/* Value of one xattr by full name. size 0: return the size needed.
- * -ENODATA if absent, -ERANGE if too small. */
+/* Value of one xattr by full name (NUL terminated, e.g. "user.a"):
+ * returns its length. size 0: return the size needed (buf may be NULL).
+ * -ENODATA if absent, -ERANGE if too small, else read errors. */
 EZFS_API ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf,
 			       size_t size);
 
@@ -380,6 +430,7 @@ struct ezfs_cache_stats {
 	uint64_t bytes_now, bytes_max;
 	uint64_t dropped; /* let go once passed on whole (ezfs_ref_served) */
 };
+/* A consistent snapshot of the decoded-pcluster cache; thread-safe. */
 EZFS_API void ezfs_cache_stats(ezfs_image *img, struct ezfs_cache_stats *st);
 
 /* ------------------------------------------------------------------ */
@@ -388,7 +439,9 @@ EZFS_API void ezfs_cache_stats(ezfs_image *img, struct ezfs_cache_stats *st);
 struct ezfs_fsck_params {
 	size_t size;             /* sizeof(struct ezfs_fsck_params) */
 	/* Called once per problem: a one-line message naming the nid, the
-	 * path where known, and the field. */
+	 * path where known, and the field. May be NULL (only counted). The
+	 * callbacks are called one at a time, but possibly from the data
+	 * threads. */
 	void (*problem)(void *arg, uint64_t nid, const char *path,
 			const char *msg);
 	/* Called now and then with progress (inodes checked, data bytes
@@ -408,22 +461,29 @@ struct ezfs_fsck_result {
 /* The defaults (all zero), with size set. */
 EZFS_API void ezfs_fsck_params_init(struct ezfs_fsck_params *p);
 
-/* Check the whole image; p may be NULL (the defaults). Returns 0 when
- * clean, -EUCLEAN if any problem was found (each reported through
- * p->problem), -EINVAL for bad params, -ENOMEM, or -EIO when the image
- * cannot be read. */
+/*
+ * Check the whole image; p and res may be NULL (the defaults; no result).
+ * Returns 0 when clean, -EUCLEAN if any problem was found (each reported
+ * through p->problem; I/O errors while reading inodes and data are
+ * problems too), -EINVAL for img NULL or bad params, the error of reading
+ * the root inode (-EIO, -EUCLEAN, -EOPNOTSUPP, -ENOMEM; also reported as a
+ * problem), or -ENOMEM. res is filled also on error.
+ */
 EZFS_API int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 		       struct ezfs_fsck_result *res);
 
 /*
  * Quote n bytes of s (a name from an image) for a one-line message: control
  * bytes, DEL and backslashes become \xNN; "..." marks a cut when buf is too
- * small. Returns buf, always NUL terminated when size > 0.
+ * small. Returns buf, always NUL terminated when size > 0 (size 0: buf
+ * untouched, may be NULL).
  */
 EZFS_API char *ezfs_quote(const char *s, size_t n, char *buf, size_t size);
 
-/* Human-readable text for an ezfs error code (like strerror, with
- * -EUCLEAN reported as "corrupt image"). */
+/* Human-readable text for an ezfs error code, negative or positive (like
+ * strerror, with -EUCLEAN reported as "corrupt image"); never NULL. Other
+ * codes are strerror's text, and as thread-safe as the C library's
+ * strerror. */
 EZFS_API const char *ezfs_strerror(int err);
 
 #ifdef __cplusplus

@@ -9,7 +9,9 @@
  * destroy get 1.5 s: a read stuck longer (a dead device under the image)
  * is logged, the mount is detached lazily and the process exits with 1.
  * All functions return 0 or a negative errno; details go to the log
- * callback in the parameters.
+ * callback in the parameters. One mount is driven by one thread (create,
+ * daemonize, run, destroy in turn); ezfs_mount_run installs process-wide
+ * signal handlers, so one mount runs per process at a time.
  *
  * Only present when libezfs was configured with EZFS_WITH_FUSE=ON (the
  * default; it needs libfuse3).
@@ -68,28 +70,43 @@ EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
  * include/ezfs/engine.h with '+' for ',': deflate=isal+libdeflate),
  * dispatch=inline|queue[:N]|percpu, prefetch=0|1, readahead=auto|0|SIZE,
  * ro. Anything else (rw included): -EINVAL and a one-line reason in err
- * (which may be NULL).
+ * (which may be NULL; errsize 0 leaves it untouched). Options before the
+ * bad one are applied. opts NULL or "" is 0. Out of memory is -EINVAL too,
+ * with "out of memory" in err. p must be a whole struct of this header,
+ * from ezfs_mount_params_init (its size is not checked).
  */
 EZFS_API int ezfs_mount_parse_options(struct ezfs_mount_params *p,
 				      const char *opts, char *err,
 				      size_t errsize);
 
-/* Open p->image and mount it on p->mountpoint (not yet serving). Errors:
- * those of ezfs_image_open, -ENOTDIR (the mount point), -EINVAL (bad
- * params), and what mounting FUSE gives (-EPERM, -ENODEV...). */
+/*
+ * Open p->image and mount it on p->mountpoint (not yet serving); *out is
+ * NULL on failure. Errors: -EINVAL (p->size 0 or too large, image or
+ * mountpoint NULL: not logged), the errno of resolving either path
+ * (-ENOENT, -EACCES...), -ENOTDIR (the mount point), those of
+ * ezfs_image_open and ezfs_image_set_dispatch, those of ezfs_inode_get on
+ * the root, -ENOMEM, and -EIO when the FUSE session cannot be created or
+ * mounted (no /dev/fuse, no permission, no fusermount3: the log says).
+ */
 EZFS_API int ezfs_mount_create(const struct ezfs_mount_params *p,
 			       ezfs_mount **out);
 /* Detach into the background (fuse_daemonize): the calling process exits
  * once the child is ready; stdio goes to /dev/null, cwd to /. Decode
  * workers (a queue or percpu dispatch) are stopped before the fork and
- * started again in the child, which cannot inherit threads. */
+ * started again in the child, which cannot inherit threads (if they cannot
+ * be, it decodes inline: a warning, not an error). Returns 0 or -EIO. Call
+ * it before ezfs_mount_run, from a process without other threads of its
+ * own. */
 EZFS_API int ezfs_mount_daemonize(ezfs_mount *m);
-/* Serve requests until unmounted or signalled. */
+/* Serve requests until unmounted or signalled (a clean stop: 0), then
+ * unmount. Returns 0, -EIO (the signal handlers cannot be set), -ENOMEM,
+ * or the negative errno the FUSE loop ended with. Once per mount. */
 EZFS_API int ezfs_mount_run(ezfs_mount *m);
 /* Unmount (if still mounted), close the image, free m. NULL is fine. */
 EZFS_API void ezfs_mount_destroy(ezfs_mount *m);
 
-/* The image, e.g. for ezfs_cache_stats. */
+/* The image, e.g. for ezfs_cache_stats; owned by m (do not close it),
+ * never NULL for a created mount. */
 EZFS_API ezfs_image *ezfs_mount_image(ezfs_mount *m);
 
 /*

@@ -26,6 +26,7 @@ static double now_s(void)
 void ezfs_build_params_init(struct ezfs_build_params *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->size = sizeof(*p);
 	p->blksz = 4096;
 	p->force_uid = -1;
 	p->force_gid = -1;
@@ -36,15 +37,25 @@ void ezfs_build_params_init(struct ezfs_build_params *p)
 
 int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 {
+	struct ezfs_build_params given;
 	struct ezfs_builder *b;
 	size_t i;
 	int err;
 
 	*out = NULL;
+	ezfs_build_params_init(&given);
+	if (p) {
+		/* an older caller's struct is a prefix of ours */
+		if (!p->size || p->size > sizeof(given))
+			return -EINVAL;
+		memcpy(&given, p, p->size);
+	}
+	p = &given;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->p = *p;
+	p = &b->p;
 	b->fd = -1;
 	b->datafd = -1;
 	b->blksz = p->blksz ? p->blksz : 4096;
@@ -102,7 +113,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		regex_t *re = calloc(p->n_exclude_regex, sizeof(*re));
 
 		if (!re) {
-			free(b);
+			ezfs_builder_free(b);
 			return -ENOMEM;
 		}
 		b->regex = re;
