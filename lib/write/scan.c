@@ -310,7 +310,8 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: name too long", path);
 			break;
 		}
-		if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
+		if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 &&
+		    !b->p.hard_dereference) {
 			in = hl_find(b, st.st_dev, st.st_ino);
 			if (in) {
 				in->nlink++;
@@ -335,7 +336,8 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 			in->parent = dir;
 			dir->nlink++;
 		}
-		if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
+		if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1 &&
+		    !b->p.hard_dereference)
 			err = hl_add(b, in);
 		if (!err)
 			err = ezi_bld_add_dentry(dir, names[i], in);

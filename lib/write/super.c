@@ -13,6 +13,8 @@ uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b)
 {
 	uint32_t d = 4 * b->pclusterblks * b->blksz;
 
+	if (b->p.lzma_dictsize)	/* -z lzma,dictsize=N */
+		return b->p.lzma_dictsize;
 	if (d > (8u << 20))
 		d = 8u << 20;
 	if (d < (32u << 10))
@@ -25,6 +27,8 @@ unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b)
 	uint32_t w = 8 * b->pclusterblks * b->blksz;
 	unsigned log = 10;
 
+	if (b->p.zstd_window)	/* -z zstd,dictsize=N */
+		w = b->p.zstd_window;
 	if (w > (1u << 20))
 		w = 1u << 20;
 	while ((2u << log) <= w)
@@ -102,7 +106,7 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	sb = buf + EROFS_SUPER_OFFSET;
 	if (!(b->p.flags & EZFS_BUILD_NO_SBCRC))
 		compat |= EROFS_FEATURE_COMPAT_SB_CHKSUM;
-	if (b->st.xattrs)
+	if (b->st.xattrs && !b->p.no_xattr_filter)
 		compat |= EROFS_FEATURE_COMPAT_XATTR_FILTER;
 	if (bit48)
 		incompat |= EROFS_FEATURE_INCOMPAT_48BIT;

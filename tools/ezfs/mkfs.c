@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -26,9 +27,9 @@ static const char usage_text[] =
 	"IMAGE is a regular file, replaced only once the new image is complete\n"
 	"(it keeps its mode and owner; a new one gets 0666 less the umask; a\n"
 	"symlink is followed), or a block device, written in place.\n"
-	"  --tar[=f]             SOURCE is a tar archive (--ungzip, --unxz: the\n"
+	"  --tar=f, --tar        SOURCE is a tar archive (--ungzip, --unxz: the\n"
 	"                        same; the compression is detected anyway)\n"
-	"  -z ALG[,level=N|,N][:ALG2...]\n"
+	"  -z ALG[,level=N|,N][,dictsize=N][:ALG2...]\n"
 	"                        compress: lz4, lz4hc (levels 0..12), lzma (0..9,\n"
 	"                        100..109 extreme), deflate, libdeflate, zstd\n"
 	"                        (0..22), none (deflate: ezfs' one-pass encoder,\n"
@@ -65,7 +66,30 @@ static const char usage_text[] =
 	"  --fsync               wait until the image is on disk before it\n"
 	"                        replaces IMAGE (default: not, as mkfs.erofs\n"
 	"                        and mksquashfs; --no-fsync)\n"
-	"  -q, --quiet           no progress, no summary\n";
+	"  -q, --quiet           no progress, no summary\n"
+	"  -V, --version         print the version\n"
+	"mkfs.erofs compatibility:\n"
+	"  -U clear|random       all-zero or random UUID\n"
+	"  --ignore-mtime        every file gets the build time\n"
+	"  --preserve-mtime      every file keeps its mtime\n"
+	"  --hard-dereference    hard links become separate files\n"
+	"  --offset=BYTES        the image starts at BYTES into IMAGE\n"
+	"  -d N                  message level (accepted)\n"
+	"  -E fragdedupe=off|inode|full, force-inode-blockmap,\n"
+	"     [^]xattr-name-filter, plain-xattr-prefixes, dot-omitted\n"
+	"  --MZ, --dsunit=N, --max-extent-bytes=N, --xattr-prefix=P,\n"
+	"  --sort=path|none, --product-out=DIR, --zD=0\n"
+	"                        accepted (layout choices ezfs makes itself)\n"
+	"Android:\n"
+	"  --mount-point=DIR     the image's place in the device tree\n"
+	"  --fs-config-file=F    canned fs_config: owners, modes, capabilities\n"
+	"  --fs-config-missing=keep|error\n"
+	"                        a path the fs_config lacks (default: error)\n"
+	"  --file-contexts=F     SELinux labels (text or compiled)\n"
+	"  --block-list-file=F   each uncompressed file's blocks\n"
+	"Containers:\n"
+	"  --aufs                .wh.NAME whiteouts become overlayfs ones\n"
+	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* xattrs\n";
 
 struct mkfs_state {
 	int quiet;
@@ -134,39 +158,136 @@ static int parse_uuid(const char *s, uint8_t out[16])
 	return n == 32 && !*s ? 0 : -EINVAL;
 }
 
-/* -E OPT[,OPT]...: 0, or 2 after a usage error naming the bad item */
-static int parse_E(const char *arg, struct ezfs_build_params *p)
+/* Options accepted for mkfs.erofs command lines but not acted on: printed
+ * as warnings once the options are read (unless -q) */
+struct mkfs_ignored {
+	const char *what[16];
+	unsigned n;
+};
+
+static void ignored(struct mkfs_ignored *ig, const char *what)
 {
-	static const struct { const char *name; unsigned flag; } opts[] = {
-		{ "noinline_data", EZFS_BUILD_NOINLINE_DATA },
-		{ "^inline_data", EZFS_BUILD_NOINLINE_DATA },
-		{ "force-inode-compact", EZFS_BUILD_FORCE_COMPACT },
-		{ "force-inode-extended", EZFS_BUILD_FORCE_EXTENDED },
-		{ "legacy-compress", EZFS_BUILD_LEGACY_COMPRESS },
-		{ "ztailpacking", EZFS_BUILD_ZTAILPACKING },
-		{ "fragments", EZFS_BUILD_FRAGMENTS },
-		{ "all-fragments", EZFS_BUILD_ALL_FRAGMENTS },
-		{ "dedupe", EZFS_BUILD_DEDUPE },
-		{ "force-chunk-indexes", EZFS_BUILD_CHUNK_INDEXES },
-		{ "48bit", EZFS_BUILD_48BIT },
-		{ "nosbcrc", EZFS_BUILD_NO_SBCRC },
-	};
+	unsigned i;
+
+	for (i = 0; i < ig->n; i++)
+		if (!strcmp(ig->what[i], what))
+			return;
+	if (ig->n < sizeof(ig->what) / sizeof(ig->what[0]))
+		ig->what[ig->n++] = what;
+}
+
+/* -E items that take no value: the flag they set (or clear) */
+static const struct e_flag {
+	const char *name;
+	unsigned set, clear;
+} e_flags[] = {
+	{ "noinline_data", EZFS_BUILD_NOINLINE_DATA, 0 },
+	{ "^inline_data", EZFS_BUILD_NOINLINE_DATA, 0 },
+	{ "inline_data", 0, EZFS_BUILD_NOINLINE_DATA },
+	{ "force-inode-compact", EZFS_BUILD_FORCE_COMPACT, 0 },
+	{ "force-inode-extended", EZFS_BUILD_FORCE_EXTENDED, 0 },
+	{ "legacy-compress", EZFS_BUILD_LEGACY_COMPRESS, 0 },
+	{ "ztailpacking", EZFS_BUILD_ZTAILPACKING, 0 },
+	{ "^ztailpacking", 0, EZFS_BUILD_ZTAILPACKING },
+	{ "fragments", EZFS_BUILD_FRAGMENTS, 0 },
+	{ "^fragments", 0, EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS },
+	{ "all-fragments", EZFS_BUILD_ALL_FRAGMENTS, 0 },
+	{ "dedupe", EZFS_BUILD_DEDUPE, 0 },
+	{ "^dedupe", 0, EZFS_BUILD_DEDUPE },
+	{ "force-chunk-indexes", EZFS_BUILD_CHUNK_INDEXES, 0 },
+	{ "force-inode-blockmap", 0, EZFS_BUILD_CHUNK_INDEXES },
+	{ "48bit", EZFS_BUILD_48BIT, 0 },
+	{ "nosbcrc", EZFS_BUILD_NO_SBCRC, 0 },
+};
+
+/* One -E item of len bytes at tok: 0, or 2 after a usage error */
+static int parse_E_item(const char *tok, size_t len,
+			struct ezfs_build_params *p, struct mkfs_ignored *ig)
+{
+	const char *eq = memchr(tok, '=', len);
+	size_t klen = eq ? (size_t)(eq - tok) : len, i;
+	const char *val = eq ? eq + 1 : NULL;
+	int vlen = eq ? (int)(tok + len - val) : 0;
+
+#define IS(s) (klen == strlen(s) && !strncmp(tok, s, klen))
+	for (i = 0; !eq && i < sizeof(e_flags) / sizeof(e_flags[0]); i++) {
+		if (strlen(e_flags[i].name) != len ||
+		    strncmp(tok, e_flags[i].name, len))
+			continue;
+		p->flags |= e_flags[i].set;
+		p->flags &= ~e_flags[i].clear;
+		return 0;
+	}
+	if (IS("xattr-name-filter") && !eq) {
+		p->no_xattr_filter = 0;	/* the default, as 1.9.3 */
+		return 0;
+	}
+	if (IS("^xattr-name-filter") && !eq) {
+		p->no_xattr_filter = 1;
+		return 0;
+	}
+	if (IS("fragdedupe")) {
+		/* identical fragments are always stored once, whole-file
+		 * ones included: the kernel sees the same files */
+		if (val && ((vlen == 3 && !strncmp(val, "off", 3)) ||
+			    (vlen == 5 && !strncmp(val, "inode", 5)) ||
+			    (vlen == 4 && !strncmp(val, "full", 4))))
+			return 0;
+		return cli_usage_error(CMD, "-E fragdedupe: takes off, inode "
+				       "or full");
+	}
+	if (IS("fragments") && eq) {
+		uint64_t v;
+		char num[24];
+
+		/* fragments=SIZE: the packed inode's pcluster size, a
+		 * storage choice */
+		if (vlen <= 0 || vlen >= (int)sizeof(num))
+			return cli_usage_error(CMD, "-E fragments=SIZE: bad "
+					       "size");
+		memcpy(num, val, (size_t)vlen);
+		num[vlen] = '\0';
+		if (parse_u64(num, &v) || !v)
+			return cli_usage_error(CMD, "-E fragments=%s: bad "
+					       "size", num);
+		p->flags |= EZFS_BUILD_FRAGMENTS;
+		ignored(ig, "-E fragments=SIZE (the packed inode uses -C)");
+		return 0;
+	}
+	if (IS("plain-xattr-prefixes") && !eq) {
+		/* only matters for long xattr prefixes, which ezfs does not
+		 * write (--xattr-prefix) */
+		return 0;
+	}
+	if (IS("dot-omitted") && !eq) {
+		/* implies 48bit, as in 1.9.3; "." stays stored, which the
+		 * kernel lists the same */
+		p->flags |= EZFS_BUILD_48BIT;
+		return 0;
+	}
+#undef IS
+	if (!len)
+		return cli_usage_error(CMD, "-E: empty option (-E OPT[,OPT...])");
+	return cli_usage_error(CMD, "unknown -E option '%.*s' (see --help)",
+			       (int)len, tok);
+}
+
+/* -E OPT[,OPT]...: 0, or 2 after a usage error naming the bad item */
+static int parse_E(const char *arg, struct ezfs_build_params *p,
+		   struct mkfs_ignored *ig)
+{
 	const char *tok = arg;
 
 	for (;;) {
-		size_t len = strcspn(tok, ","), i;
+		size_t len = strcspn(tok, ",");
+		int ret;
 
-		for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
-			if (strlen(opts[i].name) == len &&
-			    !strncmp(tok, opts[i].name, len))
-				break;
 		if (!len)
 			return cli_usage_error(CMD, "-E '%s': empty option "
 					       "(-E OPT[,OPT...])", arg);
-		if (i == sizeof(opts) / sizeof(opts[0]))
-			return cli_usage_error(CMD, "unknown -E option '%.*s' "
-					       "(see --help)", (int)len, tok);
-		p->flags |= opts[i].flag;
+		ret = parse_E_item(tok, len, p, ig);
+		if (ret)
+			return ret;
 		if (!tok[len])
 			return 0;
 		tok += len + 1;
@@ -281,7 +402,11 @@ enum {
 	OPT_ALL_TIME = 256, OPT_MKFS_TIME, OPT_ALL_ROOT, OPT_FORCE_UID,
 	OPT_FORCE_GID, OPT_EXCL_PATH, OPT_EXCL_RE, OPT_WORKERS, OPT_HELP,
 	OPT_NOFSYNC, OPT_FSYNC, OPT_CHUNKSIZE, OPT_HINTS, OPT_UID_OFF, OPT_GID_OFF,
-	OPT_TAR, OPT_UNGZIP, OPT_UNXZ, OPT_JOBS,
+	OPT_TAR, OPT_UNGZIP, OPT_UNXZ, OPT_JOBS, OPT_HARD_DEREF, OPT_IGN_MTIME,
+	OPT_KEEP_MTIME, OPT_OFFSET, OPT_MOUNT_POINT, OPT_PRODUCT_OUT,
+	OPT_FS_CONFIG, OPT_FILE_CONTEXTS, OPT_BLOCK_LIST, OPT_FS_CONFIG_MISSING,
+	OPT_XATTR_PREFIX, OPT_ZD, OPT_MZ, OPT_DSUNIT, OPT_MAX_EXTENT, OPT_AUFS,
+	OPT_OVLFS_STRIP, OPT_SORT, OPT_BLOBDEV, OPT_VERSION,
 };
 
 /* --tar[=f], --ungzip, --unxz: 0, or the usage error's exit status */
@@ -322,6 +447,138 @@ static int check_options(struct ezfs_build_params *p, const char *pcluster)
 	return 0;
 }
 
+/* What the mkfs.erofs spellings below leave for after the options */
+struct mkfs_compat {
+	int mtime;          /* 1: --ignore-mtime, 2: --preserve-mtime */
+	char *mount_point;  /* --mount-point without its slashes */
+};
+
+static int parse_size_opt(const char *opt, const char *arg, uint64_t *v)
+{
+	if (!parse_u64(arg, v))
+		return 0;
+	return cli_usage_error(CMD, "%s '%s': not a number", opt, arg);
+}
+
+/*
+ * The options of mkfs.erofs 1.9.3 (and Android's build) beyond ezfs' own:
+ * 0, 2 after a usage error naming the option, -1 for an option getopt
+ * did not know ('?', ':').
+ */
+static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
+			struct mkfs_ignored *ig, struct mkfs_compat *cp)
+{
+	uint64_t v;
+	size_t n;
+
+	switch (c) {
+	case OPT_HARD_DEREF:
+		p->hard_dereference = 1;
+		return 0;
+	case OPT_IGN_MTIME:
+		cp->mtime = 1;
+		return 0;
+	case OPT_KEEP_MTIME:
+		cp->mtime = 2;
+		return 0;
+	case OPT_OFFSET:
+		if (parse_size_opt("--offset", arg, &v))
+			return 2;
+		p->image_offset = v;
+		return 0;
+	case OPT_MOUNT_POINT:
+		while (*arg == '/')
+			arg++;
+		n = strlen(arg);
+		while (n && arg[n - 1] == '/')
+			n--;
+		free(cp->mount_point);
+		cp->mount_point = strndup(arg, n);
+		if (!cp->mount_point)
+			return cli_usage_error(CMD, "out of memory");
+		p->mount_point = cp->mount_point;
+		return 0;
+	case OPT_PRODUCT_OUT:
+		/* where Android's built-in fs_config tables live: only
+		 * used without --fs-config-file, which ezfs needs */
+		return 0;
+	case OPT_FS_CONFIG:
+		p->fs_config_file = arg;
+		return 0;
+	case OPT_FS_CONFIG_MISSING:
+		if (strcmp(arg, "keep") && strcmp(arg, "error"))
+			return cli_usage_error(CMD, "--fs-config-missing=%s: "
+					       "takes keep or error", arg);
+		p->fs_config_keep = !strcmp(arg, "keep");
+		return 0;
+	case OPT_FILE_CONTEXTS:
+#ifdef EZFS_HAVE_SELINUX
+		p->file_contexts = arg;
+		return 0;
+#else
+		return cli_usage_error(CMD, "--file-contexts: this ezfs was "
+				       "built without libselinux");
+#endif
+	case OPT_BLOCK_LIST:
+		p->block_list_file = arg;
+		return 0;
+	case OPT_XATTR_PREFIX:
+		if (strncmp(arg, "user.", 5) && strncmp(arg, "trusted.", 8) &&
+		    strncmp(arg, "security.", 9))
+			return cli_usage_error(CMD, "--xattr-prefix '%s': must "
+					       "start with user., trusted. or "
+					       "security.", arg);
+		ignored(ig, "--xattr-prefix (xattr names are stored whole)");
+		return 0;
+	case OPT_ZD:
+		if (arg && !strcmp(arg, "0"))
+			return 0;
+		return cli_usage_error(CMD, "--zD: compressed directories "
+				       "are not supported (--zD=0 only)");
+	case OPT_MZ:
+		/* a layout choice with no feature bit: inodes stay where
+		 * ezfs puts them */
+		if (!arg || strcmp(arg, "0"))
+			ignored(ig, "--MZ (inodes are not moved into a "
+				"metadata zone)");
+		return 0;
+	case OPT_DSUNIT:
+		if (parse_size_opt("--dsunit", arg, &v))
+			return 2;
+		if (v > 1)
+			ignored(ig, "--dsunit (data blocks are not aligned)");
+		return 0;
+	case OPT_MAX_EXTENT:
+		if (parse_size_opt("--max-extent-bytes", arg, &v))
+			return 2;
+		ignored(ig, "--max-extent-bytes (extents follow -C)");
+		return 0;
+	case OPT_BLOBDEV:
+		return cli_usage_error(CMD, "--blobdev: extra devices are not "
+				       "supported");
+	case 'm':
+		return cli_usage_error(CMD, "-m %s: metabox images are not "
+				       "supported", arg);
+	case OPT_AUFS:
+		p->aufs = 1;
+		return 0;
+	case OPT_OVLFS_STRIP:
+		if (arg && strcmp(arg, "0") && strcmp(arg, "1"))
+			return cli_usage_error(CMD, "--ovlfs-strip=%s: takes 0 "
+					       "or 1", arg);
+		p->ovlfs_strip = !arg || !strcmp(arg, "1");
+		return 0;
+	case OPT_SORT:
+		/* the order of file data in the image: the kernel sees the
+		 * same files either way */
+		if (strcmp(arg, "none") && strcmp(arg, "path"))
+			return cli_usage_error(CMD, "--sort=%s: takes path or "
+					       "none", arg);
+		return 0;
+	}
+	return -1;
+}
+
 int cmd_mkfs(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -345,6 +602,27 @@ int cmd_mkfs(int argc, char **argv)
 		{ "unxz", optional_argument, NULL, OPT_UNXZ },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "hard-dereference", no_argument, NULL, OPT_HARD_DEREF },
+		{ "ignore-mtime", no_argument, NULL, OPT_IGN_MTIME },
+		{ "preserve-mtime", no_argument, NULL, OPT_KEEP_MTIME },
+		{ "offset", required_argument, NULL, OPT_OFFSET },
+		{ "mount-point", required_argument, NULL, OPT_MOUNT_POINT },
+		{ "product-out", required_argument, NULL, OPT_PRODUCT_OUT },
+		{ "fs-config-file", required_argument, NULL, OPT_FS_CONFIG },
+		{ "fs-config-missing", required_argument, NULL,
+		  OPT_FS_CONFIG_MISSING },
+		{ "file-contexts", required_argument, NULL, OPT_FILE_CONTEXTS },
+		{ "block-list-file", required_argument, NULL, OPT_BLOCK_LIST },
+		{ "xattr-prefix", required_argument, NULL, OPT_XATTR_PREFIX },
+		{ "zD", optional_argument, NULL, OPT_ZD },
+		{ "MZ", optional_argument, NULL, OPT_MZ },
+		{ "dsunit", required_argument, NULL, OPT_DSUNIT },
+		{ "max-extent-bytes", required_argument, NULL, OPT_MAX_EXTENT },
+		{ "blobdev", required_argument, NULL, OPT_BLOBDEV },
+		{ "aufs", no_argument, NULL, OPT_AUFS },
+		{ "ovlfs-strip", optional_argument, NULL, OPT_OVLFS_STRIP },
+		{ "sort", required_argument, NULL, OPT_SORT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -352,6 +630,8 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_state s = { .phase = -1 };
 	const char **xpaths = NULL, **xres = NULL, *hints = NULL;
 	struct mkfs_z zs = { .nhints = 0 };
+	struct mkfs_ignored ig = { .n = 0 };
+	struct mkfs_compat cp = { .mtime = 0 };
 	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0;
 	char *tmpdir = NULL, *target = NULL;
 	const char *pcluster = NULL;
@@ -371,7 +651,7 @@ int cmd_mkfs(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;	/* cli_opt_error() says it, once */
-	while ((c = getopt_long(argc, argv, ":z:C:b:T:U:L:x:E:d:j:qh", lopts,
+	while ((c = getopt_long(argc, argv, ":z:C:b:T:U:L:x:E:d:j:m:qhV", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'z':
@@ -422,6 +702,15 @@ int cmd_mkfs(int argc, char **argv)
 			mkfs_time = 1;
 			break;
 		case 'U':
+			if (!strcmp(optarg, "random")) {
+				p.has_uuid = 0;
+				break;
+			}
+			if (!strcmp(optarg, "clear")) {
+				memset(p.uuid, 0, sizeof(p.uuid));
+				p.has_uuid = 1;
+				break;
+			}
 			if (parse_uuid(optarg, p.uuid)) {
 				ret = cli_usage_error(CMD, "bad -U '%s'", optarg);
 				goto out;
@@ -445,11 +734,34 @@ int cmd_mkfs(int argc, char **argv)
 			}
 			break;
 		case 'E':
-			ret = parse_E(optarg, &p);
+			ret = parse_E(optarg, &p, &ig);
 			if (ret)
 				goto out;
 			break;
-		case 'd':
+		case 'd': {
+			int lvl;
+
+			/* mkfs.erofs' message level: errors and warnings
+			 * are all ezfs prints anyway */
+			if (parse_int(optarg, &lvl) || lvl > 9) {
+				ret = cli_usage_error(CMD, "-d '%s': the message "
+						      "level is a number up "
+						      "to 9", optarg);
+				goto out;
+			}
+			break;
+		}
+		case 'V':
+		case OPT_VERSION:
+			printf("mkfs.erofs (ezfs) %s\n", EZFS_VERSION_STRING);
+			ret = 0;
+			goto out;
+		default:
+			ret = parse_compat(c, optarg, &p, &ig, &cp);
+			if (ret < 0)
+				ret = cli_opt_error(CMD, c, argv);
+			if (ret)
+				goto out;
 			break;
 		case 'q':
 			s.quiet = 1;
@@ -530,10 +842,6 @@ int cmd_mkfs(int argc, char **argv)
 			fputs(usage_text, stdout);
 			ret = 0;
 			goto out;
-		default:
-			/* '?' and ':' of the quiet getopt */
-			ret = cli_opt_error(CMD, c, argv);
-			goto out;
 		}
 	}
 	ret = check_options(&p, pcluster);
@@ -561,6 +869,20 @@ int cmd_mkfs(int argc, char **argv)
 		p.timestamp = (int64_t)v;
 		p.time_mode = EZFS_TIME_CLAMP;
 	}
+	/* --ignore-mtime: every file gets the build time (-T, else
+	 * SOURCE_DATE_EPOCH, else now); --preserve-mtime: every file keeps
+	 * its own (-T is the build time only) */
+	if (cp.mtime == 1) {
+		if (!p.has_timestamp) {
+			p.has_timestamp = 1;
+			p.timestamp = (int64_t)time(NULL);
+		}
+		p.time_mode = EZFS_TIME_FIXED;
+	} else if (cp.mtime == 2) {
+		p.time_mode = EZFS_TIME_SOURCE;
+	}
+	for (unsigned i = 0; !s.quiet && i < ig.n; i++)
+		cli_error(CMD, "warning: %s: accepted and ignored", ig.what[i]);
 	p.exclude_paths = xpaths;
 	p.exclude_regex = xres;
 	if (!p.workers)
@@ -629,5 +951,6 @@ out:
 	free(tmpdir);
 	free(target);
 	mkfs_z_free(&zs);
+	free(cp.mount_point);
 	return ret;
 }

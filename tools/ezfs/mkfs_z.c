@@ -42,18 +42,53 @@ static int level_ok(const struct zname *a, long l)
 }
 
 /*
- * One "ALG[,level=N|,N]" item: 0, -EINVAL (not that form) or -ERANGE (a
- * level the algorithm has not; *a is the algorithm, *lvl the level's
- * digits).
+ * dictsize= (mkfs.erofs 1.9.3): lzma's dictionary (4 KiB..8 MiB, what
+ * the kernel takes), zstd's window and deflate's (powers of two; deflate
+ * at most 32 KiB); lz4 has none.
+ */
+static int level_dict_ok(const struct zname *a, long d)
+{
+	switch (a->alg) {
+	case EZFS_ALG_LZMA:
+		return d >= 4096 && d <= (8l << 20);
+	case EZFS_ALG_ZSTD:
+		return d >= 1024 && d <= (1l << 20) && !(d & (d - 1));
+	case EZFS_ALG_DEFLATE:
+		return d >= 256 && d <= 32768 && !(d & (d - 1));
+	}
+	return 0;
+}
+
+/* Digits of [s, end) into *v (capped): 0, or -EINVAL */
+static int parse_digits(const char *s, const char *end, long *v)
+{
+	*v = 0;
+	if (s == end)
+		return -EINVAL;
+	for (; s < end; s++) {
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		if (*v < 100000000)
+			*v = *v * 10 + (*s - '0');
+	}
+	return 0;
+}
+
+/*
+ * One "ALG[,N|,level=N][,dictsize=N]" item: 0, -EINVAL (not that form),
+ * -ERANGE (a level the algorithm has not; *a is the algorithm, *lvl the
+ * level's digits) or -EDOM (a dictsize it cannot take; *lvl its digits).
+ * *dict is the dictsize given, 0 if none.
  */
 static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z,
-		     const struct zname **a, const char **lvl)
+		     const struct zname **a, const char **lvl, long *dict)
 {
-	const char *comma = memchr(arg, ',', len);
+	const char *comma = memchr(arg, ',', len), *end = arg + len;
 	size_t n = comma ? (size_t)(comma - arg) : len, i;
 
+	*dict = 0;
 	for (i = 0; i < sizeof(zalgs) / sizeof(zalgs[0]); i++) {
-		const char *lv, *end = arg + len;
+		const char *lv;
 		long l = 0;
 
 		if (strlen(zalgs[i].name) != n ||
@@ -65,23 +100,35 @@ static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z,
 		/* mkfs.erofs' defaults: deflate and libdeflate at level 1,
 		 * the others at their library's default */
 		z->level = z->alg == EZFS_ALG_DEFLATE ? 1 : -1;
-		if (!comma)
-			return 0;
-		lv = comma + 1;
-		if ((size_t)(end - lv) > 6 && !strncmp(lv, "level=", 6))
-			lv += 6;
-		if (lv == end)
-			return -EINVAL;
-		*lvl = lv;
-		for (; lv < end; lv++) {
-			if (!isdigit((unsigned char)*lv))
-				return -EINVAL;
-			if (l < 1000000)
-				l = l * 10 + (*lv - '0');
+		for (lv = comma; lv; ) {
+			const char *pe, *next;
+			int first = lv == comma;
+
+			lv++;
+			next = memchr(lv, ',', (size_t)(end - lv));
+			pe = next ? next : end;
+			if ((size_t)(pe - lv) > 9 &&
+			    !strncmp(lv, "dictsize=", 9)) {
+				*lvl = lv + 9;
+				if (parse_digits(lv + 9, pe, dict))
+					return -EINVAL;
+				if (!level_dict_ok(&zalgs[i], *dict))
+					return -EDOM;
+			} else {
+				if ((size_t)(pe - lv) > 6 &&
+				    !strncmp(lv, "level=", 6))
+					lv += 6;
+				else if (!first)
+					return -EINVAL;
+				*lvl = lv;
+				if (parse_digits(lv, pe, &l))
+					return -EINVAL;
+				if (!level_ok(&zalgs[i], l))
+					return -ERANGE;
+				z->level = (int)l;
+			}
+			lv = next;
 		}
-		if (!level_ok(&zalgs[i], l))
-			return -ERANGE;
-		z->level = (int)l;
 		return 0;
 	}
 	return -EINVAL;
@@ -110,16 +157,36 @@ int mkfs_z_parse(const char *cmd, const char *arg,
 		}
 		const struct zname *a = NULL;
 		const char *lvl = NULL;
-		int err = parse_one(s, len, &all[n], &a, &lvl);
+		long dict = 0;
+		int err = parse_one(s, len, &all[n], &a, &lvl, &dict);
 
+		if (err == -EDOM && a->alg == EZFS_ALG_LZ4)
+			return cli_usage_error(cmd, "-z %s: no dictsize "
+					       "parameter", a->name);
+		if (err == -EDOM)
+			return cli_usage_error(cmd, "-z %s: dictsize %.*s out "
+					       "of range (%s)", a->name,
+					       (int)strcspn(lvl, ",:"), lvl,
+					       a->alg == EZFS_ALG_LZMA ?
+					       "4096..8388608" :
+					       a->alg == EZFS_ALG_ZSTD ?
+					       "a power of two, 1024..1048576" :
+					       "a power of two, 256..32768");
+		/* deflate's window is 32 KiB whatever is asked: a smaller
+		 * one only changes how well it compresses */
+		if (dict && a->alg == EZFS_ALG_LZMA)
+			p->lzma_dictsize = (uint32_t)dict;
+		else if (dict && a->alg == EZFS_ALG_ZSTD)
+			p->zstd_window = (uint32_t)dict;
 		if (err == -ERANGE)
 			return cli_usage_error(cmd, "-z %s: level %.*s out of "
 					       "range (%s)", a->name,
-					       (int)(s + len - lvl), lvl,
+					       (int)strcspn(lvl, ",:"), lvl,
 					       a->range);
 		if (err)
 			return cli_usage_error(cmd, "bad -z '%s': '%.*s' is not "
-					       "ALG[,level=N] (lz4, lz4hc, lzma, "
+					       "ALG[,level=N][,dictsize=N] (lz4, "
+					       "lz4hc, lzma, "
 					       "deflate, libdeflate, zstd)",
 					       arg, (int)len, s);
 		n++;
