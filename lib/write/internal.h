@@ -114,6 +114,8 @@ struct binode {
 				  * alike) */
 	uint64_t zshare;         /* fragments: the last zshare bytes end an
 				  * earlier file too */
+	bool fixed;              /* droid.c: fs_config/labels applied */
+	bool gone;               /* droid.c: no longer in the tree */
 };
 
 struct ezfs_builder {
@@ -203,6 +205,9 @@ int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
 void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 		    const struct stat *st);
 int ezi_bld_scan_finish(struct ezfs_builder *b);
+/* droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
+ * the read tree before "." and ".." are added */
+int ezi_bld_tree_fixup(struct ezfs_builder *b);
 void ezi_bld_inode_free(struct binode *in);
 bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel);
 

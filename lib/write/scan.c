@@ -409,6 +409,9 @@ int ezi_bld_scan_finish(struct ezfs_builder *b)
 	size_t i;
 	int err;
 
+	err = ezi_bld_tree_fixup(b);
+	if (err)
+		return err;
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
 
