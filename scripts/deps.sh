@@ -15,7 +15,8 @@ set -euo pipefail
 
 core=(build-essential cmake ninja-build pkg-config liblz4-dev libdeflate-dev zlib1g-dev
       libzstd-dev liblzma-dev libisal-dev libfuse3-dev fuse3 zstd xz-utils python3 erofs-utils
-      squashfs-tools attr gnuplot-nox procps clang-format)
+      squashfs-tools attr gnuplot-nox procps clang-format libselinux1-dev selinux-utils
+      python3-selinux libcap2-bin)
 fuzz=(clang libclang-rt-14-dev)
 bench=(fio linux-source-6.1 xz-utils squashfuse)
 
