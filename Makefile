@@ -10,6 +10,9 @@
 #   make asan           build build-asan/ with -DEZFS_SANITIZE=ON
 #   make tsan           build build-tsan/ (ThreadSanitizer), run the threaded tests
 #   make install        cmake --install build (PREFIX=/usr/local)
+#   make install-compat install, then the links mkfs.erofs, fsck.erofs and
+#                       dump.erofs -> ezfs in $(PREFIX)/sbin (they shadow
+#                       erofs-utils' tools earlier in PATH)
 #   make fuzz           tests/fuzz/run.sh (clang/libFuzzer), when it exists
 #   make clean          remove build/, build-asan/ and build-fuzz-clang/
 #
@@ -26,7 +29,7 @@ TSAN_BUILD := build-tsan
 TSAN_TESTS := fixture\.|interop\.engines|unit\.engine|interop\.mount-stress|interop\.cli-edges
 CTEST := ctest --output-on-failure --timeout 1800 -j$(JOBS) -O ctest.log
 
-.PHONY: all build deps tools-present configure demo check test asan asan-test tsan install fuzz clean
+.PHONY: all build deps tools-present configure demo check test asan asan-test tsan install install-compat fuzz clean
 
 all: build
 
@@ -99,6 +102,16 @@ install: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 	cmake --install $(BUILD)
 	@if [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+# ezfs under erofs-utils' names; plain `make install` leaves them out so
+# that Debian's erofs-utils stays what PATH finds.
+COMPAT_NAMES := mkfs.erofs fsck.erofs dump.erofs
+install-compat: install
+	mkdir -p "$(DESTDIR)$(PREFIX)/sbin"
+	@for n in $(COMPAT_NAMES); do \
+		echo "ln -sfn ../bin/ezfs $(DESTDIR)$(PREFIX)/sbin/$$n"; \
+		ln -sfn ../bin/ezfs "$(DESTDIR)$(PREFIX)/sbin/$$n" || exit 1; \
+	done
 
 fuzz:
 	@if [ -x tests/fuzz/run.sh ] || [ -f tests/fuzz/run.sh ]; then \

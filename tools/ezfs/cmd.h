@@ -16,6 +16,10 @@ int cmd_accel(int argc, char **argv);
 int cmd_mkfs(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+/* The erofs-utils front ends (main.c calls them when argv[0] is
+ * fsck.erofs or dump.erofs): tools/ezfs/compat_fsck.c, compat_dump.c. */
+int compat_fsck_main(int argc, char **argv);
+int compat_dump_main(int argc, char **argv);
 /* tools/ezfs/bench/ */
 int cmd_bench(int argc, char **argv);
 

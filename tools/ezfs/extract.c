@@ -357,15 +357,19 @@ static int open_dest(struct xctx *x)
 	return 0;
 }
 
-static int run(struct xctx *x, struct walker *w, const char *subpath)
+static int run(struct xctx *x, struct walker *w, const char *subpath,
+	       const uint64_t *bynid)
 {
 	struct ezfs_stat st;
 	pthread_t *tids;
 	ezfs_inode *ino;
 	uint64_t nid;
-	int ret;
+	int ret = 0;
 
-	ret = ezfs_resolve(x->fs, subpath, &nid);
+	if (bynid)
+		nid = *bynid;
+	else
+		ret = ezfs_resolve(x->fs, subpath, &nid);
 	if (!ret)
 		ret = ezfs_inode_get(x->fs, nid, &ino);
 	if (ret < 0) {
@@ -413,6 +417,8 @@ static int run(struct xctx *x, struct walker *w, const char *subpath)
 		const char *base = strrchr(subpath, '/');
 
 		base = base ? base + 1 : subpath;
+		if (bynid)      /* no name known: the nid names the file */
+			base = subpath + 1;
 		ret = extract_entry(w, x->rootfd, base, nid, base, 1);
 	}
 	if (ret < 0)
@@ -475,52 +481,30 @@ static void free_walker(struct walker *w)
 	cli_nidmap_free(&w->links, free);
 }
 
-int cmd_extract(int argc, char **argv)
+/*
+ * The extraction itself, for ezfs extract and fsck.erofs --extract: o says
+ * what to restore where and how. Returns the exit status (0 or 1).
+ */
+int x_extract(const struct x_opts *o)
 {
-	static const struct option opts[] = {
-		{ "force", no_argument, NULL, 'f' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "workers", required_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		CLI_ENGINE_OPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct walker w;
 	struct cli_log lg = { 0 };
 	struct xctx x;
 	struct rlimit rl;
-	int c, ret;
+	char nidpath[32];
+	const char *sub = o->subpath ? o->subpath : "/";
+	int ret;
 
 	memset(&x, 0, sizeof(x));
 	memset(&w, 0, sizeof(w));
 	x.rootfd = -1;
-	x.threads = cli_online_cpus();
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":fj:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			x.force = 1;
-			break;
-		case 'j':
-			x.threads = cli_opt_jobs("extract", optarg);
-			if (!x.threads)
-				return 2;
-			break;
-		case 'q':
-			x.quiet = 1;
-			break;
-		default:
-			ret = cli_opt_other("extract", c, argv, usage);
-			if (ret >= 0)
-				return ret;
-		}
-	}
-	if (cli_nargs("extract", argc - optind, 2, 3, "missing IMG or DIR"))
-		return 2;
-	x.img = argv[optind];
-	x.dest = argv[optind + 1];
-	x.is_root = geteuid() == 0;
+	x.threads = o->threads ? o->threads : cli_online_cpus();
+	x.force = o->force;
+	x.quiet = o->quiet;
+	x.no_xattrs = o->no_xattrs;
+	x.img = o->img;
+	x.dest = o->dest;
+	x.is_root = geteuid() == 0 && !o->no_owner;
 	x.euid = geteuid();
 	x.egid = getegid();
 	x.umask = umask(0);   /* every mode is set explicitly */
@@ -532,13 +516,19 @@ int cmd_extract(int argc, char **argv)
 	lg.max = XREAD_NAMED;
 	if (cli_open("extract", x.img, &lg, &x.fs) < 0)
 		return 1;
+	if (o->by_nid) {
+		/* "#N" names a file extracted by nid alone */
+		snprintf(nidpath, sizeof(nidpath), "#%llu",
+			 (unsigned long long)o->nid);
+		sub = nidpath;
+	}
 	pthread_mutex_init(&x.lock, NULL);
 	pthread_cond_init(&x.more, NULL);
 	pthread_cond_init(&x.space, NULL);
 	pthread_cond_init(&x.idle, NULL);
 	w.x = &x;
 	x_signals_start(&x);
-	ret = run(&x, &w, argc - optind == 3 ? argv[optind + 2] : "/");
+	ret = run(&x, &w, sub, o->by_nid ? &o->nid : NULL);
 	cli_progress_clear(&x.prog);
 	free_walker(&w);
 	if (x.rootfd >= 0)
@@ -554,4 +544,48 @@ int cmd_extract(int argc, char **argv)
 		raise(x_sig);
 	}
 	return ret < 0 ? 1 : 0;
+}
+
+int cmd_extract(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "workers", required_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		CLI_ENGINE_OPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct x_opts o;
+	int c, ret;
+
+	memset(&o, 0, sizeof(o));
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":fj:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			o.force = 1;
+			break;
+		case 'j':
+			o.threads = cli_opt_jobs("extract", optarg);
+			if (!o.threads)
+				return 2;
+			break;
+		case 'q':
+			o.quiet = 1;
+			break;
+		default:
+			ret = cli_opt_other("extract", c, argv, usage);
+			if (ret >= 0)
+				return ret;
+		}
+	}
+	if (cli_nargs("extract", argc - optind, 2, 3, "missing IMG or DIR"))
+		return 2;
+	o.img = argv[optind];
+	o.dest = argv[optind + 1];
+	if (argc - optind == 3)
+		o.subpath = argv[optind + 2];
+	return x_extract(&o);
 }

@@ -49,6 +49,7 @@ struct xctx {
 	int failed;             /* set once; everyone stops */
 	unsigned read_errors;   /* files skipped: their data unreadable (atomic) */
 	int warned_xattr;
+	int no_xattrs;          /* fsck.erofs --extract without --xattrs */
 
 	uint64_t bytes_done, entries_done;   /* atomics */
 	struct cli_progress prog;
@@ -119,5 +120,20 @@ void x_enqueue(struct xctx *x, struct xjob *job);
 /* Wait until the queue is drained (redrawing progress), stop and join. */
 void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n);
 void x_job_free(struct xjob *job);
+
+/*
+ * One extraction (ezfs extract, fsck.erofs --extract): IMG's tree, or
+ * subpath, or the inode nid (by_nid), into dest. threads 0 = online CPUs;
+ * no_owner: no chown even as root; no_xattrs: no xattrs at all. Returns
+ * the exit status, 0 or 1, after printing any errors.
+ */
+struct x_opts {
+	const char *img, *dest, *subpath;
+	uint64_t nid;
+	int by_nid;
+	unsigned threads;
+	int force, quiet, no_owner, no_xattrs;
+};
+int x_extract(const struct x_opts *o);
 
 #endif

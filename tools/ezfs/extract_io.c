@@ -152,7 +152,7 @@ int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 	ssize_t n, vn;
 	int ret = 0;
 
-	if (!st->xattr_isize)
+	if (!st->xattr_isize || x->no_xattrs)
 		return 0;
 	n = ezfs_listxattr(ino, NULL, 0);
 	if (n > 0) {

@@ -19,6 +19,7 @@ struct fsck_cli {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ezfs fsck [-q] [-j N] [--no-data] IMG\n"
+		   "       ezfs fsck --extract=DIR [fsck.erofs options] IMG\n"
 		   "Check an image: every inode, directory, xattr and extent\n"
 		   "map, and decode every byte of file data.\n"
 		   "  -j, --jobs N, --workers=N\n"
@@ -27,6 +28,9 @@ static void usage(FILE *f)
 		   "  -q, --quiet    no progress bar; the summary only when\n"
 		   "                 problems are found\n"
 		   CLI_ENGINE_HELP
+		   "fsck.erofs' options (--extract=DIR, --overwrite, --xattrs,\n"
+		   "--[no-]preserve[-owner|-perms], --nid, --path, -p, -d) work\n"
+		   "as in 'fsck.erofs --help'.\n"
 		   "Exit status: 0 clean, 1 problems found, 2 usage error.\n");
 }
 
@@ -55,6 +59,30 @@ static void progress_cb(void *arg, uint64_t inodes, uint64_t bytes)
 	cli_progress_update(&f->prog, bytes, inodes, 0);
 }
 
+/* Spellings of fsck.erofs that ezfs fsck hands to its front end. */
+static int wants_compat(int argc, char **argv)
+{
+	static const char *const longs[] = {
+		"--extract", "--overwrite", "--preserve", "--no-preserve",
+		"--xattrs", "--no-xattrs", "--nid", "--path", "--device",
+	};
+	size_t i, n;
+	int a;
+
+	for (a = 1; a < argc && strcmp(argv[a], "--"); a++) {
+		if (!strcmp(argv[a], "-p") || !strncmp(argv[a], "-d", 2))
+			return 1;
+		for (i = 0; i < sizeof(longs) / sizeof(longs[0]); i++) {
+			n = strlen(longs[i]);
+			if (!strncmp(argv[a], longs[i], n) &&
+			    (argv[a][n] == '\0' || argv[a][n] == '=' ||
+			     argv[a][n] == '-'))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 int cmd_fsck(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -75,6 +103,8 @@ int cmd_fsck(int argc, char **argv)
 	char b[32];
 	int c, ret, quiet = 0;
 
+	if (wants_compat(argc, argv))
+		return compat_fsck_main(argc, argv);
 	ezfs_fsck_params_init(&p);
 	memset(&r, 0, sizeof(r));
 	memset(&f, 0, sizeof(f));

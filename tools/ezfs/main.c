@@ -135,11 +135,41 @@ static int run(int argc, char **argv)
 	return commands[i].fn(argc - 1, argv + 1);
 }
 
+/*
+ * Called by another name (a link made by `make install-compat`), ezfs is
+ * that erofs-utils tool: its options, its kind of output.
+ */
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} personas[] = {
+	{ "mkfs.erofs", cmd_mkfs },
+	{ "fsck.erofs", compat_fsck_main },
+	{ "dump.erofs", compat_dump_main },
+};
+
+static int find_persona(const char *argv0)
+{
+	const char *base = argv0 ? strrchr(argv0, '/') : NULL;
+	size_t i;
+
+	base = base ? base + 1 : argv0;
+	for (i = 0; base && i < sizeof(personas) / sizeof(personas[0]); i++)
+		if (!strcmp(personas[i].name, base))
+			return (int)i;
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = NULL;
-	int rc;
+	int rc, p;
 
+	p = find_persona(argv[0]);
+	if (p >= 0) {
+		rc = personas[p].fn(argc, argv);
+		return close_stdout(personas[p].name, rc);
+	}
 	if (argc >= 2 && argv[1][0] != '-' && find_command(argv[1]) >= 0)
 		name = argv[1];
 	rc = run(argc, argv);

@@ -1,0 +1,220 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# ezfs under erofs-utils' names (the links beside $EZFS in the build tree):
+# dump.erofs -s/-S/--path/--nid/-e against Debian's dump.erofs on the same
+# images, --ls, --cat, --blkid-udev; fsck.erofs exit status on good and
+# damaged images; fsck.erofs --extract (and ezfs fsck --extract) against
+# the fixture's manifest, xattrs only with --xattrs; the deapexer and AOSP
+# spellings; mkfs.erofs --help through its link.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+t_init
+t_need_fixtures
+t_need_cmd dump.erofs fsck.erofs mkfs.erofs
+
+BIN=$(dirname "$EZFS")
+tmo=${EZFS_TEST_TIMEOUT:-120}
+
+# --- the links --------------------------------------------------------
+for n in mkfs.erofs fsck.erofs dump.erofs; do
+	if [ -L "$BIN/$n" ] && [ "$(readlink -f "$BIN/$n")" = "$(readlink -f "$EZFS")" ]; then
+		t_pass "link $n -> ezfs"
+	else
+		t_fail "no link $BIN/$n -> ezfs"
+	fi
+done
+DUMP=$BIN/dump.erofs
+FSCK=$BIN/fsck.erofs
+[ -x "$DUMP" ] && [ -x "$FSCK" ] || { t_done; }
+
+t_run mkfshelp "$BIN/mkfs.erofs" --help
+if grep -q -- '--tar=' "$OUT" "$ERR"; then
+	t_pass "mkfs.erofs --help names --tar="
+else
+	echo "SKIP: mkfs.erofs --help (through the link) lacks --tar= (mkfs.erofs spellings not landed yet)"
+fi
+t_run dumpv "$DUMP" -V
+t_expect "dump.erofs -V" grep -q '^dump.erofs ' "$OUT"
+t_run fsckv "$FSCK" -V
+t_expect "fsck.erofs -V" grep -q '^fsck.erofs ' "$OUT"
+t_run dumph "$DUMP" --help
+t_expect "dump.erofs --help" grep -q -- '--blkid-udev' "$OUT"
+t_run fsckh "$FSCK" --help
+t_expect "fsck.erofs --help" grep -q -- '--extract\[=X\]' "$OUT"
+
+# "Label:   value" lines of Debian's output must be in ours, same values;
+# the features Debian names must all be in ours (it knows fewer).
+same_fields() {
+	local what=$1 deb=$2 ours=$3 line label val got bad=0 w
+
+	while IFS= read -r line; do
+		case $line in *:*) ;; *) continue ;; esac
+		label=${line%%:*}
+		val=$(printf '%s' "${line#*:}" | sed 's/^[[:space:]]*//; s/[[:space:]]*$//')
+		got=$(grep -m1 -F -- "$label:" "$ours" | sed "s/^[^:]*:[[:space:]]*//; s/[[:space:]]*\$//") || true
+		if [ "$label" = "Filesystem features" ]; then
+			for w in $val; do
+				case " $got " in *" $w "*) ;; *) bad=1
+					echo "  $what: feature $w missing: '$got'" ;; esac
+			done
+		elif [ "$val" != "$got" ]; then
+			bad=1
+			echo "  $what: '$label': Debian '$val', ours '$got'"
+		fi
+	done < "$deb"
+	[ $bad = 0 ]
+}
+
+# --- one image made by Debian's mkfs.erofs -----------------------------
+mkdir -p "$TMP/tree/d/e"
+printf 'hello\n' > "$TMP/tree/a.txt"
+head -c 300000 /dev/urandom > "$TMP/tree/d/rand"
+seq 1 50000 > "$TMP/tree/d/e/seq"
+ln -s a.txt "$TMP/tree/link"
+mkfs.erofs -zlz4hc "$TMP/deb.img" "$TMP/tree" >/dev/null 2>&1 ||
+	t_fail "Debian's mkfs.erofs failed"
+
+images=("$TMP/deb.img")
+for name in plain lz4hc-64k deflate-16k; do
+	t_fixture_unpack "$name" && images+=("$img")
+done
+
+for im in "${images[@]}"; do
+	n=$(basename "$im" .img)
+	t_run ours "$DUMP" -s "$im"
+	if [ "$RC" -ne 0 ]; then
+		t_fail "$n: dump.erofs -s exited $RC"
+		head -n 3 "$ERR"
+	elif dump.erofs -s "$im" > "$TMP/deb.out" 2>/dev/null; then
+		t_expect "$n: dump.erofs -s fields as Debian's" \
+			same_fields "$n -s" "$TMP/deb.out" "$OUT"
+	else
+		t_expect "$n: dump.erofs -s shape" grep -q '^Filesystem UUID: ' "$OUT"
+	fi
+	t_run ours "$DUMP" -S "$im"
+	if dump.erofs -S "$im" > "$TMP/deb.out" 2>/dev/null; then
+		head -n 14 "$TMP/deb.out" > "$TMP/deb14.out"
+		t_expect "$n: dump.erofs -S counts as Debian's" \
+			same_fields "$n -S" "$TMP/deb14.out" "$OUT"
+	fi
+	t_run fsck timeout "$tmo" "$FSCK" "$im"
+	t_expect "$n: fsck.erofs exits 0" [ "$RC" -eq 0 ]
+done
+
+# --path, --nid, -e: as Debian's, where 1.5 gets them right
+im=$TMP/lz4hc-64k.img
+for p in / /big/text_3m /links/hard1 /sizes /special; do
+	t_run ours "$DUMP" -e --path="$p" "$im"
+	dump.erofs -e --path="$p" "$im" > "$TMP/deb.out" 2>/dev/null || true
+	t_expect "dump.erofs -e --path=$p as Debian's" cmp -s "$TMP/deb.out" "$OUT"
+done
+nid=$(sed -n 's/^NID: \([0-9]*\) .*/\1/p' "$TMP/ours.out" | head -n 1)
+t_run ours "$DUMP" --nid="$nid" "$im"
+t_expect "dump.erofs --nid names the path" grep -qx 'File : /special' "$OUT"
+t_run ours "$DUMP" --nid=999999999 "$im"
+t_expect "dump.erofs --nid of no inode fails" [ "$RC" -ne 0 ]
+t_run ours "$DUMP" --path=/no/such "$im"
+t_expect "dump.erofs --path of nothing fails" [ "$RC" -ne 0 ]
+
+# --ls: the header, then every entry with its nid and type
+t_run ls "$DUMP" --path=/special --ls "$im"
+t_run ezls "$EZFS" ls "$im" /special
+sed -n '/^       NID TYPE  FILENAME$/,$p' "$TMP/ls.out" | tail -n +2 |
+	awk '$3 != "." && $3 != ".." { print $3 }' > "$TMP/ls.names"
+t_expect "dump.erofs --ls lists the directory" cmp -s "$TMP/ls.names" "$TMP/ezls.out"
+fifo=$(awk '$3 == "fifo" { print $1 " " $2 }' "$TMP/ls.out")
+t_run st "$DUMP" --path=/special/fifo "$im"
+t_expect "dump.erofs --ls: nid and type 5 of a FIFO" \
+	[ "$fifo" = "$(sed -n 's/^NID: \([0-9]*\) .*/\1/p' "$TMP/st.out") 5" ]
+
+# --cat: the bytes
+t_run cat "$DUMP" --path=/big/text_3m --cat "$im"
+want_sha=$(grep '"path": "big/text_3m"' "$SHARED/fixtures/lz4hc-64k.manifest.jsonl" |
+	sed 's/.*"sha256": "\([0-9a-f]*\)".*/\1/')
+t_expect "dump.erofs --cat writes the file" \
+	[ "$(sha256sum < "$TMP/cat.out" | cut -d' ' -f1)" = "$want_sha" ]
+
+# --blkid-udev
+t_run udev "$DUMP" --blkid-udev "$im"
+uuid=$(dump.erofs -s "$im" | sed -n 's/^Filesystem UUID: *//p')
+t_expect "dump.erofs --blkid-udev: ID_FS_UUID" grep -qx "ID_FS_UUID=$uuid" "$TMP/udev.out"
+t_expect "dump.erofs --blkid-udev: ID_FS_TYPE" grep -qx "ID_FS_TYPE=erofs" "$TMP/udev.out"
+if command -v blkid >/dev/null && blkid -o udev -p "$im" > "$TMP/blkid.out" 2>/dev/null; then
+	t_expect "dump.erofs --blkid-udev as blkid -o udev -p" \
+		cmp -s <(sort "$TMP/blkid.out") <(sort "$TMP/udev.out")
+fi
+
+# --- fsck.erofs on damaged images -------------------------------------
+cp "$im" "$TMP/bad1.img"
+chmod u+w "$TMP/bad1.img"
+printf '\0\0\0\0' | dd of="$TMP/bad1.img" bs=1 seek=1024 conv=notrunc 2>/dev/null
+t_run fsck "$FSCK" "$TMP/bad1.img"
+t_expect "fsck.erofs: no superblock, non-zero exit" [ "$RC" -ne 0 ]
+# garbage over the second pcluster of big/text_3m
+pa=$("$DUMP" -e --path=/big/text_3m "$im" | awk '$1 == "1:" { sub(/\.\..*/, "", $7); print $7 }')
+cp "$im" "$TMP/bad2.img"
+chmod u+w "$TMP/bad2.img"
+head -c 4096 /dev/urandom | dd of="$TMP/bad2.img" bs=4096 seek=$((pa / 4096)) conv=notrunc 2>/dev/null
+t_run fsck timeout "$tmo" "$FSCK" "$TMP/bad2.img"
+t_expect "fsck.erofs: damaged pcluster at $pa, non-zero exit" [ "$RC" -ne 0 ]
+t_run fsck timeout "$tmo" "$FSCK" --extract="$TMP/bx" "$TMP/bad2.img"
+t_expect "fsck.erofs --extract: damaged pcluster, non-zero exit" [ "$RC" -ne 0 ]
+
+# --- fsck.erofs --extract ---------------------------------------------
+if ! t_is_root; then
+	echo "SKIP: extraction comparisons need root (owners, devices)"
+	t_done
+fi
+strip_x() { python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    d.pop("xattrs", None)
+    for k in sys.argv[2:]:
+        d.pop(k, None)
+    print(json.dumps(d, sort_keys=True))' "$@"; }
+norm() { python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    print(json.dumps(json.loads(l), sort_keys=True))' "$1"; }
+
+for name in lz4hc-64k plain; do
+	want=$SHARED/fixtures/$name.manifest.jsonl
+	img=$TMP/$name.img
+	rm -rf "$TMP/x"
+	t_run x timeout "$tmo" "$FSCK" --extract="$TMP/x" "$img"
+	t_expect "$name: fsck.erofs --extract exits 0" [ "$RC" -eq 0 ]
+	strip_x "$want" > "$TMP/want.jsonl"
+	t_manifest "$TMP/x" > "$TMP/got.raw"
+	norm "$TMP/got.raw" > "$TMP/got.jsonl"
+	t_same_manifest "$name: --extract, no xattrs by default" "$TMP/want.jsonl" "$TMP/got.jsonl"
+
+	rm -rf "$TMP/x"
+	t_run x timeout "$tmo" "$FSCK" --extract="$TMP/x" --xattrs "$img"
+	t_manifest "$TMP/x" > "$TMP/got.jsonl"
+	t_same_manifest "$name: --extract --xattrs" "$want" "$TMP/got.jsonl"
+
+	# into a non-empty directory: refused without --overwrite
+	t_run x timeout "$tmo" "$FSCK" --extract="$TMP/x" "$img"
+	t_expect "$name: --extract into a full directory fails" [ "$RC" -ne 0 ]
+	# deapexer's spelling
+	t_run x timeout "$tmo" "$FSCK" --extract="$TMP/x" --overwrite \
+		--no-preserve-owner "$img"
+	t_expect "$name: --extract --overwrite --no-preserve-owner exits 0" [ "$RC" -eq 0 ]
+	t_expect "$name: --no-preserve-owner: every file is root's" \
+		[ -z "$(find "$TMP/x" ! -user 0 -print -quit)" ]
+
+	rm -rf "$TMP/x"
+	t_run x timeout "$tmo" "$EZFS" fsck --extract="$TMP/x" "$img"
+	t_manifest "$TMP/x" > "$TMP/got.raw"
+	norm "$TMP/got.raw" > "$TMP/got.jsonl"
+	t_same_manifest "$name: ezfs fsck --extract" "$TMP/want.jsonl" "$TMP/got.jsonl"
+done
+# --path: only that directory's contents
+rm -rf "$TMP/x"
+t_run x timeout "$tmo" "$FSCK" --extract="$TMP/x" --path=/big "$TMP/lz4hc-64k.img"
+t_expect "--extract --path=/big" cmp -s <(cd "$TMP/x" && ls) \
+	<("$EZFS" ls "$TMP/lz4hc-64k.img" /big)
+t_run x "$FSCK" --overwrite "$TMP/lz4hc-64k.img"
+t_expect "--overwrite without --extract=X is a usage error" [ "$RC" -eq 2 ]
+t_done
