@@ -422,6 +422,60 @@ static int keep_owner_mode(struct ezfs_builder *b, const struct stat *old)
 	return -errno;
 }
 
+/*
+ * --offset: the image, written from byte 0, is moved up by the offset
+ * (from its end back, so nothing is read after it was overwritten) and
+ * the bytes before it are those of the old file at target (zeros beyond
+ * its end, or for a new file).
+ */
+static int shift_image(struct ezfs_builder *b, const char *target, bool old)
+{
+	uint64_t off = b->p.image_offset, end, pos, n, got = 0;
+	size_t bufsz = 1u << 20;
+	uint8_t *buf = malloc(bufsz);
+	struct stat st;
+	int err = 0, ofd = -1;
+
+	if (!buf)
+		return -ENOMEM;
+	if (fstat(b->fd, &st)) {
+		err = -errno;
+		goto out;
+	}
+	end = (uint64_t)st.st_size;
+	for (pos = end; !err && pos > 0; pos -= n) {
+		n = pos < bufsz ? pos : bufsz;
+		if (pread(b->fd, buf, (size_t)n, (off_t)(pos - n)) != (ssize_t)n)
+			err = -EIO;
+		else
+			err = ezi_bld_pwrite(b, buf, (size_t)n, pos - n + off);
+	}
+	if (!err && old)
+		ofd = open(target, O_RDONLY | O_CLOEXEC);
+	for (pos = 0; !err && pos < off; pos += n) {
+		ssize_t r = 0;
+
+		n = off - pos < bufsz ? off - pos : bufsz;
+		if (ofd >= 0 && got == pos)
+			r = pread(ofd, buf, (size_t)n, (off_t)pos);
+		if (r < 0)
+			r = 0;
+		got += (uint64_t)r;
+		memset(buf + r, 0, (size_t)n - (size_t)r);
+		err = ezi_bld_pwrite(b, buf, (size_t)n, pos);
+	}
+out:
+	if (ofd >= 0)
+		close(ofd);
+	free(buf);
+	if (err && err != -EIO)
+		return err;
+	if (err)
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: --offset: read back failed",
+			    b->out_path);
+	return err;
+}
+
 int ezfs_builder_write(ezfs_builder *b, const char *path)
 {
 	bool named = false;
@@ -454,9 +508,17 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		b->out_path = NULL;
 		return err;
 	}
-	err = ezi_bld_write_data(b);
+	if (!err && b->p.image_offset && kind == 1) {
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: --offset: only for image "
+			    "files, not block devices", path);
+		err = -EINVAL;
+	}
+	if (!err)
+		err = ezi_bld_write_data(b);
 	if (!err)
 		err = ezi_bld_write_meta(b);
+	if (!err && b->p.image_offset)
+		err = shift_image(b, target, old.st_mode != 0);
 	if (!err && old.st_mode && !b->device)
 		err = keep_owner_mode(b, &old);
 	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(b->fd)) {
