@@ -37,3 +37,13 @@ set_tests_properties(interop.mkfs-usage PROPERTIES
                      SKIP_RETURN_CODE 77
                      TIMEOUT 120
                      LABELS "interop;mkfs")
+
+# mkfs.erofs command lines of real pipelines, Android fs_config and
+# file_contexts, aufs whiteouts (tests/interop/mkfs-compat.sh).
+add_test(NAME interop.mkfs-compat
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-compat.sh)
+set_tests_properties(interop.mkfs-compat PROPERTIES
+                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
+                     SKIP_RETURN_CODE 77
+                     TIMEOUT 300
+                     LABELS "interop;mkfs")
