@@ -207,12 +207,15 @@ static int start_worker(struct ezfs_dispatcher *d, unsigned i, int cpu)
 		pthread_cond_destroy(&w->wake);
 		return -e;
 	}
+	/* the workers already running read nw (take_job) under the lock */
+	pthread_mutex_lock(&d->lock);
 	w->started = true;
 	d->nw = i + 1;
 	if (cpu >= 0)
 		d->cpu_worker[cpu] = (int)i; /* its queue, pinned or not */
 	if (w->cpu >= 0)
 		d->pinned++;
+	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
 
