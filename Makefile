@@ -5,7 +5,8 @@
 #   make deps           install the missing Debian packages (scripts/deps.sh)
 #   make demo           deps, build, then show ezfs on a small sample image
 #   make check          deps, then every test: build/ with ctest, then
-#                       build-asan/ (ASan+UBSan)
+#                       build-asan/ (ASan+UBSan), then the threaded tests
+#                       in build-tsan/ (ThreadSanitizer)
 #   make test           ctest in build/ only
 #   make asan           build build-asan/ with -DEZFS_SANITIZE=ON
 #   make tsan           build build-tsan/ (ThreadSanitizer), run the threaded tests
@@ -73,8 +74,11 @@ check: deps
 	(cd $(BUILD) && $(CTEST)) || rc=1; \
 	tests/skips.sh $(BUILD); \
 	$(MAKE) --no-print-directory asan-test || rc=1; \
+	echo "== ctest: $(TSAN_BUILD)/ (ThreadSanitizer, the threaded tests)"; \
+	rm -f $(TSAN_BUILD)/ctest.log; \
+	$(MAKE) --no-print-directory tsan || rc=1; \
 	echo "== make check summary"; \
-	for d in $(BUILD) $(ASAN_BUILD); do \
+	for d in $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD); do \
 		printf '  %-12s %s\n' "$$d/" "$$(grep -h 'tests passed' $$d/ctest.log 2>/dev/null || echo 'did not run')"; \
 	done; \
 	if [ $$rc = 0 ]; then echo "make check: all passed"; else echo "make check: FAILED"; fi; \
@@ -84,7 +88,7 @@ check: deps
 tsan: $(TSAN_BUILD)/build.ninja
 	ninja -C $(TSAN_BUILD)
 	cd $(TSAN_BUILD) && ctest --output-on-failure --timeout 1800 -j$(JOBS) \
-		-R '$(TSAN_TESTS)'
+		-O ctest.log -R '$(TSAN_TESTS)'
 
 test: build
 	cd $(BUILD) && $(CTEST)
