@@ -4,9 +4,10 @@
  * order.
  *
  * Jobs are the compressible regular files in inode order (large files
- * as several parts, zsplit.c). Workers take the
- * next job while it lies within a window ahead of the consumer (bounding
- * memory), compress it into its own buffer and publish the result; the
+ * as several parts, zsplit.c). The writer hands a job to the worker pool
+ * (util/pool.h) while it lies within a window ahead of the consumer
+ * (bounding memory); a worker compresses it into its own buffer and
+ * publishes the result; the
  * writer takes results strictly in order and assigns addresses then, so
  * the image does not depend on the number of workers. A codec context is
  * fresh per file unless the codec's destsize is history-free, so results
@@ -18,8 +19,12 @@
 #include <string.h>
 
 #include "write/internal.h"
+#include "util/pool.h"
+
+struct zjobs;
 
 struct zslot {
+	struct zjobs *j;
 	struct binode *in;
 	struct bzfile *z;
 	uint32_t part, nparts;   /* a large file's parts (zsplit.c) */
@@ -29,14 +34,14 @@ struct zslot {
 
 struct zjobs {
 	struct ezfs_builder *b;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_mutex_t lock;    /* the slots' results */
+	pthread_cond_t cond;     /* the slot the writer waits for is done */
 	struct zslot *slots;
-	size_t njobs, next, consumed, window;
+	size_t njobs, next, consumed, window;   /* the writer's only */
 	uint64_t *upto;          /* input bytes of the jobs before each */
-	bool stop;
-	pthread_t *threads;
-	unsigned nthreads;
+	bool waiting;            /* the writer waits on cond */
+	struct ezi_pool *pool;   /* NULL: synchronous mode */
+	void **wcctx;            /* one per worker */
 	void *cctx;              /* synchronous mode (no threads) */
 };
 
@@ -71,7 +76,7 @@ static int run_job(struct ezfs_builder *b, const struct zslot *sl,
 }
 
 /*
- * A worker may run ahead of the writer by `window` jobs, or further while
+ * A job may run ahead of the writer by `window` jobs, or further while
  * the jobs ahead hold less than ZJ_AHEAD input bytes: one large file then
  * does not leave the other workers idle.
  */
@@ -82,40 +87,38 @@ static bool may_take(const struct zjobs *j)
 	       j->upto[j->next] - j->upto[j->consumed] < ZJ_AHEAD;
 }
 
-static void *worker(void *arg)
+static void zjob(void *arg)
 {
-	struct zjobs *j = arg;
-	void *cctx = NULL;
+	struct zslot *sl = arg;
+	struct zjobs *j = sl->j;
+	struct bzfile *z = NULL;
+	int err;
 
+	err = run_job(j->b, sl, &j->wcctx[ezi_pool_self()], &z);
 	pthread_mutex_lock(&j->lock);
-	for (;;) {
-		size_t idx;
-		struct bzfile *z = NULL;
-		int err;
-
-		while (!j->stop && j->next < j->njobs && !may_take(j))
-			pthread_cond_wait(&j->cond, &j->lock);
-		if (j->stop || j->next >= j->njobs)
-			break;
-		idx = j->next++;
-		pthread_mutex_unlock(&j->lock);
-		err = run_job(j->b, &j->slots[idx], &cctx, &z);
-		pthread_mutex_lock(&j->lock);
-		j->slots[idx].z = z;
-		j->slots[idx].err = err;
-		j->slots[idx].done = true;
-		pthread_cond_broadcast(&j->cond);
-	}
+	sl->z = z;
+	sl->err = err;
+	sl->done = true;
+	if (j->waiting)
+		pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&j->lock);
-	ezi_bld_cctx_free(j->b, cctx);
-	return NULL;
+}
+
+/* Queue every job the window now allows (the writer's thread). */
+static void submit_more(struct zjobs *j)
+{
+	while (j->next < j->njobs && may_take(j)) {
+		if (ezi_pool_submit(j->pool, zjob, &j->slots[j->next]))
+			break; /* ENOMEM: take_slot runs it */
+		j->next++;
+	}
 }
 
 int ezi_bld_zjobs_start(struct ezfs_builder *b)
 {
 	struct zjobs *j;
 	size_t i, n = 0;
-	unsigned t, want;
+	unsigned want;
 
 	if (b->p.alg < 0)
 		return 0;
@@ -146,6 +149,7 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 			continue;
 		np = ezi_bld_zsplit_parts(b, in);
 		for (k = 0; k < np; k++) {
+			j->slots[j->njobs].j = j;
 			j->slots[j->njobs].in = in;
 			j->slots[j->njobs].part = k;
 			j->slots[j->njobs].nparts = np;
@@ -160,14 +164,12 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 	if (want <= 1 || j->njobs <= 1)
 		return 0;	/* synchronous */
 	j->window = 4 * (size_t)want;
-	j->threads = calloc(want, sizeof(*j->threads));
-	if (!j->threads)
+	j->wcctx = calloc(want, sizeof(*j->wcctx));
+	if (!j->wcctx)
 		return 0;
-	for (t = 0; t < want; t++) {
-		if (pthread_create(&j->threads[t], NULL, worker, j))
-			break;
-		j->nthreads++;
-	}
+	j->pool = ezi_pool_new(want, 0, NULL);
+	if (j->pool)
+		submit_more(j);
 	return 0;
 }
 
@@ -179,20 +181,26 @@ static int take_slot(struct ezfs_builder *b, struct zjobs *j,
 	struct zslot *s = &j->slots[j->consumed];
 	int err;
 
-	if (!j->nthreads) {
+	if (j->consumed >= j->next) {
+		/* not queued: synchronous mode, or a submission failed */
 		err = run_job(b, s, &j->cctx, z);
 		j->consumed++;
+		j->next = j->consumed;
+		if (j->pool)
+			submit_more(j);
 		return err;
 	}
 	pthread_mutex_lock(&j->lock);
+	j->waiting = true;
 	while (!s->done)
 		pthread_cond_wait(&j->cond, &j->lock);
+	j->waiting = false;
 	*z = s->z;
 	s->z = NULL;
 	err = s->err;
-	j->consumed++;
-	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->lock);
+	j->consumed++;
+	submit_more(j);
 	return err;
 }
 
@@ -237,23 +245,22 @@ int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 void ezi_bld_zjobs_stop(struct ezfs_builder *b)
 {
 	struct zjobs *j = b->zjobs;
-	unsigned t;
+	unsigned t, n;
 	size_t i;
 
 	if (!j)
 		return;
-	pthread_mutex_lock(&j->lock);
-	j->stop = true;
-	pthread_cond_broadcast(&j->cond);
-	pthread_mutex_unlock(&j->lock);
-	for (t = 0; t < j->nthreads; t++)
-		pthread_join(j->threads[t], NULL);
+	/* the jobs running finish, the queued ones are dropped */
+	n = ezi_pool_threads(j->pool);
+	ezi_pool_destroy(j->pool);
+	for (t = 0; t < n; t++)
+		ezi_bld_cctx_free(b, j->wcctx[t]);
+	free(j->wcctx);
 	for (i = 0; i < j->njobs; i++)
 		ezi_bld_zfile_free(j->slots[i].z);
 	ezi_bld_cctx_free(b, j->cctx);
 	pthread_mutex_destroy(&j->lock);
 	pthread_cond_destroy(&j->cond);
-	free(j->threads);
 	free(j->slots);
 	free(j->upto);
 	free(j);

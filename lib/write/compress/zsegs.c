@@ -14,41 +14,36 @@
  * fragments: ~3.5 s on one CPU).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "write/internal.h"
+#include "util/pool.h"
+
+struct zsegs;
+
+struct zseg_job {
+	struct zsegs *s;
+	size_t i;
+	uint64_t n;
+};
 
 struct zsegs {
 	struct ezfs_builder *b;
 	struct binode cfg; /* zeroed: default algorithm and pcluster */
 	const uint8_t *mem;
-	uint64_t seg, avail, len;
-	size_t maxseg, next, signaled;
-	bool final, stop;
+	uint64_t seg, len;
+	size_t maxseg, next;     /* next: the first segment not submitted */
+	bool final;
 	struct bzfile **res;
 	int *err;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	pthread_t *th;
-	unsigned nth;
+	struct zseg_job *jobs;
+	struct ezi_pool *pool;   /* NULL: ezi_bld_zsegs_finish does them */
+	void **cctx;             /* one per worker */
 };
 
-/* Next segment to compress, or maxseg when there is none (yet). */
-static size_t seg_ready(const struct zsegs *s)
-{
-	uint64_t start = (uint64_t)s->next * s->seg;
-
-	if (s->next >= s->maxseg)
-		return s->maxseg;
-	if (s->final)
-		return start < s->len ? s->next : s->maxseg;
-	return start + s->seg <= s->avail ? s->next : s->maxseg;
-}
-
-/* Bytes of segment i (under the lock: a segment taken before the end is
- * known is a full one). */
+/* Bytes of segment i (a segment submitted before the end is known is a
+ * full one). */
 static uint64_t seg_len(const struct zsegs *s, size_t i)
 {
 	uint64_t off = (uint64_t)i * s->seg;
@@ -75,34 +70,29 @@ static void seg_run(struct zsegs *s, size_t i, uint64_t n, void **cctx)
 	}
 }
 
-static void *seg_worker(void *arg)
+static void seg_job(void *arg)
 {
-	struct zsegs *s = arg;
-	void *cctx = NULL;
-	uint64_t n;
-	size_t i = 0;
+	struct zseg_job *j = arg;
 
-	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		while (!s->stop && (i = seg_ready(s)) == s->maxseg && !s->final)
-			pthread_cond_wait(&s->cond, &s->lock);
-		if (s->stop || i == s->maxseg)
-			break;
-		s->next++;
-		n = seg_len(s, i);
-		pthread_mutex_unlock(&s->lock);
-		seg_run(s, i, n, &cctx);
-		pthread_mutex_lock(&s->lock);
-	}
-	pthread_mutex_unlock(&s->lock);
-	ezi_bld_cctx_free(s->b, cctx);
-	return NULL;
+	seg_run(j->s, j->i, j->n, &j->s->cctx[ezi_pool_self()]);
+}
+
+/* Hand segment s->next to the pool; false if it could not be queued. */
+static bool seg_submit(struct zsegs *s)
+{
+	struct zseg_job *j = &s->jobs[s->next];
+
+	*j = (struct zseg_job){ s, s->next, seg_len(s, s->next) };
+	if (ezi_pool_submit(s->pool, seg_job, j))
+		return false;
+	s->next++;
+	return true;
 }
 
 int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem, uint64_t maxlen)
 {
 	uint64_t pcap = (uint64_t)b->pclusterblks << b->blkszbits;
-	unsigned want = b->p.workers ? b->p.workers : 1, t;
+	unsigned want = b->p.workers ? b->p.workers : 1;
 	struct zsegs *s = calloc(1, sizeof(*s));
 
 	if (!s)
@@ -120,19 +110,15 @@ int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem, uint64_t max
 		free(s);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
 	b->zsegs = s;
 	if (want > s->maxseg)
 		want = (unsigned)s->maxseg;
 	if (want <= 1)
 		return 0; /* ezi_bld_zsegs_finish compresses them */
-	s->th = calloc(want, sizeof(*s->th));
-	for (t = 0; s->th && t < want; t++) {
-		if (pthread_create(&s->th[t], NULL, seg_worker, s))
-			break;
-		s->nth++;
-	}
+	s->jobs = calloc(s->maxseg, sizeof(*s->jobs));
+	s->cctx = calloc(want, sizeof(*s->cctx));
+	if (s->jobs && s->cctx)
+		s->pool = ezi_pool_new(want, 0, NULL);
 	return 0;
 }
 
@@ -140,28 +126,26 @@ void ezi_bld_zsegs_feed(struct ezfs_builder *b, uint64_t avail)
 {
 	struct zsegs *s = b->zsegs;
 
-	/* wake the workers only when a segment is complete */
-	if (!s || !s->nth || avail / s->seg <= s->signaled)
-		return;
-	pthread_mutex_lock(&s->lock);
-	s->avail = avail;
-	s->signaled = (size_t)(avail / s->seg);
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+	/* a segment goes to the workers once the writer is past its end */
+	while (s && s->pool && s->next < s->maxseg &&
+	       (uint64_t)(s->next + 1) * s->seg <= avail)
+		if (!seg_submit(s))
+			break;
 }
 
+/* Join the workers: after the jobs queued (stop: without them). */
 static void zsegs_end(struct zsegs *s, bool stop)
 {
-	unsigned t;
+	unsigned t, n = ezi_pool_threads(s->pool);
 
-	pthread_mutex_lock(&s->lock);
-	s->stop = stop;
-	s->final = true;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	for (t = 0; t < s->nth; t++)
-		pthread_join(s->th[t], NULL);
-	s->nth = 0;
+	if (!s->pool)
+		return;
+	if (!stop)
+		ezi_pool_wait(s->pool);
+	ezi_pool_destroy(s->pool);
+	s->pool = NULL;
+	for (t = 0; t < n; t++)
+		ezi_bld_cctx_free(s->b, s->cctx[t]);
 }
 
 void ezi_bld_zsegs_free(struct ezfs_builder *b)
@@ -174,9 +158,8 @@ void ezi_bld_zsegs_free(struct ezfs_builder *b)
 	zsegs_end(s, true);
 	for (i = 0; i <= s->maxseg; i++)
 		ezi_bld_zfile_free(s->res[i]);
-	pthread_mutex_destroy(&s->lock);
-	pthread_cond_destroy(&s->cond);
-	free(s->th);
+	free(s->cctx);
+	free(s->jobs);
 	free(s->res);
 	free(s->err);
 	free(s);
@@ -201,6 +184,11 @@ int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len
 		return -EOVERFLOW; /* more than announced */
 	}
 	s->len = len;
+	s->final = true;
+	/* the rest (the last, partial segment) on the workers too */
+	while (s->pool && s->next < nseg)
+		if (!seg_submit(s))
+			break;
 	zsegs_end(s, false);
 	/* without workers (or if none could start): here, in order */
 	for (i = s->next; i < nseg; i++)
