@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 
 #include "ezfs/ezfs.h"
+#include "util/hash.h"
+#include "util/pool.h"
+#include "util/vec.h"
 
 #ifndef EUCLEAN
 #define EUCLEAN 117
@@ -29,7 +32,7 @@
  * reached once; other inodes are counted to compare with their nlink.
  */
 struct node {
-	uint64_t key;       /* nid + 1; 0 = empty slot */
+	uint64_t nid;
 	uint32_t nlink;
 	uint32_t refs;
 	uint8_t isdir;
@@ -44,7 +47,7 @@ struct pending {
 
 /* A regular file waiting for its data check. */
 struct djob {
-	struct djob *next;
+	struct fsck *f;
 	ezfs_inode *ino;
 	uint64_t nid, size;
 	char *path;
@@ -59,20 +62,15 @@ struct fsck {
 	pthread_mutex_t lock;         /* res, problem and progress callbacks */
 	uint64_t last_inodes, last_bytes;
 
-	struct node *nodes;
-	size_t ncap, ncount;
+	EZI_VEC(struct node) nodes;   /* in the order first reached */
+	struct ezi_hash nidx;         /* nid -> 1 + index in nodes */
 
-	struct pending *stack;
-	size_t depth, scap;
+	EZI_VEC(struct pending) stack;
 
-	/* data queue */
-	pthread_mutex_t qlock;
-	pthread_cond_t more, space;
-	struct djob *head, *tail;
-	unsigned queued, maxq;
-	int closing;
+	/* data checks on workers (util/pool.h) */
+	struct ezi_pool *pool;
 	unsigned nthreads;
-	pthread_t *tids;
+	char **wbuf;                  /* one per worker, allocated there */
 	char *buf;                    /* inline data checks (no threads) */
 };
 
@@ -119,47 +117,25 @@ static const char *err_str(int err)
 
 /* ---- nid table ---- */
 
-static size_t hash(uint64_t nid, size_t cap)
-{
-	nid *= 0x9e3779b97f4a7c15ULL;
-	return (size_t)(nid >> 19) & (cap - 1);
-}
-
-/* The node of nid; *added = 1 when it was just created. NULL: ENOMEM. */
+/* The node of nid; *added = 1 when it was just created. NULL: ENOMEM.
+ * The pointer holds until the next node_get. */
 static struct node *node_get(struct fsck *f, uint64_t nid, int *added)
 {
-	size_t i;
+	uintptr_t i = (uintptr_t)ezi_hash_get(&f->nidx, nid);
+	struct node *n;
 
 	*added = 0;
-	if ((f->ncount + 1) * 2 > f->ncap) {
-		size_t ncap = f->ncap ? f->ncap * 2 : 1024, j;
-		struct node *n = calloc(ncap, sizeof(*n));
-
-		if (!n)
-			return NULL;
-		for (j = 0; j < f->ncap; j++) {
-			if (!f->nodes[j].key)
-				continue;
-			i = hash(f->nodes[j].key - 1, ncap);
-			while (n[i].key)
-				i = (i + 1) & (ncap - 1);
-			n[i] = f->nodes[j];
-		}
-		free(f->nodes);
-		f->nodes = n;
-		f->ncap = ncap;
+	if (i)
+		return &f->nodes.v[i - 1];
+	if (ezi_vec_add(&f->nodes, &n))
+		return NULL;
+	if (ezi_hash_add(&f->nidx, nid, (void *)(uintptr_t)f->nodes.n)) {
+		f->nodes.n--;
+		return NULL;
 	}
-	i = hash(nid, f->ncap);
-	while (f->nodes[i].key) {
-		if (f->nodes[i].key == nid + 1)
-			return &f->nodes[i];
-		i = (i + 1) & (f->ncap - 1);
-	}
-	memset(&f->nodes[i], 0, sizeof(f->nodes[i]));
-	f->nodes[i].key = nid + 1;
-	f->ncount++;
+	n->nid = nid;
 	*added = 1;
-	return &f->nodes[i];
+	return n;
 }
 
 /* ---- per-inode checks ---- */
@@ -329,37 +305,19 @@ static void djob_free(struct djob *j)
 	free(j);
 }
 
-static void *worker(void *arg)
+static void data_job(void *arg)
 {
-	struct fsck *f = arg;
-	char *buf = malloc(FSCK_CHUNK);
+	struct djob *j = arg;
+	struct fsck *f = j->f;
+	char **buf = &f->wbuf[ezi_pool_self()];
 
-	for (;;) {
-		struct djob *j;
-
-		pthread_mutex_lock(&f->qlock);
-		while (!f->head && !f->closing)
-			pthread_cond_wait(&f->more, &f->qlock);
-		j = f->head;
-		if (j) {
-			f->head = j->next;
-			if (!f->head)
-				f->tail = NULL;
-			f->queued--;
-			pthread_cond_signal(&f->space);
-		}
-		pthread_mutex_unlock(&f->qlock);
-		if (!j)
-			break;
-		if (buf)
-			check_data(f, j, buf);
-		else
-			problem(f, j->nid, j->path, "data check: %s",
-				err_str(-ENOMEM));
-		djob_free(j);
-	}
-	free(buf);
-	return NULL;
+	if (!*buf)
+		*buf = malloc(FSCK_CHUNK);
+	if (*buf)
+		check_data(f, j, *buf);
+	else
+		problem(f, j->nid, j->path, "data check: %s", err_str(-ENOMEM));
+	djob_free(j);
 }
 
 /* Check the data of a regular file, now or on a worker. Takes ino. */
@@ -378,25 +336,18 @@ static void submit_data(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 		free(j);
 		return;
 	}
+	j->f = f;
 	j->ino = ino;
 	j->nid = nid;
 	j->size = size;
-	if (!f->nthreads) {
-		check_data(f, j, f->buf);
+	if (!f->nthreads || ezi_pool_submit(f->pool, data_job, j)) {
+		if (f->buf)
+			check_data(f, j, f->buf);
+		else
+			problem(f, nid, path, "data check: %s",
+				err_str(-ENOMEM));
 		djob_free(j);
-		return;
 	}
-	pthread_mutex_lock(&f->qlock);
-	while (f->queued >= f->maxq)
-		pthread_cond_wait(&f->space, &f->qlock);
-	if (f->tail)
-		f->tail->next = j;
-	else
-		f->head = j;
-	f->tail = j;
-	f->queued++;
-	pthread_cond_signal(&f->more);
-	pthread_mutex_unlock(&f->qlock);
 }
 
 /*
@@ -504,20 +455,9 @@ static char *join(const char *dir, const char *name, size_t namelen)
 
 static int push_dir(struct fsck *f, uint64_t nid, uint64_t parent, char *path)
 {
-	if (f->depth == f->scap) {
-		size_t ncap = f->scap ? f->scap * 2 : 64;
-		struct pending *n = realloc(f->stack, ncap * sizeof(*n));
+	struct pending d = { nid, parent, path };
 
-		if (!n)
-			return -ENOMEM;
-		f->stack = n;
-		f->scap = ncap;
-	}
-	f->stack[f->depth].nid = nid;
-	f->stack[f->depth].parent = parent;
-	f->stack[f->depth].path = path;
-	f->depth++;
-	return 0;
+	return ezi_vec_push(&f->stack, d);
 }
 
 /* One entry of directory dnid (not "." or ".."). Returns 1 if it is a
@@ -704,43 +644,41 @@ static void check_links(struct fsck *f)
 {
 	size_t i;
 
-	for (i = 0; i < f->ncap; i++) {
-		struct node *n = &f->nodes[i];
+	for (i = 0; i < f->nodes.n; i++) {
+		struct node *n = &f->nodes.v[i];
 
-		if (!n->key || n->isdir || n->refs == n->nlink)
+		if (n->isdir || n->refs == n->nlink)
 			continue;
-		problem(f, n->key - 1, n->path, "nlink %u, but %u directory "
+		problem(f, n->nid, n->path, "nlink %u, but %u directory "
 			"entries refer to it", n->nlink, n->refs);
 	}
 }
 
 static void start_threads(struct fsck *f, unsigned n)
 {
-	unsigned i;
-
 	if (n <= 1)
 		return;
-	f->tids = calloc(n, sizeof(*f->tids));
-	if (!f->tids)
+	f->wbuf = calloc(n, sizeof(*f->wbuf));
+	if (!f->wbuf)
 		return;
-	f->maxq = n * 8 + 16;
-	for (i = 0; i < n; i++)
-		if (pthread_create(&f->tids[i], NULL, worker, f))
-			break;
-	f->nthreads = i;
+	/* bounded: the walk waits for the checks (memory) */
+	f->pool = ezi_pool_new(n, n * 8 + 16, NULL);
+	f->nthreads = ezi_pool_threads(f->pool);
 }
 
+/* Run every data check queued, then join the workers. */
 static void stop_threads(struct fsck *f)
 {
 	unsigned i;
 
-	pthread_mutex_lock(&f->qlock);
-	f->closing = 1;
-	pthread_cond_broadcast(&f->more);
-	pthread_mutex_unlock(&f->qlock);
+	if (f->pool) {
+		ezi_pool_wait(f->pool);
+		ezi_pool_destroy(f->pool);
+		f->pool = NULL;
+	}
 	for (i = 0; i < f->nthreads; i++)
-		pthread_join(f->tids[i], NULL);
-	free(f->tids);
+		free(f->wbuf[i]);
+	free(f->wbuf);
 }
 
 void ezfs_fsck_params_init(struct ezfs_fsck_params *p)
@@ -780,9 +718,6 @@ int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 	f.res = res;
 	ezfs_get_sb_info(img, &f.si);
 	pthread_mutex_init(&f.lock, NULL);
-	pthread_mutex_init(&f.qlock, NULL);
-	pthread_cond_init(&f.more, NULL);
-	pthread_cond_init(&f.space, NULL);
 
 	rnid = ezfs_root_nid(img);
 	ret = ezfs_inode_get(img, rnid, &root);
@@ -803,7 +738,7 @@ int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 		f.buf = malloc(FSCK_CHUNK);
 	nd = node_get(&f, rnid, &added);
 	if (!nd || push_dir(&f, rnid, rnid, strdup("/")) < 0 ||
-	    !f.stack[0].path) {
+	    !f.stack.v[0].path) {
 		ezfs_inode_put(root);
 		ret = -ENOMEM;
 		goto stop;
@@ -815,8 +750,8 @@ int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 	check_inode(&f, root, &st, "/");
 
 	/* depth first over the pending directories */
-	while (f.depth) {
-		struct pending d = f.stack[--f.depth];
+	while (f.stack.n) {
+		struct pending d = f.stack.v[--f.stack.n];
 
 		scan_dir(&f, &d);
 		free(d.path);
@@ -829,17 +764,15 @@ stop:
 out:
 	if (f.p->progress)
 		f.p->progress(f.p->arg, res->inodes, res->data_bytes);
-	for (i = 0; i < f.depth; i++)
-		free(f.stack[i].path);
-	free(f.stack);
-	for (i = 0; i < f.ncap; i++)
-		free(f.nodes[i].path);
-	free(f.nodes);
+	for (i = 0; i < f.stack.n; i++)
+		free(f.stack.v[i].path);
+	ezi_vec_free(&f.stack);
+	for (i = 0; i < f.nodes.n; i++)
+		free(f.nodes.v[i].path);
+	ezi_vec_free(&f.nodes);
+	ezi_hash_free(&f.nidx);
 	free(f.buf);
 	pthread_mutex_destroy(&f.lock);
-	pthread_mutex_destroy(&f.qlock);
-	pthread_cond_destroy(&f.more);
-	pthread_cond_destroy(&f.space);
 	if (ret < 0)
 		return ret;
 	return res->problems ? -EUCLEAN : 0;
