@@ -357,11 +357,24 @@ static int cmp_dent_name(const void *a, const void *b)
 		      ((const struct bdentry *)b)->name);
 }
 
-/* Remove inodes no entry names any more (whiteouts made or stripped) */
-static void drop_orphans(struct ezfs_builder *b)
+/*
+ * Take the inodes no entry names any more (whiteouts made or stripped) out
+ * of b->inodes; they are freed with the builder (a tar source frees only
+ * the inodes of nlink 0, those never handed over, so theirs stays set).
+ */
+static int drop_orphans(struct ezfs_builder *b)
 {
-	size_t i, n = 0;
+	size_t i, n = 0, cnt = 0;
+	struct binode **g;
 
+	for (i = 0; i < b->ninodes; i++)
+		cnt += b->inodes[i]->gone;
+	if (!cnt)
+		return 0;
+	g = realloc(b->gone, (b->ngone + cnt) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	b->gone = g;
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
 
@@ -369,15 +382,17 @@ static void drop_orphans(struct ezfs_builder *b)
 			b->inodes[n++] = in;
 			continue;
 		}
+		in->nlink = 1;
+		b->gone[b->ngone++] = in;
 		if (S_ISREG(in->mode))
 			b->st.files--;
 		else if (S_ISLNK(in->mode))
 			b->st.symlinks--;
 		else if (!S_ISDIR(in->mode))
 			b->st.specials--;
-		ezi_bld_inode_free(in);
 	}
 	b->ninodes = n;
+	return 0;
 }
 
 /* Mark the inodes of the subtree of in as gone */
@@ -501,7 +516,7 @@ static int overlay_fixup(struct ezfs_builder *b)
 		ezi_bld_xattrs_sort(dir);
 	}
 	if (!err && any)
-		drop_orphans(b);
+		err = drop_orphans(b);
 	return err;
 }
 

@@ -180,6 +180,10 @@ struct ezfs_builder {
 	pthread_mutex_t devlock; /* zeroed */
 	struct ezfs_build_stats st;
 	double t0;
+	/* droid.c: inodes taken out of the tree (whiteouts...), freed with
+	 * the builder (a tar source's list still holds them) */
+	struct binode **gone;
+	size_t ngone;
 };
 
 /* out.c */

@@ -457,6 +457,11 @@ void ezi_bld_free_inodes(struct ezfs_builder *b)
 	free(b->inodes);
 	b->inodes = NULL;
 	b->ninodes = b->capinodes = 0;
+	for (i = 0; i < b->ngone; i++)
+		ezi_bld_inode_free(b->gone[i]);
+	free(b->gone);
+	b->gone = NULL;
+	b->ngone = 0;
 	free(b->hlmap);
 	b->hlmap = NULL;
 	b->hlcap = b->hlcount = 0;

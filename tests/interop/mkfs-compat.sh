@@ -393,5 +393,28 @@ if [ "$RC" = 0 ]; then
 else
 	t_fail "aufs: mkfs rc=$RC $(head -c 300 "$ERR")"
 fi
+# containerd: a layer tar, --tar=f --aufs --quiet -Enoinline_data --sort=none
+tar -C "$CT" -cf "$TMP/layer.tar" .
+t_run ctd "$EZFS" mkfs --tar=f --aufs --quiet -Enoinline_data --sort=none \
+	"$TMP/ctd.img" "$TMP/layer.tar"
+if [ "$RC" != 0 ]; then
+	t_fail "containerd: mkfs rc=$RC $(head -c 300 "$ERR")"
+elif ! "$EZFS" fsck "$TMP/ctd.img" >/dev/null 2>&1; then
+	t_fail "containerd: ezfs fsck"
+elif [ "$KMOUNT" = 1 ] && t_kmount "$TMP/ctd.img" "$TMP/tmnt"; then
+	w=$(stat -c '%F %t:%T %u:%g' "$TMP/tmnt/d/gone" 2>&1)
+	o=$(getfattr --only-values -n trusted.overlay.opaque "$TMP/tmnt/o" \
+		2>/dev/null)
+	n=$(ls -A "$TMP/tmnt/o" | tr '\n' ' ')
+	t_kumount "$TMP/tmnt"
+	if [ "$w" = "character special file 0:0 0:0" ] && [ "$o" = y ] &&
+	   [ "$n" = "new " ]; then
+		t_pass "containerd: tar whiteout and opaque directory"
+	else
+		t_fail "containerd: whiteout '$w', opaque '$o', o/ holds '$n'"
+	fi
+else
+	t_pass "containerd: mkfs and ezfs fsck"
+fi
 
 t_done
