@@ -571,3 +571,125 @@ int ezi_bld_tree_fixup(struct ezfs_builder *b)
 	free(f.path);
 	return err;
 }
+
+/* Block list: one "START[-END]" range per run of blocks */
+struct blist {
+	FILE *fp;
+	uint64_t start, next;    /* the run being gathered; next 0: none */
+	bool named;
+};
+
+static void blist_flush(struct blist *l)
+{
+	if (!l->next)
+		return;
+	if (l->next - l->start == 1)
+		fprintf(l->fp, " %llu", (unsigned long long)l->start);
+	else
+		fprintf(l->fp, " %llu-%llu", (unsigned long long)l->start,
+			(unsigned long long)(l->next - 1));
+	l->next = 0;
+}
+
+static void blist_add(struct blist *l, const char *mp, const char *rel,
+		      uint64_t blk, uint64_t n)
+{
+	if (!n)
+		return;
+	if (!l->named) {
+		fprintf(l->fp, "/%s%s%s", mp ? mp : "", mp && *mp ? "/" : "",
+			rel);
+		l->named = true;
+	}
+	if (l->next && l->next == blk) {
+		l->next += n;
+		return;
+	}
+	blist_flush(l);
+	l->start = blk;
+	l->next = blk + n;
+}
+
+static int blist_visit(struct ezfs_builder *b, struct fixup *f,
+		       struct blist *l, struct binode *in, size_t off)
+{
+	const char *mp = b->p.mount_point;
+	unsigned k;
+	int err = 0;
+
+	if (S_ISREG(in->mode)) {
+		l->named = false;
+		l->next = 0;
+		if (in->z) {
+			for (k = 0; k < in->z->next; k++) {
+				const struct bextent *e = &in->z->ext[k];
+
+				if (!e->frag && e->blocks)
+					blist_add(l, mp, f->path, e->blkaddr,
+						  e->blocks);
+			}
+		} else if (in->datalayout != EROFS_INODE_CHUNK_BASED &&
+			   in->startblk != EROFS_NULL_ADDR32) {
+			blist_add(l, mp, f->path, in->startblk, in->nblocks);
+		}
+		/* an inline tail is in the inode's block */
+		if (in->tail_len || (in->z && in->z->idata_len))
+			blist_add(l, mp, f->path, in->meta_off >> b->blkszbits,
+				  1);
+		blist_flush(l);
+		if (l->named)
+			fputc('\n', l->fp);
+		return 0;
+	}
+	if (!S_ISDIR(in->mode))
+		return 0;
+	for (k = 0; k < in->ndents && !err; k++) {
+		struct bdentry *d = &in->dents[k];
+		size_t coff = off ? off + 1 : 0;
+
+		if (!strcmp(d->name, ".") || !strcmp(d->name, "..") ||
+		    d->inode->listed)
+			continue;
+		d->inode->listed = true;
+		err = path_set(f, coff, d->name);
+		if (!err)
+			err = blist_visit(b, f, l, d->inode,
+					  coff + strlen(d->name));
+		f->path[off] = '\0';
+	}
+	return err;
+}
+
+/*
+ * --block-list-file (Android): "/MOUNTPOINT/relpath RANGE..." for each
+ * regular file with data: its plain or compressed blocks and the block
+ * of its inline tail (not fragments, nor chunk-based files), in
+ * depth-first name order, once the image is laid out.
+ */
+int ezi_bld_block_list(struct ezfs_builder *b)
+{
+	struct fixup f = { .b = b };
+	struct blist l = { .fp = NULL };
+	int err = 0;
+
+	if (!b->p.block_list_file || !b->ninodes)
+		return 0;
+	l.fp = fopen(b->p.block_list_file, "w");
+	f.path = calloc(1, 256);
+	f.pathcap = 256;
+	if (!l.fp || !f.path) {
+		err = l.fp ? -ENOMEM : -errno;
+		goto out;
+	}
+	err = blist_visit(b, &f, &l, b->inodes[0], 0);
+	if (!err && (ferror(l.fp) || fflush(l.fp)))
+		err = -errno ? -errno : -EIO;
+out:
+	if (l.fp && fclose(l.fp) && !err)
+		err = -errno;
+	if (err)
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->p.block_list_file,
+			    strerror(-err));
+	free(f.path);
+	return err;
+}

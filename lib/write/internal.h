@@ -116,6 +116,7 @@ struct binode {
 				  * earlier file too */
 	bool fixed;              /* droid.c: fs_config/labels applied */
 	bool gone;               /* droid.c: no longer in the tree */
+	bool listed;             /* droid.c: in the block list */
 };
 
 struct ezfs_builder {
@@ -212,6 +213,8 @@ int ezi_bld_scan_finish(struct ezfs_builder *b);
 /* droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
  * the read tree before "." and ".." are added */
 int ezi_bld_tree_fixup(struct ezfs_builder *b);
+/* droid.c: --block-list-file, once the image is laid out */
+int ezi_bld_block_list(struct ezfs_builder *b);
 void ezi_bld_inode_free(struct binode *in);
 bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel);
 

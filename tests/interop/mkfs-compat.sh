@@ -329,6 +329,25 @@ EOF
 	fi
 fi
 
+# --block-list-file: "/MOUNTPOINT/path RANGE..." where the data is
+if [ -s "$TMP/blocks.map" ] && grep -q '^/system/bin/toybox [0-9]' "$TMP/blocks.map"; then
+	t_pass "--block-list-file written (compressed)"
+else
+	t_fail "--block-list-file: $(head -3 "$TMP/blocks.map" 2>&1)"
+fi
+line blist -q --mount-point system --block-list-file "$TMP/plain.map" \
+	@IMG @SRC
+r=$(awk '$1 == "/system/bin/toybox" { print $2 }' "$TMP/plain.map")
+s=${r%-*} e=${r#*-}
+n=$(( $(stat -c %s "$TREE/bin/toybox") / 4096 ))
+if [ -n "$r" ] && [ $((e - s + 1)) -ge "$n" ] &&
+   cmp -s <(dd if="$TMP/blist.img" bs=4096 skip="$s" count="$n" 2>/dev/null) \
+	  <(head -c $((n * 4096)) "$TREE/bin/toybox"); then
+	t_pass "--block-list-file: bin/toybox's blocks $r hold its data"
+else
+	t_fail "--block-list-file: bin/toybox at '$r': $(head -3 "$TMP/plain.map")"
+fi
+
 # A path the fs_config lacks: one line naming it, exit 1; or kept
 grep -v '^system/etc/empty ' "$TMP/fs_config" >"$TMP/fs_config.short"
 t_run missing "$EZFS" mkfs -q --mount-point system \

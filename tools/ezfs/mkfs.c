@@ -86,7 +86,7 @@ static const char usage_text[] =
 	"  --fs-config-missing=keep|error\n"
 	"                        a path the fs_config lacks (default: error)\n"
 	"  --file-contexts=F     SELinux labels (text or compiled)\n"
-	"  --block-list-file=F   accepted (no block list is written)\n"
+	"  --block-list-file=F   list each file's data blocks into F\n"
 	"Containers:\n"
 	"  --aufs                .wh.NAME whiteouts become overlayfs ones\n"
 	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* xattrs\n";
@@ -520,8 +520,7 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 				       "built without libselinux");
 #endif
 	case OPT_BLOCK_LIST:
-		/* Android's OTA bookkeeping, not part of the image */
-		ignored(ig, "--block-list-file (no block list is written)");
+		p->block_list_file = arg;
 		return 0;
 	case OPT_XATTR_PREFIX:
 		if (strncmp(arg, "user.", 5) && strncmp(arg, "trusted.", 8) &&
