@@ -116,6 +116,20 @@ line misc2 -q -U random --preserve-mtime --hard-dereference \
 		t_check_image misc2 "$TMP/misc2.img" "$TMP/deref.json" --no-times
 	}
 
+# the same line through the mkfs.erofs name beside the command
+LINK=$(dirname "$EZFS")/mkfs.erofs
+if [ -x "$LINK" ]; then
+	t_run link "$LINK" -zlz4hc,level=12 -b 4096 -U "$UUID" "$TMP/link.img" \
+		"$TREE" --quiet
+	if [ "$RC" = 0 ]; then
+		check link "$TMP/link.img"
+	else
+		t_fail "mkfs.erofs name: rc=$RC $(head -c 300 "$ERR")"
+	fi
+else
+	echo "SKIP: no mkfs.erofs link beside $EZFS"
+fi
+
 # -U clear is the all-zero UUID; -V and --help
 uuid_of() { od -An -tx1 -j $((1024 + 48)) -N16 "$1" | tr -d ' \n'; }
 if [ "$(uuid_of "$TMP/misc.img")" = 00000000000000000000000000000000 ] &&
