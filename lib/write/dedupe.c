@@ -19,40 +19,21 @@
 
 #include "write/internal.h"
 #include "format/erofs_fs.h"
+#include "util/hash.h"
+#include "util/vec.h"
 
 struct dent {
-	uint32_t crc;
 	uint32_t blocks;
 	uint64_t dlen;           /* decoded length (chunks: data length) */
 	uint64_t blkaddr;
 	uint8_t type;
-	bool used;
 };
 
+/* What was written, in order, and its CRCs -> 1 + index (a multimap). */
 struct dtab {
-	struct dent *e;
-	size_t cap, n;
+	EZI_VEC(struct dent) e;
+	struct ezi_hash idx;
 };
-
-static int dtab_grow(struct dtab *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 4096, i, h;
-	struct dent *ne = calloc(cap, sizeof(*ne));
-
-	if (!ne)
-		return -ENOMEM;
-	for (i = 0; i < t->cap; i++) {
-		if (!t->e[i].used)
-			continue;
-		for (h = t->e[i].crc & (cap - 1); ne[h].used; h = (h + 1) & (cap - 1))
-			;
-		ne[h] = t->e[i];
-	}
-	free(t->e);
-	t->e = ne;
-	t->cap = cap;
-	return 0;
-}
 
 void ezi_bld_dedupe_free(struct ezfs_builder *b)
 {
@@ -60,7 +41,8 @@ void ezi_bld_dedupe_free(struct ezfs_builder *b)
 
 	if (!t)
 		return;
-	free(t->e);
+	ezi_vec_free(&t->e);
+	ezi_hash_free(&t->idx);
 	free(t);
 	b->dedupe = NULL;
 }
@@ -91,9 +73,10 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 			 uint64_t addr, uint64_t *found, uint8_t *tmp)
 {
 	struct dtab *t = b->dedupe;
-	size_t len = (size_t)blocks << b->blkszbits, h;
+	size_t len = (size_t)blocks << b->blkszbits, pos = 0;
+	struct dent ne;
+	uintptr_t i;
 	uint32_t crc;
-	int err;
 
 	if (!t) {
 		t = calloc(1, sizeof(*t));
@@ -101,24 +84,24 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 			return -ENOMEM;
 		b->dedupe = t;
 	}
-	if (2 * (t->n + 1) > t->cap) {
-		err = dtab_grow(t);
-		if (err)
-			return err;
-	}
 	crc = ezi_crc32c(0, p, len);
-	for (h = crc & (t->cap - 1); t->e[h].used; h = (h + 1) & (t->cap - 1)) {
-		struct dent *e = &t->e[h];
+	while ((i = (uintptr_t)ezi_hash_next(&t->idx, crc, &pos))) {
+		struct dent *e = &t->e.v[i - 1];
 
-		if (e->crc == crc && e->blocks == blocks && e->type == type &&
-		    e->dlen == dlen && same_in_image(b, e->blkaddr, p, len, tmp)) {
+		if (e->blocks == blocks && e->type == type && e->dlen == dlen &&
+		    same_in_image(b, e->blkaddr, p, len, tmp)) {
 			*found = e->blkaddr;
 			return 1;
 		}
 	}
-	t->e[h] = (struct dent){ .crc = crc, .blocks = blocks, .dlen = dlen,
-				 .blkaddr = addr, .type = type, .used = true };
-	t->n++;
+	ne = (struct dent){ .blocks = blocks, .dlen = dlen, .blkaddr = addr,
+			    .type = type };
+	if (ezi_vec_push(&t->e, ne))
+		return -ENOMEM;
+	if (ezi_hash_add(&t->idx, crc, (void *)(uintptr_t)t->e.n)) {
+		t->e.n--;
+		return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -24,34 +24,30 @@
 
 #include "write/internal.h"
 #include "format/erofs_fs.h"
+#include "util/hash.h"
+#include "util/vec.h"
 
-/* Fragment dedupe table entry: identical tails share packed bytes. */
+/* Fragment dedupe table (b->fragtab): identical tails share packed
+ * bytes. The fragments placed, and their keys -> 1 + index (a multimap). */
 struct fragent {
 	uint64_t off, len;
-	uint32_t crc;
-	bool used;
 };
 
-static int frag_table_grow(struct ezfs_builder *b)
+struct fragtab {
+	EZI_VEC(struct fragent) e;
+	struct ezi_hash idx;
+};
+
+static void frag_table_free(struct ezfs_builder *b)
 {
-	size_t cap = b->fragtab_cap ? b->fragtab_cap * 2 : 1024, i;
-	struct fragent *nt = calloc(cap, sizeof(*nt)), *ot = b->fragtab;
+	struct fragtab *ft = b->fragtab;
 
-	if (!nt)
-		return -ENOMEM;
-	for (i = 0; i < b->fragtab_cap; i++) {
-		size_t h;
-
-		if (!ot[i].used)
-			continue;
-		for (h = ot[i].crc & (cap - 1); nt[h].used; h = (h + 1) & (cap - 1))
-			;
-		nt[h] = ot[i];
+	if (ft) {
+		ezi_vec_free(&ft->e);
+		ezi_hash_free(&ft->idx);
+		free(ft);
 	}
-	free(ot);
-	b->fragtab = nt;
-	b->fragtab_cap = cap;
-	return 0;
+	b->fragtab = NULL;
 }
 
 #define FRAG_HASHLEN 64	/* bytes of a fragment's end that are hashed */
@@ -148,36 +144,36 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 	 */
 	unsigned near = z->wholefrag && z->frag_len > b->blksz &&
 			z->frag_len <= (256u << 10) ? 8 : 0;
-	struct fragent *t;
-	size_t h;
+	struct fragtab *ft = b->fragtab;
+	struct fragent *t, ne;
+	size_t pos = 0;
+	uintptr_t i;
 	int err;
 
-	if (2 * (b->fragtab_n + 1) > b->fragtab_cap) {
-		err = frag_table_grow(b);
-		if (err)
-			return err;
+	if (!ft) {
+		ft = calloc(1, sizeof(*ft));
+		if (!ft)
+			return -ENOMEM;
+		b->fragtab = ft;
 	}
-	t = b->fragtab;
-	for (h = crc & (b->fragtab_cap - 1); t[h].used;
-	     h = (h + 1) & (b->fragtab_cap - 1)) {
+	while ((i = (uintptr_t)ezi_hash_next(&ft->idx, crc, &pos))) {
 		uint64_t off, l;
 
-		if (t[h].crc != crc)
-			continue;
-		if (near && t[h].len >= FRAG_HASHLEN) {
+		t = &ft->e.v[i - 1];
+		if (near && t->len >= FRAG_HASHLEN) {
 			/* the longest common end, for near-copies */
 			near--;
-			l = common_end(b->packed + t[h].off, t[h].len,
-				       z->frag, z->frag_len);
+			l = common_end(b->packed + t->off, t->len, z->frag,
+				       z->frag_len);
 			if (l > best) {
 				best = l;
-				bend = t[h].off + t[h].len;
+				bend = t->off + t->len;
 			}
 		}
-		if (t[h].len < z->frag_len ||
-		    (z->frag_len < FRAG_HASHLEN && t[h].len != z->frag_len))
+		if (t->len < z->frag_len ||
+		    (z->frag_len < FRAG_HASHLEN && t->len != z->frag_len))
 			continue;
-		off = t[h].off + t[h].len - z->frag_len;
+		off = t->off + t->len - z->frag_len;
 		if (!memcmp(b->packed + off, z->frag, (size_t)z->frag_len)) {
 			z->fragoff = off;
 			goto done;
@@ -194,11 +190,13 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 	err = packed_append(b, z->frag, z->frag_len);
 	if (err)
 		return err;
-	t[h].crc = crc;
-	t[h].len = z->frag_len;
-	t[h].off = z->fragoff;
-	t[h].used = true;
-	b->fragtab_n++;
+	ne = (struct fragent){ z->fragoff, z->frag_len };
+	if (ezi_vec_push(&ft->e, ne))
+		return -ENOMEM;
+	if (ezi_hash_add(&ft->idx, crc, (void *)(uintptr_t)ft->e.n)) {
+		ft->e.n--;
+		return -ENOMEM;
+	}
 done:
 	free(z->frag);
 	z->frag = NULL;
@@ -350,8 +348,6 @@ int ezi_bld_frags_place(struct ezfs_builder *b)
 	if (b->fragcctx)
 		ezi_bld_cctx_free(b, b->fragcctx);
 	b->fragcctx = NULL;
-	free(b->fragtab);
-	b->fragtab = NULL;
-	b->fragtab_cap = b->fragtab_n = 0;
+	frag_table_free(b);
 	return err;
 }

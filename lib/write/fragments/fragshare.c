@@ -22,20 +22,15 @@
 
 #include "write/internal.h"
 #include "format/erofs_fs.h"
+#include "util/hash.h"
 
 #define SHARE_MIN (32u << 10)	/* shorter common ends are left alone */
 #define SHARE_HASH 64		/* bytes of a file's end that are hashed */
 #define SHARE_CAND 8		/* earlier files compared at most */
 #define SHARE_BUF (64u << 10)
 
-struct shent {
-	uint32_t crc;
-	struct binode *in;
-};
-
 struct shtab {
-	struct shent *t;
-	size_t cap, n;
+	struct ezi_hash t;       /* CRC of a file's end -> binode (multimap) */
 	uint8_t *b1, *b2;
 };
 
@@ -97,7 +92,8 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 	struct bsrc s = { .fd = -1 };
 	unsigned cand = 0;
 	uint32_t crc;
-	size_t i;
+	struct binode *c;
+	size_t pos = 0;
 	int err;
 
 	if (in->zseen || in->size < SHARE_MIN || !ezi_bld_compress_wanted(b, in))
@@ -110,18 +106,15 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 	if (err)
 		return 0;	/* the compression pass reports it */
 	crc = ezi_crc32c(0, h->b1, SHARE_HASH);
-	for (i = crc & (h->cap - 1); h->t[i].in && cand < SHARE_CAND;
-	     i = (i + 1) & (h->cap - 1)) {
+	while (cand < SHARE_CAND && (c = ezi_hash_next(&h->t, crc, &pos))) {
 		uint64_t l;
 
-		if (h->t[i].crc != crc)
-			continue;
 		cand++;
-		if (common_tail(b, h, h->t[i].in, in, &l))
+		if (common_tail(b, h, c, in, &l))
 			continue;
 		if (l > bestlen) {
 			bestlen = l;
-			best = h->t[i].in;
+			best = c;
 		}
 	}
 	if (best && bestlen >= SHARE_MIN) {
@@ -129,36 +122,12 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 		if (best->zkeep < bestlen)
 			best->zkeep = bestlen;
 	}
-	if (2 * (h->n + 1) > h->cap) {
-		size_t cap = h->cap * 2, j;
-		struct shent *nt = calloc(cap, sizeof(*nt));
-
-		if (!nt)
-			return -ENOMEM;
-		for (j = 0; j < h->cap; j++) {
-			size_t k;
-
-			if (!h->t[j].in)
-				continue;
-			for (k = h->t[j].crc & (cap - 1); nt[k].in;
-			     k = (k + 1) & (cap - 1))
-				;
-			nt[k] = h->t[j];
-		}
-		free(h->t);
-		h->t = nt;
-		h->cap = cap;
-	}
-	for (i = crc & (h->cap - 1); h->t[i].in; i = (i + 1) & (h->cap - 1))
-		;
-	h->t[i] = (struct shent){ crc, in };
-	h->n++;
-	return 0;
+	return ezi_hash_add(&h->t, crc, in);
 }
 
 int ezi_bld_frags_share(struct ezfs_builder *b)
 {
-	struct shtab h = { .cap = 1024 };
+	struct shtab h = { .t = EZI_HASH_INIT };
 	int err;
 
 	/*
@@ -173,11 +142,11 @@ int ezi_bld_frags_share(struct ezfs_builder *b)
 	    (b->p.flags & (EZFS_BUILD_ALL_FRAGMENTS | EZFS_BUILD_48BIT)) ||
 	    b->zalgs[0].alg == EZFS_ALG_ZSTD || b->zalgs[0].alg == EZFS_ALG_LZMA)
 		return 0;
-	h.t = calloc(h.cap, sizeof(*h.t));
 	h.b1 = malloc(SHARE_BUF);
 	h.b2 = malloc(SHARE_BUF);
-	err = h.t && h.b1 && h.b2 ? ezi_bld_files_dfs(b, visit, &h) : -ENOMEM;
-	free(h.t);
+	err = !ezi_hash_reserve(&h.t, 512) && h.b1 && h.b2 ?
+		      ezi_bld_files_dfs(b, visit, &h) : -ENOMEM;
+	ezi_hash_free(&h.t);
 	free(h.b1);
 	free(h.b2);
 	return err;
