@@ -30,7 +30,8 @@ static int rehash(struct ezi_hash *h, size_t cap)
 	for (i = 0; i < h->cap; i++) {
 		if (!h->s[i].val)
 			continue;
-		for (k = home(h->s[i].key, cap); s[k].val; k = (k + 1) & (cap - 1))
+		for (k = home(h->s[i].key, cap); s[k].val;
+		     k = (k + 1) & (cap - 1))
 			;
 		s[k] = h->s[i];
 	}

@@ -16,16 +16,19 @@
 
 struct ezi_hslot {
 	uint64_t key;
-	void *val;               /* NULL: empty */
+	void *val; /* NULL: empty */
 };
 
 struct ezi_hash {
 	struct ezi_hslot *s;
-	size_t cap, n;           /* cap: 0 or a power of two */
+	size_t cap, n; /* cap: 0 or a power of two */
 };
 
 /* An empty table (no allocation until the first add). */
-#define EZI_HASH_INIT { NULL, 0, 0 }
+#define EZI_HASH_INIT                                                          \
+	{                                                                      \
+		NULL, 0, 0                                                     \
+	}
 
 /* Free the table (not the values); it is empty and usable after. */
 void ezi_hash_free(struct ezi_hash *h);

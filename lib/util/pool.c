@@ -26,9 +26,9 @@ struct pworker {
 
 struct ezi_pool {
 	pthread_mutex_t lock;
-	pthread_cond_t more;     /* a job was queued, or stop */
-	pthread_cond_t space;    /* a bounded queue has room */
-	pthread_cond_t idle;     /* queue empty and nothing running */
+	pthread_cond_t more;  /* a job was queued, or stop */
+	pthread_cond_t space; /* a bounded queue has room */
+	pthread_cond_t idle;  /* queue empty and nothing running */
 	struct pjob *ring;
 	size_t cap, head, n, maxq;
 	unsigned running, sleeping, waiters, nthreads;
@@ -157,7 +157,7 @@ int ezi_pool_submit(struct ezi_pool *p, ezi_pool_fn fn, void *arg)
 		pthread_mutex_unlock(&p->lock);
 		return -ENOMEM;
 	}
-	p->ring[(p->head + p->n) & (p->cap - 1)] = (struct pjob){ fn, arg };
+	p->ring[(p->head + p->n) & (p->cap - 1)] = (struct pjob){fn, arg};
 	p->n++;
 	if (p->sleeping)
 		pthread_cond_signal(&p->more);

@@ -14,22 +14,22 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			failures++;                                          \
-		}                                                            \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fprintf(stderr, "\n");                                 \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 #define NJOBS 20000
 
 struct jctx {
 	unsigned *seen;
-	unsigned long sum;       /* atomic */
-	int bad_self;            /* atomic */
+	unsigned long sum; /* atomic */
+	int bad_self;	   /* atomic */
 	unsigned nthreads;
 };
 
@@ -59,7 +59,7 @@ static void slow_fn(void *arg)
 
 static void test_pool(unsigned nthreads, size_t maxq)
 {
-	struct jctx c = { .nthreads = nthreads };
+	struct jctx c = {.nthreads = nthreads};
 	struct job *jobs = calloc(NJOBS, sizeof(*jobs));
 	struct ezi_pool *p;
 	unsigned long want = 0;
@@ -68,14 +68,15 @@ static void test_pool(unsigned nthreads, size_t maxq)
 
 	c.seen = calloc(NJOBS, sizeof(*c.seen));
 	p = ezi_pool_new(nthreads, maxq, &err);
-	CHECK(p && jobs && c.seen, "pool_new(%u, %zu): %d", nthreads, maxq, err);
+	CHECK(p && jobs && c.seen, "pool_new(%u, %zu): %d", nthreads, maxq,
+	      err);
 	if (!p || !jobs || !c.seen)
 		goto out;
 	CHECK(ezi_pool_threads(p) == nthreads, "threads %u",
 	      ezi_pool_threads(p));
 	CHECK(ezi_pool_self() == -1, "self on the main thread");
 	for (i = 0; i < NJOBS; i++) {
-		jobs[i] = (struct job){ &c, i };
+		jobs[i] = (struct job){&c, i};
 		want += i;
 		CHECK(!ezi_pool_submit(p, job_fn, &jobs[i]), "submit %u", i);
 	}
@@ -92,7 +93,7 @@ static void test_pool(unsigned nthreads, size_t maxq)
 	ezi_pool_wait(p);
 	CHECK(done == 8, "slow jobs done %u of 8 after wait", done);
 out:
-	ezi_pool_destroy(p);   /* idle: joins at once */
+	ezi_pool_destroy(p); /* idle: joins at once */
 	free(jobs);
 	free(c.seen);
 }
@@ -146,7 +147,7 @@ static void test_hash(void)
 	/* remove every odd one, the rest stays */
 	for (i = 1; i < n; i += 2)
 		CHECK(ezi_hash_del(&h, i * 32, NULL) ==
-			      (void *)(uintptr_t)(i + 1),
+			  (void *)(uintptr_t)(i + 1),
 		      "del %zu", i);
 	CHECK(h.n == n / 2, "n %zu after removal", h.n);
 	for (i = 0; i < n; i++) {
@@ -182,7 +183,8 @@ static void test_hash(void)
 	CHECK(cnt == 50 && sum == 50 * 51 / 2, "dups: %zu, sum %llu", cnt,
 	      (unsigned long long)sum);
 	CHECK(ezi_hash_del(&h, 42, (void *)(uintptr_t)17) ==
-		      (void *)(uintptr_t)17, "del by value");
+		  (void *)(uintptr_t)17,
+	      "del by value");
 	CHECK(!ezi_hash_del(&h, 42, (void *)(uintptr_t)17), "deleted twice");
 	cnt = 0;
 	pos = 0;
@@ -211,7 +213,7 @@ static void test_vec(void)
 	size_t i, bad = 0;
 
 	for (i = 0; i < 100000; i++) {
-		struct pt p = { (int)i, -(int)i };
+		struct pt p = {(int)i, -(int)i};
 
 		CHECK(!ezi_vec_push(&v, p), "push %zu", i);
 	}
@@ -236,7 +238,7 @@ int main(void)
 {
 	test_pool(1, 0);
 	test_pool(4, 0);
-	test_pool(3, 5);    /* bounded: submit waits for room */
+	test_pool(3, 5); /* bounded: submit waits for room */
 	test_pool_drop();
 	test_hash();
 	test_vec();
