@@ -162,7 +162,6 @@ struct ezfs_builder {
 	uint8_t *packed;
 	uint64_t packed_len, packed_cap;
 	void *fragtab;
-	size_t fragtab_cap, fragtab_n;
 	void *fragcctx;          /* writer's codec contexts (fragnear.c) */
 	struct binode *packed_inode;
 	void *dedupe;            /* dedupe.c table */
