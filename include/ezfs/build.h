@@ -38,9 +38,10 @@ typedef struct ezfs_builder ezfs_builder;
 /* How file mtimes relate to the build timestamp (superblock epoch). */
 enum ezfs_build_time_mode {
 	EZFS_TIME_SOURCE = 0, /* keep every file's mtime (default) */
-	EZFS_TIME_FIXED = 1,  /* every file gets the timestamp (-T, --all-time) */
-	EZFS_TIME_CLAMP = 2,  /* mtimes later than the timestamp are clamped
-			       * to it (SOURCE_DATE_EPOCH) */
+	EZFS_TIME_FIXED =
+		1, /* every file gets the timestamp (-T, --all-time) */
+	EZFS_TIME_CLAMP = 2, /* mtimes later than the timestamp are clamped
+			      * to it (SOURCE_DATE_EPOCH) */
 };
 
 /* Flags (struct ezfs_build_params.flags). */
@@ -48,18 +49,19 @@ enum ezfs_build_flags {
 	EZFS_BUILD_NOINLINE_DATA = 1 << 0,  /* regular files FLAT_PLAIN */
 	EZFS_BUILD_FORCE_COMPACT = 1 << 1,  /* 32-byte inodes where they fit */
 	EZFS_BUILD_FORCE_EXTENDED = 1 << 2, /* 64-byte inodes everywhere */
-	EZFS_BUILD_NO_SBCRC = 1 << 3,       /* no superblock checksum */
-	EZFS_BUILD_LEGACY_COMPRESS = 1 << 4,/* full (8-byte) lcluster indexes */
-	EZFS_BUILD_ALL_ROOT = 1 << 5,       /* uid = gid = 0 */
-	EZFS_BUILD_NO_FSYNC = 1 << 6,       /* skip fsync before rename */
+	EZFS_BUILD_NO_SBCRC = 1 << 3,	    /* no superblock checksum */
+	EZFS_BUILD_LEGACY_COMPRESS = 1
+				     << 4,  /* full (8-byte) lcluster indexes */
+	EZFS_BUILD_ALL_ROOT = 1 << 5,	    /* uid = gid = 0 */
+	EZFS_BUILD_NO_FSYNC = 1 << 6,	    /* skip fsync before rename */
 	EZFS_BUILD_ZTAILPACKING = 1 << 7,   /* compressed tails inline */
-	EZFS_BUILD_FRAGMENTS = 1 << 8,      /* tails and small files into the
+	EZFS_BUILD_FRAGMENTS = 1 << 8,	    /* tails and small files into the
 					     * compressed packed inode */
 	EZFS_BUILD_ALL_FRAGMENTS = 1 << 9,  /* whole files into the packed
 					     * inode (implies FRAGMENTS) */
-	EZFS_BUILD_DEDUPE = 1 << 10,        /* share identical pclusters */
+	EZFS_BUILD_DEDUPE = 1 << 10,	    /* share identical pclusters */
 	EZFS_BUILD_CHUNK_INDEXES = 1 << 11, /* chunk indexes, not block map */
-	EZFS_BUILD_48BIT = 1 << 12,         /* 48-bit layout (Linux 6.15):
+	EZFS_BUILD_48BIT = 1 << 12,	    /* 48-bit layout (Linux 6.15):
 					     * encoded extent records */
 };
 
@@ -96,14 +98,14 @@ struct ezfs_build_hint {
 
 /* Phases reported to the progress callback. */
 enum ezfs_build_phase {
-	EZFS_BUILD_SCAN = 0,   /* items = inodes found so far */
-	EZFS_BUILD_DATA = 1,   /* items = files written, bytes = input bytes */
-	EZFS_BUILD_META = 2,   /* writing inodes and directories */
+	EZFS_BUILD_SCAN = 0, /* items = inodes found so far */
+	EZFS_BUILD_DATA = 1, /* items = files written, bytes = input bytes */
+	EZFS_BUILD_META = 2, /* writing inodes and directories */
 };
 
 struct ezfs_build_progress {
-	int phase;             /* enum ezfs_build_phase */
-	uint64_t items, items_total;  /* total 0 = unknown */
+	int phase;		     /* enum ezfs_build_phase */
+	uint64_t items, items_total; /* total 0 = unknown */
 	uint64_t bytes, bytes_total;
 };
 
@@ -114,32 +116,32 @@ struct ezfs_build_progress {
  * larger than this library's struct is -EINVAL.
  */
 struct ezfs_build_params {
-	size_t size;             /* sizeof(struct ezfs_build_params) */
-	ezfs_log_fn log;         /* NULL: silent */
+	size_t size;	 /* sizeof(struct ezfs_build_params) */
+	ezfs_log_fn log; /* NULL: silent */
 	void *log_arg;
-	unsigned verbose;        /* log threshold (enum ezfs_log_level) */
+	unsigned verbose; /* log threshold (enum ezfs_log_level) */
 	/* Called from the calling thread now and then; may be NULL. The
 	 * library fills *p; fields may be added at its end. */
 	void (*progress)(void *arg, const struct ezfs_build_progress *p);
 	void *progress_arg;
 
-	unsigned blksz;          /* 512..4096, power of two; 0 = 4096 */
-	unsigned flags;          /* enum ezfs_build_flags */
+	unsigned blksz; /* 512..4096, power of two; 0 = 4096 */
+	unsigned flags; /* enum ezfs_build_flags */
 
 	/* Timestamp: has_timestamp = 0 -> "now" and EZFS_TIME_SOURCE. */
 	int has_timestamp;
 	int64_t timestamp;
-	int time_mode;           /* enum ezfs_build_time_mode */
+	int time_mode; /* enum ezfs_build_time_mode */
 
-	int has_uuid;            /* 0: random UUID */
+	int has_uuid; /* 0: random UUID */
 	uint8_t uuid[16];
-	char label[16];          /* volume name, at most 15 bytes + NUL */
+	char label[16]; /* volume name, at most 15 bytes + NUL */
 
-	int64_t force_uid;       /* -1: keep */
-	int64_t force_gid;       /* -1: keep */
-	uint32_t uid_offset;     /* added to every owner (after forcing); */
-	uint32_t gid_offset;     /* a sum beyond 32 bits is an error */
-	int xattr_tolerance;     /* -x: > N users -> shared; < 0: no xattrs */
+	int64_t force_uid;   /* -1: keep */
+	int64_t force_gid;   /* -1: keep */
+	uint32_t uid_offset; /* added to every owner (after forcing); */
+	uint32_t gid_offset; /* a sum beyond 32 bits is an error */
+	int xattr_tolerance; /* -x: > N users -> shared; < 0: no xattrs */
 
 	/* Excluded paths, relative to the source root ("a/b" or "/a/b"),
 	 * and POSIX extended regexes matched against the relative path. */
@@ -154,14 +156,14 @@ struct ezfs_build_params {
 	int alg;
 	int hc;
 	int level;
-	uint32_t pcluster_size;  /* bytes, 0 = one block; <= 1 MiB */
+	uint32_t pcluster_size; /* bytes, 0 = one block; <= 1 MiB */
 	/* Configurations 1.. (for hints) after the default one above. */
 	const struct ezfs_build_zalg *more_algs;
 	size_t n_more_algs;
 	const struct ezfs_build_hint *hints;
 	size_t n_hints;
 
-	unsigned workers;        /* compression threads; 0 = online CPUs */
+	unsigned workers; /* compression threads; 0 = online CPUs */
 
 	/* Uncompressed chunk-based files (6.4): chunk size in bytes, a power
 	 * of two >= blksz; 0 = off. Identical chunks are stored once and
@@ -169,14 +171,14 @@ struct ezfs_build_params {
 	uint32_t chunksize;
 
 	/* mkfs.erofs compatibility; all 0/NULL = off. */
-	int hard_dereference;    /* hard links become separate inodes */
-	int no_xattr_filter;     /* no xattr name bloom filter (-E
-				  * ^xattr-name-filter) */
-	uint32_t lzma_dictsize;  /* lzma dictionary bytes; 0 = by pcluster */
-	uint32_t zstd_window;    /* zstd window bytes (power of two); 0 = by
-				  * pcluster */
-	uint64_t image_offset;   /* the image starts at this byte of path; the
-				  * bytes before it are kept (a file) */
+	int hard_dereference;	/* hard links become separate inodes */
+	int no_xattr_filter;	/* no xattr name bloom filter (-E
+				 * ^xattr-name-filter) */
+	uint32_t lzma_dictsize; /* lzma dictionary bytes; 0 = by pcluster */
+	uint32_t zstd_window;	/* zstd window bytes (power of two); 0 = by
+				 * pcluster */
+	uint64_t image_offset;	/* the image starts at this byte of path; the
+				 * bytes before it are kept (a file) */
 	/* Android: canned fs_config file ("path uid gid mode
 	 * [capabilities=0x...]"), SELinux file_contexts (text or compiled;
 	 * needs libselinux), and the mount point both are keyed under
@@ -199,7 +201,7 @@ struct ezfs_build_params {
 
 struct ezfs_build_stats {
 	uint64_t inodes, files, dirs, symlinks, specials, hardlinks;
-	uint64_t bytes_in;        /* regular file bytes read */
+	uint64_t bytes_in; /* regular file bytes read */
 	uint64_t image_bytes;
 	uint64_t compressed_files; /* stored compressed */
 	uint64_t xattrs, shared_xattrs;

@@ -27,17 +27,17 @@ extern "C" {
 #endif
 
 enum ezfs_engine_flags {
-	EZFS_ENGINE_PARTIAL = 1 << 0,   /* can stop after the wanted prefix */
-	EZFS_ENGINE_TEST = 1 << 8,      /* test-only: selectable by name only */
+	EZFS_ENGINE_PARTIAL = 1 << 0, /* can stop after the wanted prefix */
+	EZFS_ENGINE_TEST = 1 << 8,    /* test-only: selectable by name only */
 };
 
 struct ezfs_engine_info {
-	const char *name;   /* static string */
-	int alg;            /* enum ezfs_alg */
-	unsigned flags;     /* enum ezfs_engine_flags */
-	int probe;          /* 0: usable on this machine, else -errno */
-	int default_pos;    /* 0-based place in the default order, -1: none */
-	int reference;      /* 1: the algorithm's reference (fallback) engine */
+	const char *name; /* static string */
+	int alg;	  /* enum ezfs_alg */
+	unsigned flags;	  /* enum ezfs_engine_flags */
+	int probe;	  /* 0: usable on this machine, else -errno */
+	int default_pos;  /* 0-based place in the default order, -1: none */
+	int reference;	  /* 1: the algorithm's reference (fallback) engine */
 };
 
 /* Number of engines compiled in. These functions without an image are
@@ -101,12 +101,12 @@ EZFS_API int ezfs_image_set_dispatch(ezfs_image *img, int mode,
 				     unsigned nthreads);
 
 struct ezfs_dispatch_info {
-	int mode;            /* enum ezfs_dispatch */
-	unsigned workers;    /* threads running */
-	unsigned pinned;     /* workers pinned to their CPU */
-	int policy;          /* SCHED_FIFO or SCHED_OTHER (workers' policy) */
-	int nice;            /* workers' nice value under SCHED_OTHER */
-	uint64_t batches;    /* batched submissions (ezfs_pread) */
+	int mode;	  /* enum ezfs_dispatch */
+	unsigned workers; /* threads running */
+	unsigned pinned;  /* workers pinned to their CPU */
+	int policy;	  /* SCHED_FIFO or SCHED_OTHER (workers' policy) */
+	int nice;	  /* workers' nice value under SCHED_OTHER */
+	uint64_t batches; /* batched submissions (ezfs_pread) */
 	uint64_t local, shared, stolen; /* percpu: where jobs were taken */
 };
 /* Returns 0 or -ENOMEM (*di then zeroed). */
@@ -132,8 +132,8 @@ EZFS_API int ezfs_image_engine_stats(ezfs_image *img,
 /* Latency from submit to completion of decode requests, in microseconds,
  * over the last samples kept (a bounded buffer per image). */
 struct ezfs_latency_stats {
-	uint64_t total;     /* requests recorded since open */
-	uint64_t count;     /* samples the figures below cover */
+	uint64_t total; /* requests recorded since open */
+	uint64_t count; /* samples the figures below cover */
 	double avg, median, min, max, stddev;
 };
 /* Returns 0 or -ENOMEM (*ls then zeroed). */

@@ -79,19 +79,19 @@ typedef struct ezfs_inode ezfs_inode;
  * struct is -EINVAL.
  */
 struct ezfs_open_params {
-	size_t size;             /* sizeof(struct ezfs_open_params) */
-	ezfs_log_fn log;         /* NULL: silent */
+	size_t size;	 /* sizeof(struct ezfs_open_params) */
+	ezfs_log_fn log; /* NULL: silent */
 	void *log_arg;
-	uint64_t offset;         /* image starts at this byte of the file */
-	size_t cache_bytes;      /* decompressed pcluster cache; 0 = 64 MiB */
+	uint64_t offset;	 /* image starts at this byte of the file */
+	size_t cache_bytes;	 /* decompressed pcluster cache; 0 = 64 MiB */
 	size_t meta_cache_bytes; /* metadata block cache; 0 = 4 MiB */
-	unsigned verbose;        /* log level threshold: 0 = errors only */
+	unsigned verbose;	 /* log level threshold: 0 = errors only */
 	/* Decompression engines (include/ezfs/engine.h); NULL/0 = take
 	 * EZFS_ACCEL, EZFS_DISPATCH, EZFS_STRICT_ACCEL from the environment,
 	 * else the defaults. */
-	const char *accel;       /* e.g. "deflate=isal,libdeflate" */
-	const char *dispatch;    /* "inline", "queue[:N]" or "percpu" */
-	int strict_accel;        /* 1: a fallback is an error */
+	const char *accel;    /* e.g. "deflate=isal,libdeflate" */
+	const char *dispatch; /* "inline", "queue[:N]" or "percpu" */
+	int strict_accel;     /* 1: a fallback is an error */
 };
 
 /* The defaults (all zero), with size set: call it, then set what you need. */
@@ -106,8 +106,7 @@ EZFS_API void ezfs_open_params_init(struct ezfs_open_params *p);
  * -EOPNOTSUPP (a feature this library does not read), -EINVAL (bad
  * params, EZFS_ACCEL or EZFS_DISPATCH), -EIO, -ENOMEM.
  */
-EZFS_API int ezfs_image_open(const char *path,
-			     const struct ezfs_open_params *p,
+EZFS_API int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
 			     ezfs_image **out);
 /* Open an image held in memory; buf must outlive the image. Errors as
  * ezfs_image_open from -EMEDIUMTYPE on (-ENOMEM also before p is read). */
@@ -119,8 +118,7 @@ EZFS_API int ezfs_image_open_mem(const void *buf, size_t len,
  * included). size = image length in bytes. Errors as ezfs_image_open from
  * -EMEDIUMTYPE on, and what ops->pread returns. */
 EZFS_API int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
-				uint64_t size,
-				const struct ezfs_open_params *p,
+				uint64_t size, const struct ezfs_open_params *p,
 				ezfs_image **out);
 /* Close img (NULL is fine): no other call on it or its inodes may be in
  * flight; its inode handles may afterwards only be put. */
@@ -152,14 +150,14 @@ struct ezfs_sb_info {
 	unsigned sb_size;
 	uint64_t root_nid;
 	uint64_t inos;
-	uint64_t blocks;         /* image size in blocks */
+	uint64_t blocks; /* image size in blocks */
 	int64_t epoch;
 	uint32_t fixed_nsec;
 	uint32_t build_time;
 	uint64_t meta_blkaddr;
 	uint64_t xattr_blkaddr;
 	uint8_t uuid[16];
-	char volume_name[17];    /* NUL terminated */
+	char volume_name[17];	 /* NUL terminated */
 	uint16_t available_algs; /* bitmap of enum ezfs_alg (lz4 only: 1) */
 	uint16_t lz4_max_distance;
 	uint16_t lz4_max_pclusterblks;
@@ -168,9 +166,9 @@ struct ezfs_sb_info {
 	uint8_t zstd_windowlog;
 	uint16_t extra_devices;
 	uint8_t xattr_prefix_count;
-	uint64_t packed_nid;     /* 0 = none */
-	uint64_t metabox_nid;    /* 0 = none */
-	uint64_t image_bytes;    /* size of the image source */
+	uint64_t packed_nid;  /* 0 = none */
+	uint64_t metabox_nid; /* 0 = none */
+	uint64_t image_bytes; /* size of the image source */
 };
 
 /* The superblock as parsed at open; cannot fail. */
@@ -199,19 +197,19 @@ EZFS_API const char *ezfs_layout_name(int layout);
 
 struct ezfs_stat {
 	uint64_t nid;
-	uint32_t mode;       /* type and permission bits, as st_mode */
+	uint32_t mode; /* type and permission bits, as st_mode */
 	uint32_t nlink;
 	uint32_t uid, gid;
 	uint64_t size;
-	int64_t mtime;       /* seconds */
+	int64_t mtime; /* seconds */
 	uint32_t mtime_nsec;
 	uint32_t rdev_major, rdev_minor;
-	uint8_t layout;      /* enum ezfs_layout */
-	uint8_t extended;    /* 1: 64-byte inode core */
+	uint8_t layout;	  /* enum ezfs_layout */
+	uint8_t extended; /* 1: 64-byte inode core */
 	uint32_t xattr_isize;
-	uint64_t blocks;     /* i_u blocks for compressed inodes; data blocks
-			      * of flat inodes (informational) */
-	uint32_t ino32;      /* i_ino field */
+	uint64_t blocks; /* i_u blocks for compressed inodes; data blocks
+			  * of flat inodes (informational) */
+	uint32_t ino32;	 /* i_ino field */
 };
 
 /*
@@ -276,10 +274,10 @@ EZFS_API int ezfs_readdir(ezfs_inode *dir, uint64_t pos, ezfs_dirent_fn fn,
 
 /* One directory entry as collected by ezfs_readdir_all(). */
 struct ezfs_dirent {
-	char *name;		/* copy of the name, NUL terminated */
-	size_t namelen;		/* its length (the name may hold a NUL) */
+	char *name;	/* copy of the name, NUL terminated */
+	size_t namelen; /* its length (the name may hold a NUL) */
 	uint64_t nid;
-	unsigned ftype;		/* enum ezfs_ftype */
+	unsigned ftype; /* enum ezfs_ftype */
 };
 
 /*
@@ -384,21 +382,21 @@ EZFS_API ssize_t ezfs_readlink(ezfs_inode *ino, char *buf, size_t size);
 /* Extent maps (ezfs stat -e, fsck)                                    */
 
 enum ezfs_extent_flags {
-	EZFS_EXTENT_MAPPED = 1 << 0,     /* has data (else a hole) */
-	EZFS_EXTENT_INLINE = 1 << 1,     /* tail inline in the metadata */
-	EZFS_EXTENT_FRAGMENT = 1 << 2,   /* in the packed inode */
-	EZFS_EXTENT_PARTIAL_REF = 1 << 3,/* decodes to more than it uses */
-	EZFS_EXTENT_ENCODED = 1 << 4,    /* compressed */
-	EZFS_EXTENT_META = 1 << 5,       /* pa is in metabox space */
+	EZFS_EXTENT_MAPPED = 1 << 0,	  /* has data (else a hole) */
+	EZFS_EXTENT_INLINE = 1 << 1,	  /* tail inline in the metadata */
+	EZFS_EXTENT_FRAGMENT = 1 << 2,	  /* in the packed inode */
+	EZFS_EXTENT_PARTIAL_REF = 1 << 3, /* decodes to more than it uses */
+	EZFS_EXTENT_ENCODED = 1 << 4,	  /* compressed */
+	EZFS_EXTENT_META = 1 << 5,	  /* pa is in metabox space */
 };
 
 struct ezfs_extent {
-	uint64_t la;      /* logical start */
-	uint64_t llen;    /* logical length */
-	uint64_t pa;      /* physical byte address (or fragment offset) */
-	uint64_t plen;    /* physical length in bytes */
-	int alg;          /* enum ezfs_alg (SHIFTED/INTERLACED when raw) */
-	unsigned flags;   /* enum ezfs_extent_flags */
+	uint64_t la;	/* logical start */
+	uint64_t llen;	/* logical length */
+	uint64_t pa;	/* physical byte address (or fragment offset) */
+	uint64_t plen;	/* physical length in bytes */
+	int alg;	/* enum ezfs_alg (SHIFTED/INTERLACED when raw) */
+	unsigned flags; /* enum ezfs_extent_flags */
 };
 
 /* Map the extent containing logical offset la. Returns 0, -EINVAL (la at
@@ -437,7 +435,7 @@ EZFS_API void ezfs_cache_stats(ezfs_image *img, struct ezfs_cache_stats *st);
 /* fsck                                                                */
 
 struct ezfs_fsck_params {
-	size_t size;             /* sizeof(struct ezfs_fsck_params) */
+	size_t size; /* sizeof(struct ezfs_fsck_params) */
 	/* Called once per problem: a one-line message naming the nid, the
 	 * path where known, and the field. May be NULL (only counted). The
 	 * callbacks are called one at a time, but possibly from the data
@@ -448,13 +446,13 @@ struct ezfs_fsck_params {
 	 * decoded so far). May be NULL. */
 	void (*progress)(void *arg, uint64_t inodes, uint64_t bytes);
 	void *arg;
-	unsigned threads;        /* data decoding threads; 0 = 1 */
-	int skip_data;           /* 1: metadata only */
+	unsigned threads; /* data decoding threads; 0 = 1 */
+	int skip_data;	  /* 1: metadata only */
 };
 
 struct ezfs_fsck_result {
 	uint64_t inodes, dirs, files, symlinks, specials, xattrs;
-	uint64_t data_bytes;     /* logical bytes decoded */
+	uint64_t data_bytes; /* logical bytes decoded */
 	uint64_t problems;
 };
 

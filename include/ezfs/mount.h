@@ -31,30 +31,30 @@ extern "C" {
 #endif
 
 struct ezfs_mount_params {
-	size_t size;             /* sizeof(struct ezfs_mount_params), set by
-				  * _init (see struct ezfs_open_params) */
-	const char *image;       /* image file or block device */
+	size_t size;	   /* sizeof(struct ezfs_mount_params), set by
+			    * _init (see struct ezfs_open_params) */
+	const char *image; /* image file or block device */
 	const char *mountpoint;
-	uint64_t offset;         /* image starts at this byte of the file */
-	size_t cache_bytes;      /* decoded pcluster cache; 0 = library default */
-	unsigned threads;        /* max idle FUSE workers; 0 = default (10) */
-	int foreground;          /* do not daemonize (the caller decides) */
-	int debug;               /* libfuse request tracing (stderr) */
-	int single_thread;       /* fuse_session_loop instead of _mt */
-	int allow_other;         /* let other users in (default_permissions
-				  * is always on: the kernel checks modes) */
-	int64_t uid, gid;        /* -1: as stored; else every inode's owner */
-	char accel[128];         /* engine spec ("" = default or EZFS_ACCEL) */
-	int dispatch;            /* enum ezfs_dispatch; -1 = default or
-				  * EZFS_DISPATCH */
+	uint64_t offset;    /* image starts at this byte of the file */
+	size_t cache_bytes; /* decoded pcluster cache; 0 = library default */
+	unsigned threads;   /* max idle FUSE workers; 0 = default (10) */
+	int foreground;	    /* do not daemonize (the caller decides) */
+	int debug;	    /* libfuse request tracing (stderr) */
+	int single_thread;  /* fuse_session_loop instead of _mt */
+	int allow_other;    /* let other users in (default_permissions
+			     * is always on: the kernel checks modes) */
+	int64_t uid, gid;   /* -1: as stored; else every inode's owner */
+	char accel[128];    /* engine spec ("" = default or EZFS_ACCEL) */
+	int dispatch;	    /* enum ezfs_dispatch; -1 = default or
+			     * EZFS_DISPATCH */
 	unsigned dispatch_threads; /* queue:N */
-	int prefetch;            /* 1 (default): sequential-read prefetch */
-	int64_t readahead_kb;    /* the kernel's readahead window: -1 (auto,
-				  * the default): per file, 0: the kernel's,
-				  * else KiB (needs root) */
-	ezfs_log_fn log;         /* NULL: silent */
+	int prefetch;		   /* 1 (default): sequential-read prefetch */
+	int64_t readahead_kb;	   /* the kernel's readahead window: -1 (auto,
+				    * the default): per file, 0: the kernel's,
+				    * else KiB (needs root) */
+	ezfs_log_fn log;	   /* NULL: silent */
 	void *log_arg;
-	unsigned verbose;        /* log level threshold: 0 = errors only */
+	unsigned verbose; /* log level threshold: 0 = errors only */
 };
 
 typedef struct ezfs_mount ezfs_mount;
@@ -117,51 +117,51 @@ EZFS_API ezfs_image *ezfs_mount_image(ezfs_mount *m);
  * (else EPERM); EZFS_IOC_STATS anyone who may open the root.
  */
 #define EZFS_CTL_VERSION 2
-#define EZFS_CTL_SPEC 256
+#define EZFS_CTL_SPEC	 256
 #define EZFS_CTL_ENGINES 16
 
 struct ezfs_ctl_set {
-	uint32_t version;          /* in: EZFS_CTL_VERSION */
-	int32_t set_accel;         /* in: 1 = apply spec */
+	uint32_t version;	   /* in: EZFS_CTL_VERSION */
+	int32_t set_accel;	   /* in: 1 = apply spec */
 	char spec[EZFS_CTL_SPEC];  /* in: engine spec, "" = default order */
-	int32_t dispatch;          /* in: -1 = unchanged, enum ezfs_dispatch */
+	int32_t dispatch;	   /* in: -1 = unchanged, enum ezfs_dispatch */
 	uint32_t dispatch_threads; /* in: queue:N */
-	int32_t strict;            /* in: -1 = unchanged, 0 or 1 */
-	int32_t result;            /* out: 0 or a negative errno */
+	int32_t strict;		   /* in: -1 = unchanged, 0 or 1 */
+	int32_t result;		   /* out: 0 or a negative errno */
 	char msg[EZFS_CTL_SPEC];   /* out: the reason when result < 0 */
 };
 
 struct ezfs_ctl_engine {
 	char name[16];
-	uint32_t alg;              /* enum ezfs_alg */
+	uint32_t alg; /* enum ezfs_alg */
 	uint32_t pad;
 	uint64_t requests, bytes_out, fallbacks, errors;
 };
 
 struct ezfs_ctl_stats {
-	uint32_t version;          /* out: EZFS_CTL_VERSION */
-	uint32_t nengines;         /* entries of engine[] filled */
+	uint32_t version;	   /* out: EZFS_CTL_VERSION */
+	uint32_t nengines;	   /* entries of engine[] filled */
 	char order[EZFS_CTL_SPEC]; /* the current order, as a spec */
-	int32_t dispatch;          /* enum ezfs_dispatch */
+	int32_t dispatch;	   /* enum ezfs_dispatch */
 	uint32_t workers;
 	int32_t strict;
 	uint32_t pad;
 	uint64_t batches;
-	uint64_t lat_total;        /* decode requests timed since mount */
+	uint64_t lat_total; /* decode requests timed since mount */
 	double lat_avg, lat_median, lat_max; /* microseconds, recent */
 	struct ezfs_ctl_engine engine[EZFS_CTL_ENGINES];
 	/* the mount since it started (version 2) */
-	uint64_t reads;            /* read requests */
-	uint64_t reads_direct;     /* answered from the decoded-pcluster
-				    * cache, no copy (ezfs_extent_ref) */
-	uint64_t stored_bytes;     /* put into the page cache by the daemon */
-	uint64_t edge_pages;       /* pages joined from two extents' edges */
-	uint64_t jobs_dropped;     /* store jobs left out: queue was full */
+	uint64_t reads;	       /* read requests */
+	uint64_t reads_direct; /* answered from the decoded-pcluster
+				* cache, no copy (ezfs_extent_ref) */
+	uint64_t stored_bytes; /* put into the page cache by the daemon */
+	uint64_t edge_pages;   /* pages joined from two extents' edges */
+	uint64_t jobs_dropped; /* store jobs left out: queue was full */
 	uint64_t cache_hits, cache_misses, cache_evictions;
-	uint64_t cache_dropped;     /* extents let go once in the page cache */
+	uint64_t cache_dropped; /* extents let go once in the page cache */
 };
 
-#define EZFS_IOC_SET _IOWR('E', 0x41, struct ezfs_ctl_set)
+#define EZFS_IOC_SET   _IOWR('E', 0x41, struct ezfs_ctl_set)
 #define EZFS_IOC_STATS _IOR('E', 0x42, struct ezfs_ctl_stats)
 
 #ifdef __cplusplus

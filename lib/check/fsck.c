@@ -18,12 +18,12 @@
 #define EUCLEAN 117
 #endif
 
-#define FSCK_CHUNK (4u << 20)            /* data read size */
+#define FSCK_CHUNK	     (4u << 20) /* data read size */
 #define FSCK_PROGRESS_INODES 64
-#define FSCK_PROGRESS_BYTES (64ull << 20)
+#define FSCK_PROGRESS_BYTES  (64ull << 20)
 /* limits of EROFS and of the Linux VFS that reads it */
-#define FSCK_NAME_MAX 255                /* dirent name */
-#define FSCK_SYMLINK_MAX 4095            /* PATH_MAX - 1 */
+#define FSCK_NAME_MAX	    255	 /* dirent name */
+#define FSCK_SYMLINK_MAX    4095 /* PATH_MAX - 1 */
 #define FSCK_XATTR_NAME_MAX 255
 #define FSCK_XATTR_SIZE_MAX 65536
 
@@ -36,7 +36,7 @@ struct node {
 	uint32_t nlink;
 	uint32_t refs;
 	uint8_t isdir;
-	char *path;         /* first path, kept when it may be reported */
+	char *path; /* first path, kept when it may be reported */
 };
 
 /* A directory waiting to be scanned. */
@@ -59,19 +59,19 @@ struct fsck {
 	struct ezfs_fsck_result *res;
 	struct ezfs_sb_info si;
 
-	pthread_mutex_t lock;         /* res, problem and progress callbacks */
+	pthread_mutex_t lock; /* res, problem and progress callbacks */
 	uint64_t last_inodes, last_bytes;
 
-	EZI_VEC(struct node) nodes;   /* in the order first reached */
-	struct ezi_hash nidx;         /* nid -> 1 + index in nodes */
+	EZI_VEC(struct node) nodes; /* in the order first reached */
+	struct ezi_hash nidx;	    /* nid -> 1 + index in nodes */
 
 	EZI_VEC(struct pending) stack;
 
 	/* data checks on workers (util/pool.h) */
 	struct ezi_pool *pool;
 	unsigned nthreads;
-	char **wbuf;                  /* one per worker, allocated there */
-	char *buf;                    /* inline data checks (no threads) */
+	char **wbuf; /* one per worker, allocated there */
+	char *buf;   /* inline data checks (no threads) */
 };
 
 static void problem(struct fsck *f, uint64_t nid, const char *path,
@@ -164,7 +164,8 @@ static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 	n2 = ezfs_listxattr(ino, names, n);
 	if (n2 != n) {
 		problem(f, nid, path, "listing xattrs: size %zd, then %zd%s%s",
-			n, n2, n2 < 0 ? ": " : "", n2 < 0 ? err_str((int)n2) : "");
+			n, n2, n2 < 0 ? ": " : "",
+			n2 < 0 ? err_str((int)n2) : "");
 		free(names);
 		return;
 	}
@@ -180,28 +181,35 @@ static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 			continue;
 		}
 		if (strlen(k) > FSCK_XATTR_NAME_MAX)
-			problem(f, nid, path, "xattr name of %zu bytes (at most "
-				"%d)", strlen(k), FSCK_XATTR_NAME_MAX);
+			problem(f, nid, path,
+				"xattr name of %zu bytes (at most "
+				"%d)",
+				strlen(k), FSCK_XATTR_NAME_MAX);
 		count++;
 		/* names come from the image: quote them in messages */
 		qk = ezfs_quote(k, strlen(k), qbuf, sizeof(qbuf));
 		vn = ezfs_getxattr(ino, k, NULL, 0);
 		if (vn < 0) {
-			problem(f, nid, path, "xattr %s: %s", qk, err_str((int)vn));
+			problem(f, nid, path, "xattr %s: %s", qk,
+				err_str((int)vn));
 			continue;
 		}
 		val = malloc(vn ? vn : 1);
 		if (!val) {
-			problem(f, nid, path, "xattr %s: %s", qk, err_str(-ENOMEM));
+			problem(f, nid, path, "xattr %s: %s", qk,
+				err_str(-ENOMEM));
 			continue;
 		}
 		if (vn > FSCK_XATTR_SIZE_MAX)
-			problem(f, nid, path, "xattr %s: value of %zd bytes (at "
-				"most %d)", qk, vn, FSCK_XATTR_SIZE_MAX);
+			problem(f, nid, path,
+				"xattr %s: value of %zd bytes (at "
+				"most %d)",
+				qk, vn, FSCK_XATTR_SIZE_MAX);
 		vn2 = ezfs_getxattr(ino, k, val, vn);
 		if (vn2 != vn)
-			problem(f, nid, path, "xattr %s: value size %zd, then %zd%s%s",
-				qk, vn, vn2, vn2 < 0 ? ": " : "",
+			problem(f, nid, path,
+				"xattr %s: value size %zd, then %zd%s%s", qk,
+				vn, vn2, vn2 < 0 ? ": " : "",
 				vn2 < 0 ? err_str((int)vn2) : "");
 		free(val);
 	}
@@ -222,18 +230,20 @@ static void check_extents(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 	while (la < size) {
 		ret = ezfs_map(ino, la, &e);
 		if (ret < 0) {
-			problem(f, nid, path, "extent map at %" PRIu64 ": %s", la,
-				err_str(ret));
+			problem(f, nid, path, "extent map at %" PRIu64 ": %s",
+				la, err_str(ret));
 			return;
 		}
 		if (e.la > la || e.la + e.llen <= la) {
-			problem(f, nid, path, "extent map at %" PRIu64
-				": extent %" PRIu64 "+%" PRIu64
-				" does not contain it", la, e.la, e.llen);
+			problem(f, nid, path,
+				"extent map at %" PRIu64 ": extent %" PRIu64
+				"+%" PRIu64 " does not contain it",
+				la, e.la, e.llen);
 			return;
 		}
 		if (e.la < la) {
-			problem(f, nid, path, "extent %" PRIu64 "+%" PRIu64
+			problem(f, nid, path,
+				"extent %" PRIu64 "+%" PRIu64
 				" overlaps the previous one ending at %" PRIu64,
 				e.la, e.llen, la);
 			return;
@@ -242,10 +252,11 @@ static void check_extents(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 		    !(e.flags & (EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_META)) &&
 		    (e.pa > f->si.image_bytes ||
 		     e.plen > f->si.image_bytes - e.pa))
-			problem(f, nid, path, "extent %" PRIu64 "+%" PRIu64
+			problem(f, nid, path,
+				"extent %" PRIu64 "+%" PRIu64
 				": physical %" PRIu64 "+%" PRIu64
-				" beyond the end of the image", e.la, e.llen,
-				e.pa, e.plen);
+				" beyond the end of the image",
+				e.la, e.llen, e.pa, e.plen);
 		la = e.la + e.llen;
 	}
 }
@@ -257,8 +268,9 @@ static void check_data(struct fsck *f, struct djob *j, char *buf)
 
 	check_extents(f, j->ino, j->nid, j->size, j->path);
 	while (off < j->size) {
-		size_t want = j->size - off < FSCK_CHUNK ?
-			      (size_t)(j->size - off) : FSCK_CHUNK;
+		size_t want = j->size - off < FSCK_CHUNK
+				      ? (size_t)(j->size - off)
+				      : FSCK_CHUNK;
 		uint64_t hole = ezfs_hole_end(j->ino, off, j->size);
 		ssize_t n;
 
@@ -272,13 +284,15 @@ static void check_data(struct fsck *f, struct djob *j, char *buf)
 		n = ezfs_pread(j->ino, buf, want, off);
 
 		if (n < 0) {
-			problem(f, j->nid, j->path, "reading data at %" PRIu64
-				": %s", off, err_str((int)n));
+			problem(f, j->nid, j->path,
+				"reading data at %" PRIu64 ": %s", off,
+				err_str((int)n));
 			break;
 		}
 		if (n == 0) {
-			problem(f, j->nid, j->path, "data ends at %" PRIu64
-				", size %" PRIu64, off, j->size);
+			problem(f, j->nid, j->path,
+				"data ends at %" PRIu64 ", size %" PRIu64, off,
+				j->size);
 			break;
 		}
 		off += n;
@@ -293,7 +307,8 @@ static void check_data(struct fsck *f, struct djob *j, char *buf)
 		ssize_t n = ezfs_pread(j->ino, &c, 1, j->size);
 
 		if (n != 0)
-			problem(f, j->nid, j->path, "read at EOF returned %zd", n);
+			problem(f, j->nid, j->path, "read at EOF returned %zd",
+				n);
 	}
 	progress(f, 0, pending);
 }
@@ -374,15 +389,16 @@ static void check_inode(struct fsck *f, ezfs_inode *ino,
 		break;
 	case S_IFLNK: {
 		/* a corrupt size must not become a giant allocation */
-		char *buf = st->size <= FSCK_SYMLINK_MAX ?
-				    malloc(st->size + 1) : NULL;
+		char *buf = st->size <= FSCK_SYMLINK_MAX ? malloc(st->size + 1)
+							 : NULL;
 		ssize_t n;
 
 		counter = &r->symlinks;
 		if (st->size > FSCK_SYMLINK_MAX) {
-			problem(f, st->nid, path, "symlink target of %" PRIu64
-				" bytes (at most %d)", st->size,
-				FSCK_SYMLINK_MAX);
+			problem(f, st->nid, path,
+				"symlink target of %" PRIu64
+				" bytes (at most %d)",
+				st->size, FSCK_SYMLINK_MAX);
 			break;
 		}
 		n = buf ? ezfs_readlink(ino, buf, st->size + 1) : -ENOMEM;
@@ -390,15 +406,20 @@ static void check_inode(struct fsck *f, ezfs_inode *ino,
 			problem(f, st->nid, path, "symlink target: %s",
 				err_str((int)n));
 		else if ((uint64_t)n != st->size)
-			problem(f, st->nid, path, "symlink target has %zd bytes, "
-				"inode size %" PRIu64, n, st->size);
+			problem(f, st->nid, path,
+				"symlink target has %zd bytes, "
+				"inode size %" PRIu64,
+				n, st->size);
 		else if (!n)
 			problem(f, st->nid, path, "empty symlink target");
 		else if (n > FSCK_SYMLINK_MAX)
-			problem(f, st->nid, path, "symlink target of %zd bytes "
-				"(at most %d)", n, FSCK_SYMLINK_MAX);
+			problem(f, st->nid, path,
+				"symlink target of %zd bytes "
+				"(at most %d)",
+				n, FSCK_SYMLINK_MAX);
 		else if (memchr(buf, '\0', n))
-			problem(f, st->nid, path, "symlink target contains a "
+			problem(f, st->nid, path,
+				"symlink target contains a "
 				"NUL byte");
 		free(buf);
 		break;
@@ -478,8 +499,10 @@ static int check_entry(struct fsck *f, uint64_t dnid,
 	}
 	ezfs_inode_stat(ino, &st);
 	if (e->ftype != ezfs_mode_ftype(st.mode))
-		problem(f, e->nid, cpath, "directory entry file type %u does not "
-			"match inode mode 0%o", e->ftype, st.mode);
+		problem(f, e->nid, cpath,
+			"directory entry file type %u does not "
+			"match inode mode 0%o",
+			e->ftype, st.mode);
 	nd = node_get(f, e->nid, &added);
 	if (!nd) {
 		problem(f, e->nid, cpath, "%s", err_str(-ENOMEM));
@@ -491,16 +514,19 @@ static int check_entry(struct fsck *f, uint64_t dnid,
 		if (nd->isdir || S_ISDIR(st.mode)) {
 			char q[512];
 
-			problem(f, e->nid, cpath, "directory reached twice "
+			problem(f, e->nid, cpath,
+				"directory reached twice "
 				"(first at %s): loop or hard-linked directory",
-				nd->path ? ezfs_quote(nd->path, strlen(nd->path), q,
-						 sizeof(q)) : "?");
+				nd->path
+					? ezfs_quote(nd->path, strlen(nd->path),
+						     q, sizeof(q))
+					: "?");
 			ezfs_inode_put(ino);
 			free(cpath);
 			return S_ISDIR(st.mode);
 		}
 		if (++nd->refs > nd->nlink && !nd->path)
-			nd->path = cpath;   /* report it at the end */
+			nd->path = cpath; /* report it at the end */
 		else
 			free(cpath);
 		ezfs_inode_put(ino);
@@ -558,35 +584,41 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		if (!e->namelen || e->namelen > FSCK_NAME_MAX ||
 		    memchr(e->name, '/', e->namelen) ||
 		    memchr(e->name, '\0', e->namelen)) {
-			problem(f, d->nid, d->path, "invalid entry name '%s' "
-				"(nid %" PRIu64 ")", ezfs_quote(e->name, e->namelen,
-				q1, sizeof(q1)), e->nid);
+			problem(f, d->nid, d->path,
+				"invalid entry name '%s' "
+				"(nid %" PRIu64 ")",
+				ezfs_quote(e->name, e->namelen, q1, sizeof(q1)),
+				e->nid);
 			bad = 1;
 			continue;
 		}
 		/* a dot-omitted directory's "." is synthesised up front */
 		if (!(isdot && i == 0)) {
 			if (prev && name_cmp(prev, e) >= 0) {
-				problem(f, d->nid, d->path, "entry '%s' not "
+				problem(f, d->nid, d->path,
+					"entry '%s' not "
 					"after '%s': names not strictly sorted",
-					ezfs_quote(e->name, e->namelen, q1, sizeof(q1)),
-					ezfs_quote(prev->name, prev->namelen, q2,
-					      sizeof(q2)));
+					ezfs_quote(e->name, e->namelen, q1,
+						   sizeof(q1)),
+					ezfs_quote(prev->name, prev->namelen,
+						   q2, sizeof(q2)));
 				bad = 1;
 			}
 			prev = e;
 		}
 		if ((isdot && dot) || (isdotdot && dotdot)) {
-			problem(f, d->nid, d->path, "duplicate '%s' entry "
-				"(nid %" PRIu64 ")", e->name, e->nid);
+			problem(f, d->nid, d->path,
+				"duplicate '%s' entry "
+				"(nid %" PRIu64 ")",
+				e->name, e->nid);
 			bad = 1;
 			continue;
 		}
 		if (isdot) {
 			dot++;
 			if (e->nid != d->nid) {
-				problem(f, d->nid, d->path, "'.' points to nid %"
-					PRIu64, e->nid);
+				problem(f, d->nid, d->path,
+					"'.' points to nid %" PRIu64, e->nid);
 				bad = 1;
 			}
 			continue;
@@ -594,9 +626,10 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		if (isdotdot) {
 			dotdot++;
 			if (e->nid != d->parent) {
-				problem(f, d->nid, d->path, "'..' points to nid %"
-					PRIu64 ", parent is %" PRIu64, e->nid,
-					d->parent);
+				problem(f, d->nid, d->path,
+					"'..' points to nid %" PRIu64
+					", parent is %" PRIu64,
+					e->nid, d->parent);
 				bad = 1;
 			}
 			continue;
@@ -604,9 +637,12 @@ static void scan_dir(struct fsck *f, struct pending *d)
 		if (!bad) {
 			ret = ezfs_lookup(dir, e->name, e->namelen, &nid, &ft);
 			if (ret < 0 || nid != e->nid) {
-				problem(f, d->nid, d->path, "lookup of '%s': %s",
-					ezfs_quote(e->name, e->namelen, q1, sizeof(q1)),
-					ret < 0 ? err_str(ret) : "finds another nid");
+				problem(f, d->nid, d->path,
+					"lookup of '%s': %s",
+					ezfs_quote(e->name, e->namelen, q1,
+						   sizeof(q1)),
+					ret < 0 ? err_str(ret)
+						: "finds another nid");
 				bad = 1;
 			}
 		}
@@ -633,9 +669,10 @@ static void scan_dir(struct fsck *f, struct pending *d)
 	/* erofs-utils writes 2 + subdirectories (1 if that overflows) */
 	if (!bad && st.nlink != 2 + subdirs &&
 	    !(st.nlink == 1 && 2 + subdirs > 65535))
-		problem(f, d->nid, d->path, "nlink %u, expected %" PRIu64
-			" (2 + %" PRIu64 " subdirectories)", st.nlink,
-			2 + subdirs, subdirs);
+		problem(f, d->nid, d->path,
+			"nlink %u, expected %" PRIu64 " (2 + %" PRIu64
+			" subdirectories)",
+			st.nlink, 2 + subdirs, subdirs);
 	ezfs_dirents_free(ents, nents);
 	ezfs_inode_put(dir);
 }
@@ -649,8 +686,10 @@ static void check_links(struct fsck *f)
 
 		if (n->isdir || n->refs == n->nlink)
 			continue;
-		problem(f, n->nid, n->path, "nlink %u, but %u directory "
-			"entries refer to it", n->nlink, n->refs);
+		problem(f, n->nid, n->path,
+			"nlink %u, but %u directory "
+			"entries refer to it",
+			n->nlink, n->refs);
 	}
 }
 

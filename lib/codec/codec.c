@@ -28,10 +28,12 @@ static const struct ezfs_codec_ops *const all_codecs[] = {
 
 /* Default decoding order; the reference codec is last. */
 static const struct ezfs_codec_ops *const lz4_list[] = {
-	&ezi_codec_lz4, NULL,
+	&ezi_codec_lz4,
+	NULL,
 };
 static const struct ezfs_codec_ops *const lzma_list[] = {
-	&ezi_codec_lzma, NULL,
+	&ezi_codec_lzma,
+	NULL,
 };
 static const struct ezfs_codec_ops *const deflate_list[] = {
 	&ezi_codec_libdeflate,
@@ -42,7 +44,8 @@ static const struct ezfs_codec_ops *const deflate_list[] = {
 	NULL,
 };
 static const struct ezfs_codec_ops *const zstd_list[] = {
-	&ezi_codec_zstd, NULL,
+	&ezi_codec_zstd,
+	NULL,
 };
 
 static const struct ezfs_codec_ops *const *const default_lists[EZFS_ALG_MAX] = {
@@ -206,8 +209,8 @@ static int dreq_start(struct ezfs_codec_pool *pool, struct ezfs_dreq *rq)
 }
 
 int ezi_codec_decompress_one(struct ezfs_codec_pool *pool,
-			      const struct ezfs_codec_ops *ops,
-			      struct ezfs_dreq *rq)
+			     const struct ezfs_codec_ops *ops,
+			     struct ezfs_dreq *rq)
 {
 	int i = codec_index(ops);
 	void *ctx;
@@ -323,16 +326,16 @@ static size_t muldiv(size_t a, size_t b, size_t c)
  *   /usr/bin, all native fixed-output encoders).
  */
 int ezi_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
-		   uint8_t *out, size_t outcap)
+		  uint8_t *out, size_t outcap)
 {
 	size_t n = *inlen, lo = 0, lo_size = 0, hi = n + 1, hi_size = 0;
-	size_t plo = 0, plo_size = 0;	/* the fitting trial before lo */
+	size_t plo = 0, plo_size = 0; /* the fitting trial before lo */
 	/* as full as mkfs.erofs' bisection (an image is never larger), or
 	 * within 1 / 2^slack_shift of outcap */
 	size_t slack = outcap >> (f->slack_shift ? f->slack_shift : 16);
 	double target = (double)outcap - (double)(slack / 2);
-	double flo = -target, fhi = 0, gd;	/* s - target at lo, hi */
-	double erate = 0;			/* cheap output / input */
+	double flo = -target, fhi = 0, gd; /* s - target at lo, hi */
+	double erate = 0;		   /* cheap output / input */
 	int trials = 0, last_side = 0;
 	size_t g;
 
@@ -357,7 +360,9 @@ int ezi_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
 			erate = (double)e / (double)g;
 			if (f->est_k > 0) {
 				gd = target / (erate * f->est_k);
-				g = gd < 1 ? 1 : gd > (double)n ? n : (size_t)gd;
+				g = gd < 1	     ? 1
+				    : gd > (double)n ? n
+						     : (size_t)gd;
 			}
 		}
 	}
@@ -397,18 +402,20 @@ int ezi_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
 		if (trials >= FIT_MAX_TRIALS && (lo || hi <= 1))
 			break;
 		if (lo && lo_size + slack >= outcap)
-			break;		/* output full */
+			break; /* output full */
 
 		if (hi <= n) {
 			/* flo < 0 < fhi here */
-			gd = (double)lo + (double)(hi - lo) * -flo / (fhi - flo);
+			gd = (double)lo +
+			     (double)(hi - lo) * -flo / (fhi - flo);
 			if (trials >= FIT_MAX_TRIALS)
 				gd = (double)(lo + (hi - lo) / 2);
 		} else {
 			if (plo && plo_size < lo_size)
-				gd = (double)lo + (target - (double)lo_size) *
-				     (double)(lo - plo) /
-				     (double)(lo_size - plo_size);
+				gd = (double)lo +
+				     (target - (double)lo_size) *
+					     (double)(lo - plo) /
+					     (double)(lo_size - plo_size);
 			else
 				gd = (double)lo * target / (double)lo_size;
 			if (gd > 2.0 * (double)lo)
@@ -420,7 +427,7 @@ int ezi_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
 		*inlen = 0;
 		return -ENOSPC;
 	}
-	if (lo < n) {	/* a ratio limited by the output, not by the input */
+	if (lo < n) { /* a ratio limited by the output, not by the input */
 		size_t r = muldiv(lo, 256, lo_size);
 
 		f->ratio_q8 = r < UINT32_MAX ? (uint32_t)r : UINT32_MAX;

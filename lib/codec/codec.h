@@ -35,19 +35,19 @@
  * the same cfg accepts, so a writer fills in what it records on disk.
  */
 struct ezfs_codec_cfg {
-	uint32_t lzma_dict_size;   /* bytes; 0 (decode) = the output size */
+	uint32_t lzma_dict_size;     /* bytes; 0 (decode) = the output size */
 	unsigned deflate_windowbits; /* 0 = 15 */
-	unsigned zstd_windowlog;   /* window = 1 << (windowlog + 10) */
-	uint32_t lz4_max_distance; /* 0 = 65535 */
+	unsigned zstd_windowlog;     /* window = 1 << (windowlog + 10) */
+	uint32_t lz4_max_distance;   /* 0 = 65535 */
 };
 
 /* One decompression request. */
 struct ezfs_dreq {
-	const uint8_t *in;   /* compressed stream, leading zero padding
-			      * already stripped */
+	const uint8_t *in; /* compressed stream, leading zero padding
+			    * already stripped */
 	size_t inlen;
-	uint8_t *out;        /* room for outlen bytes */
-	size_t outlen;       /* bytes wanted (the decoded prefix) */
+	uint8_t *out;  /* room for outlen bytes */
+	size_t outlen; /* bytes wanted (the decoded prefix) */
 	/*
 	 * true: the stream decodes to at least outlen bytes (partial decoding:
 	 * a PARTIAL_REF extent, or only the head of an extent is needed, or a
@@ -68,10 +68,10 @@ enum ezfs_codec_flags {
 };
 
 struct ezfs_codec_ops {
-	const char *name;  /* "lz4", "lz4hc", "libdeflate", "zlib", "isal",
-			    * "zstd", "lzma" */
-	int alg;           /* enum ezfs_alg */
-	unsigned flags;    /* enum ezfs_codec_flags */
+	const char *name; /* "lz4", "lz4hc", "libdeflate", "zlib", "isal",
+			   * "zstd", "lzma" */
+	int alg;	  /* enum ezfs_alg */
+	unsigned flags;	  /* enum ezfs_codec_flags */
 	/* 0 if usable on this machine, else a negative errno. May be NULL. */
 	int (*probe)(void);
 
@@ -82,7 +82,7 @@ struct ezfs_codec_ops {
 	 * function pointer = stateless. A context serves one request at a
 	 * time and may be reused for any number of requests. */
 	void *(*ctx_new)(int *err);
-	void (*ctx_free)(void *ctx);   /* accepts NULL */
+	void (*ctx_free)(void *ctx); /* accepts NULL */
 	/*
 	 * Decode. Returns 0 on success, -EUCLEAN for a corrupt stream (wrong
 	 * decoded length included), -EOPNOTSUPP if this codec cannot serve the
@@ -103,12 +103,12 @@ struct ezfs_codec_ops {
 	 * NULL where the codec needs no parameter: lz4, lz4hc, libdeflate;
 	 * lzma needs cfg->lzma_dict_size in 4 KiB..8 MiB, zstd needs
 	 * cfg->zstd_windowlog <= 10; frames never declare a larger window).
-	 * The cfg is read only here. Returns NULL with *err = -EINVAL (bad level or
-	 * cfg the codec cannot honour) or -ENOMEM.
+	 * The cfg is read only here. Returns NULL with *err = -EINVAL (bad
+	 * level or cfg the codec cannot honour) or -ENOMEM.
 	 */
 	void *(*cctx_new)(int level, const struct ezfs_codec_cfg *cfg,
 			  int *err);
-	void (*cctx_free)(void *cctx);   /* accepts NULL */
+	void (*cctx_free)(void *cctx); /* accepts NULL */
 	/*
 	 * Compress the longest prefix of in[0..*inlen) whose compressed
 	 * stream fits in outcap bytes (for libdeflate and zstd: close to the
@@ -125,11 +125,11 @@ struct ezfs_codec_ops {
 };
 
 extern const struct ezfs_codec_ops ezi_codec_lz4;
-extern const struct ezfs_codec_ops ezi_codec_lz4hc;  /* encode only */
+extern const struct ezfs_codec_ops ezi_codec_lz4hc; /* encode only */
 extern const struct ezfs_codec_ops ezi_codec_libdeflate;
 extern const struct ezfs_codec_ops ezi_codec_ezdeflate; /* encode only */
 extern const struct ezfs_codec_ops ezi_codec_zlib;
-extern const struct ezfs_codec_ops ezi_codec_isal;   /* EZFS_HAVE_ISAL */
+extern const struct ezfs_codec_ops ezi_codec_isal; /* EZFS_HAVE_ISAL */
 extern const struct ezfs_codec_ops ezi_codec_zstd;
 extern const struct ezfs_codec_ops ezi_codec_lzma;
 
@@ -170,10 +170,8 @@ void ezi_codec_pool_free(struct ezfs_codec_pool *pool);
  * without decoding.
  */
 int ezi_codec_decompress_one(struct ezfs_codec_pool *pool,
-			      const struct ezfs_codec_ops *ops,
-			      struct ezfs_dreq *rq);
-
-
+			     const struct ezfs_codec_ops *ops,
+			     struct ezfs_dreq *rq);
 
 /*
  * How far the byte histogram of src[0, n) is from flat: Pearson's
@@ -217,9 +215,9 @@ struct ezfs_fit {
 	ezfs_fit_trial_fn trial;
 	ezfs_fit_bound_fn bound;
 	void *arg;
-	uint8_t *buf;           /* scratch for trials */
+	uint8_t *buf; /* scratch for trials */
 	size_t bufcap;
-	uint32_t ratio_q8;      /* input/output of the last call, x256; 0 =
+	uint32_t ratio_q8;	/* input/output of the last call, x256; 0 =
 				 * none yet */
 	uint64_t calls, trials; /* statistics */
 	/* done when the output is within outcap >> slack_shift of outcap
@@ -240,7 +238,7 @@ struct ezfs_fit {
  * ops->compress_destsize.
  */
 int ezi_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
-		   uint8_t *out, size_t outcap);
+		  uint8_t *out, size_t outcap);
 void ezi_codec_fit_free(struct ezfs_fit *f);
 
 #endif

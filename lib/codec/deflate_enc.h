@@ -89,7 +89,7 @@ static inline uint64_t dfl_bw_bits(const struct dfl_bw *w)
 /* Write one block of items, planned by ezi_dfl_plan from their frequencies;
  * final sets BFINAL. w->overflow is set if out runs short. */
 void ezi_dfl_write_block(struct dfl_bw *w, const struct ezi_dfl_plan *p,
-		     const uint32_t *items, size_t n, int final);
+			 const uint32_t *items, size_t n, int final);
 
 /* Flush the last partial byte (zero bits); returns the bytes written, or
  * 0 after an overflow. */

@@ -51,10 +51,11 @@
 static const struct fo_level {
 	unsigned depth, lazy, good, nice, lazy2;
 } levels[10] = {
-    {4, 0, 4, 8, 0},	    {4, 0, 4, 8, 0},	  {8, 0, 4, 16, 0},
-    {32, 0, 4, 32, 0},	    {16, 4, 4, 16, 0},	  {32, 16, 8, 32, 0},
-    {128, 16, 8, 128, 0},   {256, 32, 8, 128, 0}, {160, 128, 32, 258, 1},
-    {256, 258, 32, 258, 1},
+	{ 4, 0, 4, 8, 0 },	  { 4, 0, 4, 8, 0 },
+	{ 8, 0, 4, 16, 0 },	  { 32, 0, 4, 32, 0 },
+	{ 16, 4, 4, 16, 0 },	  { 32, 16, 8, 32, 0 },
+	{ 128, 16, 8, 128, 0 },	  { 256, 32, 8, 128, 0 },
+	{ 160, 128, 32, 258, 1 }, { 256, 258, 32, 258, 1 },
 };
 
 struct fo_cctx {
@@ -169,8 +170,8 @@ static unsigned find(struct fo_cctx *c, size_t pos, unsigned depth,
 
 		if (d <= TOO_FAR && !((load32(in + (c3 - c->base)) ^ v) &
 				      (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-					   ? 0xFFFFFFu
-					   : 0xFFFFFF00u))) {
+					       ? 0xFFFFFFu
+					       : 0xFFFFFF00u))) {
 			unsigned l = match_len(in + (c3 - c->base), p, maxlen);
 
 			if (l > best) {
@@ -282,8 +283,8 @@ static int parse(struct fo_cctx *c, size_t target)
 			c->done = 1;
 			break;
 		}
-		len =
-		    c->pos < c->ins ? 0 : look(c, c->pos, lv->depth, 2, &dist);
+		len = c->pos < c->ins ? 0
+				      : look(c, c->pos, lv->depth, 2, &dist);
 		if (!len) {
 			err = push(c, in[c->pos++]);
 			continue;
@@ -359,7 +360,7 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 				uint8_t *out, size_t outcap)
 {
 	struct fo_cctx *c = cctx;
-	struct dfl_bw w = {.out = out, .cap = outcap};
+	struct dfl_bw w = { .out = out, .cap = outcap };
 	struct dfl_freqs f, f0, snap; /* f0: f where the stretch began */
 	struct ezi_dfl_plan plan, pa;
 	uint64_t cap, fit_bits = 10, seg_bits = 10;
@@ -381,8 +382,9 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 		/* items that would still fit at the last rate: parse 3/4 of
 		 * them (1/2 took twice the cost evaluations, 7/8 overshot
 		 * more often; either ~4 % slower at 4 KiB) */
-		double est =
-		    room > fit_bits ? (double)(room - fit_bits) / c->bpi : 0;
+		double est = room > fit_bits
+				     ? (double)(room - fit_bits) / c->bpi
+				     : 0;
 		size_t step = (size_t)(est * 0.75) + 16, lo, hi;
 
 		if (step > segstart + SPLIT_ITEMS - checked)
@@ -410,9 +412,9 @@ static int fo_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 				ezi_dfl_plan(&seg, &pb);
 				if (seg_bits + pb.bits + 64 < plan.bits) {
 					ezi_dfl_plan(&f0, &pa);
-					ezi_dfl_write_block(&w, &pa,
-							c->items + bstart,
-							segstart - bstart, 0);
+					ezi_dfl_write_block(
+						&w, &pa, c->items + bstart,
+						segstart - bstart, 0);
 					bstart = segstart;
 					f = seg;
 					fit_bits = pb.bits;
@@ -501,13 +503,13 @@ nomem:
 }
 
 const struct ezfs_codec_ops ezi_codec_ezdeflate = {
-    .name = "ezdeflate",
-    .alg = EZFS_ALG_DEFLATE,
-    .flags = EZFS_CODEC_ENCODE,
-    .min_level = 0,
-    .max_level = 9,
-    .default_level = 6,
-    .cctx_new = fo_cctx_new,
-    .cctx_free = fo_cctx_free,
-    .compress_destsize = fo_compress_destsize,
+	.name = "ezdeflate",
+	.alg = EZFS_ALG_DEFLATE,
+	.flags = EZFS_CODEC_ENCODE,
+	.min_level = 0,
+	.max_level = 9,
+	.default_level = 6,
+	.cctx_new = fo_cctx_new,
+	.cctx_free = fo_cctx_free,
+	.compress_destsize = fo_compress_destsize,
 };

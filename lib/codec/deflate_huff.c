@@ -69,7 +69,7 @@ static void sort_by_freq(uint32_t *sym, uint32_t *tmp, unsigned m,
 	unsigned shift, i;
 
 	for (shift = 0; shift < 32 && (maxf >> shift); shift += 8) {
-		unsigned cnt[257] = {0};
+		unsigned cnt[257] = { 0 };
 
 		for (i = 0; i < m; i++)
 			cnt[((freq[sym[i]] >> shift) & 255) + 1]++;
@@ -131,7 +131,7 @@ static void huff_lengths(const uint32_t *freq, unsigned n, unsigned maxbits,
 			 uint8_t *len)
 {
 	uint32_t sym[DFL_NLITLEN], tmp[DFL_NLITLEN], w[DFL_NLITLEN];
-	unsigned count[32] = {0}, m = 0, i, l;
+	unsigned count[32] = { 0 }, m = 0, i, l;
 	uint64_t kraft = 0, one = (uint64_t)1 << maxbits;
 	uint32_t maxf = 0;
 
@@ -184,15 +184,15 @@ static void huff_lengths(const uint32_t *freq, unsigned n, unsigned maxbits,
 	}
 }
 
-static const uint8_t precode_order[19] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
-					  11, 4,  12, 3, 13, 2, 14, 1, 15};
+static const uint8_t precode_order[19] = { 16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
+					   11, 4,  12, 3, 13, 2, 14, 1, 15 };
 
 /* Run-length code the lengths (symbols 16, 17, 18); fills p->rle and the
  * code-length code; returns the header's size in bits. */
 static uint64_t plan_header(struct ezi_dfl_plan *p)
 {
 	uint8_t all[DFL_NLITLEN + DFL_NDIST];
-	uint32_t pf[19] = {0};
+	uint32_t pf[19] = { 0 };
 	unsigned n, i, j, r;
 	uint64_t bits;
 
@@ -215,12 +215,12 @@ static uint64_t plan_header(struct ezi_dfl_plan *p)
 				unsigned k = r > 138 ? 138 : r;
 
 				p->rle[p->nrle++] =
-				    (uint16_t)(18 | (k - 11) << 5);
+					(uint16_t)(18 | (k - 11) << 5);
 				r -= k;
 			}
 			if (r >= 3) {
 				p->rle[p->nrle++] =
-				    (uint16_t)(17 | (r - 3) << 5);
+					(uint16_t)(17 | (r - 3) << 5);
 				r = 0;
 			}
 		} else {
@@ -230,7 +230,7 @@ static uint64_t plan_header(struct ezi_dfl_plan *p)
 				unsigned k = r > 6 ? 6 : r;
 
 				p->rle[p->nrle++] =
-				    (uint16_t)(16 | (k - 3) << 5);
+					(uint16_t)(16 | (k - 3) << 5);
 				r -= k;
 			}
 		}
@@ -246,8 +246,8 @@ static uint64_t plan_header(struct ezi_dfl_plan *p)
 	bits = 5 + 5 + 4 + 3 * (uint64_t)p->hclen;
 	for (i = 0; i < 19; i++)
 		bits += (uint64_t)pf[i] * p->prelen[i];
-	bits +=
-	    (uint64_t)pf[16] * 2 + (uint64_t)pf[17] * 3 + (uint64_t)pf[18] * 7;
+	bits += (uint64_t)pf[16] * 2 + (uint64_t)pf[17] * 3 +
+		(uint64_t)pf[18] * 7;
 	return bits;
 }
 
@@ -318,7 +318,7 @@ static inline void put(struct dfl_bw *w, uint32_t v, unsigned n)
 /* Canonical codes of lens[0..n), bit-reversed for LSB-first output. */
 static void make_codes(const uint8_t *lens, unsigned n, uint16_t *codes)
 {
-	unsigned count[16] = {0}, next[16], s, l, code = 0;
+	unsigned count[16] = { 0 }, next[16], s, l, code = 0;
 
 	for (s = 0; s < n; s++)
 		count[lens[s]]++;
@@ -341,7 +341,7 @@ static void make_codes(const uint8_t *lens, unsigned n, uint16_t *codes)
 }
 
 void ezi_dfl_write_block(struct dfl_bw *w, const struct ezi_dfl_plan *p,
-		     const uint32_t *items, size_t n, int final)
+			 const uint32_t *items, size_t n, int final)
 {
 	uint16_t lc[DFL_NLITLEN + 2], dc[DFL_NDIST], pc[19];
 	uint8_t ll[DFL_NLITLEN + 2];

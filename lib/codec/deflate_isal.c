@@ -79,7 +79,7 @@ static int isal_decompress(void *ctx, const struct ezfs_dreq *rq)
 		}
 		if (st->avail_in == in0 && st->total_out == out0 &&
 		    (int)st->block_state == state0)
-			return -EUCLEAN;	/* no progress: truncated */
+			return -EUCLEAN; /* no progress: truncated */
 	}
 	if (st->block_state != ISAL_BLOCK_FINISH)
 		return -EUCLEAN;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* deflate_libdeflate.c - raw DEFLATE through libdeflate: fast whole-buffer decode. */
+/* deflate_libdeflate.c - raw DEFLATE through libdeflate: fast whole-buffer
+ * decode. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ static int ld_decompress(void *ctx, const struct ezfs_dreq *rq)
 
 struct ld_cctx {
 	struct libdeflate_compressor *c;
-	struct libdeflate_compressor *c1;	/* level 1: aims the trials */
+	struct libdeflate_compressor *c1; /* level 1: aims the trials */
 	struct ezfs_fit fit;
 };
 
@@ -56,11 +57,11 @@ static long ld_trial(void *arg, const uint8_t *in, size_t len, uint8_t *buf,
 	struct ld_cctx *cc = arg;
 	size_t n = libdeflate_deflate_compress(cc->c, in, len, buf, bufcap);
 
-	return n ? (long)n : -EIO;	/* cannot happen with bufcap >= bound */
+	return n ? (long)n : -EIO; /* cannot happen with bufcap >= bound */
 }
 
-static long ld_estimate(void *arg, const uint8_t *in, size_t len,
-			uint8_t *buf, size_t bufcap)
+static long ld_estimate(void *arg, const uint8_t *in, size_t len, uint8_t *buf,
+			size_t bufcap)
 {
 	struct ld_cctx *cc = arg;
 	size_t n = libdeflate_deflate_compress(cc->c1, in, len, buf, bufcap);
@@ -75,16 +76,15 @@ static size_t ld_bound(void *arg, size_t len)
 	return libdeflate_deflate_compress_bound(cc->c, len);
 }
 
-static void *ld_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
-			 int *err)
+static void *ld_cctx_new(int level, const struct ezfs_codec_cfg *cfg, int *err)
 {
 	struct ld_cctx *cc;
 
 	if (level < 0)
 		level = 6;
 	/* libdeflate always uses a 32 KiB window */
-	if (level > 12 || (cfg && cfg->deflate_windowbits &&
-			   cfg->deflate_windowbits != 15)) {
+	if (level > 12 ||
+	    (cfg && cfg->deflate_windowbits && cfg->deflate_windowbits != 15)) {
 		*err = -EINVAL;
 		return NULL;
 	}

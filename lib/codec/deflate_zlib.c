@@ -68,11 +68,11 @@ static int zlib_decompress(void *ctx, const struct ezfs_dreq *rq)
 		if (zr != Z_OK && zr != Z_BUF_ERROR)
 			return -EUCLEAN;
 		if (zs->avail_out)
-			return -EUCLEAN;	/* input ran out: truncated */
+			return -EUCLEAN; /* input ran out: truncated */
 		if (rq->partial)
 			return 0;
 		if (spilled)
-			return -EUCLEAN;	/* decodes to more than outlen */
+			return -EUCLEAN; /* decodes to more than outlen */
 		spilled = true;
 		zs->next_out = &spare;
 		zs->avail_out = 1;

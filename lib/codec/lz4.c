@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* lz4.c - LZ4 block codec through liblz4: decode, fast and HC destsize encode. */
+/* lz4.c - LZ4 block codec through liblz4: decode, fast and HC destsize encode.
+ */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -25,15 +26,12 @@ static int lz4_decompress(void *ctx, const struct ezfs_dreq *rq)
 		 * written yet: start from zeros so that nothing stale (heap
 		 * contents) can reach a reader. Found by fuzz.codec. */
 		memset(rq->out, 0, rq->outlen);
-		ret = LZ4_decompress_safe_partial((const char *)rq->in,
-						  (char *)rq->out,
-						  (int)rq->inlen,
-						  (int)rq->outlen,
-						  (int)rq->outlen);
+		ret = LZ4_decompress_safe_partial(
+			(const char *)rq->in, (char *)rq->out, (int)rq->inlen,
+			(int)rq->outlen, (int)rq->outlen);
 	} else {
-		ret = LZ4_decompress_safe((const char *)rq->in,
-					  (char *)rq->out, (int)rq->inlen,
-					  (int)rq->outlen);
+		ret = LZ4_decompress_safe((const char *)rq->in, (char *)rq->out,
+					  (int)rq->inlen, (int)rq->outlen);
 	}
 	if (ret < 0 || (size_t)ret != rq->outlen)
 		return -EUCLEAN;
@@ -44,19 +42,17 @@ static int lz4_decompress(void *ctx, const struct ezfs_dreq *rq)
 
 struct lz4_cctx {
 	int level;
-	void *hc_state;   /* lz4hc only */
+	void *hc_state; /* lz4hc only */
 };
 
 /* liblz4's matches reach 65535 bytes back; refuse a smaller recorded
  * max_distance rather than write streams that break its promise. */
 static int lz4_cfg_ok(const struct ezfs_codec_cfg *cfg)
 {
-	return !cfg || !cfg->lz4_max_distance ||
-	       cfg->lz4_max_distance >= 65535;
+	return !cfg || !cfg->lz4_max_distance || cfg->lz4_max_distance >= 65535;
 }
 
-static void *lz4_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
-			  int *err)
+static void *lz4_cctx_new(int level, const struct ezfs_codec_cfg *cfg, int *err)
 {
 	struct lz4_cctx *c;
 
@@ -112,8 +108,8 @@ static void lz4_cctx_free(void *cctx)
 	free(c);
 }
 
-static int lz4_destsize_once(struct lz4_cctx *c, const uint8_t *in,
-			     int *srclen, uint8_t *out, int outcap)
+static int lz4_destsize_once(struct lz4_cctx *c, const uint8_t *in, int *srclen,
+			     uint8_t *out, int outcap)
 {
 	if (c->hc_state)
 		return LZ4_compress_HC_destSize(c->hc_state, (const char *)in,
@@ -135,7 +131,7 @@ static int lz4_destsize_once(struct lz4_cctx *c, const uint8_t *in,
  * it stops at the same place as with all the input (checked over 18k
  * pclusters of text), and which input it gets depends on the data alone.
  */
-#define LZ4_PEEK 8
+#define LZ4_PEEK	8
 #define LZ4_PEEK_MAXCAP 16384
 
 /*
@@ -145,8 +141,7 @@ static int lz4_destsize_once(struct lz4_cctx *c, const uint8_t *in,
  * wasted (256 MiB of its sources, lz4hc-12 4K: 7.0 -> 9.0 CPU s).
  * out is scratch here.
  */
-static int lz4_poor(const uint8_t *in, int srclen, uint8_t *out,
-		    size_t outcap)
+static int lz4_poor(const uint8_t *in, int srclen, uint8_t *out, size_t outcap)
 {
 	/* it too would scan all the input for matches */
 	int took = srclen < 2 * (int)outcap ? srclen : 2 * (int)outcap;
@@ -160,8 +155,8 @@ static int lz4_poor(const uint8_t *in, int srclen, uint8_t *out,
 	       (size_t)took < outcap + outcap / 8;
 }
 
-static int lz4_compress_destsize(void *cctx, const uint8_t *in,
-				 size_t *inlen, uint8_t *out, size_t outcap)
+static int lz4_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
+				 uint8_t *out, size_t outcap)
 {
 	struct lz4_cctx *c = cctx;
 	int srclen, ret;
@@ -180,8 +175,7 @@ static int lz4_compress_destsize(void *cctx, const uint8_t *in,
 		     peek *= LZ4_PEEK) {
 			int took = peek;
 
-			ret = lz4_destsize_once(c, in, &took, out,
-						(int)outcap);
+			ret = lz4_destsize_once(c, in, &took, out, (int)outcap);
 			if (ret > 0 && took > 0 && took < peek) {
 				*inlen = (size_t)took;
 				return ret;

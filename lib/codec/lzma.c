@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* lzma.c - MicroLZMA codec through liblzma: decode and native destsize encode. */
+/* lzma.c - MicroLZMA codec through liblzma: decode and native destsize encode.
+ */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 #include "codec.h"
 
 #define LZMA_DICT_MIN 4096u
-#define LZMA_DICT_MAX (8u << 20)	/* section 3.2 */
+#define LZMA_DICT_MAX (8u << 20) /* section 3.2 */
 
 static void *lzma_ctx_new(int *err)
 {
@@ -55,8 +56,8 @@ static int lzma_decompress(void *ctx, const struct ezfs_dreq *rq)
 
 	if (!dict) {
 		/* matches never reach before the start of the output */
-		dict = rq->outlen > LZMA_DICT_MAX ? LZMA_DICT_MAX :
-		       (uint32_t)rq->outlen;
+		dict = rq->outlen > LZMA_DICT_MAX ? LZMA_DICT_MAX
+						  : (uint32_t)rq->outlen;
 	}
 	if (dict < LZMA_DICT_MIN)
 		dict = LZMA_DICT_MIN;
@@ -77,7 +78,7 @@ static int lzma_decompress(void *ctx, const struct ezfs_dreq *rq)
 		if (lr != LZMA_OK)
 			return lzma_errno(lr);
 		if (s->avail_in == in0 && s->avail_out == out0)
-			return -EUCLEAN;	/* truncated */
+			return -EUCLEAN; /* truncated */
 	}
 	return s->avail_out == 0 ? 0 : -EUCLEAN;
 }
@@ -87,7 +88,7 @@ static int lzma_decompress(void *ctx, const struct ezfs_dreq *rq)
 struct lzma_cctx {
 	lzma_stream strm;
 	lzma_options_lzma opt;
-	uint32_t max_dict;	/* what the image records (cfg) */
+	uint32_t max_dict; /* what the image records (cfg) */
 };
 
 static void *lzma_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
@@ -149,8 +150,8 @@ static void lzma_cctx_free(void *cctx)
  * as a power of two; a smaller dictionary than the recorded one is always
  * valid for the decoder.
  */
-static int lzma_compress_destsize(void *cctx, const uint8_t *in,
-				  size_t *inlen, uint8_t *out, size_t outcap)
+static int lzma_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
+				  uint8_t *out, size_t outcap)
 {
 	struct lzma_cctx *c = cctx;
 	lzma_stream *s = &c->strm;
@@ -194,7 +195,7 @@ const struct ezfs_codec_ops ezi_codec_lzma = {
 	.ctx_new = lzma_ctx_new,
 	.ctx_free = lzma_ctx_free,
 	.decompress = lzma_decompress,
-	.min_level = 0,		/* 0..9, and 100..109 = extreme */
+	.min_level = 0, /* 0..9, and 100..109 = extreme */
 	.max_level = 109,
 	.default_level = 6,
 	.cctx_new = lzma_cctx_new,

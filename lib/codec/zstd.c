@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* zstd.c - Zstandard codec through libzstd: streaming decode, destsize encode. */
+/* zstd.c - Zstandard codec through libzstd: streaming decode, destsize encode.
+ */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -29,8 +30,8 @@ static void zstd_ctx_free(void *ctx)
 
 static int zstd_errno(size_t r)
 {
-	return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ?
-	       -ENOMEM : -EUCLEAN;
+	return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM
+								    : -EUCLEAN;
 }
 
 /* log2 of the largest window the image allows (section 3.2), clamped to
@@ -75,7 +76,7 @@ static uint64_t zstd_frame_window(const uint8_t *in, size_t inlen)
 	pos += did_bytes[fhd & 3];
 	fcs_len = fcs_bytes[fhd >> 6];
 	if (!fcs_len)
-		fcs_len = 1;	/* single segment: a 1-byte content size */
+		fcs_len = 1; /* single segment: a 1-byte content size */
 	if (inlen < pos + fcs_len)
 		return 0;
 	for (i = 0; i < fcs_len; i++)
@@ -122,25 +123,25 @@ static int zstd_decompress(void *ctx, const struct ezfs_dreq *rq)
 		if (ZSTD_isError(r))
 			return zstd_errno(r);
 		if (r == 0)
-			break;		/* frame complete */
+			break; /* frame complete */
 		if (out.pos == out.size) {
 			if (rq->partial)
 				return 0;
 			if (spilled)
-				return -EUCLEAN;	/* too long */
+				return -EUCLEAN; /* too long */
 			spilled = true;
 			out = (ZSTD_outBuffer){ &spare, 1, 0 };
 			continue;
 		}
 		if (in.pos == in0 && out.pos == out0)
-			return -EUCLEAN;	/* truncated */
+			return -EUCLEAN; /* truncated */
 	}
 	if (spilled)
 		return out.pos == 0 && in.pos == in.size ? 0 : -EUCLEAN;
 	if (out.pos != rq->outlen)
 		return -EUCLEAN;
 	if (!rq->partial && in.pos != in.size)
-		return -EUCLEAN;	/* trailing bytes after the frame */
+		return -EUCLEAN; /* trailing bytes after the frame */
 	return 0;
 }
 
@@ -151,8 +152,8 @@ struct zstd_cctx {
 	struct ezfs_fit fit;
 };
 
-static long zstd_trial(void *arg, const uint8_t *in, size_t len,
-		       uint8_t *buf, size_t bufcap)
+static long zstd_trial(void *arg, const uint8_t *in, size_t len, uint8_t *buf,
+		       size_t bufcap)
 {
 	struct zstd_cctx *cc = arg;
 	size_t r = ZSTD_compress2(cc->c, buf, bufcap, in, len);
@@ -228,8 +229,8 @@ static void zstd_cctx_free(void *cctx)
 
 /* libzstd has no fixed-output mode: search with ezi_codec_fit(). A frame
  * starts with its magic, never with 0x00. */
-static int zstd_compress_destsize(void *cctx, const uint8_t *in,
-				  size_t *inlen, uint8_t *out, size_t outcap)
+static int zstd_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
+				  uint8_t *out, size_t outcap)
 {
 	struct zstd_cctx *cc = cctx;
 

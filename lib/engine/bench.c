@@ -71,12 +71,13 @@ int ezfs_engine_bench_raw(const char *engine, const void *data, size_t len,
 	if (!enc)
 		return -EOPNOTSUPP;
 	/* the stream parameters ezfs mkfs records for this pcluster size */
-	cfg.lzma_dict_size = pcluster * 4 < (32u << 10) ? 32u << 10 :
-			     pcluster * 4 > (8u << 20) ? 8u << 20 :
-							 (uint32_t)(pcluster * 4);
+	cfg.lzma_dict_size = pcluster * 4 < (32u << 10) ? 32u << 10
+			     : pcluster * 4 > (8u << 20)
+				     ? 8u << 20
+				     : (uint32_t)(pcluster * 4);
 	wlog = 10;
-	while ((2ul << wlog) <= (pcluster * 8 < (1u << 20) ? pcluster * 8 :
-							     1u << 20))
+	while ((2ul << wlog) <=
+	       (pcluster * 8 < (1u << 20) ? pcluster * 8 : 1u << 20))
 		wlog++;
 	cfg.zstd_windowlog = wlog - 10;
 	cctx = enc->cctx_new(-1, &cfg, &err);
@@ -130,7 +131,8 @@ int ezfs_engine_bench_raw(const char *engine, const void *data, size_t len,
 		t0 = cpu_ns();
 		for (i = 0; i < nc && !err; i++) {
 			struct ezfs_dreq rq = {
-				.in = c[i].z, .inlen = c[i].zlen,
+				.in = c[i].z,
+				.inlen = c[i].zlen,
 				.out = out + (c[i].src - in),
 				.outlen = c[i].len,
 			};

@@ -35,18 +35,18 @@ struct wq {
 struct worker {
 	pthread_t th;
 	struct ezfs_dispatcher *d;
-	int cpu;        /* -1: not pinned to one */
+	int cpu; /* -1: not pinned to one */
 	struct wq q;
 	pthread_cond_t wake;
 	bool started;
-	bool idle;      /* waiting on wake (under d->lock) */
+	bool idle; /* waiting on wake (under d->lock) */
 };
 
 struct ezfs_dispatcher {
 	struct ezfs_estate *es;
 	int mode;
 	pthread_mutex_t lock;
-	pthread_cond_t ready_cv;  /* a worker finished its setup */
+	pthread_cond_t ready_cv; /* a worker finished its setup */
 	unsigned ready;
 	bool stop;
 	struct wq shared;
@@ -148,8 +148,7 @@ static void *worker_main(void *arg)
 		}
 		pthread_mutex_unlock(&d->lock);
 		j->err = j->fn(j->arg);
-		ezi_engine_lat_record(d->es, ezi_engine_now_ns() -
-						      j->t_submit);
+		ezi_engine_lat_record(d->es, ezi_engine_now_ns() - j->t_submit);
 		b = j->batch;
 		ezi_ebatch_done(b); /* j may be gone after this */
 		pthread_mutex_lock(&d->lock);
@@ -220,7 +219,7 @@ static int start_worker(struct ezfs_dispatcher *d, unsigned i, int cpu)
 }
 
 struct ezfs_dispatcher *ezi_disp_new(struct ezfs_estate *es, int mode,
-				      unsigned nthreads, int *err)
+				     unsigned nthreads, int *err)
 {
 	struct ezfs_dispatcher *d = calloc(1, sizeof(*d));
 	cpu_set_t set;
@@ -260,8 +259,8 @@ struct ezfs_dispatcher *ezi_disp_new(struct ezfs_estate *es, int mode,
 		if (mode == EZFS_DISPATCH_PERCPU)
 			while (++cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
 				;
-		*err = start_worker(d, i, mode == EZFS_DISPATCH_PERCPU ? cpu :
-									  -1);
+		*err = start_worker(d, i,
+				    mode == EZFS_DISPATCH_PERCPU ? cpu : -1);
 	}
 	if (*err) {
 		ezi_disp_free(d);
@@ -310,7 +309,7 @@ static bool claim_idle(struct ezfs_dispatcher *d, unsigned i)
 #define WAKE_BATCH 16
 
 void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
-		      size_t n)
+		     size_t n)
 {
 	struct wq *q = &d->shared;
 	uint64_t now = ezi_engine_now_ns();

@@ -35,7 +35,8 @@ static const struct ezfs_codec_ops engine_fail = {
 };
 
 static const struct ezfs_codec_ops *const test_engines[] = {
-	&engine_fail, NULL,
+	&engine_fail,
+	NULL,
 };
 
 /* ---- registry ---- */
@@ -110,8 +111,8 @@ static int reference_of(int alg)
 
 int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info)
 {
-	const struct ezfs_codec_ops *e = i < EZFS_MAX_ENGINES ? engine_at(i) :
-								NULL;
+	const struct ezfs_codec_ops *e =
+		i < EZFS_MAX_ENGINES ? engine_at(i) : NULL;
 	const struct ezfs_codec_ops *const *l;
 	int pos;
 
@@ -120,8 +121,9 @@ int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info)
 	memset(info, 0, sizeof(*info));
 	info->name = e->name;
 	info->alg = e->alg;
-	info->flags = (e->flags & EZFS_CODEC_PARTIAL ? EZFS_ENGINE_PARTIAL : 0) |
-		      (is_test_engine(e) ? EZFS_ENGINE_TEST : 0);
+	info->flags =
+		(e->flags & EZFS_CODEC_PARTIAL ? EZFS_ENGINE_PARTIAL : 0) |
+		(is_test_engine(e) ? EZFS_ENGINE_TEST : 0);
 	info->probe = e->probe ? e->probe() : 0;
 	info->default_pos = -1;
 	for (l = ezi_codec_list(e->alg), pos = 0; l && *l; l++, pos++)
@@ -147,7 +149,8 @@ static void order_default(struct ezfs_order *o)
 	memset(o, 0, sizeof(*o));
 	for (alg = 0; alg < EZFS_ALG_MAX; alg++)
 		for (l = ezi_codec_list(alg); l && *l; l++)
-			o->idx[alg][o->n[alg]++] = (unsigned char)engine_index(*l);
+			o->idx[alg][o->n[alg]++] =
+				(unsigned char)engine_index(*l);
 }
 
 static bool in_list(const unsigned char *l, unsigned n, int e)
@@ -245,8 +248,10 @@ static int parse_spec(const char *spec, struct ezfs_order *o, char *bad,
 				continue;
 			}
 			if (galg >= 0 && engine_at((unsigned)e)->alg != galg) {
-				add_bad(bad, badsz, "engine of another "
-					"algorithm", a, (size_t)(aend - a));
+				add_bad(bad, badsz,
+					"engine of another "
+					"algorithm",
+					a, (size_t)(aend - a));
 				continue;
 			}
 			if (galg >= 0) {
@@ -256,7 +261,8 @@ static int parse_spec(const char *spec, struct ezfs_order *o, char *bad,
 				int ea = engine_at((unsigned)e)->alg;
 
 				if (!in_list(bare[ea], nbare[ea], e))
-					bare[ea][nbare[ea]++] = (unsigned char)e;
+					bare[ea][nbare[ea]++] =
+						(unsigned char)e;
 			}
 		}
 		if (galg >= 0 && n) {
@@ -272,7 +278,8 @@ static int parse_spec(const char *spec, struct ezfs_order *o, char *bad,
 			continue;
 		memcpy(l, bare[alg], n);
 		for (i = 0; i < o->n[alg]; i++)
-			if (!in_list(l, n, o->idx[alg][i]) && n < EZFS_MAX_ENGINES)
+			if (!in_list(l, n, o->idx[alg][i]) &&
+			    n < EZFS_MAX_ENGINES)
 				l[n++] = o->idx[alg][i];
 		memcpy(o->idx[alg], l, n);
 		o->n[alg] = (unsigned char)n;
@@ -296,8 +303,7 @@ int ezfs_accel_check(const char *spec)
 	return ezfs_accel_check_msg(spec, NULL, 0);
 }
 
-static int set_order(struct ezfs_estate *es, const char *spec,
-		     const char *from)
+static int set_order(struct ezfs_estate *es, const char *spec, const char *from)
 {
 	struct ezfs_order *o = malloc(sizeof(*o));
 	struct ezfs_order *prev;
@@ -308,7 +314,8 @@ static int set_order(struct ezfs_estate *es, const char *spec,
 		return -ENOMEM;
 	err = parse_spec(spec, o, bad, sizeof(bad));
 	if (err) {
-		ezi_logf(es->lg, EZFS_LOG_ERROR, "%s '%s': %s", from, spec, bad);
+		ezi_logf(es->lg, EZFS_LOG_ERROR, "%s '%s': %s", from, spec,
+			 bad);
 		free(o);
 		return err;
 	}
@@ -337,8 +344,10 @@ int ezi_engine_env_check(const struct ezfs_logger *lg)
 	}
 	s = getenv("EZFS_DISPATCH");
 	if (s && *s && ezfs_dispatch_parse(s, &n) < 0) {
-		ezi_logf(lg, EZFS_LOG_ERROR, "EZFS_DISPATCH '%s': not inline, queue[:N] or "
-			 "percpu", s);
+		ezi_logf(lg, EZFS_LOG_ERROR,
+			 "EZFS_DISPATCH '%s': not inline, queue[:N] or "
+			 "percpu",
+			 s);
 		return -EINVAL;
 	}
 	return 0;
@@ -365,7 +374,7 @@ void ezi_estate_free(struct ezfs_estate *es)
 }
 
 struct ezfs_estate *ezi_estate_new(struct ezfs_codec_pool *codecs,
-				    const struct ezfs_logger *lg)
+				   const struct ezfs_logger *lg)
 {
 	struct ezfs_estate *es = calloc(1, sizeof(*es));
 	const struct ezfs_codec_ops *e;
@@ -401,8 +410,10 @@ void ezi_estate_start_env(struct ezfs_estate *es)
 		return;
 	mode = ezfs_dispatch_parse(d, &n);
 	if (mode > 0 && ezi_es_set_dispatch(es, mode, n))
-		ezi_logf(es->lg, EZFS_LOG_ERROR, "EZFS_DISPATCH '%s': cannot "
-			  "start the workers; decoding inline", d);
+		ezi_logf(es->lg, EZFS_LOG_ERROR,
+			 "EZFS_DISPATCH '%s': cannot "
+			 "start the workers; decoding inline",
+			 d);
 }
 
 int ezi_es_set_accel(struct ezfs_estate *es, const char *spec)
@@ -425,8 +436,7 @@ int ezi_es_get_accel(struct ezfs_estate *es, char *buf, size_t size)
 			int n = snprintf(len < size ? buf + len : NULL,
 					 len < size ? size - len : 0, "%s%s%s",
 					 !i ? (alg ? ";" : "") : ",",
-					 !i ? ezfs_alg_name(alg) : "",
-					 "");
+					 !i ? ezfs_alg_name(alg) : "", "");
 			len += (size_t)n;
 			n = snprintf(len < size ? buf + len : NULL,
 				     len < size ? size - len : 0, "%s%s",
@@ -458,8 +468,7 @@ static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq)
 	int err;
 
 	ADD(es->cnt[e].requests, 1);
-	err = ezi_codec_decompress_one(es->codecs,
-					engine_at((unsigned)e), rq);
+	err = ezi_codec_decompress_one(es->codecs, engine_at((unsigned)e), rq);
 	if (!err)
 		ADD(es->cnt[e].bytes_out, rq->outlen);
 	return err;
@@ -474,8 +483,8 @@ static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq)
  */
 static int engine_decode(struct ezfs_estate *es, int alg, struct ezfs_dreq *rq)
 {
-	const struct ezfs_order *o = __atomic_load_n(&es->order,
-						      __ATOMIC_ACQUIRE);
+	const struct ezfs_order *o =
+		__atomic_load_n(&es->order, __ATOMIC_ACQUIRE);
 	bool strict = __atomic_load_n(&es->strict, __ATOMIC_RELAXED);
 	int ref = reference_of(alg), failed = -1, ferr = 0, err;
 	unsigned k;
@@ -569,7 +578,7 @@ static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 			jobs[i].err = jobs[i].fn(jobs[i].arg);
 			if (!ezi_engine_on_worker)
 				ezi_engine_lat_record(es,
-						       ezi_engine_now_ns() - t0);
+						      ezi_engine_now_ns() - t0);
 		}
 	} else {
 		pthread_mutex_init(&b.lock, NULL);
@@ -590,8 +599,7 @@ static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 	return err;
 }
 
-int ezi_engine_decompress(struct ezfs_estate *es, int alg,
-			   struct ezfs_dreq *rq)
+int ezi_engine_decompress(struct ezfs_estate *es, int alg, struct ezfs_dreq *rq)
 {
 	struct decode_job dj;
 	struct ezfs_ejob job = { .fn = decode_job_fn, .arg = &dj };
@@ -639,8 +647,8 @@ static const char *const dispatch_names[] = { "inline", "queue", "percpu" };
 
 const char *ezfs_dispatch_name(int mode)
 {
-	return mode >= 0 && mode <= EZFS_DISPATCH_PERCPU ?
-		       dispatch_names[mode] : "?";
+	return mode >= 0 && mode <= EZFS_DISPATCH_PERCPU ? dispatch_names[mode]
+							 : "?";
 }
 
 int ezfs_dispatch_parse(const char *s, unsigned *nthreads)
@@ -680,9 +688,10 @@ int ezi_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads)
 	if (mode != EZFS_DISPATCH_INLINE) {
 		d = ezi_disp_new(es, mode, nthreads, &err);
 		if (!d)
-			ezi_logf(es->lg, EZFS_LOG_ERROR, "dispatch %s: cannot "
-				  "start workers (%d)", ezfs_dispatch_name(mode),
-				  err);
+			ezi_logf(es->lg, EZFS_LOG_ERROR,
+				 "dispatch %s: cannot "
+				 "start workers (%d)",
+				 ezfs_dispatch_name(mode), err);
 	}
 	pthread_rwlock_wrlock(&es->dlock);
 	old = es->disp;
@@ -708,7 +717,7 @@ int ezi_es_dispatch_info(struct ezfs_estate *es, struct ezfs_dispatch_info *di)
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 int ezi_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
-			 size_t n)
+			size_t n)
 {
 	unsigned i, count = ezfs_engine_count();
 
@@ -762,8 +771,8 @@ int ezi_es_latency_stats(struct ezfs_estate *es, struct ezfs_latency_stats *ls)
 		return -ENOMEM;
 	pthread_mutex_lock(&es->lat_lock);
 	ls->total = es->lat_total;
-	n = es->lat_total < EZFS_LAT_SAMPLES ? (size_t)es->lat_total :
-					       EZFS_LAT_SAMPLES;
+	n = es->lat_total < EZFS_LAT_SAMPLES ? (size_t)es->lat_total
+					     : EZFS_LAT_SAMPLES;
 	memcpy(v, es->lat_ns, n * sizeof(*v));
 	pthread_mutex_unlock(&es->lat_lock);
 	ls->count = n;
@@ -780,8 +789,8 @@ int ezi_es_latency_stats(struct ezfs_estate *es, struct ezfs_latency_stats *ls)
 		ls->stddev = n > 1 ? sqrt_d(sq / (double)(n - 1)) : 0;
 		ls->min = (double)v[0] / 1000.0;
 		ls->max = (double)v[n - 1] / 1000.0;
-		ls->median = n % 2 ? (double)v[n / 2] / 1000.0 :
-				     ((double)v[n / 2 - 1] + (double)v[n / 2]) /
+		ls->median = n % 2 ? (double)v[n / 2] / 1000.0
+				   : ((double)v[n / 2 - 1] + (double)v[n / 2]) /
 					     2000.0;
 	}
 	free(v);

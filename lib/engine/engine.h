@@ -24,21 +24,21 @@ struct ezfs_estate;
  * codecs and lg must outlive it. NULL: out of memory.
  */
 struct ezfs_estate *ezi_estate_new(struct ezfs_codec_pool *codecs,
-				    const struct ezfs_logger *lg);
-void ezi_estate_free(struct ezfs_estate *es);   /* accepts NULL */
+				   const struct ezfs_logger *lg);
+void ezi_estate_free(struct ezfs_estate *es); /* accepts NULL */
 /* Start the dispatcher EZFS_DISPATCH asks for (a failure is logged and
  * leaves decoding inline). */
 void ezi_estate_start_env(struct ezfs_estate *es);
 
 /* Decode rq with the state's engine order, fallback and dispatch mode. */
 int ezi_engine_decompress(struct ezfs_estate *es, int alg,
-			   struct ezfs_dreq *rq);
+			  struct ezfs_dreq *rq);
 
 /* A unit of work for the dispatcher; fn(arg) returns 0 or -errno. */
 struct ezfs_ejob {
 	int (*fn)(void *arg);
 	void *arg;
-	int err;                 /* fn's result */
+	int err; /* fn's result */
 	/* private */
 	struct ezfs_ejob *next;
 	struct ezfs_ebatch *batch;
@@ -61,12 +61,10 @@ int ezi_es_get_accel(struct ezfs_estate *es, char *buf, size_t size);
 int ezi_es_set_strict(struct ezfs_estate *es, int strict);
 int ezi_es_get_strict(struct ezfs_estate *es);
 int ezi_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads);
-int ezi_es_dispatch_info(struct ezfs_estate *es,
-			  struct ezfs_dispatch_info *di);
+int ezi_es_dispatch_info(struct ezfs_estate *es, struct ezfs_dispatch_info *di);
 int ezi_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
-			 size_t n);
-int ezi_es_latency_stats(struct ezfs_estate *es,
-			  struct ezfs_latency_stats *ls);
+			size_t n);
+int ezi_es_latency_stats(struct ezfs_estate *es, struct ezfs_latency_stats *ls);
 void ezi_es_reset(struct ezfs_estate *es);
 
 /* ---- between engine.c and dispatch.c ---- */
@@ -76,18 +74,18 @@ struct ezfs_dispatcher;
 struct ezfs_estate {
 	struct ezfs_codec_pool *codecs;
 	const struct ezfs_logger *lg;
-	const struct ezfs_order *order;  /* atomic; current table */
-	struct ezfs_order *old;          /* superseded tables, freed at close */
-	pthread_mutex_t lock;            /* old list, set_accel */
-	int strict;                      /* atomic */
+	const struct ezfs_order *order; /* atomic; current table */
+	struct ezfs_order *old;		/* superseded tables, freed at close */
+	pthread_mutex_t lock;		/* old list, set_accel */
+	int strict;			/* atomic */
 	int probe[EZFS_MAX_ENGINES];
 	struct {
 		uint64_t requests, bytes_out, fallbacks, errors; /* atomic */
 	} cnt[EZFS_MAX_ENGINES];
 
-	pthread_rwlock_t dlock;          /* read: using disp; write: swap */
-	struct ezfs_dispatcher *disp;    /* NULL = inline */
-	uint64_t batches;                /* atomic */
+	pthread_rwlock_t dlock;	      /* read: using disp; write: swap */
+	struct ezfs_dispatcher *disp; /* NULL = inline */
+	uint64_t batches;	      /* atomic */
 
 	pthread_mutex_t lat_lock;
 	uint64_t lat_total;
@@ -101,11 +99,11 @@ void ezi_engine_lat_record(struct ezfs_estate *es, uint64_t ns);
 extern __thread bool ezi_engine_on_worker;
 
 struct ezfs_dispatcher *ezi_disp_new(struct ezfs_estate *es, int mode,
-				      unsigned nthreads, int *err);
+				     unsigned nthreads, int *err);
 void ezi_disp_free(struct ezfs_dispatcher *d);
 /* Queue the jobs (each with batch set); they complete asynchronously. */
 void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
-		      size_t n);
+		     size_t n);
 void ezi_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di);
 
 /* Completion of a set of jobs. */

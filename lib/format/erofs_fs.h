@@ -13,42 +13,42 @@
 #include <stdint.h>
 #include <string.h>
 
-#define EROFS_SUPER_MAGIC 0xE0F5E1E2u
-#define EROFS_SUPER_OFFSET 1024
-#define EROFS_SB_BASE_SIZE 128
-#define EROFS_ISLOTBITS 5
-#define EROFS_ISLOT 32
-#define EROFS_MIN_BLKSZBITS 9
-#define EROFS_MAX_BLKSZBITS 16
-#define EROFS_NULL_ADDR32 0xFFFFFFFFu
-#define EROFS_NULL_ADDR48 0xFFFFFFFFFFFFull
-#define EROFS_NID_METABOX (1ull << 63)
-#define EROFS_PCLUSTER_MAX_SIZE (1u << 20)
+#define EROFS_SUPER_MAGIC	 0xE0F5E1E2u
+#define EROFS_SUPER_OFFSET	 1024
+#define EROFS_SB_BASE_SIZE	 128
+#define EROFS_ISLOTBITS		 5
+#define EROFS_ISLOT		 32
+#define EROFS_MIN_BLKSZBITS	 9
+#define EROFS_MAX_BLKSZBITS	 16
+#define EROFS_NULL_ADDR32	 0xFFFFFFFFu
+#define EROFS_NULL_ADDR48	 0xFFFFFFFFFFFFull
+#define EROFS_NID_METABOX	 (1ull << 63)
+#define EROFS_PCLUSTER_MAX_SIZE	 (1u << 20)
 #define EROFS_PCLUSTER_MAX_DSIZE (12u << 20)
-#define EROFS_NAME_LEN 255
+#define EROFS_NAME_LEN		 255
 
 /* [2.1] feature_compat */
-#define EROFS_FEATURE_COMPAT_SB_CHKSUM 0x01
-#define EROFS_FEATURE_COMPAT_MTIME 0x02
-#define EROFS_FEATURE_COMPAT_XATTR_FILTER 0x04
+#define EROFS_FEATURE_COMPAT_SB_CHKSUM		  0x01
+#define EROFS_FEATURE_COMPAT_MTIME		  0x02
+#define EROFS_FEATURE_COMPAT_XATTR_FILTER	  0x04
 #define EROFS_FEATURE_COMPAT_SHARED_EA_IN_METABOX 0x08
-#define EROFS_FEATURE_COMPAT_PLAIN_XATTR_PFX 0x10
-#define EROFS_FEATURE_COMPAT_ISHARE_XATTRS 0x20
+#define EROFS_FEATURE_COMPAT_PLAIN_XATTR_PFX	  0x10
+#define EROFS_FEATURE_COMPAT_ISHARE_XATTRS	  0x20
 
 /* [2.2] feature_incompat (aliases share bits) */
-#define EROFS_FEATURE_INCOMPAT_ZERO_PADDING 0x001
-#define EROFS_FEATURE_INCOMPAT_COMPR_CFGS 0x002
-#define EROFS_FEATURE_INCOMPAT_BIG_PCLUSTER 0x002
-#define EROFS_FEATURE_INCOMPAT_CHUNKED_FILE 0x004
-#define EROFS_FEATURE_INCOMPAT_DEVICE_TABLE 0x008
-#define EROFS_FEATURE_INCOMPAT_COMPR_HEAD2 0x008
-#define EROFS_FEATURE_INCOMPAT_ZTAILPACKING 0x010
-#define EROFS_FEATURE_INCOMPAT_FRAGMENTS 0x020
-#define EROFS_FEATURE_INCOMPAT_DEDUPE 0x020
+#define EROFS_FEATURE_INCOMPAT_ZERO_PADDING   0x001
+#define EROFS_FEATURE_INCOMPAT_COMPR_CFGS     0x002
+#define EROFS_FEATURE_INCOMPAT_BIG_PCLUSTER   0x002
+#define EROFS_FEATURE_INCOMPAT_CHUNKED_FILE   0x004
+#define EROFS_FEATURE_INCOMPAT_DEVICE_TABLE   0x008
+#define EROFS_FEATURE_INCOMPAT_COMPR_HEAD2    0x008
+#define EROFS_FEATURE_INCOMPAT_ZTAILPACKING   0x010
+#define EROFS_FEATURE_INCOMPAT_FRAGMENTS      0x020
+#define EROFS_FEATURE_INCOMPAT_DEDUPE	      0x020
 #define EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES 0x040
-#define EROFS_FEATURE_INCOMPAT_48BIT 0x080
-#define EROFS_FEATURE_INCOMPAT_METABOX 0x100
-#define EROFS_ALL_FEATURE_INCOMPAT 0x1FF
+#define EROFS_FEATURE_INCOMPAT_48BIT	      0x080
+#define EROFS_FEATURE_INCOMPAT_METABOX	      0x100
+#define EROFS_ALL_FEATURE_INCOMPAT	      0x1FF
 
 /* [2] superblock, 128 bytes (+16 per extslot) at byte 1024 */
 struct erofs_super_block {
@@ -57,7 +57,7 @@ struct erofs_super_block {
 	uint32_t feature_compat;
 	uint8_t blkszbits;
 	uint8_t sb_extslots;
-	uint16_t rootnid_2b;      /* or blocks_hi with 48BIT + rootnid_8b */
+	uint16_t rootnid_2b; /* or blocks_hi with 48BIT + rootnid_8b */
 	uint64_t inos;
 	uint64_t epoch;
 	uint32_t fixed_nsec;
@@ -67,7 +67,7 @@ struct erofs_super_block {
 	uint8_t uuid[16];
 	uint8_t volume_name[16];
 	uint32_t feature_incompat;
-	uint16_t u1;              /* available_compr_algs or lz4_max_distance */
+	uint16_t u1; /* available_compr_algs or lz4_max_distance */
 	uint16_t extra_devices;
 	uint16_t devt_slotoff;
 	uint8_t dirblkbits;
@@ -111,12 +111,12 @@ _Static_assert(sizeof(struct z_erofs_lzma_cfgs) == 14, "lzma cfg");
 _Static_assert(sizeof(struct z_erofs_deflate_cfgs) == 6, "deflate cfg");
 _Static_assert(sizeof(struct z_erofs_zstd_cfgs) == 6, "zstd cfg");
 
-#define Z_EROFS_COMPRESSION_LZ4 0
-#define Z_EROFS_COMPRESSION_LZMA 1
+#define Z_EROFS_COMPRESSION_LZ4	    0
+#define Z_EROFS_COMPRESSION_LZMA    1
 #define Z_EROFS_COMPRESSION_DEFLATE 2
-#define Z_EROFS_COMPRESSION_ZSTD 3
-#define Z_EROFS_COMPRESSION_MAX 4
-#define Z_EROFS_LZ4_MAX_DISTANCE 65536
+#define Z_EROFS_COMPRESSION_ZSTD    3
+#define Z_EROFS_COMPRESSION_MAX	    4
+#define Z_EROFS_LZ4_MAX_DISTANCE    65536
 
 /* [4] device slot, 128 bytes */
 struct erofs_deviceslot {
@@ -130,30 +130,30 @@ struct erofs_deviceslot {
 _Static_assert(sizeof(struct erofs_deviceslot) == 128, "devslot");
 
 /* [5.2] i_format */
-#define EROFS_I_VERSION_MASK 0x01
+#define EROFS_I_VERSION_MASK	 0x01
 #define EROFS_I_DATALAYOUT_SHIFT 1
-#define EROFS_I_DATALAYOUT_MASK 0x07
-#define EROFS_I_NLINK_1_BIT 0x10   /* non-dir, compact, 48BIT */
-#define EROFS_I_DOT_OMITTED_BIT 0x10 /* dir, 48BIT */
-#define EROFS_I_ALL_BITS 0x1F
-#define EROFS_INODE_COMPACT 0
-#define EROFS_INODE_EXTENDED 1
+#define EROFS_I_DATALAYOUT_MASK	 0x07
+#define EROFS_I_NLINK_1_BIT	 0x10 /* non-dir, compact, 48BIT */
+#define EROFS_I_DOT_OMITTED_BIT	 0x10 /* dir, 48BIT */
+#define EROFS_I_ALL_BITS	 0x1F
+#define EROFS_INODE_COMPACT	 0
+#define EROFS_INODE_EXTENDED	 1
 
 /* [5.3] data layouts */
-#define EROFS_INODE_FLAT_PLAIN 0
-#define EROFS_INODE_COMPRESSED_FULL 1
-#define EROFS_INODE_FLAT_INLINE 2
+#define EROFS_INODE_FLAT_PLAIN	       0
+#define EROFS_INODE_COMPRESSED_FULL    1
+#define EROFS_INODE_FLAT_INLINE	       2
 #define EROFS_INODE_COMPRESSED_COMPACT 3
-#define EROFS_INODE_CHUNK_BASED 4
+#define EROFS_INODE_CHUNK_BASED	       4
 
 /* [5.4] compact inode, 32 bytes */
 struct erofs_inode_compact {
 	uint16_t i_format;
 	uint16_t i_xattr_icount;
 	uint16_t i_mode;
-	uint16_t i_nb;            /* nlink, or startblk_hi with NLINK_1 */
+	uint16_t i_nb; /* nlink, or startblk_hi with NLINK_1 */
 	uint32_t i_size;
-	uint32_t i_mtime;         /* relative to sb epoch */
+	uint32_t i_mtime; /* relative to sb epoch */
 	uint32_t i_u;
 	uint32_t i_ino;
 	uint16_t i_uid;
@@ -167,7 +167,7 @@ struct erofs_inode_extended {
 	uint16_t i_format;
 	uint16_t i_xattr_icount;
 	uint16_t i_mode;
-	uint16_t i_nb;            /* 48BIT: startblk_hi */
+	uint16_t i_nb; /* 48BIT: startblk_hi */
 	uint64_t i_size;
 	uint32_t i_u;
 	uint32_t i_ino;
@@ -182,9 +182,9 @@ _Static_assert(sizeof(struct erofs_inode_extended) == 64, "extended inode");
 
 /* [6.4.1] chunk format word */
 #define EROFS_CHUNK_FORMAT_BLKBITS_MASK 0x001F
-#define EROFS_CHUNK_FORMAT_INDEXES 0x0020
-#define EROFS_CHUNK_FORMAT_48BIT 0x0040
-#define EROFS_CHUNK_FORMAT_ALL 0x007F
+#define EROFS_CHUNK_FORMAT_INDEXES	0x0020
+#define EROFS_CHUNK_FORMAT_48BIT	0x0040
+#define EROFS_CHUNK_FORMAT_ALL		0x007F
 
 /* [6.4.2] 8-byte chunk index */
 struct erofs_inode_chunk_index {
@@ -203,15 +203,15 @@ struct erofs_dirent {
 } __attribute__((packed));
 _Static_assert(sizeof(struct erofs_dirent) == 12, "dirent");
 
-#define EROFS_FT_UNKNOWN 0
+#define EROFS_FT_UNKNOWN  0
 #define EROFS_FT_REG_FILE 1
-#define EROFS_FT_DIR 2
-#define EROFS_FT_CHRDEV 3
-#define EROFS_FT_BLKDEV 4
-#define EROFS_FT_FIFO 5
-#define EROFS_FT_SOCK 6
-#define EROFS_FT_SYMLINK 7
-#define EROFS_FT_MAX 8
+#define EROFS_FT_DIR	  2
+#define EROFS_FT_CHRDEV	  3
+#define EROFS_FT_BLKDEV	  4
+#define EROFS_FT_FIFO	  5
+#define EROFS_FT_SOCK	  6
+#define EROFS_FT_SYMLINK  7
+#define EROFS_FT_MAX	  8
 
 /* [8.1] xattr ibody header, 12 bytes */
 struct erofs_xattr_ibody_header {
@@ -235,23 +235,24 @@ struct erofs_xattr_long_prefix {
 	/* infix follows */
 } __attribute__((packed));
 
-#define EROFS_XATTR_INDEX_USER 1
-#define EROFS_XATTR_INDEX_POSIX_ACL_ACCESS 2
+#define EROFS_XATTR_INDEX_USER		    1
+#define EROFS_XATTR_INDEX_POSIX_ACL_ACCESS  2
 #define EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT 3
-#define EROFS_XATTR_INDEX_TRUSTED 4
-#define EROFS_XATTR_INDEX_LUSTRE 5
-#define EROFS_XATTR_INDEX_SECURITY 6
-#define EROFS_XATTR_LONG_PREFIX 0x80
-#define EROFS_XATTR_LONG_PREFIX_MASK 0x7f
-#define EROFS_XATTR_FILTER_BITS 32
-#define EROFS_XATTR_FILTER_DEFAULT 0xFFFFFFFFu
-#define EROFS_XATTR_FILTER_SEED 0x25BBE08Fu
+#define EROFS_XATTR_INDEX_TRUSTED	    4
+#define EROFS_XATTR_INDEX_LUSTRE	    5
+#define EROFS_XATTR_INDEX_SECURITY	    6
+#define EROFS_XATTR_LONG_PREFIX		    0x80
+#define EROFS_XATTR_LONG_PREFIX_MASK	    0x7f
+#define EROFS_XATTR_FILTER_BITS		    32
+#define EROFS_XATTR_FILTER_DEFAULT	    0xFFFFFFFFu
+#define EROFS_XATTR_FILTER_SEED		    0x25BBE08Fu
 
 static inline unsigned erofs_xattr_ibody_size(uint16_t icount)
 {
 	return icount ? 12 + 4 * (unsigned)(icount - 1) : 0;
 }
-static inline unsigned erofs_xattr_entry_size(unsigned name_len, unsigned value_size)
+static inline unsigned erofs_xattr_entry_size(unsigned name_len,
+					      unsigned value_size)
 {
 	return (4 + name_len + value_size + 3) & ~3u;
 }
@@ -272,20 +273,20 @@ struct z_erofs_map_header {
 } __attribute__((packed));
 _Static_assert(sizeof(struct z_erofs_map_header) == 8, "map header");
 
-#define Z_EROFS_ADVISE_COMPACTED_2B 0x0001
-#define Z_EROFS_ADVISE_EXTENTS 0x0001
-#define Z_EROFS_ADVISE_BIG_PCLUSTER_1 0x0002
-#define Z_EROFS_ADVISE_BIG_PCLUSTER_2 0x0004
-#define Z_EROFS_ADVISE_INLINE_PCLUSTER 0x0008
+#define Z_EROFS_ADVISE_COMPACTED_2B	   0x0001
+#define Z_EROFS_ADVISE_EXTENTS		   0x0001
+#define Z_EROFS_ADVISE_BIG_PCLUSTER_1	   0x0002
+#define Z_EROFS_ADVISE_BIG_PCLUSTER_2	   0x0004
+#define Z_EROFS_ADVISE_INLINE_PCLUSTER	   0x0008
 #define Z_EROFS_ADVISE_INTERLACED_PCLUSTER 0x0010
-#define Z_EROFS_ADVISE_FRAGMENT_PCLUSTER 0x0020
-#define Z_EROFS_FRAGMENT_INODE_BIT 7  /* of h_clusterbits */
+#define Z_EROFS_ADVISE_FRAGMENT_PCLUSTER   0x0020
+#define Z_EROFS_FRAGMENT_INODE_BIT	   7 /* of h_clusterbits */
 
 /* [9.1] lcluster types */
-#define Z_EROFS_LCLUSTER_TYPE_PLAIN 0
-#define Z_EROFS_LCLUSTER_TYPE_HEAD1 1
+#define Z_EROFS_LCLUSTER_TYPE_PLAIN   0
+#define Z_EROFS_LCLUSTER_TYPE_HEAD1   1
 #define Z_EROFS_LCLUSTER_TYPE_NONHEAD 2
-#define Z_EROFS_LCLUSTER_TYPE_HEAD2 3
+#define Z_EROFS_LCLUSTER_TYPE_HEAD2   3
 
 /* [9.4] full lcluster index, 8 bytes */
 struct z_erofs_lcluster_index {
@@ -299,9 +300,9 @@ struct z_erofs_lcluster_index {
 _Static_assert(sizeof(struct z_erofs_lcluster_index) == 8, "lcluster index");
 
 #define Z_EROFS_LI_LCLUSTER_TYPE_MASK 0x3
-#define Z_EROFS_LI_PARTIAL_REF (1u << 15)
-#define Z_EROFS_LI_D0_CBLKCNT (1u << 11)
-#define Z_EROFS_FULL_INDEX_START(H) ((H) + 16)
+#define Z_EROFS_LI_PARTIAL_REF	      (1u << 15)
+#define Z_EROFS_LI_D0_CBLKCNT	      (1u << 11)
+#define Z_EROFS_FULL_INDEX_START(H)   ((H) + 16)
 
 /* [9.12] encoded extent record (up to 32 bytes) */
 struct z_erofs_extent {
@@ -313,7 +314,7 @@ struct z_erofs_extent {
 	uint8_t reserved[12];
 } __attribute__((packed));
 _Static_assert(sizeof(struct z_erofs_extent) == 32, "extent record");
-#define Z_EROFS_EXTENT_PLEN_MASK ((1u << 21) - 1)
+#define Z_EROFS_EXTENT_PLEN_MASK    ((1u << 21) - 1)
 #define Z_EROFS_EXTENT_PLEN_PARTIAL (1u << 27)
 #define Z_EROFS_EXTENT_PLEN_FMT_BIT 28
 
@@ -359,7 +360,10 @@ static inline uint32_t erofs_new_encode_dev(unsigned major, unsigned minor)
 {
 	return (minor & 0xff) | (major << 8) | ((minor & ~0xffu) << 12);
 }
-static inline unsigned erofs_dev_major(uint32_t v) { return (v >> 8) & 0xfff; }
+static inline unsigned erofs_dev_major(uint32_t v)
+{
+	return (v >> 8) & 0xfff;
+}
 static inline unsigned erofs_dev_minor(uint32_t v)
 {
 	return (v & 0xff) | ((v >> 12) & 0xfff00);

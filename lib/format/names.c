@@ -6,13 +6,16 @@
 #include "format/names.h"
 
 static const char *const compat_names[] = {
-	"sb_csum", "mtime", "xattr_filter", "shared_ea_in_metabox",
+	"sb_csum",	   "mtime",
+	"xattr_filter",	   "shared_ea_in_metabox",
 	"plain_xattr_pfx", "ishare_xattrs",
 };
 static const char *const incompat_names[] = {
-	"0padding", "compr_cfgs/big_pcluster", "chunked_file",
-	"device_table/compr_head2", "ztailpacking", "fragments/dedupe",
-	"xattr_prefixes", "48bit", "metabox",
+	"0padding",	  "compr_cfgs/big_pcluster",
+	"chunked_file",	  "device_table/compr_head2",
+	"ztailpacking",	  "fragments/dedupe",
+	"xattr_prefixes", "48bit",
+	"metabox",
 };
 
 static void feature_names(char *buf, size_t size, uint32_t bits,
@@ -39,7 +42,7 @@ static void feature_names(char *buf, size_t size, uint32_t bits,
 }
 
 void ezi_feature_names(uint32_t compat, uint32_t incompat, char *buf,
-			size_t size)
+		       size_t size)
 {
 	size_t used = 0;
 
@@ -57,20 +60,27 @@ void ezi_feature_names(uint32_t compat, uint32_t incompat, char *buf,
 const char *ezfs_alg_name(int alg)
 {
 	switch (alg) {
-	case EZFS_ALG_LZ4: return "lz4";
-	case EZFS_ALG_LZMA: return "lzma";
-	case EZFS_ALG_DEFLATE: return "deflate";
-	case EZFS_ALG_ZSTD: return "zstd";
-	case EZFS_ALG_SHIFTED: return "plain";
-	case EZFS_ALG_INTERLACED: return "interlaced";
-	default: return "?";
+	case EZFS_ALG_LZ4:
+		return "lz4";
+	case EZFS_ALG_LZMA:
+		return "lzma";
+	case EZFS_ALG_DEFLATE:
+		return "deflate";
+	case EZFS_ALG_ZSTD:
+		return "zstd";
+	case EZFS_ALG_SHIFTED:
+		return "plain";
+	case EZFS_ALG_INTERLACED:
+		return "interlaced";
+	default:
+		return "?";
 	}
 }
 
 const char *ezfs_layout_name(int layout)
 {
 	static const char *const names[] = {
-		"flat_plain", "compressed_full", "flat_inline",
+		"flat_plain",	      "compressed_full", "flat_inline",
 		"compressed_compact", "chunk_based",
 	};
 

@@ -10,6 +10,6 @@
 /* "sb_csum,mtime,..." for the feature bits; unknown ones as compat:0x..
  * or incompat:0x..; cut at size. */
 void ezi_feature_names(uint32_t compat, uint32_t incompat, char *buf,
-			size_t size);
+		       size_t size);
 
 #endif

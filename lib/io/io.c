@@ -105,8 +105,8 @@ int ezi_io_open_file(const char *path, struct ezfs_io *io)
 		close(fd);
 		if (S_ISDIR(st.st_mode))
 			return -EISDIR;
-		return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? -ESPIPE :
-								      -ENOTBLK;
+		return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? -ESPIPE
+								    : -ENOTBLK;
 	}
 	f = malloc(sizeof(*f));
 	if (!f) {
@@ -174,8 +174,10 @@ int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 	ssize_t n;
 
 	if (off > io->size || len > io->size - off) {
-		ezi_logf(io->lg, EZFS_LOG_ERROR, "read of %zu bytes at %llu is beyond the end of "
-			 "the image (%llu bytes)", len, (unsigned long long)off,
+		ezi_logf(io->lg, EZFS_LOG_ERROR,
+			 "read of %zu bytes at %llu is beyond the end of "
+			 "the image (%llu bytes)",
+			 len, (unsigned long long)off,
 			 (unsigned long long)io->size);
 		return -EUCLEAN;
 	}
@@ -183,12 +185,14 @@ int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 		return 0;
 	n = io->ops->pread(io->arg, buf, len, io->base + off);
 	if (n < 0) {
-		ezi_logf(io->lg, EZFS_LOG_ERROR, "read of %zu bytes at %llu failed: %s", len,
+		ezi_logf(io->lg, EZFS_LOG_ERROR,
+			 "read of %zu bytes at %llu failed: %s", len,
 			 (unsigned long long)off, strerror((int)-n));
 		return n == -ENOMEM ? -ENOMEM : -EIO;
 	}
 	if ((size_t)n != len) {
-		ezi_logf(io->lg, EZFS_LOG_ERROR, "short read at %llu: %zd of %zu bytes",
+		ezi_logf(io->lg, EZFS_LOG_ERROR,
+			 "short read at %llu: %zd of %zu bytes",
 			 (unsigned long long)off, n, len);
 		return -EIO;
 	}

@@ -13,8 +13,8 @@
 struct ezfs_io {
 	const struct ezfs_io_ops *ops;
 	void *arg;
-	uint64_t size;   /* bytes available from base on */
-	uint64_t base;   /* where the image starts (open params' offset) */
+	uint64_t size; /* bytes available from base on */
+	uint64_t base; /* where the image starts (open params' offset) */
 	const struct ezfs_logger *lg;
 };
 

@@ -39,16 +39,18 @@ static void ctl_set(fuse_req_t req, struct ezfs_mount *m, const void *buf)
 	out.spec[sizeof(out.spec) - 1] = '\0';
 	if (in->version != EZFS_CTL_VERSION) {
 		err = -EPROTO;
-		snprintf(out.msg, sizeof(out.msg), "control version %u, "
-			 "this daemon speaks %u", in->version,
-			 EZFS_CTL_VERSION);
+		snprintf(out.msg, sizeof(out.msg),
+			 "control version %u, "
+			 "this daemon speaks %u",
+			 in->version, EZFS_CTL_VERSION);
 	} else if (in->set_accel &&
 		   ezfs_accel_check_msg(out.spec, out.msg, sizeof(out.msg))) {
 		err = -EINVAL;
 	} else if (in->dispatch < -1 || in->dispatch > EZFS_DISPATCH_PERCPU ||
 		   in->strict < -1 || in->strict > 1) {
 		err = -EINVAL;
-		snprintf(out.msg, sizeof(out.msg), "bad dispatch or strict "
+		snprintf(out.msg, sizeof(out.msg),
+			 "bad dispatch or strict "
 			 "value");
 	}
 	if (!err && in->set_accel)
@@ -59,20 +61,24 @@ static void ctl_set(fuse_req_t req, struct ezfs_mount *m, const void *buf)
 		err = ezfs_image_set_dispatch(m->img, in->dispatch,
 					      in->dispatch_threads);
 		if (err)
-			snprintf(out.msg, sizeof(out.msg), "cannot start the "
-				 "%s workers", ezfs_dispatch_name(in->dispatch));
+			snprintf(out.msg, sizeof(out.msg),
+				 "cannot start the "
+				 "%s workers",
+				 ezfs_dispatch_name(in->dispatch));
 	}
 	if (err && !out.msg[0])
 		snprintf(out.msg, sizeof(out.msg), "%s", ezfs_strerror(err));
 	out.result = err;
 	if (err)
-		ezi_mnt_log(m, EZFS_LOG_ERROR, "engine switch refused: %s", out.msg);
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "engine switch refused: %s",
+			    out.msg);
 	else
-		ezi_mnt_log(m, EZFS_LOG_INFO, "engines switched by uid %u: "
-			"accel '%s', dispatch %d, strict %d",
-			(unsigned)fuse_req_ctx(req)->uid,
-			in->set_accel ? out.spec : "(unchanged)", in->dispatch,
-			in->strict);
+		ezi_mnt_log(m, EZFS_LOG_INFO,
+			    "engines switched by uid %u: "
+			    "accel '%s', dispatch %d, strict %d",
+			    (unsigned)fuse_req_ctx(req)->uid,
+			    in->set_accel ? out.spec : "(unchanged)",
+			    in->dispatch, in->strict);
 	fuse_reply_ioctl(req, 0, &out, sizeof(out));
 }
 
@@ -113,13 +119,13 @@ static void ctl_stats(fuse_req_t req, struct ezfs_mount *m)
 	}
 	out.nengines = (uint32_t)i;
 	out.reads = __atomic_load_n(&m->st.reads, __ATOMIC_RELAXED);
-	out.reads_direct = __atomic_load_n(&m->st.reads_direct,
-					   __ATOMIC_RELAXED);
-	out.stored_bytes = __atomic_load_n(&m->st.stored_bytes,
-					   __ATOMIC_RELAXED);
+	out.reads_direct =
+		__atomic_load_n(&m->st.reads_direct, __ATOMIC_RELAXED);
+	out.stored_bytes =
+		__atomic_load_n(&m->st.stored_bytes, __ATOMIC_RELAXED);
 	out.edge_pages = __atomic_load_n(&m->st.edge_pages, __ATOMIC_RELAXED);
-	out.jobs_dropped = __atomic_load_n(&m->st.jobs_dropped,
-					   __ATOMIC_RELAXED);
+	out.jobs_dropped =
+		__atomic_load_n(&m->st.jobs_dropped, __ATOMIC_RELAXED);
 	ezfs_cache_stats(m->img, &cs);
 	out.cache_hits = cs.hits;
 	out.cache_misses = cs.misses;
@@ -130,12 +136,12 @@ static void ctl_stats(fuse_req_t req, struct ezfs_mount *m)
 
 #if FUSE_USE_VERSION < 35
 void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
-		   struct fuse_file_info *fi, unsigned flags,
-		   const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+		       struct fuse_file_info *fi, unsigned flags,
+		       const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 #else
 void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
-		   void *arg, struct fuse_file_info *fi, unsigned flags,
-		   const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+		       void *arg, struct fuse_file_info *fi, unsigned flags,
+		       const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 #endif
 {
 	struct ezfs_mount *m = fuse_req_userdata(req);

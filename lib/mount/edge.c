@@ -25,9 +25,9 @@
 #define EDGE_WAYS 8
 
 struct edge_slot {
-	uint64_t nid, page;     /* page index in the file */
-	uint64_t stamp;         /* when taken: the oldest goes first */
-	uint32_t lo, hi;        /* [0, lo) and [hi, page size) are filled */
+	uint64_t nid, page; /* page index in the file */
+	uint64_t stamp;	    /* when taken: the oldest goes first */
+	uint32_t lo, hi;    /* [0, lo) and [hi, page size) are filled */
 	bool used;
 	char *data;
 };
@@ -84,8 +84,8 @@ static bool edge_add(struct edge_table *t, uint64_t nid, uint64_t fsize,
 {
 	uint64_t page = from / t->page, base = page * t->page;
 	uint32_t s = (uint32_t)(from - base), e = (uint32_t)(to - base);
-	uint32_t plen = fsize - base < t->page ? (uint32_t)(fsize - base) :
-						 t->page;
+	uint32_t plen =
+		fsize - base < t->page ? (uint32_t)(fsize - base) : t->page;
 	struct edge_slot *set, *sl;
 	bool done = false;
 	unsigned i;
@@ -98,8 +98,8 @@ static bool edge_add(struct edge_table *t, uint64_t nid, uint64_t fsize,
 			sl = &set[i];
 			break;
 		}
-		if (!sl || (sl->used && (!set[i].used ||
-					 set[i].stamp < sl->stamp)))
+		if (!sl ||
+		    (sl->used && (!set[i].used || set[i].stamp < sl->stamp)))
 			sl = &set[i];
 	}
 	if (!sl->data && !(sl->data = malloc(t->page))) {
@@ -112,7 +112,7 @@ static bool edge_add(struct edge_table *t, uint64_t nid, uint64_t fsize,
 		sl->page = page;
 		sl->stamp = ++t->stamp;
 		sl->lo = 0;
-		sl->hi = plen;  /* past the end of the file counts as filled */
+		sl->hi = plen; /* past the end of the file counts as filled */
 	}
 	memcpy(sl->data + s, data, e - s);
 	if (s <= sl->lo && e > sl->lo)
@@ -148,7 +148,7 @@ static void store_edge(struct ezfs_mount *m, uint64_t nid, uint64_t fsize,
 }
 
 void ezi_edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
-		uint64_t from, uint64_t to)
+		    uint64_t from, uint64_t to)
 {
 	struct edge_table *t = &m->pf.edges;
 	struct ezfs_stat st;
@@ -161,9 +161,9 @@ void ezi_edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
 		to = st.size;
 	a = (from + t->page - 1) / t->page * t->page;
 	b = to == st.size ? to : to / t->page * t->page;
-	if (a > to)             /* inside one page */
+	if (a > to) /* inside one page */
 		a = to;
-	if (b < a)              /* no whole page: the two partial ones */
+	if (b < a) /* no whole page: the two partial ones */
 		b = a;
 	if (a > from)
 		store_edge(m, node->nid, st.size, data, from, a);

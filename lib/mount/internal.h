@@ -15,12 +15,12 @@
 
 /* One inode the kernel knows about (or that a request is using). */
 struct mnode {
-	struct mnode *next;     /* hash chain */
+	struct mnode *next; /* hash chain */
 	uint64_t nid;
 	ezfs_inode *ino;
-	uint64_t nlookup;       /* kernel references (lookup counts) */
-	unsigned pins;          /* requests and open files using it */
-	int err_logged;         /* a read error was logged for it */
+	uint64_t nlookup;	   /* kernel references (lookup counts) */
+	unsigned pins;		   /* requests and open files using it */
+	int err_logged;		   /* a read error was logged for it */
 	struct stored_set *stored; /* extents stored (stored.c) */
 };
 
@@ -39,15 +39,15 @@ struct itable {
  * it was answered with. Without: [off, off + len), decoded by the helper.
  */
 struct pf_job {
-	struct mnode *node;     /* pinned */
+	struct mnode *node; /* pinned */
 	uint64_t off, len;
 	struct ezfs_ref ref;
 	uint64_t skip, skip_len;
-	bool decode_only;       /* into the pcluster cache, not the page cache */
-	bool around;            /* readaround: [off, off + len) and more */
+	bool decode_only; /* into the pcluster cache, not the page cache */
+	bool around;	  /* readaround: [off, off + len) and more */
 };
 
-#define PF_QUEUE 64
+#define PF_QUEUE       64
 #define PF_THREADS_MAX 4
 
 /* Partial pages waiting for the rest of their bytes (edge.c). */
@@ -64,9 +64,9 @@ struct prefetcher {
 	pthread_cond_t cond;
 	struct pf_job q[PF_QUEUE];
 	unsigned head, n;
-	size_t buf_bytes;       /* extents held by queued jobs (refs) */
-	size_t buf_max;         /* a quarter of the cache budget */
-	uint64_t win_max;       /* decode-ahead window: half the budget */
+	size_t buf_bytes; /* extents held by queued jobs (refs) */
+	size_t buf_max;	  /* a quarter of the cache budget */
+	uint64_t win_max; /* decode-ahead window: half the budget */
 	bool stop, started;
 	unsigned nthreads;
 	pthread_t tid[PF_THREADS_MAX];
@@ -81,37 +81,37 @@ struct ezfs_mount {
 	struct fuse_session *se;
 	bool mounted, daemonized, sig_set;
 	pthread_t loop_thread, stopper;
-	bool serving;           /* in ezfs_mount_run */
-	bool opening;           /* in ezfs_image_open: keep its first error */
+	bool serving; /* in ezfs_mount_run */
+	bool opening; /* in ezfs_image_open: keep its first error */
 	char open_error[256];
-	int wd_pipe[2];         /* to the reaper: stopping, done (session.c) */
+	int wd_pipe[2]; /* to the reaper: stopping, done (session.c) */
 	pthread_t reaper;
 	bool reaper_started;
 	struct itable it;
 	struct prefetcher pf;
-	double timeout;         /* entry and attr timeout, seconds */
-	int ra_fd;              /* read_ahead_kb of the connection, or -1 */
+	double timeout;		 /* entry and attr timeout, seconds */
+	int ra_fd;		 /* read_ahead_kb of the connection, or -1 */
 	pthread_mutex_t st_lock; /* the inodes' stored sets */
-	uint32_t ra_cur_kb;      /* the window now, KiB */
-	struct {                /* counters (ezfs accel stats MNT), atomic */
+	uint32_t ra_cur_kb;	 /* the window now, KiB */
+	struct {		 /* counters (ezfs accel stats MNT), atomic */
 		uint64_t reads, reads_direct, stored_bytes, edge_pages,
 			jobs_dropped;
 	} st;
 };
 
-#define MNT_COUNT(m, field, n) \
+#define MNT_COUNT(m, field, n)                                                 \
 	__atomic_fetch_add(&(m)->st.field, (n), __ATOMIC_RELAXED)
 
 /* One open regular file. */
 struct mfile {
-	struct mnode *node;     /* pinned */
+	struct mnode *node; /* pinned */
 	pthread_mutex_t lock;
 	uint64_t size;
-	uint64_t last_end;      /* end of the previous read */
+	uint64_t last_end;	       /* end of the previous read */
 	uint64_t ezi_pf_start, pf_end; /* queued for the page cache: the run of
-				    * a sequential reader */
+					* a sequential reader */
 	bool compressed;
-	bool small;             /* small extents: no store-ahead (ezi_pf_open) */
+	bool small; /* small extents: no store-ahead (ezi_pf_open) */
 };
 
 /* FUSE inode numbers: the root is FUSE_ROOT_ID, every other nid + 2. */
@@ -138,7 +138,7 @@ int ezi_it_init(struct itable *it);
 void ezi_it_destroy(struct itable *it);
 /* Find or load nid, pin it; add `lookups` kernel references. */
 int ezi_it_get(struct ezfs_mount *m, uint64_t nid, uint64_t lookups,
-	   struct mnode **out);
+	       struct mnode **out);
 void ezi_it_pin(struct ezfs_mount *m, struct mnode *n);
 void ezi_it_unpin(struct ezfs_mount *m, struct mnode *n);
 void ezi_it_forget(struct ezfs_mount *m, uint64_t nid, uint64_t nlookup);
@@ -151,12 +151,12 @@ extern const struct fuse_lowlevel_ops ezi_mnt_ops;
 void ezi_mnt_ctl_init(struct fuse_conn_info *conn);
 #if FUSE_USE_VERSION < 35
 void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
-		   struct fuse_file_info *fi, unsigned flags,
-		   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+		       struct fuse_file_info *fi, unsigned flags,
+		       const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 #else
 void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
-		   void *arg, struct fuse_file_info *fi, unsigned flags,
-		   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+		       void *arg, struct fuse_file_info *fi, unsigned flags,
+		       const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 #endif
 
 /* edge.c */
@@ -165,7 +165,7 @@ void ezi_edge_destroy(struct edge_table *t);
 /* Put data, the bytes of [from, to) of node, into the page cache: whole
  * pages at once, partial ones once the rest of them has come too. */
 void ezi_edge_store(struct ezfs_mount *m, struct mnode *node, const char *data,
-		uint64_t from, uint64_t to);
+		    uint64_t from, uint64_t to);
 
 /* stored.c: extents of an inode put into the page cache. Mark the one
  * starting at off; true if it was marked before. */
@@ -191,13 +191,13 @@ void ezi_pf_open(struct ezfs_mount *m, struct mfile *f);
  * decoded-pcluster cache and queue the rest of its extents for the page
  * cache; false (nothing done) unless all of it lies in encoded extents. */
 bool ezi_pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
-	       uint64_t off, uint64_t len);
+		   uint64_t off, uint64_t len);
 /* Read [from, to) of f into a new buffer *out; its length, or a library
  * error. */
 ssize_t ezi_pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out);
 /* After a read of [off, off + len) that decoded up to decoded_end: store
  * ahead of a sequential reader. */
 void ezi_pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
-		 uint64_t len, uint64_t decoded_end);
+		     uint64_t len, uint64_t decoded_end);
 
 #endif

@@ -79,7 +79,7 @@ static void grow(struct itable *it)
 }
 
 int ezi_it_get(struct ezfs_mount *m, uint64_t nid, uint64_t lookups,
-	   struct mnode **out)
+	       struct mnode **out)
 {
 	struct itable *it = &m->it;
 	struct mnode *n, *other;

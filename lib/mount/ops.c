@@ -89,10 +89,12 @@ static int get_node(struct ezfs_mount *m, fuse_ino_t ino, struct mnode **out)
 	char detail[256];
 
 	if (err)
-		ezi_mnt_log(m, EZFS_LOG_ERROR, "nid %llu: cannot load inode: %s "
-			"(%s)", (unsigned long long)mnt_ino_to_nid(m, ino),
-			ezfs_strerror(err),
-			ezi_mnt_take_detail(detail, sizeof(detail)));
+		ezi_mnt_log(m, EZFS_LOG_ERROR,
+			    "nid %llu: cannot load inode: %s "
+			    "(%s)",
+			    (unsigned long long)mnt_ino_to_nid(m, ino),
+			    ezfs_strerror(err),
+			    ezi_mnt_take_detail(detail, sizeof(detail)));
 	return err;
 }
 
@@ -106,9 +108,9 @@ static void log_once(struct ezfs_mount *m, struct mnode *n, const char *what,
 	if (__atomic_exchange_n(&n->err_logged, 1, __ATOMIC_RELAXED))
 		return;
 	ezi_mnt_log(m, EZFS_LOG_ERROR, "nid %llu: %s at offset %llu: %s%s%s%s",
-		(unsigned long long)n->nid, what, (unsigned long long)off,
-		ezfs_strerror(err), detail[0] ? " (" : "", detail,
-		detail[0] ? ")" : "");
+		    (unsigned long long)n->nid, what, (unsigned long long)off,
+		    ezfs_strerror(err), detail[0] ? " (" : "", detail,
+		    detail[0] ? ")" : "");
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -158,7 +160,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 		ezi_mnt_take_detail(detail, sizeof(detail));
 		if (err != -ENAMETOOLONG && err != -ENOTDIR)
-			ezi_mnt_log(m, EZFS_LOG_ERROR,
+			ezi_mnt_log(
+				m, EZFS_LOG_ERROR,
 				"nid %llu: lookup of '%s' failed: %s (%s)",
 				(unsigned long long)mnt_ino_to_nid(m, parent),
 				name, ezfs_strerror(err), detail);
@@ -167,7 +170,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	fill_entry(m, child, &e);
 	if (fuse_reply_entry(req, &e))
-		ezi_it_forget(m, child->nid, 1);    /* the kernel did not take it */
+		ezi_it_forget(m, child->nid,
+			      1); /* the kernel did not take it */
 	ezi_it_unpin(m, child);
 }
 
@@ -189,7 +193,7 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 	for (i = 0; i < count; i++)
 		if (forgets[i].ino != FUSE_ROOT_ID)
 			ezi_it_forget(m, mnt_ino_to_nid(m, forgets[i].ino),
-				  forgets[i].nlookup);
+				      forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -294,8 +298,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	if (size > MNT_MAX_READ)
 		size = MNT_MAX_READ;
-	want = from < f->size ? (f->size - from < size ? f->size - from : size) :
-				0;
+	want = from < f->size ? (f->size - from < size ? f->size - from : size)
+			      : 0;
 	MNT_COUNT(m, reads, 1);
 	if (m->p.prefetch && ezi_pf_answer(m, f, req, from, want))
 		return;
@@ -373,11 +377,14 @@ static int rd_entry(void *arg, const char *name, size_t namelen, uint64_t nid,
 	nm[namelen] = '\0';
 	memset(&e, 0, sizeof(e));
 	e.attr.st_ino = nid;
-	e.attr.st_mode = (mode_t)(ftype == EZFS_FT_REG ? S_IFREG :
-		ftype == EZFS_FT_DIR ? S_IFDIR : ftype == EZFS_FT_CHR ? S_IFCHR :
-		ftype == EZFS_FT_BLK ? S_IFBLK : ftype == EZFS_FT_FIFO ?
-		S_IFIFO : ftype == EZFS_FT_SOCK ? S_IFSOCK :
-		ftype == EZFS_FT_SYMLINK ? S_IFLNK : 0);
+	e.attr.st_mode = (mode_t)(ftype == EZFS_FT_REG	     ? S_IFREG
+				  : ftype == EZFS_FT_DIR     ? S_IFDIR
+				  : ftype == EZFS_FT_CHR     ? S_IFCHR
+				  : ftype == EZFS_FT_BLK     ? S_IFBLK
+				  : ftype == EZFS_FT_FIFO    ? S_IFIFO
+				  : ftype == EZFS_FT_SOCK    ? S_IFSOCK
+				  : ftype == EZFS_FT_SYMLINK ? S_IFLNK
+							     : 0);
 	if (!c->plus) {
 		need = fuse_add_direntry(c->req, c->buf + c->used,
 					 c->size - c->used, nm, &e.attr,
@@ -396,7 +403,8 @@ static int rd_entry(void *arg, const char *name, size_t namelen, uint64_t nid,
 		if (err) {
 			char detail[256];
 
-			ezi_mnt_log(c->m, EZFS_LOG_ERROR,
+			ezi_mnt_log(
+				c->m, EZFS_LOG_ERROR,
 				"nid %llu: cannot load inode: %s (%s)",
 				(unsigned long long)nid, ezfs_strerror(err),
 				ezi_mnt_take_detail(detail, sizeof(detail)));

@@ -49,11 +49,24 @@ static int parse_size(const char *s, bool suffix, uint64_t *out)
 		return -EINVAL;
 	if (suffix && *end) {
 		switch (*end) {
-		case 'k': case 'K': shift = 10; break;
-		case 'm': case 'M': shift = 20; break;
-		case 'g': case 'G': shift = 30; break;
-		case 't': case 'T': shift = 40; break;
-		default: return -EINVAL;
+		case 'k':
+		case 'K':
+			shift = 10;
+			break;
+		case 'm':
+		case 'M':
+			shift = 20;
+			break;
+		case 'g':
+		case 'G':
+			shift = 30;
+			break;
+		case 't':
+		case 'T':
+			shift = 40;
+			break;
+		default:
+			return -EINVAL;
 		}
 		end++;
 		if (*end == 'i' && end[1] == 'B')
@@ -69,7 +82,6 @@ static int parse_size(const char *s, bool suffix, uint64_t *out)
 	return 0;
 }
 
-
 static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 		     size_t errsize)
 {
@@ -78,22 +90,32 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 
 	if (val)
 		*val++ = '\0';
-#define NEED_VAL() do { if (!val || !*val) \
-	return fail(err, errsize, "option '%s' needs a value", opt); } while (0)
-#define NO_VAL() do { if (val) \
-	return fail(err, errsize, "option '%s' takes no value", opt); } while (0)
+#define NEED_VAL()                                                             \
+	do {                                                                   \
+		if (!val || !*val)                                             \
+			return fail(err, errsize, "option '%s' needs a value", \
+				    opt);                                      \
+	} while (0)
+#define NO_VAL()                                                               \
+	do {                                                                   \
+		if (val)                                                       \
+			return fail(err, errsize,                              \
+				    "option '%s' takes no value", opt);        \
+	} while (0)
 
 	if (!strcmp(opt, "cache")) {
 		NEED_VAL();
 		if (parse_size(val, true, &v) || v > SIZE_MAX)
-			return fail(err, errsize, "bad cache size '%s' "
-				    "(a number with K, M or G)", val);
+			return fail(err, errsize,
+				    "bad cache size '%s' "
+				    "(a number with K, M or G)",
+				    val);
 		p->cache_bytes = (size_t)v;
 	} else if (!strcmp(opt, "threads")) {
 		NEED_VAL();
 		if (parse_size(val, false, &v) || v < 1 || v > 1024)
-			return fail(err, errsize, "bad threads '%s' (1 to 1024)",
-				    val);
+			return fail(err, errsize,
+				    "bad threads '%s' (1 to 1024)", val);
 		p->threads = (unsigned)v;
 	} else if (!strcmp(opt, "offset")) {
 		NEED_VAL();
@@ -126,17 +148,21 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 			if (*c == '+')
 				*c = ',';
 		if (ezfs_accel_check(p->accel))
-			return fail(err, errsize, "bad accel '%s' (e.g. "
+			return fail(err, errsize,
+				    "bad accel '%s' (e.g. "
 				    "deflate=isal+libdeflate, or an engine "
-				    "name; see ezfs accel list)", val);
+				    "name; see ezfs accel list)",
+				    val);
 	} else if (!strcmp(opt, "dispatch")) {
 		int mode;
 
 		NEED_VAL();
 		mode = ezfs_dispatch_parse(val, &p->dispatch_threads);
 		if (mode < 0)
-			return fail(err, errsize, "bad dispatch '%s' "
-				    "(inline, queue[:N] or percpu)", val);
+			return fail(err, errsize,
+				    "bad dispatch '%s' "
+				    "(inline, queue[:N] or percpu)",
+				    val);
 		p->dispatch = mode;
 	} else if (!strcmp(opt, "prefetch")) {
 		NEED_VAL();
@@ -149,12 +175,15 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 		if (!strcmp(val, "auto"))
 			p->readahead_kb = -1;
 		else if (parse_size(val, true, &v) || v > (256ull << 20))
-			return fail(err, errsize, "bad readahead '%s' (auto, "
-				    "or a size up to 256M)", val);
+			return fail(err, errsize,
+				    "bad readahead '%s' (auto, "
+				    "or a size up to 256M)",
+				    val);
 		else
 			p->readahead_kb = (int64_t)((v + 1023) >> 10);
 	} else if (!strcmp(opt, "rw")) {
-		return fail(err, errsize, "option 'rw': ezfs mounts are "
+		return fail(err, errsize,
+			    "option 'rw': ezfs mounts are "
 			    "read-only");
 	} else {
 		return fail(err, errsize, "unknown option '%s'", opt);

@@ -25,18 +25,20 @@
 
 #include "internal.h"
 
-#define PF_WIDEN_MAX (8u << 20)   /* largest job or extent stored ahead */
-#define PF_BUF_MAX (16u << 20)    /* extents held by queued jobs, at most */
-#define PF_WINDOW (16u << 20)     /* ahead of a sequential reader, at least */
+#define PF_WIDEN_MAX  (8u << 20)  /* largest job or extent stored ahead */
+#define PF_BUF_MAX    (16u << 20) /* extents held by queued jobs, at most */
+#define PF_WINDOW     (16u << 20) /* ahead of a sequential reader, at least */
 #define PF_WINDOW_MAX (32u << 20)
-#define PF_CHUNK (512u << 10)     /* one helper job, at least */
-#define PF_REFS 4                 /* extents in one answer, at most: more
-				   * are small, read exactly */
-#define PF_SMALL (128u << 10)     /* extents below: read, not borrowed */
-#define PF_SEQ_MIN (512u << 10)   /* extents below: no store-ahead */
-#define PF_READ_MAX (1u << 20)    /* one read of a helper */
-#define PF_AROUND (256u << 10)    /* a random read of small extents stores
-				   * at least this much after them */
+#define PF_CHUNK      (512u << 10) /* one helper job, at least */
+#define PF_REFS                                                                \
+	4			 /* extents in one answer, at most: more       \
+				  * are small, read exactly */
+#define PF_SMALL    (128u << 10) /* extents below: read, not borrowed */
+#define PF_SEQ_MIN  (512u << 10) /* extents below: no store-ahead */
+#define PF_READ_MAX (1u << 20)	 /* one read of a helper */
+#define PF_AROUND                                                              \
+	(256u << 10) /* a random read of small extents stores                  \
+		      * at least this much after them */
 
 /* A helper's buffer for bytes read rather than borrowed, kept between
  * jobs (a fresh one costs a page fault per 4 KiB). */
@@ -98,8 +100,9 @@ static void store_range(struct ezfs_mount *m, struct mnode *node,
 		end = ref.off + ref.len < to ? ref.off + ref.len : to;
 		if (!decode_only) {
 			ezi_st_mark(m, node, ref.off);
-			ezi_edge_store(m, node, (const char *)ref.data +
-					    (pos - ref.off), pos, end);
+			ezi_edge_store(m, node,
+				       (const char *)ref.data + (pos - ref.off),
+				       pos, end);
 		}
 		ezfs_ref_put(node->ino, &ref);
 	}
@@ -138,8 +141,7 @@ static void around(struct pf_job *job)
 	job->len = e - job->off;
 }
 
-static void pf_run(struct ezfs_mount *m, struct pf_job *job,
-		   struct pf_buf *b)
+static void pf_run(struct ezfs_mount *m, struct pf_job *job, struct pf_buf *b)
 {
 	uint64_t end = job->ref.off + job->ref.len, s, e;
 	const char *data = job->ref.data;
@@ -244,8 +246,9 @@ int ezi_pf_start(struct ezfs_mount *m)
 {
 	struct prefetcher *pf = &m->pf;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned want = ncpu < 1 ? 1 : ncpu > PF_THREADS_MAX ?
-			PF_THREADS_MAX : (unsigned)ncpu;
+	unsigned want = ncpu < 1		? 1
+			: ncpu > PF_THREADS_MAX ? PF_THREADS_MAX
+						: (unsigned)ncpu;
 	struct ezfs_cache_stats cs;
 	int err = 0;
 
@@ -256,9 +259,10 @@ int ezi_pf_start(struct ezfs_mount *m)
 	/* Extents held by queued jobs cannot be evicted: a quarter of the
 	 * budget. */
 	ezfs_cache_stats(m->img, &cs);
-	pf->buf_max = cs.bytes_max / 4 < (1u << 20) ? (1u << 20) :
-		      cs.bytes_max / 4 > PF_BUF_MAX ? PF_BUF_MAX :
-						      (size_t)(cs.bytes_max / 4);
+	pf->buf_max = cs.bytes_max / 4 < (1u << 20) ? (1u << 20)
+		      : cs.bytes_max / 4 > PF_BUF_MAX
+			      ? PF_BUF_MAX
+			      : (size_t)(cs.bytes_max / 4);
 	pf->win_max = cs.bytes_max / 2;
 	pf->stop = false;
 	if (ezi_edge_init(&pf->edges, cs.bytes_max)) {
@@ -344,7 +348,10 @@ static bool store_rest(struct ezfs_mount *m, struct mnode *node,
 		       struct ezfs_ref *ref, uint64_t off, uint64_t len)
 {
 	struct pf_job job = {
-		.node = node, .ref = *ref, .skip = off, .skip_len = len,
+		.node = node,
+		.ref = *ref,
+		.skip = off,
+		.skip_len = len,
 	};
 
 	return pf_queue(m, &job);
@@ -369,7 +376,7 @@ void ezi_pf_open(struct ezfs_mount *m, struct mfile *f)
 }
 
 bool ezi_pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
-	       uint64_t off, uint64_t len)
+		   uint64_t off, uint64_t len)
 {
 	struct ezfs_ref refs[PF_REFS];
 	struct iovec iov[PF_REFS];
@@ -457,8 +464,8 @@ bool ezi_pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 		for (i = 0; i < n; i++)
 			ezfs_ref_served(node->ino, &refs[i], iov[i].iov_len);
 	for (i = 0; i < n; i++) {
-		if (!rest || (refs[i].off >= off &&
-			      refs[i].off + refs[i].len <= end) ||
+		if (!rest ||
+		    (refs[i].off >= off && refs[i].off + refs[i].len <= end) ||
 		    ezi_st_mark(m, node, refs[i].off) ||
 		    !store_rest(m, node, &refs[i], off, len))
 			ezfs_ref_put(node->ino, &refs[i]);
@@ -470,7 +477,7 @@ bool ezi_pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 }
 
 void ezi_pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
-		 uint64_t len, uint64_t decoded_end)
+		     uint64_t len, uint64_t decoded_end)
 {
 	uint64_t end = off + len, from = 0, to = 0, pos, jend, win;
 	struct pf_job job = { .node = f->node, .decode_only = true };
@@ -481,8 +488,9 @@ void ezi_pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 	 * least: with only two extents (1 MiB pclusters decode to ~4 MiB of
 	 * text) ahead, the helpers sat idle between top-ups. */
 	win = 8 * (decoded_end - off);
-	win = win < PF_WINDOW ? PF_WINDOW : win > PF_WINDOW_MAX ?
-						 PF_WINDOW_MAX : win;
+	win = win < PF_WINDOW	    ? PF_WINDOW
+	      : win > PF_WINDOW_MAX ? PF_WINDOW_MAX
+				    : win;
 	/* Decoded ahead into the cache: half of it at most, else the window
 	 * evicts itself before the reader gets there. */
 	if (win > m->pf.win_max)
@@ -514,7 +522,7 @@ void ezi_pf_seq_hint(struct ezfs_mount *m, struct mfile *f, uint64_t off,
 	}
 	if (pos > from) {
 		pthread_mutex_lock(&f->lock);
-		if (from != f->pf_end)  /* a new run */
+		if (from != f->pf_end) /* a new run */
 			f->ezi_pf_start = from;
 		if (pos > f->pf_end || from != f->pf_end)
 			f->pf_end = pos;

@@ -53,7 +53,7 @@ static int mount_dev(const char *path, unsigned *maj, unsigned *min)
 			}
 		}
 		*o = '\0';
-		if (!strcmp(mnt, path)) {   /* the last one is on top */
+		if (!strcmp(mnt, path)) { /* the last one is on top */
 			*maj = a;
 			*min = b;
 			found = 0;
@@ -72,8 +72,8 @@ void ezi_ra_init(struct ezfs_mount *m)
 	m->ra_fd = -1;
 	if (!m->p.readahead_kb || mount_dev(m->mountpoint, &maj, &min))
 		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
-		 maj, min);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj,
+		 min);
 	m->ra_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (m->ra_fd < 0)
 		return;
@@ -92,8 +92,10 @@ void ezi_ra_set(struct ezfs_mount *m, uint32_t kb)
 		return;
 	n = snprintf(buf, sizeof(buf), "%u\n", kb);
 	if (pwrite(m->ra_fd, buf, (size_t)n, 0) != n)
-		ezi_mnt_log(m, EZFS_LOG_WARN, "cannot set the readahead window "
-			"to %u KiB: %s", kb, strerror(errno));
+		ezi_mnt_log(m, EZFS_LOG_WARN,
+			    "cannot set the readahead window "
+			    "to %u KiB: %s",
+			    kb, strerror(errno));
 }
 
 /* The window is set when a file is opened, not when mounting: the kernel
@@ -102,8 +104,9 @@ void ezi_ra_open(struct ezfs_mount *m, const struct mfile *f)
 {
 	(void)f;
 	if (m->p.readahead_kb)
-		ezi_ra_set(m, m->p.readahead_kb > 0 ? (uint32_t)m->p.readahead_kb :
-						  RA_AUTO_KB);
+		ezi_ra_set(m, m->p.readahead_kb > 0
+				      ? (uint32_t)m->p.readahead_kb
+				      : RA_AUTO_KB);
 }
 
 void ezi_ra_fini(struct ezfs_mount *m)

@@ -25,8 +25,8 @@ void ezi_mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
 	char line[512];
 	va_list ap;
 
-	if (!m->p.log || (level > EZFS_LOG_ERROR && (unsigned)level >
-			  m->p.verbose))
+	if (!m->p.log ||
+	    (level > EZFS_LOG_ERROR && (unsigned)level > m->p.verbose))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
@@ -119,8 +119,8 @@ static int build_args(struct ezfs_mount *m, struct fuse_args *args)
 		 "ro,default_permissions,subtype=ezfs,fsname=%s%s%s", esc,
 		 m->p.allow_other ? ",allow_other" : "",
 		 have_fusermount() ? ",auto_unmount" : "");
-	if (fuse_opt_add_arg(args, "ezfs") ||
-	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, opts) ||
+	if (fuse_opt_add_arg(args, "ezfs") || fuse_opt_add_arg(args, "-o") ||
+	    fuse_opt_add_arg(args, opts) ||
 	    (m->p.debug && fuse_opt_add_arg(args, "-d")))
 		return -ENOMEM;
 	return 0;
@@ -139,7 +139,8 @@ static int check_mountpoint(struct ezfs_mount *m, const char *path)
 		return -err;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", path, strerror(ENOTDIR));
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", path,
+			    strerror(ENOTDIR));
 		return -ENOTDIR;
 	}
 	return 0;
@@ -168,9 +169,11 @@ static int open_image(struct ezfs_mount *m, const struct ezfs_mount_params *p)
 	m->opening = false;
 	if (err)
 		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
-			m->open_error[0] ? m->open_error : ezfs_strerror(err));
+			    m->open_error[0] ? m->open_error
+					     : ezfs_strerror(err));
 	else if (m->open_error[0])
-		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image, m->open_error);
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
+			    m->open_error);
 	return err;
 }
 
@@ -199,7 +202,8 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	m->image_path = realpath(p->image, NULL);
 	if (!m->image_path) {
 		err = -errno;
-		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image, strerror(-err));
+		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
+			    strerror(-err));
 		goto fail;
 	}
 	err = check_mountpoint(m, p->mountpoint);
@@ -219,7 +223,7 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	err = ezi_it_get(m, m->sb.root_nid, 1, &root);
 	if (err) {
 		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: root inode: %s", p->image,
-			ezfs_strerror(err));
+			    ezfs_strerror(err));
 		goto fail;
 	}
 	ezi_it_unpin(m, root);
@@ -230,12 +234,15 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	m->se = fuse_session_new(&args, &ezi_mnt_ops, sizeof(ezi_mnt_ops), m);
 	fuse_opt_free_args(&args);
 	if (!m->se) {
-		ezi_mnt_log(m, EZFS_LOG_ERROR, "cannot create the FUSE session");
+		ezi_mnt_log(m, EZFS_LOG_ERROR,
+			    "cannot create the FUSE session");
 		err = -EIO;
 		goto fail;
 	}
 	if (fuse_session_mount(m->se, m->mountpoint)) {
-		ezi_mnt_log(m, EZFS_LOG_ERROR, "cannot mount on %s (is /dev/fuse "
+		ezi_mnt_log(
+			m, EZFS_LOG_ERROR,
+			"cannot mount on %s (is /dev/fuse "
 			"usable, the directory there, fusermount3 installed?)",
 			m->mountpoint);
 		err = -EIO;
@@ -272,10 +279,11 @@ int ezfs_mount_daemonize(ezfs_mount *m)
 	if (di.mode != EZFS_DISPATCH_INLINE) {
 		err = ezfs_image_set_dispatch(m->img, di.mode, di.workers);
 		if (err)
-			ezi_mnt_log(m, EZFS_LOG_WARN, "dispatch %s: cannot start "
-				"the workers (%s); decoding inline",
-				ezfs_dispatch_name(di.mode),
-				ezfs_strerror(err));
+			ezi_mnt_log(m, EZFS_LOG_WARN,
+				    "dispatch %s: cannot start "
+				    "the workers (%s); decoding inline",
+				    ezfs_dispatch_name(di.mode),
+				    ezfs_strerror(err));
 	}
 	return 0;
 }
@@ -318,7 +326,7 @@ static void wd_unmount(struct ezfs_mount *m)
 		waitpid(pid, NULL, 0);
 }
 
-#define WD_CHECK_MS 200   /* how often the reaper looks for an unmount */
+#define WD_CHECK_MS 200 /* how often the reaper looks for an unmount */
 
 static void *reaper(void *arg)
 {
@@ -355,9 +363,9 @@ static void *reaper(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		left = MNT_STOP_GRACE_MS - (int)((t.tv_sec - t0.tv_sec) * 1000 +
-						 (t.tv_nsec - t0.tv_nsec) /
-							 1000000);
+		left = MNT_STOP_GRACE_MS -
+		       (int)((t.tv_sec - t0.tv_sec) * 1000 +
+			     (t.tv_nsec - t0.tv_nsec) / 1000000);
 		if (left <= 0)
 			break;
 		n = poll(&pfd[1], 1, left);
@@ -366,9 +374,10 @@ static void *reaper(void *arg)
 	}
 	pfd[0].revents = 0;
 	conn_gone = poll(pfd, 1, 0) != 0;
-	ezi_mnt_log(m, EZFS_LOG_ERROR, "still busy %.1f s after the stop (a "
-		"request or decode that does not end); exiting without it",
-		MNT_STOP_GRACE_MS / 1000.0);
+	ezi_mnt_log(m, EZFS_LOG_ERROR,
+		    "still busy %.1f s after the stop (a "
+		    "request or decode that does not end); exiting without it",
+		    MNT_STOP_GRACE_MS / 1000.0);
 	if (!conn_gone)
 		wd_unmount(m);
 	_exit(1);
@@ -483,8 +492,8 @@ static int set_signals(struct ezfs_mount *m)
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < NSTOP; i++) {
 		/* no SA_RESTART: the loop's wait must be interrupted */
-		sa.sa_handler = stop_signals[i] == SIGPIPE ? SIG_IGN :
-							     on_stop_signal;
+		sa.sa_handler =
+			stop_signals[i] == SIGPIPE ? SIG_IGN : on_stop_signal;
 		sigaction(stop_signals[i], &sa, &old_actions[i]);
 	}
 	m->sig_set = true;
@@ -501,7 +510,8 @@ int ezfs_mount_run(ezfs_mount *m)
 		return -EIO;
 	}
 	if (reaper_start(m))
-		ezi_mnt_log(m, EZFS_LOG_WARN, "stop watchdog thread not started");
+		ezi_mnt_log(m, EZFS_LOG_WARN,
+			    "stop watchdog thread not started");
 	m->serving = true;
 	if (m->p.prefetch && ezi_pf_start(m))
 		ezi_mnt_log(m, EZFS_LOG_WARN, "prefetch thread not started");
@@ -514,8 +524,8 @@ int ezfs_mount_run(ezfs_mount *m)
 			goto out;
 		}
 		fuse_loop_cfg_set_clone_fd(cfg, 0);
-		fuse_loop_cfg_set_idle_threads(cfg, m->p.threads ?
-					       m->p.threads : 10);
+		fuse_loop_cfg_set_idle_threads(cfg, m->p.threads ? m->p.threads
+								 : 10);
 		if (m->p.threads)
 			fuse_loop_cfg_set_max_threads(cfg, m->p.threads);
 		ret = fuse_session_loop_mt(m->se, cfg);

@@ -24,8 +24,8 @@ struct stored_set {
 
 static uint64_t *slot(struct stored_set *s, uint64_t key)
 {
-	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) &
-		     (s->cap - 1);
+	uint32_t i =
+		(uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (s->cap - 1);
 
 	while (s->keys[i] && s->keys[i] != key)
 		i = (i + 1) & (s->cap - 1);

@@ -10,7 +10,8 @@
 
 struct ezfs_estate *ezi_image_engine(ezfs_image *img)
 {
-	struct ezfs_estate *es = __atomic_load_n(&img->engine, __ATOMIC_ACQUIRE);
+	struct ezfs_estate *es =
+		__atomic_load_n(&img->engine, __ATOMIC_ACQUIRE);
 	struct ezfs_estate *none = NULL;
 
 	if (es || !img->codecs)
@@ -20,7 +21,7 @@ struct ezfs_estate *ezi_image_engine(ezfs_image *img)
 		return NULL;
 	if (!__atomic_compare_exchange_n(&img->engine, &none, es, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		ezi_estate_free(es);   /* another thread's won */
+		ezi_estate_free(es); /* another thread's won */
 		return none;
 	}
 	ezi_estate_start_env(es);

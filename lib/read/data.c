@@ -32,8 +32,9 @@ int ezi_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 				   NID(ino));
 			return 0;
 		}
-		EZFS_CHECK(img, ino->startblk <= (UINT64_MAX >> img->blkbits) -
-							 nblocks,
+		EZFS_CHECK(img,
+			   ino->startblk <=
+				   (UINT64_MAX >> img->blkbits) - nblocks,
 			   "nid %llu: start block out of range", NID(ino));
 		ext->pa = ino->startblk << img->blkbits;
 		ext->plen = ext->llen;
@@ -58,7 +59,8 @@ int ezi_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 	const bool indexes = ino->chunkformat & EROFS_CHUNK_FORMAT_INDEXES;
 	const unsigned unit = indexes ? 8 : 4;
 	uint64_t chunk = la >> ino->chunkbits, blk;
-	uint64_t pos = (ezfs_inode_datapos(ino) + unit - 1) & ~(uint64_t)(unit - 1);
+	uint64_t pos =
+		(ezfs_inode_datapos(ino) + unit - 1) & ~(uint64_t)(unit - 1);
 	uint8_t e[8];
 	int err;
 
@@ -77,13 +79,13 @@ int ezi_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 		blk = get_le32(e + 4);
 		if (ino->chunkformat & EROFS_CHUNK_FORMAT_48BIT)
 			blk |= (uint64_t)get_le16(e) << 32;
-		if ((ino->chunkformat & EROFS_CHUNK_FORMAT_48BIT) ?
-			    blk == EROFS_NULL_ADDR48 :
-			    blk == EROFS_NULL_ADDR32)
+		if ((ino->chunkformat & EROFS_CHUNK_FORMAT_48BIT)
+			    ? blk == EROFS_NULL_ADDR48
+			    : blk == EROFS_NULL_ADDR32)
 			return 0;
 		EZFS_CHECK(img, dev == 0,
-			   "nid %llu: chunk %llu on extra device %u",
-			   NID(ino), (unsigned long long)chunk, dev);
+			   "nid %llu: chunk %llu on extra device %u", NID(ino),
+			   (unsigned long long)chunk, dev);
 	} else {
 		blk = get_le32(e);
 		if (blk == EROFS_NULL_ADDR32)
@@ -157,8 +159,10 @@ static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 			   "nid %llu: interlaced pcluster smaller than a block",
 			   NID(ino));
 		if (from < right) {
-			size_t n = len < right - from ? len : (size_t)(right - from);
-			int err = ezi_io_read(&img->io, dst, n, m->pa + shift + from);
+			size_t n = len < right - from ? len
+						      : (size_t)(right - from);
+			int err = ezi_io_read(&img->io, dst, n,
+					      m->pa + shift + from);
 
 			if (err || n == len)
 				return err;
@@ -170,7 +174,7 @@ static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 	}
 	if (meta)
 		return ezi_meta_read(img, m->flags & EZFS_EXTENT_META,
-				      m->pa + off, dst, len);
+				     m->pa + off, dst, len);
 	return ezi_io_read(&img->io, dst, len, m->pa + off);
 }
 
@@ -305,9 +309,10 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 
 			err = ezi_z_map(ino, pos, &m);
 			if (!err && (pos < m.la || pos - m.la >= m.llen)) {
-				ezfs_err(ino->img, "nid %llu: extent map does "
-					 "not cover %llu", NID(ino),
-					 (unsigned long long)pos);
+				ezfs_err(ino->img,
+					 "nid %llu: extent map does "
+					 "not cover %llu",
+					 NID(ino), (unsigned long long)pos);
 				err = -EUCLEAN;
 			}
 			if (err)
@@ -325,27 +330,28 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 		} else {
 			struct ezfs_extent ext;
 
-			err = ino->layout == EROFS_INODE_CHUNK_BASED ?
-				      ezi_chunk_map(ino, pos, &ext) :
-				      ezi_flat_map(ino, pos, &ext);
+			err = ino->layout == EROFS_INODE_CHUNK_BASED
+				      ? ezi_chunk_map(ino, pos, &ext)
+				      : ezi_flat_map(ino, pos, &ext);
 			if (err)
 				return err;
-			seg_end = ext.la + ext.llen < end ? ext.la + ext.llen :
-							    end;
+			seg_end = ext.la + ext.llen < end ? ext.la + ext.llen
+							  : end;
 			if (seg_end <= pos)
 				return -EUCLEAN;
 			if (!(ext.flags & EZFS_EXTENT_MAPPED))
 				memset(dst + (pos - off), 0, seg_end - pos);
 			else if (ext.flags & EZFS_EXTENT_INLINE)
-				err = ezi_meta_read(ino->img,
-						     ext.flags & EZFS_EXTENT_META,
-						     ext.pa + (pos - ext.la),
-						     dst + (pos - off),
-						     (size_t)(seg_end - pos));
+				err = ezi_meta_read(
+					ino->img, ext.flags & EZFS_EXTENT_META,
+					ext.pa + (pos - ext.la),
+					dst + (pos - off),
+					(size_t)(seg_end - pos));
 			else
-				err = ezi_io_read(&ino->img->io, dst + (pos - off),
-						   (size_t)(seg_end - pos),
-						   ext.pa + (pos - ext.la));
+				err = ezi_io_read(&ino->img->io,
+						  dst + (pos - off),
+						  (size_t)(seg_end - pos),
+						  ext.pa + (pos - ext.la));
 		}
 		if (err)
 			break;
@@ -424,7 +430,8 @@ void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len)
 			    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) &&
 		    !ezi_pcache_has(ino->img, &m)) {
 			if (m.pa != run_end) {
-				ezi_io_willneed(&ino->img->io, run, run_end - run);
+				ezi_io_willneed(&ino->img->io, run,
+						run_end - run);
 				run = m.pa;
 			}
 			run_end = m.pa + m.plen;

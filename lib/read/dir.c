@@ -10,8 +10,8 @@
 
 struct dblock {
 	uint8_t *buf;
-	unsigned len;    /* valid bytes of this directory block */
-	unsigned n;      /* entries */
+	unsigned len; /* valid bytes of this directory block */
+	unsigned n;   /* entries */
 };
 
 /* Read directory block idx and validate its header. */
@@ -22,8 +22,8 @@ static int dblock_read(ezfs_inode *dir, uint64_t idx, struct dblock *b)
 	unsigned nameoff;
 	ssize_t n;
 
-	b->len = (unsigned)(dir->size - pos < img->blksz ? dir->size - pos :
-							   img->blksz);
+	b->len = (unsigned)(dir->size - pos < img->blksz ? dir->size - pos
+							 : img->blksz);
 	n = ezfs_pread(dir, b->buf, b->len, pos);
 	if (n < 0)
 		return (int)n;
@@ -34,9 +34,9 @@ static int dblock_read(ezfs_inode *dir, uint64_t idx, struct dblock *b)
 		   "nid %llu: directory block %llu too short (%u bytes)",
 		   NID(dir), (unsigned long long)idx, b->len);
 	nameoff = get_le16(b->buf + 8);
-	EZFS_CHECK(img, nameoff >= sizeof(struct erofs_dirent) &&
-				nameoff < b->len &&
-				nameoff % sizeof(struct erofs_dirent) == 0,
+	EZFS_CHECK(img,
+		   nameoff >= sizeof(struct erofs_dirent) && nameoff < b->len &&
+			   nameoff % sizeof(struct erofs_dirent) == 0,
 		   "nid %llu: bogus nameoff %u in directory block %llu",
 		   NID(dir), nameoff, (unsigned long long)idx);
 	b->n = nameoff / sizeof(struct erofs_dirent);
@@ -57,9 +57,9 @@ static int dblock_name(ezfs_inode *dir, const struct dblock *b, unsigned i,
 		while (end < b->len && b->buf[end])
 			end++;
 	}
-	EZFS_CHECK(dir->img, off >= b->n * sizeof(struct erofs_dirent) &&
-				     end > off && end <= b->len &&
-				     end - off <= EROFS_NAME_LEN,
+	EZFS_CHECK(dir->img,
+		   off >= b->n * sizeof(struct erofs_dirent) && end > off &&
+			   end <= b->len && end - off <= EROFS_NAME_LEN,
 		   "nid %llu: bogus directory entry name (offset %u, end %u)",
 		   NID(dir), off, end);
 	*name = (const char *)b->buf + off;
@@ -104,7 +104,8 @@ int ezfs_readdir(ezfs_inode *dir, uint64_t pos, ezfs_dirent_fn fn, void *arg)
 		if (err)
 			break;
 		for (unsigned i = first; i < b.n; i++) {
-			const uint8_t *de = b.buf + i * sizeof(struct erofs_dirent);
+			const uint8_t *de =
+				b.buf + i * sizeof(struct erofs_dirent);
 			const char *name;
 			unsigned len, ft = de[10];
 			uint64_t next;
@@ -113,21 +114,26 @@ int ezfs_readdir(ezfs_inode *dir, uint64_t pos, ezfs_dirent_fn fn, void *arg)
 			if (err)
 				goto out;
 			if (ft >= EROFS_FT_MAX) {
-				ezfs_err(img, "nid %llu: bogus file type %u in "
-					 "directory entry", NID(dir), ft);
+				ezfs_err(img,
+					 "nid %llu: bogus file type %u in "
+					 "directory entry",
+					 NID(dir), ft);
 				err = -EUCLEAN;
 				goto out;
 			}
 			if (dir->dot_omitted && len == 1 && name[0] == '.') {
-				ezfs_err(img, "nid %llu: \".\" stored in a "
-					 "dot-omitted directory", NID(dir));
+				ezfs_err(img,
+					 "nid %llu: \".\" stored in a "
+					 "dot-omitted directory",
+					 NID(dir));
 				err = -EUCLEAN;
 				goto out;
 			}
-			next = i + 1 < b.n ?
-				       (idx << img->blkbits) +
-					       (i + 1) * sizeof(struct erofs_dirent) :
-				       (idx + 1) << img->blkbits;
+			next = i + 1 < b.n
+				       ? (idx << img->blkbits) +
+						 (i + 1) * sizeof(struct
+								  erofs_dirent)
+				       : (idx + 1) << img->blkbits;
 			err = fn(arg, name, len, get_le64(de), ft, next);
 			if (err)
 				goto out;
@@ -144,8 +150,8 @@ struct dirent_list {
 	size_t n, cap;
 };
 
-static int collect_cb(void *arg, const char *name, size_t namelen,
-		      uint64_t nid, unsigned ftype, uint64_t next_pos)
+static int collect_cb(void *arg, const char *name, size_t namelen, uint64_t nid,
+		      unsigned ftype, uint64_t next_pos)
 {
 	struct dirent_list *l = arg;
 	struct ezfs_dirent *e;
@@ -271,7 +277,8 @@ int ezfs_lookup(ezfs_inode *dir, const char *name, size_t namelen,
 		err = -ENOENT;
 		while (l <= h) {
 			int64_t mid = l + (h - l) / 2;
-			int c, e2 = dblock_name(dir, &b, (unsigned)mid, &dn, &dlen);
+			int c, e2 = dblock_name(dir, &b, (unsigned)mid, &dn,
+						&dlen);
 
 			if (e2) {
 				err = e2;

@@ -43,8 +43,8 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 			 (unsigned long long)nid, ifmt);
 		return -EOPNOTSUPP;
 	}
-	ino->layout = (ifmt >> EROFS_I_DATALAYOUT_SHIFT) &
-		      EROFS_I_DATALAYOUT_MASK;
+	ino->layout =
+		(ifmt >> EROFS_I_DATALAYOUT_SHIFT) & EROFS_I_DATALAYOUT_MASK;
 	if (ino->layout > EROFS_INODE_CHUNK_BASED) {
 		ezfs_err(img, "nid %llu: unsupported data layout %u",
 			 (unsigned long long)nid, ino->layout);
@@ -59,7 +59,7 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 		const struct erofs_inode_extended *die = (const void *)raw;
 
 		err = ezi_meta_read(img, ino->in_metabox, ino->ipos + 32,
-				     raw + 32, 32);
+				    raw + 32, 32);
 		if (err)
 			return err;
 		ino->core_size = 64;
@@ -95,8 +95,7 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 		}
 	}
 	/* DOT_OMITTED exists only on 48-bit images [11.1] */
-	if (S_ISDIR(ino->mode) && (ifmt & EROFS_I_DOT_OMITTED_BIT) &&
-	    img->is48)
+	if (S_ISDIR(ino->mode) && (ifmt & EROFS_I_DOT_OMITTED_BIT) && img->is48)
 		ino->dot_omitted = 1;
 	err = check_mode(img, nid, ino->mode);
 	if (err)
@@ -125,8 +124,8 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 	switch (ino->layout) {
 	case EROFS_INODE_FLAT_PLAIN:
 	case EROFS_INODE_FLAT_INLINE:
-		if (addr32 ? iu != EROFS_NULL_ADDR32 :
-			     (iu | blk_hi << 32) != EROFS_NULL_ADDR48)
+		if (addr32 ? iu != EROFS_NULL_ADDR32
+			   : (iu | blk_hi << 32) != EROFS_NULL_ADDR48)
 			ino->startblk = iu | blk_hi << 32;
 		break;
 	case EROFS_INODE_CHUNK_BASED:
@@ -136,8 +135,9 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 				 (unsigned long long)nid, ino->chunkformat);
 			return -EOPNOTSUPP;
 		}
-		ino->chunkbits = img->blkbits + (ino->chunkformat &
-						 EROFS_CHUNK_FORMAT_BLKBITS_MASK);
+		ino->chunkbits =
+			img->blkbits +
+			(ino->chunkformat & EROFS_CHUNK_FORMAT_BLKBITS_MASK);
 		EZFS_CHECK(img, ino->chunkbits < 48,
 			   "nid %llu: chunk size 2^%u too large",
 			   (unsigned long long)nid, ino->chunkbits);
@@ -145,8 +145,10 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 	default: /* compressed */
 		ino->zblocks = iu | blk_hi << 32;
 		if (!S_ISREG(ino->mode) && !S_ISDIR(ino->mode)) {
-			ezfs_err(img, "nid %llu: compressed layout on a "
-				 "non-regular inode", (unsigned long long)nid);
+			ezfs_err(img,
+				 "nid %llu: compressed layout on a "
+				 "non-regular inode",
+				 (unsigned long long)nid);
 			return -EUCLEAN;
 		}
 		return ezi_z_init(ino);
@@ -163,7 +165,8 @@ static int parse_inode(ezfs_image *img, ezfs_inode *ino)
 	    ino->size < img->blksz) {
 		uint64_t p = ezfs_inode_datapos(ino);
 
-		EZFS_CHECK(img, (p & (img->blksz - 1)) + ino->size <= img->blksz,
+		EZFS_CHECK(img,
+			   (p & (img->blksz - 1)) + ino->size <= img->blksz,
 			   "nid %llu: inline symlink crosses a block boundary",
 			   (unsigned long long)nid);
 	}
@@ -190,7 +193,8 @@ int ezi_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out)
 	ino->ipos = (ino->in_metabox ? 0 : img->meta_base) +
 		    (slot << EROFS_ISLOTBITS);
 	if (ino->in_metabox && !img->metabox) {
-		ezfs_err(img, "nid %llu is in a metabox the image does not have",
+		ezfs_err(img,
+			 "nid %llu is in a metabox the image does not have",
 			 (unsigned long long)nid);
 		free(ino);
 		return -EUCLEAN;
@@ -229,13 +233,20 @@ uint64_t ezfs_inode_nid(const ezfs_inode *ino)
 unsigned ezfs_mode_ftype(uint32_t mode)
 {
 	switch (mode & S_IFMT) {
-	case S_IFREG: return EZFS_FT_REG;
-	case S_IFDIR: return EZFS_FT_DIR;
-	case S_IFCHR: return EZFS_FT_CHR;
-	case S_IFBLK: return EZFS_FT_BLK;
-	case S_IFIFO: return EZFS_FT_FIFO;
-	case S_IFSOCK: return EZFS_FT_SOCK;
-	case S_IFLNK: return EZFS_FT_SYMLINK;
+	case S_IFREG:
+		return EZFS_FT_REG;
+	case S_IFDIR:
+		return EZFS_FT_DIR;
+	case S_IFCHR:
+		return EZFS_FT_CHR;
+	case S_IFBLK:
+		return EZFS_FT_BLK;
+	case S_IFIFO:
+		return EZFS_FT_FIFO;
+	case S_IFSOCK:
+		return EZFS_FT_SOCK;
+	case S_IFLNK:
+		return EZFS_FT_SYMLINK;
 	}
 	return EZFS_FT_UNKNOWN;
 }

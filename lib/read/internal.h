@@ -28,8 +28,8 @@ struct ezfs_long_prefix {
 /* Direct-mapped metadata block cache: one mutex per slot. */
 struct meta_slot {
 	pthread_mutex_t lock;
-	uint64_t blk;     /* UINT64_MAX = empty */
-	uint32_t valid;   /* bytes valid (short at end of image) */
+	uint64_t blk;	/* UINT64_MAX = empty */
+	uint32_t valid; /* bytes valid (short at end of image) */
 	uint8_t *data;
 };
 struct meta_cache {
@@ -49,13 +49,16 @@ struct pcache {
 	struct ezfs_cache_stats st;
 	/* Buffers of evicted entries kept for the next decodes: a fresh
 	 * buffer costs a page fault per page written. */
-	struct { uint8_t *p; size_t cap; } spare[PC_NSPARE];
+	struct {
+		uint8_t *p;
+		size_t cap;
+	} spare[PC_NSPARE];
 	size_t spare_bytes, spare_max;
 };
 
 struct ezfs_image {
 	struct ezfs_logger logger;
-	struct ezfs_io io;   /* base: params.offset */
+	struct ezfs_io io; /* base: params.offset */
 
 	struct ezfs_sb_info si;
 	unsigned blkbits;
@@ -63,7 +66,7 @@ struct ezfs_image {
 	bool is48;
 	uint64_t meta_base;  /* meta_blkaddr << blkbits */
 	uint64_t xattr_base; /* xattr_blkaddr << blkbits */
-	bool filter_ok;      /* xattr name filter usable */
+	bool filter_ok;	     /* xattr name filter usable */
 	bool zero_padding;
 	bool prefixes_plain; /* long prefix table location */
 
@@ -81,29 +84,29 @@ struct ezfs_image {
 
 /* One mapped extent of a compressed inode (zmap.c). */
 struct zmap {
-	uint64_t la, llen;   /* llen: full decoded length of the extent */
+	uint64_t la, llen; /* llen: full decoded length of the extent */
 	uint64_t pa, plen;
-	int alg;             /* enum ezfs_alg incl. SHIFTED/INTERLACED */
-	unsigned flags;      /* enum ezfs_extent_flags */
+	int alg;	/* enum ezfs_alg incl. SHIFTED/INTERLACED */
+	unsigned flags; /* enum ezfs_extent_flags */
 };
 
 struct ezfs_inode {
 	ezfs_image *img;
 	uint64_t nid;
-	uint64_t ipos;        /* byte position of the inode core */
-	bool in_metabox;      /* ipos is in metabox space */
+	uint64_t ipos;	 /* byte position of the inode core */
+	bool in_metabox; /* ipos is in metabox space */
 	uint8_t layout;
 	uint8_t extended;
 	uint8_t dot_omitted;
-	uint8_t core_size;    /* 32 or 64 */
+	uint8_t core_size; /* 32 or 64 */
 	uint16_t xattr_icount;
 	uint32_t xattr_isize;
 	uint32_t mode, nlink, uid, gid, ino32, rdev;
 	uint64_t size;
 	int64_t mtime;
 	uint32_t mtime_nsec;
-	uint64_t startblk;    /* flat: first block, or UINT64_MAX = none */
-	uint64_t zblocks;     /* compressed: i_u block count */
+	uint64_t startblk; /* flat: first block, or UINT64_MAX = none */
+	uint64_t zblocks;  /* compressed: i_u block count */
 	uint16_t chunkformat;
 	unsigned chunkbits;
 
@@ -114,12 +117,12 @@ struct ezfs_inode {
 		uint8_t lclusterbits;
 		bool whole_fragment;
 		bool extents;
-		uint64_t nextents;     /* extents with recsz >= 16 */
-		uint32_t idata_size;   /* ztailpacking */
-		uint64_t idata_pos;    /* where the inline tail pcluster is */
+		uint64_t nextents;   /* extents with recsz >= 16 */
+		uint32_t idata_size; /* ztailpacking */
+		uint64_t idata_pos;  /* where the inline tail pcluster is */
 		uint64_t fragmentoff;
 		uint64_t tail_headlcn; /* HEAD lcn of the tail extent */
-		uint64_t hpos;         /* map header position */
+		uint64_t hpos;	       /* map header position */
 	} z;
 	/* the last extent mapped: sequential small reads map it once */
 	pthread_mutex_t zlock;
@@ -133,14 +136,14 @@ struct ezfs_estate *ezi_image_engine(ezfs_image *img);
 
 /* The image's messages, through its caller's log callback (util/log.c). */
 #define ezfs_log(img, level, ...) ezi_logf(&(img)->logger, level, __VA_ARGS__)
-#define ezfs_err(img, ...) ezfs_log(img, EZFS_LOG_ERROR, __VA_ARGS__)
-#define ezfs_dbg(img, ...) ezfs_log(img, EZFS_LOG_DEBUG, __VA_ARGS__)
+#define ezfs_err(img, ...)	  ezfs_log(img, EZFS_LOG_ERROR, __VA_ARGS__)
+#define ezfs_dbg(img, ...)	  ezfs_log(img, EZFS_LOG_DEBUG, __VA_ARGS__)
 
 /* meta.c: metadata reads (device space or metabox space) */
 int ezi_meta_cache_init(ezfs_image *img, size_t bytes);
 void ezi_meta_cache_fini(ezfs_image *img);
 int ezi_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
-		   size_t len);
+		  size_t len);
 
 /* inode.c */
 int ezi_inode_load(ezfs_image *img, uint64_t nid, ezfs_inode **out);
@@ -163,15 +166,15 @@ void ezi_pcache_fini(ezfs_image *img);
 struct pcache_entry;
 /* Get a decoded copy of the extent m with at least need bytes. */
 int ezi_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
-		    struct pcache_entry **out, const uint8_t **data);
+		   struct pcache_entry **out, const uint8_t **data);
 void ezi_pcache_put(ezfs_image *img, struct pcache_entry *e);
 void ezi_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
-			size_t whole);
+		       size_t whole);
 /* Whether extent m is decoded, or being decoded, in the cache. */
 bool ezi_pcache_has(ezfs_image *img, const struct zmap *m);
 /* Decode extent m's first outlen bytes into out (no cache). */
 int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
-		  size_t outlen, bool partial);
+		 size_t outlen, bool partial);
 
 /* xattr.c */
 int ezi_xattr_prefixes_init(ezfs_image *img);

@@ -38,11 +38,12 @@ void ezi_meta_cache_fini(ezfs_image *img)
 }
 
 /* Copy part of device block blk through the cache. */
-static int meta_block(ezfs_image *img, uint64_t blk, unsigned off,
-		      void *buf, unsigned len)
+static int meta_block(ezfs_image *img, uint64_t blk, unsigned off, void *buf,
+		      unsigned len)
 {
 	struct meta_cache *mc = &img->mc;
-	struct meta_slot *s = &mc->slots[(blk ^ (blk >> 17)) & (mc->nslots - 1)];
+	struct meta_slot *s =
+		&mc->slots[(blk ^ (blk >> 17)) & (mc->nslots - 1)];
 	uint64_t pos = blk << img->blkbits;
 	int err = 0;
 
@@ -83,7 +84,7 @@ out:
 }
 
 int ezi_meta_read(ezfs_image *img, bool metabox, uint64_t pos, void *buf,
-		   size_t len)
+		  size_t len)
 {
 	uint8_t *dst = buf;
 

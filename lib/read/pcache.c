@@ -273,7 +273,7 @@ static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
 		if (!buf)
 			return -ENOMEM;
 		err = ezi_meta_read(img, m->flags & EZFS_EXTENT_META, m->pa,
-				     buf, m->plen);
+				    buf, m->plen);
 	} else {
 		*in = ezi_io_map(&img->io, m->plen, m->pa);
 		if (*in)
@@ -288,7 +288,7 @@ static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
 }
 
 int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
-		  size_t outlen, bool partial)
+		 size_t outlen, bool partial)
 {
 	ezfs_image *img = ino->img;
 	struct ezfs_dreq rq = { 0 };
@@ -312,8 +312,10 @@ int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		while (skip < scan && !in[skip])
 			skip++;
 		if (skip == scan) {
-			ezfs_err(img, "nid %llu: pcluster at %llu starts with "
-				 "a block of zeros", (unsigned long long)ino->nid,
+			ezfs_err(img,
+				 "nid %llu: pcluster at %llu starts with "
+				 "a block of zeros",
+				 (unsigned long long)ino->nid,
 				 (unsigned long long)m->pa);
 			err = -EUCLEAN;
 			goto out;
@@ -329,10 +331,12 @@ int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		     (m->flags & EZFS_EXTENT_PARTIAL_REF);
 	err = ezi_engine_decompress(ezi_image_engine(img), m->alg, &rq);
 	if (err == -EUCLEAN || err == -EINVAL)
-		ezfs_err(img, "nid %llu: cannot decode %s pcluster at %llu "
-			 "(%llu bytes -> %zu)", (unsigned long long)ino->nid,
-			 ezfs_alg_name(m->alg), (unsigned long long)m->pa,
-			 (unsigned long long)m->plen, outlen);
+		ezfs_err(img,
+			 "nid %llu: cannot decode %s pcluster at %llu "
+			 "(%llu bytes -> %zu)",
+			 (unsigned long long)ino->nid, ezfs_alg_name(m->alg),
+			 (unsigned long long)m->pa, (unsigned long long)m->plen,
+			 outlen);
 	if (err == -EINVAL)
 		err = -EUCLEAN;
 out:
@@ -366,7 +370,7 @@ bool ezi_pcache_has(ezfs_image *img, const struct zmap *m)
 }
 
 int ezi_pcache_get(ezfs_inode *ino, const struct zmap *m, uint64_t need,
-		    struct pcache_entry **out, const uint8_t **data)
+		   struct pcache_entry **out, const uint8_t **data)
 {
 	ezfs_image *img = ino->img;
 	struct pcache *pc = &img->pc;
@@ -455,7 +459,7 @@ again:
  * KiB until the budget filled: a quarter of the daemon's CPU for lz4hc).
  */
 void ezi_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
-			size_t whole)
+		       size_t whole)
 {
 	struct pcache *pc = &img->pc;
 

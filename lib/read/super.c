@@ -10,7 +10,7 @@
 #include "format/names.h"
 #include "read/internal.h"
 
-#define DEFAULT_CACHE_BYTES (64u << 20)
+#define DEFAULT_CACHE_BYTES	 (64u << 20)
 #define DEFAULT_META_CACHE_BYTES (4u << 20)
 
 void ezfs_open_params_init(struct ezfs_open_params *p)
@@ -22,7 +22,7 @@ void ezfs_open_params_init(struct ezfs_open_params *p)
 void ezfs_feature_string(const ezfs_image *img, char *buf, size_t size)
 {
 	ezi_feature_names(img->si.feature_compat, img->si.feature_incompat, buf,
-			   size);
+			  size);
 }
 
 void ezfs_get_sb_info(const ezfs_image *img, struct ezfs_sb_info *si)
@@ -38,8 +38,9 @@ uint64_t ezfs_root_nid(const ezfs_image *img)
 /* [2.3] The checksum covers 1024..end of block 0 with the field zeroed. */
 static int check_sb_crc(ezfs_image *img, uint32_t expect)
 {
-	uint32_t len = img->blksz > EROFS_SUPER_OFFSET ?
-			       img->blksz - EROFS_SUPER_OFFSET : img->blksz;
+	uint32_t len = img->blksz > EROFS_SUPER_OFFSET
+			       ? img->blksz - EROFS_SUPER_OFFSET
+			       : img->blksz;
 	uint8_t *buf = malloc(len);
 	uint32_t crc;
 	int err;
@@ -55,8 +56,10 @@ static int check_sb_crc(ezfs_image *img, uint32_t expect)
 	crc = ezi_crc32c(0xFFFFFFFFu, buf, len);
 	free(buf);
 	if (crc != expect) {
-		ezfs_err(img, "superblock checksum mismatch: stored 0x%08x, "
-			 "computed 0x%08x", expect, crc);
+		ezfs_err(img,
+			 "superblock checksum mismatch: stored 0x%08x, "
+			 "computed 0x%08x",
+			 expect, crc);
 		return -EUCLEAN;
 	}
 	return 0;
@@ -75,8 +78,10 @@ static int parse_compr_cfgs(ezfs_image *img, uint16_t algs)
 		if (!(algs & (1u << alg)))
 			continue;
 		if (alg >= Z_EROFS_COMPRESSION_MAX) {
-			ezfs_err(img, "unknown compression algorithm %u in the "
-				 "superblock", alg);
+			ezfs_err(img,
+				 "unknown compression algorithm %u in the "
+				 "superblock",
+				 alg);
 			return -EOPNOTSUPP;
 		}
 		pos = (pos + 3) & ~3ull;
@@ -99,7 +104,8 @@ static int parse_compr_cfgs(ezfs_image *img, uint16_t algs)
 			img->si.lz4_max_pclusterblks = get_le16(rec + 2);
 			break;
 		case Z_EROFS_COMPRESSION_LZMA:
-			EZFS_CHECK(img, size >= sizeof(struct z_erofs_lzma_cfgs),
+			EZFS_CHECK(img,
+				   size >= sizeof(struct z_erofs_lzma_cfgs),
 				   "short lzma config record (%u bytes)", size);
 			img->si.lzma_dict_size = get_le32(rec);
 			if (get_le16(rec + 4)) {
@@ -133,8 +139,8 @@ static int parse_compr_cfgs(ezfs_image *img, uint16_t algs)
 /* "2.35 MiB" for the messages of a truncated image. */
 static const char *fmt_size(uint64_t n, char *buf, size_t size)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB",
-					     "PiB", "EiB" };
+	static const char *const units[] = { "B",   "KiB", "MiB", "GiB",
+					     "TiB", "PiB", "EiB" };
 	double v = (double)n;
 	unsigned u = 0;
 
@@ -145,8 +151,11 @@ static const char *fmt_size(uint64_t n, char *buf, size_t size)
 	if (!u || v == (double)(uint64_t)v)
 		snprintf(buf, size, "%.0f %s", v, units[u]);
 	else
-		snprintf(buf, size, "%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v,
-			 units[u]);
+		snprintf(buf, size, "%.*f %s",
+			 v < 10	   ? 2
+			 : v < 100 ? 1
+				   : 0,
+			 v, units[u]);
 	return buf;
 }
 
@@ -160,11 +169,14 @@ static int parse_super(ezfs_image *img)
 
 	memset(raw, 0, sizeof(raw));
 	if (img->io.size < EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE) {
-		ezfs_err(img, "not an EROFS image (%llu bytes: too small for "
-			 "a superblock)", (unsigned long long)img->io.size);
+		ezfs_err(img,
+			 "not an EROFS image (%llu bytes: too small for "
+			 "a superblock)",
+			 (unsigned long long)img->io.size);
 		return -EMEDIUMTYPE;
 	}
-	err = ezi_io_read(&img->io, raw, EROFS_SB_BASE_SIZE, EROFS_SUPER_OFFSET);
+	err = ezi_io_read(&img->io, raw, EROFS_SB_BASE_SIZE,
+			  EROFS_SUPER_OFFSET);
 	if (err)
 		return err;
 	if (get_le32(&sb->magic) != EROFS_SUPER_MAGIC) {
@@ -185,8 +197,8 @@ static int parse_super(ezfs_image *img)
 		   "superblock extension slots (%u) too large",
 		   sb->sb_extslots);
 	if (si->sb_size > EROFS_SB_BASE_SIZE) {
-		size_t more = si->sb_size > sizeof(raw) ? sizeof(raw) :
-							  si->sb_size;
+		size_t more =
+			si->sb_size > sizeof(raw) ? sizeof(raw) : si->sb_size;
 		err = ezi_io_read(&img->io, raw, more, EROFS_SUPER_OFFSET);
 		if (err)
 			return err;
@@ -202,12 +214,13 @@ static int parse_super(ezfs_image *img)
 	}
 	unknown = si->feature_incompat & ~(uint32_t)EROFS_ALL_FEATURE_INCOMPAT;
 	if (unknown) {
-		ezfs_err(img, "unknown incompatible feature bits 0x%x", unknown);
+		ezfs_err(img, "unknown incompatible feature bits 0x%x",
+			 unknown);
 		return -EOPNOTSUPP;
 	}
 	img->is48 = si->feature_incompat & EROFS_FEATURE_INCOMPAT_48BIT;
-	img->zero_padding = si->feature_incompat &
-			    EROFS_FEATURE_INCOMPAT_ZERO_PADDING;
+	img->zero_padding =
+		si->feature_incompat & EROFS_FEATURE_INCOMPAT_ZERO_PADDING;
 	si->inos = get_le64(&sb->inos);
 	si->epoch = (int64_t)get_le64(&sb->epoch);
 	si->fixed_nsec = get_le32(&sb->fixed_nsec);
@@ -237,9 +250,9 @@ static int parse_super(ezfs_image *img)
 	si->extra_devices = get_le16(&sb->extra_devices);
 	si->xattr_prefix_count = sb->xattr_prefix_count;
 	si->packed_nid = get_le64(&sb->packed_nid);
-	img->filter_ok = (si->feature_compat &
-			  EROFS_FEATURE_COMPAT_XATTR_FILTER) &&
-			 !sb->xattr_filter_reserved;
+	img->filter_ok =
+		(si->feature_compat & EROFS_FEATURE_COMPAT_XATTR_FILTER) &&
+		!sb->xattr_filter_reserved;
 	if (si->feature_incompat & EROFS_FEATURE_INCOMPAT_METABOX) {
 		EZFS_CHECK(img, si->sb_size > EROFS_SB_BASE_SIZE,
 			   "metabox feature without superblock extension");
@@ -251,8 +264,10 @@ static int parse_super(ezfs_image *img)
 		   "packed nid has bit 63 set");
 	if ((si->feature_incompat & EROFS_FEATURE_INCOMPAT_DEVICE_TABLE) &&
 	    si->extra_devices) {
-		ezfs_err(img, "image needs %u extra device(s) (blobs), which "
-			 "ezfs cannot attach yet", si->extra_devices);
+		ezfs_err(img,
+			 "image needs %u extra device(s) (blobs), which "
+			 "ezfs cannot attach yet",
+			 si->extra_devices);
 		return -EOPNOTSUPP;
 	}
 	if (si->feature_incompat & EROFS_FEATURE_INCOMPAT_COMPR_CFGS) {
@@ -264,13 +279,13 @@ static int parse_super(ezfs_image *img)
 		si->lz4_max_distance = get_le16(&sb->u1);
 		si->available_algs = 1u << Z_EROFS_COMPRESSION_LZ4;
 	}
-	img->ccfg.lz4_max_distance = si->lz4_max_distance ?
-					     si->lz4_max_distance :
-					     Z_EROFS_LZ4_MAX_DISTANCE;
-	img->ccfg.lzma_dict_size = si->lzma_dict_size ? si->lzma_dict_size :
-							 (8u << 20);
-	img->ccfg.deflate_windowbits = si->deflate_windowbits ?
-					       si->deflate_windowbits : 15;
+	img->ccfg.lz4_max_distance = si->lz4_max_distance
+					     ? si->lz4_max_distance
+					     : Z_EROFS_LZ4_MAX_DISTANCE;
+	img->ccfg.lzma_dict_size =
+		si->lzma_dict_size ? si->lzma_dict_size : (8u << 20);
+	img->ccfg.deflate_windowbits =
+		si->deflate_windowbits ? si->deflate_windowbits : 15;
 	img->ccfg.zstd_windowlog = si->zstd_windowlog;
 	return 0;
 }
@@ -341,8 +356,10 @@ static int apply_engine_params(ezfs_image *img,
 	if (p->dispatch && *p->dispatch) {
 		mode = ezfs_dispatch_parse(p->dispatch, &nthreads);
 		if (mode < 0) {
-			ezfs_err(img, "dispatch '%s': not inline, queue[:N] or "
-				 "percpu", p->dispatch);
+			ezfs_err(img,
+				 "dispatch '%s': not inline, queue[:N] or "
+				 "percpu",
+				 p->dispatch);
 			return mode;
 		}
 		err = ezfs_image_set_dispatch(img, mode, nthreads);
@@ -352,9 +369,8 @@ static int apply_engine_params(ezfs_image *img,
 	return 0;
 }
 
-int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
-		       uint64_t size, const struct ezfs_open_params *p,
-		       ezfs_image **out)
+int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg, uint64_t size,
+		       const struct ezfs_open_params *p, ezfs_image **out)
 {
 	struct ezfs_open_params given;
 	ezfs_image *img;
@@ -390,12 +406,13 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
 
 	err = parse_super(img);
 	if (!err)
-		err = ezi_meta_cache_init(img, p->meta_cache_bytes ?
-							p->meta_cache_bytes :
-							DEFAULT_META_CACHE_BYTES);
+		err = ezi_meta_cache_init(
+			img, p->meta_cache_bytes ? p->meta_cache_bytes
+						 : DEFAULT_META_CACHE_BYTES);
 	if (!err)
-		err = ezi_pcache_init(img, p->cache_bytes ? p->cache_bytes :
-							     DEFAULT_CACHE_BYTES);
+		err = ezi_pcache_init(img, p->cache_bytes
+						   ? p->cache_bytes
+						   : DEFAULT_CACHE_BYTES);
 	if (!err) {
 		img->codecs = ezi_codec_pool_new(&img->ccfg);
 		if (!img->codecs)

@@ -44,8 +44,9 @@ int ezi_xattr_prefixes_init(ezfs_image *img)
 
 	if (!n)
 		return 0;
-	EZFS_CHECK(img, img->si.feature_incompat &
-				EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES,
+	EZFS_CHECK(img,
+		   img->si.feature_incompat &
+			   EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES,
 		   "long xattr prefixes without the feature bit");
 	img->prefixes = calloc(n, sizeof(*img->prefixes));
 	if (!img->prefixes)
@@ -54,7 +55,7 @@ int ezi_xattr_prefixes_init(ezfs_image *img)
 	{
 		uint8_t raw[sizeof(struct erofs_super_block)];
 		int err = ezi_io_read(&img->io, raw, EROFS_SB_BASE_SIZE,
-				       EROFS_SUPER_OFFSET);
+				      EROFS_SUPER_OFFSET);
 
 		if (err)
 			return err;
@@ -197,14 +198,16 @@ static int xattr_walk(struct xiter *it)
 	if (!body)
 		return -ENOMEM;
 	err = ezi_meta_read(img, ino->in_metabox, ino->ipos + ino->core_size,
-			     body, isz);
+			    body, isz);
 	if (err)
 		goto out;
 	nshared = body[4];
 	p = 12 + 4 * nshared;
 	if (p > isz) {
-		ezfs_err(img, "nid %llu: %u shared xattrs overrun the xattr "
-			 "area", NID(ino), nshared);
+		ezfs_err(img,
+			 "nid %llu: %u shared xattrs overrun the xattr "
+			 "area",
+			 NID(ino), nshared);
 		err = -EUCLEAN;
 		goto out;
 	}
@@ -253,8 +256,9 @@ static int list_fn(struct xiter *it, const char *pfx, const char *infix,
 
 ssize_t ezfs_listxattr(ezfs_inode *ino, char *buf, size_t size)
 {
-	struct xiter it = { .ino = ino, .fn = list_fn, .buf = buf,
-			    .size = size };
+	struct xiter it = {
+		.ino = ino, .fn = list_fn, .buf = buf, .size = size
+	};
 	int err = xattr_walk(&it);
 
 	return err ? err : (ssize_t)it.used;
@@ -294,7 +298,7 @@ static bool filtered_out(ezfs_image *img, uint32_t filter, const char *name,
 		plen = strlen(short_prefix[i]);
 		if (len >= plen && !memcmp(name, short_prefix[i], plen)) {
 			uint32_t bit = ezi_xxh32(name + plen, len - plen,
-						  EROFS_XATTR_FILTER_SEED + i) &
+						 EROFS_XATTR_FILTER_SEED + i) &
 				       (EROFS_XATTR_FILTER_BITS - 1);
 			return filter & (1u << bit);
 		}
@@ -302,12 +306,15 @@ static bool filtered_out(ezfs_image *img, uint32_t filter, const char *name,
 	return false;
 }
 
-ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf,
-		      size_t size)
+ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf, size_t size)
 {
-	struct xiter it = { .ino = ino, .fn = get_fn, .name = name,
-			    .namelen = strlen(name), .vbuf = buf,
-			    .vsize = size, .result = -ENODATA };
+	struct xiter it = { .ino = ino,
+			    .fn = get_fn,
+			    .name = name,
+			    .namelen = strlen(name),
+			    .vbuf = buf,
+			    .vsize = size,
+			    .result = -ENODATA };
 	uint8_t hdr[4];
 	int err;
 
@@ -315,7 +322,7 @@ ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf,
 		return -ENODATA;
 	if (ino->img->filter_ok && ino->xattr_isize > 12) {
 		err = ezi_meta_read(ino->img, ino->in_metabox,
-				     ino->ipos + ino->core_size, hdr, 4);
+				    ino->ipos + ino->core_size, hdr, 4);
 		if (err)
 			return err;
 		if (filtered_out(ino->img, get_le32(hdr), name, it.namelen))

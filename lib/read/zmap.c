@@ -19,9 +19,9 @@ struct lrec {
 	bool partialref;
 	uint16_t clusterofs;
 	uint16_t delta[2];
-	uint32_t cblks;          /* CBLKCNT value, 0 if none */
+	uint32_t cblks; /* CBLKCNT value, 0 if none */
 	uint64_t pblk;
-	uint64_t nextpackoff;    /* position right after this entry's pack */
+	uint64_t nextpackoff; /* position right after this entry's pack */
 };
 
 #define NID(ino) ((unsigned long long)(ino)->nid)
@@ -53,11 +53,13 @@ static int load_full(ezfs_inode *ino, uint64_t lcn, struct lrec *r)
 		r->delta[0] = get_le16(di + 4);
 		r->delta[1] = get_le16(di + 6);
 		if (r->delta[0] & Z_EROFS_LI_D0_CBLKCNT) {
-			EZFS_CHECK(img, ino->z.advise &
-					     (Z_EROFS_ADVISE_BIG_PCLUSTER_1 |
-					      Z_EROFS_ADVISE_BIG_PCLUSTER_2),
+			EZFS_CHECK(img,
+				   ino->z.advise &
+					   (Z_EROFS_ADVISE_BIG_PCLUSTER_1 |
+					    Z_EROFS_ADVISE_BIG_PCLUSTER_2),
 				   "nid %llu: CBLKCNT at lcn %llu without big "
-				   "pclusters", NID(ino), (unsigned long long)lcn);
+				   "pclusters",
+				   NID(ino), (unsigned long long)lcn);
 			r->cblks = r->delta[0] & ~Z_EROFS_LI_D0_CBLKCNT;
 			r->delta[0] = 1;
 		}
@@ -152,14 +154,13 @@ static int load_compact(ezfs_inode *ino, uint64_t lcn, bool lookahead,
 	if (type == Z_EROFS_LCLUSTER_TYPE_NONHEAD) {
 		r->clusterofs = (uint16_t)(1u << lcb);
 		if (lookahead)
-			r->delta[1] = (uint16_t)la_distance(pack, encodebits,
-							    lobits, vcnt,
-							    (unsigned)i);
+			r->delta[1] = (uint16_t)la_distance(
+				pack, encodebits, lobits, vcnt, (unsigned)i);
 		if (lo & Z_EROFS_LI_D0_CBLKCNT) {
 			EZFS_CHECK(img, big,
 				   "nid %llu: CBLKCNT at lcn %llu without big "
-				   "pclusters", NID(ino),
-				   (unsigned long long)lcn);
+				   "pclusters",
+				   NID(ino), (unsigned long long)lcn);
 			r->cblks = lo & ~Z_EROFS_LI_D0_CBLKCNT;
 			r->delta[0] = 1;
 			return 0;
@@ -191,7 +192,8 @@ static int load_compact(ezfs_inode *ino, uint64_t lcn, bool lookahead,
 			nblk = 1;
 			while (i > 0) {
 				--i;
-				type = decode_bits(pack, encodebits * (unsigned)i,
+				type = decode_bits(pack,
+						   encodebits * (unsigned)i,
 						   lobits, &lo);
 				if (type == Z_EROFS_LCLUSTER_TYPE_NONHEAD)
 					i -= (int)lo;
@@ -202,16 +204,19 @@ static int load_compact(ezfs_inode *ino, uint64_t lcn, bool lookahead,
 			nblk = 0;
 			while (i > 0) {
 				--i;
-				type = decode_bits(pack, encodebits * (unsigned)i,
+				type = decode_bits(pack,
+						   encodebits * (unsigned)i,
 						   lobits, &lo);
 				if (type == Z_EROFS_LCLUSTER_TYPE_NONHEAD) {
 					if (lo & Z_EROFS_LI_D0_CBLKCNT) {
 						--i;
-						nblk += lo & ~Z_EROFS_LI_D0_CBLKCNT;
+						nblk += lo &
+							~Z_EROFS_LI_D0_CBLKCNT;
 						continue;
 					}
 					EZFS_CHECK(img, lo > 1,
-						   "nid %llu: bogus delta[0] %u in "
+						   "nid %llu: bogus delta[0] "
+						   "%u in "
 						   "a big pcluster pack",
 						   NID(ino), lo);
 					i -= (int)lo - 2;
@@ -264,9 +269,9 @@ static int compressed_len(ezfs_inode *ino, uint64_t headlcn, unsigned htype,
 			  uint64_t *plen)
 {
 	const uint16_t adv = ino->z.advise;
-	bool big = htype == Z_EROFS_LCLUSTER_TYPE_HEAD1 ?
-			   (adv & Z_EROFS_ADVISE_BIG_PCLUSTER_1) :
-			   (adv & Z_EROFS_ADVISE_BIG_PCLUSTER_2);
+	bool big = htype == Z_EROFS_LCLUSTER_TYPE_HEAD1
+			   ? (adv & Z_EROFS_ADVISE_BIG_PCLUSTER_1)
+			   : (adv & Z_EROFS_ADVISE_BIG_PCLUSTER_2);
 	uint64_t blocks = 1;
 	struct lrec r;
 	int err;
@@ -315,8 +320,9 @@ static int decompressed_len(ezfs_inode *ino, uint64_t headlcn, uint64_t la,
 		lcn += r.delta[1];
 		/* no extent decodes to more than 12 MiB: stop walking a
 		 * corrupt chain long before it could take long */
-		EZFS_CHECK(ino->img, (lcn - headlcn) <=
-					     (EROFS_PCLUSTER_MAX_DSIZE >> lcb) + 1,
+		EZFS_CHECK(ino->img,
+			   (lcn - headlcn) <=
+				   (EROFS_PCLUSTER_MAX_DSIZE >> lcb) + 1,
 			   "nid %llu: extent at lcn %llu never ends", NID(ino),
 			   (unsigned long long)headlcn);
 	}
@@ -367,8 +373,8 @@ static int map_lcluster(ezfs_inode *ino, uint64_t ofs, bool findtail,
 	htype = r.type;
 	if (r.partialref)
 		m->flags |= EZFS_EXTENT_PARTIAL_REF;
-	EZFS_CHECK(img, end > m->la, "nid %llu: empty extent at %llu",
-		   NID(ino), (unsigned long long)m->la);
+	EZFS_CHECK(img, end > m->la, "nid %llu: empty extent at %llu", NID(ino),
+		   (unsigned long long)m->la);
 	m->llen = end - m->la;
 
 	if (findtail) {
@@ -382,10 +388,11 @@ static int map_lcluster(ezfs_inode *ino, uint64_t ofs, bool findtail,
 			m->flags |= EZFS_EXTENT_META;
 		m->pa = ino->z.idata_pos;
 		m->plen = ino->z.idata_size;
-		EZFS_CHECK(img, (m->pa & (img->blksz - 1)) + m->plen <=
-					img->blksz,
+		EZFS_CHECK(img,
+			   (m->pa & (img->blksz - 1)) + m->plen <= img->blksz,
 			   "nid %llu: inline pcluster of %llu bytes crosses a "
-			   "block", NID(ino), (unsigned long long)m->plen);
+			   "block",
+			   NID(ino), (unsigned long long)m->plen);
 	} else if (fragment && headlcn == ino->z.tail_headlcn) {
 		m->flags = EZFS_EXTENT_MAPPED | EZFS_EXTENT_FRAGMENT;
 		m->pa = ino->z.fragmentoff;
@@ -400,15 +407,16 @@ static int map_lcluster(ezfs_inode *ino, uint64_t ofs, bool findtail,
 	}
 	if (htype == Z_EROFS_LCLUSTER_TYPE_PLAIN) {
 		m->flags &= ~(unsigned)EZFS_EXTENT_ENCODED;
-		m->alg = (ino->z.advise & Z_EROFS_ADVISE_INTERLACED_PCLUSTER) ?
-				 EZFS_ALG_INTERLACED :
-				 EZFS_ALG_SHIFTED;
+		m->alg = (ino->z.advise & Z_EROFS_ADVISE_INTERLACED_PCLUSTER)
+				 ? EZFS_ALG_INTERLACED
+				 : EZFS_ALG_SHIFTED;
 	} else {
-		m->alg = htype == Z_EROFS_LCLUSTER_TYPE_HEAD2 ? ino->z.algs[1] :
-							       ino->z.algs[0];
+		m->alg = htype == Z_EROFS_LCLUSTER_TYPE_HEAD2 ? ino->z.algs[1]
+							      : ino->z.algs[0];
 		EZFS_CHECK(img, img->si.available_algs & (1u << m->alg),
 			   "nid %llu: algorithm %u not announced by the "
-			   "superblock", NID(ino), m->alg);
+			   "superblock",
+			   NID(ino), m->alg);
 	}
 	if (!fully && !findtail) {
 		err = decompressed_len(ino, headlcn, m->la, &m->llen);
@@ -416,12 +424,13 @@ static int map_lcluster(ezfs_inode *ino, uint64_t ofs, bool findtail,
 			return err;
 	}
 	if (htype == Z_EROFS_LCLUSTER_TYPE_PLAIN)
-		EZFS_CHECK(img, m->llen <= m->plen,
-			   "nid %llu: raw extent at %llu longer (%llu) than its "
-			   "pcluster (%llu)", NID(ino),
-			   (unsigned long long)m->la,
-			   (unsigned long long)m->llen,
-			   (unsigned long long)m->plen);
+		EZFS_CHECK(
+			img, m->llen <= m->plen,
+			"nid %llu: raw extent at %llu longer (%llu) than its "
+			"pcluster (%llu)",
+			NID(ino), (unsigned long long)m->la,
+			(unsigned long long)m->llen,
+			(unsigned long long)m->plen);
 	return 0;
 }
 
@@ -455,7 +464,7 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 		}
 		for (; lstart <= la; lstart += lcs) {
 			err = ezi_meta_read(img, ino->in_metabox, pos, rec,
-					     recsz);
+					    recsz);
 			if (err)
 				return err;
 			plen = get_le32(rec);
@@ -479,7 +488,7 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 			uint64_t mid = l + (r - l) / 2, rla;
 
 			err = ezi_meta_read(img, ino->in_metabox,
-					     pos + mid * recsz, rec, recsz);
+					    pos + mid * recsz, rec, recsz);
 			if (err)
 				return err;
 			rla = get_le32(rec + 12);
@@ -489,7 +498,8 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 				r = mid;
 				EZFS_CHECK(img, rla <= lend,
 					   "nid %llu: extent records out of "
-					   "order", NID(ino));
+					   "order",
+					   NID(ino));
 				lend = rla;
 			} else {
 				l = mid + 1;
@@ -506,7 +516,8 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 	m->la = la;
 	if (lstart < lend) {
 		m->la = lstart;
-		if (last && (ino->z.advise & Z_EROFS_ADVISE_FRAGMENT_PCLUSTER)) {
+		if (last &&
+		    (ino->z.advise & Z_EROFS_ADVISE_FRAGMENT_PCLUSTER)) {
 			uint64_t foff = plen;
 
 			if (recsz > 4)
@@ -522,9 +533,10 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 			if (fmt) {
 				m->alg = (int)fmt - 1;
 				m->flags |= EZFS_EXTENT_ENCODED;
-				EZFS_CHECK(img, m->alg < EZFS_ALG_MAX &&
-						     (img->si.available_algs &
-						      (1u << m->alg)),
+				EZFS_CHECK(img,
+					   m->alg < EZFS_ALG_MAX &&
+						   (img->si.available_algs &
+						    (1u << m->alg)),
 					   "nid %llu: unknown extent format %u",
 					   NID(ino), fmt);
 			} else if ((ino->z.advise &
@@ -540,7 +552,8 @@ static int map_extents(ezfs_inode *ino, uint64_t la, struct zmap *m)
 		} else {
 			EZFS_CHECK(img, !plen,
 				   "nid %llu: extent record with format but no "
-				   "length", NID(ino));
+				   "length",
+				   NID(ino));
 		}
 	}
 	EZFS_CHECK(img, lend > m->la, "nid %llu: empty extent at %llu",
@@ -597,17 +610,20 @@ int ezi_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m)
 	}
 	if (la < m->la || la - m->la >= m->llen ||
 	    m->llen > ino->size - m->la) {
-		ezfs_err(ino->img, "nid %llu: extent [%llu, +%llu) found for "
-			 "offset %llu does not contain it", NID(ino),
-			 (unsigned long long)m->la, (unsigned long long)m->llen,
-			 (unsigned long long)la);
+		ezfs_err(ino->img,
+			 "nid %llu: extent [%llu, +%llu) found for "
+			 "offset %llu does not contain it",
+			 NID(ino), (unsigned long long)m->la,
+			 (unsigned long long)m->llen, (unsigned long long)la);
 		return -EUCLEAN;
 	}
 	if ((m->flags & EZFS_EXTENT_ENCODED) &&
 	    (m->plen > EROFS_PCLUSTER_MAX_SIZE ||
 	     m->llen > EROFS_PCLUSTER_MAX_DSIZE)) {
-		ezfs_err(ino->img, "nid %llu: extent at %llu too large (%llu "
-			 "-> %llu bytes)", NID(ino), (unsigned long long)m->la,
+		ezfs_err(ino->img,
+			 "nid %llu: extent at %llu too large (%llu "
+			 "-> %llu bytes)",
+			 NID(ino), (unsigned long long)m->la,
 			 (unsigned long long)m->plen,
 			 (unsigned long long)m->llen);
 		return -EUCLEAN;
@@ -665,16 +681,18 @@ int ezi_z_init(ezfs_inode *ino)
 		ino->z.fragmentoff = get_le32(h);
 	else if (ino->z.advise & Z_EROFS_ADVISE_INLINE_PCLUSTER)
 		ino->z.idata_size = get_le16(h + 2);
-	EZFS_CHECK(img, (img->si.feature_incompat &
-			 EROFS_FEATURE_INCOMPAT_BIG_PCLUSTER) ||
-				!(ino->z.advise & (Z_EROFS_ADVISE_BIG_PCLUSTER_1 |
-						   Z_EROFS_ADVISE_BIG_PCLUSTER_2)),
+	EZFS_CHECK(img,
+		   (img->si.feature_incompat &
+		    EROFS_FEATURE_INCOMPAT_BIG_PCLUSTER) ||
+			   !(ino->z.advise & (Z_EROFS_ADVISE_BIG_PCLUSTER_1 |
+					      Z_EROFS_ADVISE_BIG_PCLUSTER_2)),
 		   "nid %llu: big pclusters without the superblock feature",
 		   NID(ino));
-	EZFS_CHECK(img, ino->layout != EROFS_INODE_COMPRESSED_COMPACT ||
-				!(ino->z.advise & Z_EROFS_ADVISE_BIG_PCLUSTER_1) ==
-					!(ino->z.advise &
-					  Z_EROFS_ADVISE_BIG_PCLUSTER_2),
+	EZFS_CHECK(img,
+		   ino->layout != EROFS_INODE_COMPRESSED_COMPACT ||
+			   !(ino->z.advise & Z_EROFS_ADVISE_BIG_PCLUSTER_1) ==
+				   !(ino->z.advise &
+				     Z_EROFS_ADVISE_BIG_PCLUSTER_2),
 		   "nid %llu: inconsistent big pcluster flags", NID(ino));
 	if (ino->z.idata_size ||
 	    (ino->z.advise & Z_EROFS_ADVISE_FRAGMENT_PCLUSTER)) {

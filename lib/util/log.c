@@ -36,7 +36,8 @@ const char *ezfs_strerror(int err)
 	case EMEDIUMTYPE:
 		return "not an EROFS image";
 	case ESPIPE:
-		return "not seekable (a pipe or socket cannot be read in place)";
+		return "not seekable (a pipe or socket cannot be read in "
+		       "place)";
 	case ENOTBLK:
 		return "not a regular file or block device";
 	default:

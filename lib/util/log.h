@@ -7,9 +7,9 @@
 
 /* Where an image's (or a builder's) messages go. */
 struct ezfs_logger {
-	ezfs_log_fn fn;          /* NULL: silent */
+	ezfs_log_fn fn; /* NULL: silent */
 	void *arg;
-	unsigned verbose;        /* levels above it are dropped */
+	unsigned verbose; /* levels above it are dropped */
 };
 
 /* Format one line and hand it to lg->fn (NULL lg: silent). */

@@ -157,7 +157,7 @@ int ezi_pool_submit(struct ezi_pool *p, ezi_pool_fn fn, void *arg)
 		pthread_mutex_unlock(&p->lock);
 		return -ENOMEM;
 	}
-	p->ring[(p->head + p->n) & (p->cap - 1)] = (struct pjob){fn, arg};
+	p->ring[(p->head + p->n) & (p->cap - 1)] = (struct pjob){ fn, arg };
 	p->n++;
 	if (p->sleeping)
 		pthread_cond_signal(&p->more);

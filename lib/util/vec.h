@@ -60,15 +60,15 @@ static inline int ezi_vec_grow_(void *pv, size_t *cap, size_t need, size_t esz)
 /* Append x; 0 or -ENOMEM. */
 #define ezi_vec_push(vec, x)                                                   \
 	(ezi_vec_reserve((vec), (vec)->n + 1)                                  \
-	     ? -ENOMEM                                                         \
-	     : ((vec)->v[(vec)->n++] = (x), 0))
+		 ? -ENOMEM                                                     \
+		 : ((vec)->v[(vec)->n++] = (x), 0))
 
 /* Append a zeroed element and point *slotp at it; 0 or -ENOMEM. */
 #define ezi_vec_add(vec, slotp)                                                \
 	(ezi_vec_reserve((vec), (vec)->n + 1)                                  \
-	     ? -ENOMEM                                                         \
-	     : (*(slotp) = &(vec)->v[(vec)->n++],                              \
-		memset(*(slotp), 0, sizeof(**(slotp))), 0))
+		 ? -ENOMEM                                                     \
+		 : (*(slotp) = &(vec)->v[(vec)->n++],                          \
+		    memset(*(slotp), 0, sizeof(**(slotp))), 0))
 
 #define ezi_vec_free(vec)                                                      \
 	do {                                                                   \

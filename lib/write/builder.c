@@ -60,7 +60,8 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 	b->datafd = -1;
 	b->blksz = p->blksz ? p->blksz : 4096;
 	if (b->blksz < 512 || b->blksz > 4096 || (b->blksz & (b->blksz - 1))) {
-		ezi_bld_log(b, EZFS_LOG_ERROR,
+		ezi_bld_log(
+			b, EZFS_LOG_ERROR,
 			"block size %u: must be a power of two in 512..4096",
 			b->blksz);
 		free(b);
@@ -71,16 +72,18 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 	if ((p->flags & EZFS_BUILD_FORCE_COMPACT) &&
 	    (p->flags & EZFS_BUILD_FORCE_EXTENDED)) {
 		ezi_bld_log(b, EZFS_LOG_ERROR,
-			"force-inode-compact and force-inode-extended exclude each other");
+			    "force-inode-compact and force-inode-extended "
+			    "exclude each other");
 		free(b);
 		return -EINVAL;
 	}
-	if (p->chunksize && (p->chunksize < b->blksz ||
-			     (p->chunksize & (p->chunksize - 1)) ||
-			     p->chunksize > (1u << 30))) {
+	if (p->chunksize &&
+	    (p->chunksize < b->blksz || (p->chunksize & (p->chunksize - 1)) ||
+	     p->chunksize > (1u << 30))) {
 		ezi_bld_log(b, EZFS_LOG_ERROR,
-			"chunk size %u: must be a power of two, at least the block size, at most 1 GiB",
-			p->chunksize);
+			    "chunk size %u: must be a power of two, at least "
+			    "the block size, at most 1 GiB",
+			    p->chunksize);
 		free(b);
 		return -EINVAL;
 	}
@@ -106,7 +109,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 			clock_gettime(CLOCK_REALTIME, &ts);
 			memcpy(b->uuid, &ts, sizeof(ts) < 16 ? sizeof(ts) : 16);
 		}
-		b->uuid[6] = (b->uuid[6] & 0x0F) | 0x40;	/* version 4 */
+		b->uuid[6] = (b->uuid[6] & 0x0F) | 0x40; /* version 4 */
 		b->uuid[8] = (b->uuid[8] & 0x3F) | 0x80;
 	}
 	if (p->n_exclude_regex) {
@@ -120,8 +123,9 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		for (i = 0; i < p->n_exclude_regex; i++) {
 			if (regcomp(&re[i], p->exclude_regex[i],
 				    REG_EXTENDED | REG_NOSUB)) {
-				ezi_bld_log(b, EZFS_LOG_ERROR, "invalid regex '%s'",
-					p->exclude_regex[i]);
+				ezi_bld_log(b, EZFS_LOG_ERROR,
+					    "invalid regex '%s'",
+					    p->exclude_regex[i]);
 				ezfs_builder_free(b);
 				return -EINVAL;
 			}
@@ -158,8 +162,9 @@ static int scanned(ezfs_builder *b)
 	/* config records follow the superblock; shared xattrs follow them */
 	if (b->big_pcluster)
 		b->cfgs_len = ezi_bld_cfgs_encode(b, NULL);
-	b->shared_start = (EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE +
-			   b->cfgs_len + 3) & ~3u;
+	b->shared_start =
+		(EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE + b->cfgs_len + 3) &
+		~3u;
 	return ezi_bld_xattrs_share(b);
 }
 
@@ -174,8 +179,7 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 	return err ? err : scanned(b);
 }
 
-int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
-			  const char *tmpdir)
+int ezfs_builder_scan_tar(ezfs_builder *b, const char *path, const char *tmpdir)
 {
 	int err;
 
@@ -268,8 +272,8 @@ static char *resolve_links(const char *path)
  * missing /proc, needed to link it) rules that out, a named temporary
  * file beside target (*tmp). Created with mode (umask applies).
  */
-static int open_output(struct ezfs_builder *b, const char *target,
-		       mode_t mode, char **tmp)
+static int open_output(struct ezfs_builder *b, const char *target, mode_t mode,
+		       char **tmp)
 {
 	const char *slash = strrchr(target, '/');
 	unsigned i;
@@ -334,7 +338,7 @@ fail:
 	err = -errno;
 out:
 	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: cannot link: %s", b->out_path,
-		strerror(-err));
+		    strerror(-err));
 	return err;
 }
 
@@ -380,7 +384,7 @@ static int output_kind(struct ezfs_builder *b, const char *target,
 		if (errno == ENOENT)
 			return 0;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path,
-			strerror(errno));
+			    strerror(errno));
 		return err;
 	}
 	if (S_ISREG(old->st_mode))
@@ -389,7 +393,7 @@ static int output_kind(struct ezfs_builder *b, const char *target,
 		return 1;
 	if (S_ISDIR(old->st_mode)) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", b->out_path,
-			strerror(EISDIR));
+			    strerror(EISDIR));
 		return -EISDIR;
 	}
 	if (S_ISCHR(old->st_mode))
@@ -399,8 +403,8 @@ static int output_kind(struct ezfs_builder *b, const char *target,
 	else if (S_ISSOCK(old->st_mode))
 		what = "a socket";
 	ezi_bld_log(b, EZFS_LOG_ERROR,
-		"%s: %s, not a regular file or a block device", b->out_path,
-		what);
+		    "%s: %s, not a regular file or a block device", b->out_path,
+		    what);
 	return -EINVAL;
 }
 
@@ -418,7 +422,7 @@ static int keep_owner_mode(struct ezfs_builder *b, const struct stat *old)
 	if (!fchmod(b->fd, mode))
 		return 0;
 	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: chmod: %s", b->out_path,
-		strerror(errno));
+		    strerror(errno));
 	return -errno;
 }
 
@@ -445,7 +449,8 @@ static int shift_image(struct ezfs_builder *b, const char *target, bool old)
 	end = (uint64_t)st.st_size;
 	for (pos = end; !err && pos > 0; pos -= n) {
 		n = pos < bufsz ? pos : bufsz;
-		if (pread(b->fd, buf, (size_t)n, (off_t)(pos - n)) != (ssize_t)n)
+		if (pread(b->fd, buf, (size_t)n, (off_t)(pos - n)) !=
+		    (ssize_t)n)
 			err = -EIO;
 		else
 			err = ezi_bld_pwrite(b, buf, (size_t)n, pos - n + off);
@@ -509,8 +514,10 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		return err;
 	}
 	if (!err && b->p.image_offset && kind == 1) {
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: --offset: only for image "
-			    "files, not block devices", path);
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: --offset: only for image "
+			    "files, not block devices",
+			    path);
 		err = -EINVAL;
 	}
 	if (!err)
@@ -526,7 +533,7 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(b->fd)) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", path,
-			strerror(errno));
+			    strerror(errno));
 	}
 	if (!err && !tmp && !b->device) {
 		err = link_output(b, target, &tmp);
@@ -535,13 +542,13 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	if (close(b->fd) && !err) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: close: %s", path,
-			strerror(errno));
+			    strerror(errno));
 	}
 	b->fd = -1;
 	if (!err && tmp && rename(tmp, target)) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", path,
-			strerror(errno));
+			    strerror(errno));
 	}
 	if (err && tmp)
 		unlink(tmp);

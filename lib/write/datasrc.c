@@ -13,7 +13,7 @@
 #include "write/internal.h"
 
 int ezi_bld_src_open(const struct ezfs_builder *b, const struct binode *in,
-		 struct bsrc *s)
+		     struct bsrc *s)
 {
 	int err;
 
@@ -28,7 +28,7 @@ int ezi_bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 	if (s->fd < 0) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: open: %s", in->srcpath,
-			strerror(errno));
+			    strerror(errno));
 		return err;
 	}
 	s->own = true;
@@ -38,7 +38,7 @@ int ezi_bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 }
 
 ssize_t ezi_bld_src_pread(const struct bsrc *s, void *buf, size_t len,
-		      uint64_t off)
+			  uint64_t off)
 {
 	size_t got = 0;
 
@@ -62,7 +62,7 @@ ssize_t ezi_bld_src_pread(const struct bsrc *s, void *buf, size_t len,
 }
 
 int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
-		  const struct bsrc *s)
+		      const struct bsrc *s)
 {
 	const char *what;
 	struct stat st;
@@ -73,7 +73,7 @@ int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 		int err = -errno;
 
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: stat: %s", in->srcpath,
-			strerror(-err));
+			    strerror(-err));
 		return err;
 	}
 	if ((uint64_t)st.st_size > in->size)
@@ -87,8 +87,8 @@ int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 		what = "changed";
 	else
 		return 0;
-	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: file %s while building", in->srcpath,
-		what);
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: file %s while building",
+		    in->srcpath, what);
 	return -EAGAIN;
 }
 

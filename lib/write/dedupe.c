@@ -24,7 +24,7 @@
 
 struct dent {
 	uint32_t blocks;
-	uint64_t dlen;           /* decoded length (chunks: data length) */
+	uint64_t dlen; /* decoded length (chunks: data length) */
 	uint64_t blkaddr;
 	uint8_t type;
 };
@@ -94,8 +94,9 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 			return 1;
 		}
 	}
-	ne = (struct dent){ .blocks = blocks, .dlen = dlen, .blkaddr = addr,
-			    .type = type };
+	ne = (struct dent){
+		.blocks = blocks, .dlen = dlen, .blkaddr = addr, .type = type
+	};
 	if (ezi_vec_push(&t->e, ne))
 		return -ENOMEM;
 	if (ezi_hash_add(&t->idx, crc, (void *)(uintptr_t)t->e.n)) {
@@ -106,7 +107,7 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 }
 
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
-			 struct bzfile *z)
+			     struct bzfile *z)
 {
 	uint32_t k, newblocks = 0;
 	uint8_t *tmp = NULL;
@@ -136,7 +137,8 @@ int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 		if (err < 0)
 			break;
 		if (err) {
-			/* layout.c adds the cursor to every blkaddr (mod 2^32) */
+			/* layout.c adds the cursor to every blkaddr (mod 2^32)
+			 */
 			e->blkaddr = (uint32_t)(found - b->cursor);
 			shared = true;
 			err = 0;
@@ -166,8 +168,8 @@ int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
  * 1 and *found when identical data was stored before, else records addr.
  */
 int ezi_bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
-		     uint32_t blocks, uint64_t dlen, uint64_t addr,
-		     uint64_t *found, uint8_t *tmp)
+			 uint32_t blocks, uint64_t dlen, uint64_t addr,
+			 uint64_t *found, uint8_t *tmp)
 {
 	return dedupe_lookup(b, p, blocks, 0xFF, dlen, addr, found, tmp);
 }

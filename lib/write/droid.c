@@ -22,7 +22,7 @@
 
 /* One fs_config line */
 struct fsc_ent {
-	char *key;               /* path, no leading or trailing '/' */
+	char *key; /* path, no leading or trailing '/' */
 	uint32_t uid, gid, mode;
 	uint64_t caps;
 	size_t line;
@@ -32,8 +32,8 @@ struct fixup {
 	struct ezfs_builder *b;
 	struct fsc_ent *fsc;
 	size_t nfsc;
-	void *sehnd;             /* struct selabel_handle * */
-	char *path;              /* the current relative path */
+	void *sehnd; /* struct selabel_handle * */
+	char *path;  /* the current relative path */
 	size_t pathcap;
 };
 
@@ -66,8 +66,10 @@ static int fsc_parse_line(struct ezfs_builder *b, char *s, size_t lineno,
 	     t = strtok_r(NULL, " \t", &save))
 		tok[i++] = t;
 	if (i < 4) {
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s:%zu: not 'path uid gid mode "
-			    "[capabilities=0x...]'", file, lineno);
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s:%zu: not 'path uid gid mode "
+			    "[capabilities=0x...]'",
+			    file, lineno);
 		return -EINVAL;
 	}
 	for (i = 1; i < 4; i++) {
@@ -76,8 +78,11 @@ static int fsc_parse_line(struct ezfs_builder *b, char *s, size_t lineno,
 		if (errno || *end || end == tok[i] || *tok[i] == '-' ||
 		    v > (i == 3 ? 07777ull : 0xFFFFFFFFull)) {
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s:%zu: bad %s '%s'",
-				    file, lineno, i == 1 ? "uid" :
-				    i == 2 ? "gid" : "mode (octal)", tok[i]);
+				    file, lineno,
+				    i == 1   ? "uid"
+				    : i == 2 ? "gid"
+					     : "mode (octal)",
+				    tok[i]);
 			return -EINVAL;
 		}
 		if (i == 1)
@@ -90,15 +95,19 @@ static int fsc_parse_line(struct ezfs_builder *b, char *s, size_t lineno,
 	e->caps = 0;
 	for (; t; t = strtok_r(NULL, " \t", &save)) {
 		if (strncmp(t, "capabilities=", 13)) {
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s:%zu: unknown field "
-				    "'%s'", file, lineno, t);
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "%s:%zu: unknown field "
+				    "'%s'",
+				    file, lineno, t);
 			return -EINVAL;
 		}
 		errno = 0;
 		e->caps = strtoull(t + 13, &end, 0);
 		if (errno || *end || end == t + 13) {
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s:%zu: bad capabilities "
-				    "'%s'", file, lineno, t + 13);
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "%s:%zu: bad capabilities "
+				    "'%s'",
+				    file, lineno, t + 13);
 			return -EINVAL;
 		}
 	}
@@ -237,7 +246,9 @@ static int apply_fsconfig(struct fixup *f, struct binode *in, const char *rel)
 				    "--fs-config-missing=keep keeps the "
 				    "source's owner and mode)",
 				    b->p.fs_config_file,
-				    key ? key : *rel ? rel : "");
+				    key	   ? key
+				    : *rel ? rel
+					   : "");
 			err = -ENOENT;
 		}
 		free(key);
@@ -284,9 +295,10 @@ static int apply_selabel(struct fixup *f, struct binode *in, const char *rel)
 	if (selabel_lookup(f->sehnd, &ctx, path, (int)in->mode)) {
 		err = errno == ENOENT ? 0 : -errno;
 		if (err)
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: no SELinux label for "
-				    "'%s': %s", b->p.file_contexts, path,
-				    strerror(errno));
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "%s: no SELinux label for "
+				    "'%s': %s",
+				    b->p.file_contexts, path, strerror(errno));
 		free(path);
 		return err;
 	}
@@ -403,7 +415,7 @@ static void mark_gone(struct ezfs_builder *b, struct binode *in)
 	if (in->gone)
 		return;
 	if (!S_ISDIR(in->mode) && --in->nlink)
-		return;	/* another hard link still names it */
+		return; /* another hard link still names it */
 	in->gone = true;
 	if (S_ISDIR(in->mode)) {
 		b->st.dirs--;
@@ -447,11 +459,13 @@ static int overlay_fixup(struct ezfs_builder *b)
 					   false);
 				if (b->p.xattr_tolerance >= 0 &&
 				    !b->p.ovlfs_strip)
-					err = ezi_bld_xattr_add(b, dir,
+					err = ezi_bld_xattr_add(
+						b, dir,
 						"trusted.overlay.opaque", "y",
 						1);
 				drop = true;
-			} else if (b->p.aufs && !strncmp(d->name, ".wh..wh.", 8)) {
+			} else if (b->p.aufs &&
+				   !strncmp(d->name, ".wh..wh.", 8)) {
 				drop = true;
 			} else if (b->p.aufs && !strncmp(d->name, ".wh.", 4) &&
 				   d->name[4]) {
@@ -467,7 +481,8 @@ static int overlay_fixup(struct ezfs_builder *b)
 				if (S_ISDIR(c->mode) || c->nlink > 1) {
 					ezi_bld_log(b, EZFS_LOG_ERROR,
 						    "%s: an aufs whiteout must "
-						    "be a file", c->srcpath);
+						    "be a file",
+						    c->srcpath);
 					err = -EINVAL;
 					break;
 				}
@@ -545,9 +560,10 @@ int ezi_bld_tree_fixup(struct ezfs_builder *b)
 		f.sehnd = selabel_open(SELABEL_CTX_FILE, &opt, 1);
 		if (!f.sehnd) {
 			err = errno ? -errno : -EINVAL;
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: cannot load SELinux "
-				    "file contexts: %s", b->p.file_contexts,
-				    strerror(-err));
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "%s: cannot load SELinux "
+				    "file contexts: %s",
+				    b->p.file_contexts, strerror(-err));
 		}
 #else
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: built without libselinux",
@@ -575,7 +591,7 @@ int ezi_bld_tree_fixup(struct ezfs_builder *b)
 /* Block list: one "START[-END]" range per run of blocks */
 struct blist {
 	FILE *fp;
-	uint64_t start, next;    /* the run being gathered; next 0: none */
+	uint64_t start, next; /* the run being gathered; next 0: none */
 	bool named;
 };
 
@@ -610,8 +626,8 @@ static void blist_add(struct blist *l, const char *mp, const char *rel,
 	l->next = blk + n;
 }
 
-static int blist_visit(struct ezfs_builder *b, struct fixup *f,
-		       struct blist *l, struct binode *in, size_t off)
+static int blist_visit(struct ezfs_builder *b, struct fixup *f, struct blist *l,
+		       struct binode *in, size_t off)
 {
 	const char *mp = b->p.mount_point;
 	unsigned k;

@@ -14,13 +14,13 @@
 struct ezfs_codec_ops;
 
 struct bxattr {
-	char *name;              /* full name, NUL terminated */
-	const char *suffix;      /* name after the short prefix */
-	uint8_t index;           /* short prefix index (8.4) */
+	char *name;	    /* full name, NUL terminated */
+	const char *suffix; /* name after the short prefix */
+	uint8_t index;	    /* short prefix index (8.4) */
 	uint8_t suffix_len;
 	uint16_t vlen;
 	uint8_t *value;
-	int32_t shared_id;       /* -1: inline */
+	int32_t shared_id; /* -1: inline */
 };
 
 struct bdentry {
@@ -31,12 +31,12 @@ struct bdentry {
 
 /* One compressed extent of a file (before the index is encoded). */
 struct bextent {
-	uint64_t la;             /* logical start */
-	uint32_t blocks;         /* pcluster size in blocks */
-	uint32_t blkaddr;        /* pcluster start block (absolute) */
-	uint8_t type;            /* Z_EROFS_LCLUSTER_TYPE_PLAIN / _HEAD1 */
-	bool frag;               /* the tail extent, in the packed inode */
-	bool ref;                /* -E dedupe: reuses extent refidx's pcluster */
+	uint64_t la;	  /* logical start */
+	uint32_t blocks;  /* pcluster size in blocks */
+	uint32_t blkaddr; /* pcluster start block (absolute) */
+	uint8_t type;	  /* Z_EROFS_LCLUSTER_TYPE_PLAIN / _HEAD1 */
+	bool frag;	  /* the tail extent, in the packed inode */
+	bool ref;	  /* -E dedupe: reuses extent refidx's pcluster */
 	uint32_t refidx;
 };
 
@@ -44,29 +44,29 @@ struct bextent {
 struct bzfile {
 	struct bextent *ext;
 	uint32_t next, cap;
-	uint8_t *data;           /* pclusters back to back, block aligned */
-	uint64_t datalen;        /* bytes = blocks * blksz */
+	uint8_t *data;	  /* pclusters back to back, block aligned */
+	uint64_t datalen; /* bytes = blocks * blksz */
 	uint32_t blocks;
-	bool compact;            /* COMPRESSED_COMPACT vs FULL */
-	uint32_t idx_size;       /* map header + index bytes */
-	uint8_t *idata;          /* ztailpacking: inline tail pcluster */
+	bool compact;	   /* COMPRESSED_COMPACT vs FULL */
+	uint32_t idx_size; /* map header + index bytes */
+	uint8_t *idata;	   /* ztailpacking: inline tail pcluster */
 	uint32_t idata_len;
-	uint8_t *idx;            /* encoded, filled once blkaddrs are known */
-	uint8_t *frag;           /* fragments: the tail bytes, until placed */
+	uint8_t *idx;  /* encoded, filled once blkaddrs are known */
+	uint8_t *frag; /* fragments: the tail bytes, until placed */
 	uint64_t frag_len;
-	uint64_t fragoff;        /* its offset in the packed inode */
-	bool wholefrag;          /* the whole file is one fragment */
-	bool has_ref;            /* some extent reuses an earlier pcluster */
-	bool written;            /* data already in the image at the file's
-				  * start (zsplit.c); data is NULL */
-	bool extents;            /* 48-bit encoded extent records (9.12) */
-	uint32_t *plen;          /* byte-aligned data (zunaligned.c): bytes
-				  * stored per extent; NULL: whole blocks */
+	uint64_t fragoff; /* its offset in the packed inode */
+	bool wholefrag;	  /* the whole file is one fragment */
+	bool has_ref;	  /* some extent reuses an earlier pcluster */
+	bool written;	  /* data already in the image at the file's
+			   * start (zsplit.c); data is NULL */
+	bool extents;	  /* 48-bit encoded extent records (9.12) */
+	uint32_t *plen;	  /* byte-aligned data (zunaligned.c): bytes
+			   * stored per extent; NULL: whole blocks */
 };
 
 struct binode {
-	char *srcpath;           /* source path, for reading the data */
-	uint64_t dataoff;        /* tar source: data offset in b->datafd */
+	char *srcpath;	  /* source path, for reading the data */
+	uint64_t dataoff; /* tar source: data offset in b->datafd */
 	uint32_t mode;
 	uint32_t uid, gid;
 	int64_t mtime;
@@ -76,17 +76,17 @@ struct binode {
 	uint32_t nlink;
 	dev_t dev;
 	ino_t ino;
-	int64_t src_mtime_ns;    /* the source's mtime when scanned */
-	char *symlink;           /* target (symlinks) */
+	int64_t src_mtime_ns; /* the source's mtime when scanned */
+	char *symlink;	      /* target (symlinks) */
 
-	struct bxattr *xattrs;   /* sorted by (name, value) */
+	struct bxattr *xattrs; /* sorted by (name, value) */
 	unsigned nxattrs;
 	unsigned nshared;
 	uint32_t xattr_isize;
 	uint32_t xattr_filter;
 
 	/* directories */
-	struct bdentry *dents;   /* sorted, including "." and ".." */
+	struct bdentry *dents; /* sorted, including "." and ".." */
 	unsigned ndents, capdents;
 	struct binode *parent;
 
@@ -95,28 +95,28 @@ struct binode {
 	uint8_t datalayout;
 	uint32_t ino32;
 	uint64_t nid;
-	uint64_t meta_off;       /* byte offset of the inode in the image */
-	uint32_t unit_size;      /* core + xattrs + index + inline bytes */
-	uint64_t startblk;       /* first data block, EROFS_NULL_ADDR32 if none */
-	uint64_t nblocks;        /* data blocks (flat layouts) */
-	uint32_t tail_len;       /* inline tail bytes */
-	uint8_t *tail;           /* inline tail (regular files, symlinks) */
-	struct bzfile *z;        /* compressed files */
-	uint8_t *chunkidx;       /* CHUNK_BASED: encoded block map / indexes */
+	uint64_t meta_off;  /* byte offset of the inode in the image */
+	uint32_t unit_size; /* core + xattrs + index + inline bytes */
+	uint64_t startblk;  /* first data block, EROFS_NULL_ADDR32 if none */
+	uint64_t nblocks;   /* data blocks (flat layouts) */
+	uint32_t tail_len;  /* inline tail bytes */
+	uint8_t *tail;	    /* inline tail (regular files, symlinks) */
+	struct bzfile *z;   /* compressed files */
+	uint8_t *chunkidx;  /* CHUNK_BASED: encoded block map / indexes */
 	uint32_t chunkidx_len;
-	uint16_t chunkfmt;       /* CHUNK_BASED: i_u format word (6.4.1) */
-	uint8_t zalg;            /* compression configuration (hints) */
-	bool zoff;               /* a hint says: store uncompressed */
-	uint16_t zblks;          /* pcluster blocks from a hint; 0: default */
-	bool zseen;              /* fragshare.c: visited */
-	uint64_t zkeep;          /* fragments: keep at least this much of the
-				  * end in the fragment (a later file ends
-				  * alike) */
-	uint64_t zshare;         /* fragments: the last zshare bytes end an
-				  * earlier file too */
-	bool fixed;              /* droid.c: fs_config/labels applied */
-	bool gone;               /* droid.c: no longer in the tree */
-	bool listed;             /* droid.c: in the block list */
+	uint16_t chunkfmt; /* CHUNK_BASED: i_u format word (6.4.1) */
+	uint8_t zalg;	   /* compression configuration (hints) */
+	bool zoff;	   /* a hint says: store uncompressed */
+	uint16_t zblks;	   /* pcluster blocks from a hint; 0: default */
+	bool zseen;	   /* fragshare.c: visited */
+	uint64_t zkeep;	   /* fragments: keep at least this much of the
+			    * end in the fragment (a later file ends
+			    * alike) */
+	uint64_t zshare;   /* fragments: the last zshare bytes end an
+			    * earlier file too */
+	bool fixed;	   /* droid.c: fs_config/labels applied */
+	bool gone;	   /* droid.c: no longer in the tree */
+	bool listed;	   /* droid.c: in the block list */
 };
 
 struct ezfs_builder {
@@ -124,59 +124,59 @@ struct ezfs_builder {
 	unsigned blksz, blkszbits;
 	int64_t epoch;
 	uint8_t uuid[16];
-	void *regex;             /* regex_t array */
+	void *regex; /* regex_t array */
 	size_t nregex;
 	bool scanned;
-	int datafd;              /* tar source: all file data; -1: by path */
+	int datafd; /* tar source: all file data; -1: by path */
 
-	struct binode **inodes;  /* BFS order; [0] = root */
+	struct binode **inodes; /* BFS order; [0] = root */
 	size_t ninodes, capinodes;
-	void *hlmap;             /* (dev,ino) -> binode, hardlink table */
+	void *hlmap; /* (dev,ino) -> binode, hardlink table */
 	size_t hlcap, hlcount;
 
 	/* shared xattrs: encoded area and size */
 	uint8_t *shared;
 	uint32_t shared_len;
 	uint32_t nshared;
-	uint32_t shared_start;   /* byte offset of the area in the image */
+	uint32_t shared_start; /* byte offset of the area in the image */
 
 	/* compression: configurations, hints (regex_t each) */
 	struct ezfs_build_zalg zalgs[EZFS_BUILD_MAX_ZALGS];
-	unsigned nzalgs;         /* 0: no compression */
-	unsigned algmask;        /* algorithm ids used (available_compr_algs) */
+	unsigned nzalgs;  /* 0: no compression */
+	unsigned algmask; /* algorithm ids used (available_compr_algs) */
 	void *hintre;
 	size_t nhintre;
-	uint32_t pclusterdef;    /* default pcluster size in blocks (-C) */
-	uint32_t pclusterblks;   /* max pcluster size in blocks */
-	bool big_pcluster;       /* COMPR_CFGS / BIG_PCLUSTER */
-	uint32_t cfgs_len;       /* bytes of config records after the sb */
+	uint32_t pclusterdef;  /* default pcluster size in blocks (-C) */
+	uint32_t pclusterblks; /* max pcluster size in blocks */
+	bool big_pcluster;     /* COMPR_CFGS / BIG_PCLUSTER */
+	uint32_t cfgs_len;     /* bytes of config records after the sb */
 	uint16_t lz4_maxdist;
-	void *zjobs;             /* struct zjobs, while writing data */
+	void *zjobs; /* struct zjobs, while writing data */
 	/* data phase progress before the file being taken (zjobs.c reports
 	 * the parts of a large file as they come) */
 	uint64_t prog_files, prog_bytes, prog_total;
-	uint32_t last_err;       /* CRC32C of the last error line (ezi_bld_log) */
-	void *zsegs;             /* struct zsegs: packed inode segments */
+	uint32_t last_err; /* CRC32C of the last error line (ezi_bld_log) */
+	void *zsegs;	   /* struct zsegs: packed inode segments */
 
 	/* fragments: decoded contents of the packed inode, dedupe table */
 	uint8_t *packed;
 	uint64_t packed_len, packed_cap;
 	void *fragtab;
-	void *fragcctx;          /* writer's codec contexts (fragnear.c) */
+	void *fragcctx; /* writer's codec contexts (fragnear.c) */
 	struct binode *packed_inode;
-	void *dedupe;            /* dedupe.c table */
-	bool deduped;            /* some pcluster is shared (DEDUPE bit) */
-	bool chunked;            /* some inode is CHUNK_BASED */
+	void *dedupe; /* dedupe.c table */
+	bool deduped; /* some pcluster is shared (DEDUPE bit) */
+	bool chunked; /* some inode is CHUNK_BASED */
 
-	uint64_t data_start;     /* first data block */
-	uint64_t root_blk;       /* root inode's own block(s) before the
+	uint64_t data_start;	 /* first data block */
+	uint64_t root_blk;	 /* root inode's own block(s) before the
 				  * data when it does not fit in block 0 */
-	uint64_t cursor;         /* next free block */
-	int fd;                  /* output (temp) file, or the device */
-	const char *out_path;    /* the image being written, for messages */
-	bool device;             /* fd is a block device, written in place */
-	uint64_t devsize;        /* its size in bytes */
-	uint64_t zeroed;         /* bytes below this are written or zeroed */
+	uint64_t cursor;	 /* next free block */
+	int fd;			 /* output (temp) file, or the device */
+	const char *out_path;	 /* the image being written, for messages */
+	bool device;		 /* fd is a block device, written in place */
+	uint64_t devsize;	 /* its size in bytes */
+	uint64_t zeroed;	 /* bytes below this are written or zeroed */
 	pthread_mutex_t devlock; /* zeroed */
 	struct ezfs_build_stats st;
 	double t0;
@@ -190,9 +190,10 @@ struct ezfs_builder {
 void ezi_bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void ezi_bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
-		  uint64_t items_total, uint64_t bytes, uint64_t bytes_total);
+		      uint64_t items_total, uint64_t bytes,
+		      uint64_t bytes_total);
 int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
-	       uint64_t off);
+		   uint64_t off);
 /* The image is size bytes: truncate the file (or zero the rest of the
  * device's part and check that it fits). */
 int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size);
@@ -207,7 +208,7 @@ void ezi_bld_free_inodes(struct ezfs_builder *b);
 int ezi_bld_add_inode(struct ezfs_builder *b, struct binode *in);
 int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
 void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
-		    const struct stat *st);
+			const struct stat *st);
 int ezi_bld_scan_finish(struct ezfs_builder *b);
 /* droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
  * the read tree before "." and ".." are added */
@@ -221,30 +222,30 @@ bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel);
  * range of b->datafd for tar sources) */
 struct bsrc {
 	int fd;
-	bool own;                /* close fd when done */
-	uint64_t base, len;      /* reads are clamped to [0, len) */
+	bool own;	    /* close fd when done */
+	uint64_t base, len; /* reads are clamped to [0, len) */
 };
 int ezi_bld_src_open(const struct ezfs_builder *b, const struct binode *in,
-		 struct bsrc *s);
+		     struct bsrc *s);
 /* Read up to len bytes at file offset off; short only at the end. */
 ssize_t ezi_bld_src_pread(const struct bsrc *s, void *buf, size_t len,
-		      uint64_t off);
+			  uint64_t off);
 void ezi_bld_src_close(struct bsrc *s);
 /* After the last read: the source must still be the file the scan saw
  * (inode, size, mtime); else one error line and -EAGAIN. */
 int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
-		  const struct bsrc *s);
+		      const struct bsrc *s);
 
 /* tar.c */
 int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
-		 const char *tmpdir);
+		     const char *tmpdir);
 
 /* xattr.c */
 int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in);
 /* Add one xattr (copied; a prefix EROFS cannot store is skipped with a
  * warning), then sort once all are in. */
 int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
-		  const char *name, const void *value, size_t vlen);
+		      const char *name, const void *value, size_t vlen);
 void ezi_bld_xattrs_sort(struct binode *in);
 int ezi_bld_xattrs_share(struct ezfs_builder *b);
 /* Write the inode's xattr ibody (xattr_isize bytes) at out. */
@@ -267,55 +268,57 @@ int ezi_bld_frags_share(struct ezfs_builder *b);
 /* fragnear.c: a whole-file fragment whose last `matched` bytes end the
  * packed bytes at cend: 1 if its head became pclusters, 0 if not */
 int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
-		  struct bzfile *z, uint64_t cend, uint64_t matched);
+		      struct bzfile *z, uint64_t cend, uint64_t matched);
 int ezi_bld_write_meta(struct ezfs_builder *b);
 
 /* super.c */
 int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
-		    uint64_t blocks);
+			uint64_t blocks);
 uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
 uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b);
 unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b);
 
 /* zcfg.c: configurations and hints from the params (ezfs_builder_new) */
 const struct ezfs_codec_ops *ezi_bld_codec(const struct ezfs_builder *b,
-				       unsigned zalg);
+					   unsigned zalg);
 int ezi_bld_zalgs_init(struct ezfs_builder *b);
 void ezi_bld_zalgs_free(struct ezfs_builder *b);
 /* Owner offsets and the hint of one inode, once the tree is read. */
 int ezi_bld_inode_finish(struct ezfs_builder *b, struct binode *in);
 
 /* compress.c: per-file compression into buffers */
-bool ezi_bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in);
+bool ezi_bld_compress_wanted(const struct ezfs_builder *b,
+			     const struct binode *in);
 /* zfile.c */
 void ezi_bld_zfile_free(struct bzfile *z);
 /* zindex.c: encode the map header and lcluster indexes at h */
 int ezi_bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
-		      uint8_t *h);
+			  uint8_t *h);
 uint32_t ezi_bld_zindex_size(const struct ezfs_builder *b,
-			 const struct binode *in, bool compact);
+			     const struct binode *in, bool compact);
 /* -E48bit: encoded extent records for z when they are no larger than
  * full indexes (as mkfs.erofs; not for inline tails); sets z->extents and
  * z->idx_size. */
 void ezi_bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
-		     struct bzfile *z);
+			 struct bzfile *z);
 /* zunaligned.c: -E48bit byte-aligned data for zstd and deflate */
-bool ezi_bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in);
+bool ezi_bld_zunaligned_ok(const struct ezfs_builder *b,
+			   const struct binode *in);
 int ezi_bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
-		   void *cctx, struct bzfile **out);
+		       void *cctx, struct bzfile **out);
 /* zcfg.c: pcluster size of in, in blocks */
 uint32_t ezi_bld_pcluster_blocks(const struct ezfs_builder *b,
-			     const struct binode *in);
+				 const struct binode *in);
 /* zcfg.c: a worker's codec contexts (one per configuration, made by
  * ezi_bld_cctx_get when first needed, dropped by ezi_bld_cctx_put after a file
  * unless reusable) */
 void *ezi_bld_cctx_new(const struct ezfs_builder *b, int *err);
 void ezi_bld_cctx_free(const struct ezfs_builder *b, void *cctx);
 void *ezi_bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
-		   int *err);
+		       int *err);
 void ezi_bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg);
 int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
-		      void *cctx, struct bzfile **out);
+			  void *cctx, struct bzfile **out);
 /* One part of a file split for the workers (zsplit.c): its bytes
  * [base, base + len); only the last has the file's tail. */
 struct bzpart {
@@ -323,38 +326,40 @@ struct bzpart {
 	bool last;
 };
 int ezi_bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
-		      void *cctx, const struct bzpart *pt, struct bzfile **out);
+			  void *cctx, const struct bzpart *pt,
+			  struct bzfile **out);
 /* Index size and layout of a whole file's z; judge: *out = NULL (and z
  * freed) when compression does not save space, else *out = z. */
 void ezi_bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
-		      struct bzfile *z, bool judge, struct bzfile **out);
+			  struct bzfile *z, bool judge, struct bzfile **out);
 /* zsplit.c: parts of in for the workers (1: not split), part k of n
  * compressed, the parts merged (freed) into the file's result. */
 uint32_t ezi_bld_zsplit_parts(const struct ezfs_builder *b,
-			  const struct binode *in);
+			      const struct binode *in);
 int ezi_bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
-		   void *cctx, uint32_t k, uint32_t n, struct bzfile **out);
+		       void *cctx, uint32_t k, uint32_t n, struct bzfile **out);
 int ezi_bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
-		     struct bzfile **parts, uint32_t n, struct bzfile **out);
+			 struct bzfile **parts, uint32_t n,
+			 struct bzfile **out);
 /* Part k of a split file, just taken by the writer (blocks: of the parts
  * before it): its data goes to the image now when nothing will move it
  * later (no pcluster sharing), behind the file's start at b->cursor. */
 int ezi_bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
-		   uint32_t *blocks);
+		       uint32_t *blocks);
 /* Append s (logical start la) to z: extents, data, its tail. */
 int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la);
 /* Compress len bytes at mem as if they were a file (no fragments, no
  * inline tail; segment pieces: the result is kept even without gain). */
 int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
-		     void *cctx, const uint8_t *mem, uint64_t len,
-		     struct bzfile **out);
+			 void *cctx, const uint8_t *mem, uint64_t len,
+			 struct bzfile **out);
 
 /* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
-			 struct bzfile *z);
+			     struct bzfile *z);
 int ezi_bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
-		     uint32_t blocks, uint64_t dlen, uint64_t addr,
-		     uint64_t *found, uint8_t *tmp);
+			 uint32_t blocks, uint64_t dlen, uint64_t addr,
+			 uint64_t *found, uint8_t *tmp);
 void ezi_bld_dedupe_free(struct ezfs_builder *b);
 
 /* zjobs.c: compression jobs on worker threads, results in inode order */
@@ -362,38 +367,39 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b);
 /* Result for in (the next compressible file in inode order): *z = NULL
  * when the file is better stored uncompressed. */
 int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
-		   struct bzfile **z);
+		       struct bzfile **z);
 void ezi_bld_zjobs_stop(struct ezfs_builder *b);
 /* zfast.c: src[0, len) surely compresses below cap bytes with zalg's
  * codec (lz4's fast mode fits it; tmp: cap bytes). */
 bool ezi_bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
-		   const uint8_t *src, size_t len, uint32_t cap, uint8_t *tmp);
+		       const uint8_t *src, size_t len, uint32_t cap,
+		       uint8_t *tmp);
 /* zfast.c: src[0, n) looks like random bytes (flat histogram, no
  * repeats) and zalg's codec (lz4hc, deflate) cannot gain on it. */
 bool ezi_bld_random_fast(const struct ezfs_builder *b, unsigned zalg,
-		     const uint8_t *src, size_t n);
+			 const uint8_t *src, size_t n);
 /* zfast.c: an lz4hc file that lz4's fast mode fits in one block: the
  * stream's length in dst (blksz bytes), else 0. */
 int ezi_bld_one_block_fast(const struct ezfs_builder *b, unsigned zalg,
-		       const uint8_t *src, size_t len, uint8_t *dst);
+			   const uint8_t *src, size_t len, uint8_t *dst);
 /* zidd.c: -E dedupe inside one file (compress.c) */
 struct bidd {
-	uint32_t *slot;          /* extent index + 1, 0 = empty */
+	uint32_t *slot; /* extent index + 1, 0 = empty */
 	uint32_t *hash;
 	uint32_t cap, n, nreg;
-	uint32_t powW;           /* IDD_MUL^(IDD_W-1) */
+	uint32_t powW; /* IDD_MUL^(IDD_W-1) */
 };
 void ezi_bld_idd_init(struct bidd *d);
 void ezi_bld_idd_free(struct bidd *d);
 /* Register z's complete owned extents (all end at or before pos). */
 int ezi_bld_idd_register(struct bidd *d, const struct bzfile *z, uint64_t pos,
-		     const uint8_t *win, uint64_t wpos);
+			 const uint8_t *win, uint64_t wpos);
 /* First q in [from, to) (q + IDD_W <= wend) where an earlier extent
  * repeats; returns q and its extent in *jp, or `to` when none. */
 uint64_t ezi_bld_idd_scan(const struct bidd *d, const struct bzfile *z,
-		      uint64_t from, uint64_t to, uint64_t pos, uint64_t size,
-		      const uint8_t *win, uint64_t wpos, uint64_t wend,
-		      unsigned blkszbits, uint32_t *jp);
+			  uint64_t from, uint64_t to, uint64_t pos,
+			  uint64_t size, const uint8_t *win, uint64_t wpos,
+			  uint64_t wend, unsigned blkszbits, uint32_t *jp);
 /* Whether a codec context may serve the next file (history-free). */
 bool ezi_bld_ctx_reusable(const struct ezfs_builder *b);
 
@@ -403,13 +409,13 @@ bool ezi_bld_ctx_reusable(const struct ezfs_builder *b);
  * not move meanwhile; maxlen bounds the final length).
  */
 int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem,
-		    uint64_t maxlen);
+			uint64_t maxlen);
 /* mem[0, avail) is final */
 void ezi_bld_zsegs_feed(struct ezfs_builder *b, uint64_t avail);
 /* All len bytes are there: the result, *z = NULL when compression does
  * not save space. Ends the workers. */
 int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
-		     uint64_t len, struct bzfile **z);
+			 uint64_t len, struct bzfile **z);
 /* Stop the workers and drop their results (any time; no-op if none). */
 void ezi_bld_zsegs_free(struct ezfs_builder *b);
 

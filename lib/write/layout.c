@@ -23,8 +23,8 @@
 #include "write/internal.h"
 #include "format/erofs_fs.h"
 
-#define COPY_BUF (1u << 20)
-#define BLD_MAX_SLOTS (4096 / 32)	/* 32-byte slots in the largest block */
+#define COPY_BUF      (1u << 20)
+#define BLD_MAX_SLOTS (4096 / 32) /* 32-byte slots in the largest block */
 
 static unsigned core_size(const struct binode *in)
 {
@@ -32,15 +32,14 @@ static unsigned core_size(const struct binode *in)
 			    : sizeof(struct erofs_inode_compact);
 }
 
-static bool need_extended(const struct ezfs_builder *b,
-			  const struct binode *in)
+static bool need_extended(const struct ezfs_builder *b, const struct binode *in)
 {
 	unsigned f = b->p.flags;
 
 	if (f & EZFS_BUILD_FORCE_EXTENDED)
 		return true;
-	if (in->size > 0xFFFFFFFFull || in->uid > 0xFFFF ||
-	    in->gid > 0xFFFF || in->nlink > 0xFFFF)
+	if (in->size > 0xFFFFFFFFull || in->uid > 0xFFFF || in->gid > 0xFFFF ||
+	    in->nlink > 0xFFFF)
 		return true;
 	if (f & EZFS_BUILD_FORCE_COMPACT)
 		return false;
@@ -54,8 +53,8 @@ static uint64_t dir_size(const struct ezfs_builder *b, const struct binode *in)
 	unsigned k;
 
 	for (k = 0; k < in->ndents; k++) {
-		uint32_t need = sizeof(struct erofs_dirent) +
-				in->dents[k].namelen;
+		uint32_t need =
+			sizeof(struct erofs_dirent) + in->dents[k].namelen;
 
 		if (used + need > b->blksz) {
 			size += b->blksz;
@@ -111,7 +110,7 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 			goto changed;
 		memset(buf + n, 0, want - (size_t)n);
 		err = ezi_bld_pwrite(b, buf, want,
-				 (b->cursor << b->blkszbits) + done);
+				     (b->cursor << b->blkszbits) + done);
 		if (err)
 			goto out;
 		done += want;
@@ -135,12 +134,12 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 	goto out;
 rerr:
 	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: read: %s", in->srcpath,
-		strerror(-err));
+		    strerror(-err));
 	goto out;
 changed:
 	err = -EAGAIN;
 	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: file shrank while building",
-		in->srcpath);
+		    in->srcpath);
 out:
 	ezi_bld_src_close(&src);
 	return err;
@@ -207,33 +206,35 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		goto out_nofd;
 	for (i = 0; i < n; i++) {
 		uint64_t off = (uint64_t)i << cbits, addr, found;
-		size_t len = in->size - off < csz ? (size_t)(in->size - off) : csz;
-		uint32_t blocks = (uint32_t)((len + b->blksz - 1) >> b->blkszbits);
+		size_t len =
+			in->size - off < csz ? (size_t)(in->size - off) : csz;
+		uint32_t blocks =
+			(uint32_t)((len + b->blksz - 1) >> b->blkszbits);
 		ssize_t got = ezi_bld_src_pread(&src, buf, len, off);
 		uint8_t *e = in->chunkidx + (size_t)i * unit;
 
 		if (got < 0 || (size_t)got != len) {
 			err = got < 0 ? (int)got : -EAGAIN;
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
-				got < 0 ? strerror(-err) :
-				"file shrank while building");
+				    got < 0 ? strerror(-err)
+					    : "file shrank while building");
 			break;
 		}
 		memset(buf + len, 0, ((size_t)blocks << b->blkszbits) - len);
 		if (all_zero(buf, len)) {
 			addr = EROFS_NULL_ADDR32;
 		} else {
-			err = ezi_bld_dedupe_chunk(b, buf, blocks, len, b->cursor,
-					       &found, tmp);
+			err = ezi_bld_dedupe_chunk(b, buf, blocks, len,
+						   b->cursor, &found, tmp);
 			if (err < 0)
 				break;
 			if (err) {
 				addr = found;
 			} else {
 				addr = b->cursor;
-				err = ezi_bld_pwrite(b, buf, (size_t)blocks <<
-						 b->blkszbits,
-						 b->cursor << b->blkszbits);
+				err = ezi_bld_pwrite(
+					b, buf, (size_t)blocks << b->blkszbits,
+					b->cursor << b->blkszbits);
 				if (err)
 					break;
 				b->cursor += blocks;
@@ -242,12 +243,13 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		}
 		if (addr > 0xFFFFFFFFull) {
 			err = -EFBIG;
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond 32 bits",
-				in->srcpath);
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "%s: block address beyond 32 bits",
+				    in->srcpath);
 			break;
 		}
 		if (idx8)
-			put_le32(e + 4, (uint32_t)addr);	/* device 0 */
+			put_le32(e + 4, (uint32_t)addr); /* device 0 */
 		else
 			put_le32(e, (uint32_t)addr);
 	}
@@ -278,7 +280,8 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 	if (z) {
 		uint32_t k;
 
-		/* z->frag: placed by ezi_bld_frags_place() once all are known */
+		/* z->frag: placed by ezi_bld_frags_place() once all are known
+		 */
 		/* like mkfs.erofs, fragments also share identical pclusters */
 		if ((b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_FRAGMENTS |
 				   EZFS_BUILD_ALL_FRAGMENTS)) &&
@@ -296,9 +299,9 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 					    : EROFS_INODE_COMPRESSED_FULL;
 		for (k = 0; k < z->next; k++)
 			z->ext[k].blkaddr += (uint32_t)b->cursor;
-		err = z->written ? 0 :
-				   ezi_bld_pwrite(b, z->data, z->datalen,
-					      b->cursor << b->blkszbits);
+		err = z->written ? 0
+				 : ezi_bld_pwrite(b, z->data, z->datalen,
+						  b->cursor << b->blkszbits);
 		b->cursor += z->blocks;
 		free(z->data);
 		z->data = NULL;
@@ -354,7 +357,8 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
 		uint64_t full = in->nblocks << b->blkszbits;
 
 		in->startblk = b->cursor;
-		err = ezi_bld_pwrite(b, b->packed, full, b->cursor << b->blkszbits);
+		err = ezi_bld_pwrite(b, b->packed, full,
+				     b->cursor << b->blkszbits);
 		if (err)
 			return err;
 		b->cursor += in->nblocks;
@@ -446,7 +450,8 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 			files++;
 			if ((files & 255) == 0 || in->size > COPY_BUF)
 				ezi_bld_progress(b, EZFS_BUILD_DATA, files,
-					     b->st.files, bytes, total_bytes);
+						 b->st.files, bytes,
+						 total_bytes);
 		} else if (S_ISLNK(in->mode)) {
 			plan_flat(b, in, true);
 			err = write_symlink_blocks(b, in);
@@ -455,8 +460,9 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 				if (!in->tail)
 					err = -ENOMEM;
 				else
-					memcpy(in->tail, in->symlink +
-					       (in->nblocks << b->blkszbits),
+					memcpy(in->tail,
+					       in->symlink + (in->nblocks
+							      << b->blkszbits),
 					       in->tail_len);
 			}
 		} else if (S_ISDIR(in->mode)) {
@@ -477,7 +483,7 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 	ezi_bld_dedupe_free(b);
 	b->st.bytes_in = bytes;
 	ezi_bld_progress(b, EZFS_BUILD_DATA, files, b->st.files, bytes,
-		     total_bytes);
+			 total_bytes);
 	free(buf);
 	return err;
 }
@@ -485,13 +491,20 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 static uint8_t ftype_of(uint32_t mode)
 {
 	switch (mode & S_IFMT) {
-	case S_IFREG: return EROFS_FT_REG_FILE;
-	case S_IFDIR: return EROFS_FT_DIR;
-	case S_IFCHR: return EROFS_FT_CHRDEV;
-	case S_IFBLK: return EROFS_FT_BLKDEV;
-	case S_IFIFO: return EROFS_FT_FIFO;
-	case S_IFSOCK: return EROFS_FT_SOCK;
-	case S_IFLNK: return EROFS_FT_SYMLINK;
+	case S_IFREG:
+		return EROFS_FT_REG_FILE;
+	case S_IFDIR:
+		return EROFS_FT_DIR;
+	case S_IFCHR:
+		return EROFS_FT_CHRDEV;
+	case S_IFBLK:
+		return EROFS_FT_BLKDEV;
+	case S_IFIFO:
+		return EROFS_FT_FIFO;
+	case S_IFSOCK:
+		return EROFS_FT_SOCK;
+	case S_IFLNK:
+		return EROFS_FT_SYMLINK;
 	}
 	return EROFS_FT_UNKNOWN;
 }
@@ -516,8 +529,8 @@ static void build_dir(const struct ezfs_builder *b, const struct binode *in,
 		}
 		nameoff = (j - i) * (uint32_t)sizeof(struct erofs_dirent);
 		for (k = i; k < j; k++) {
-			uint8_t *de = buf + chunk + (k - i) *
-				      sizeof(struct erofs_dirent);
+			uint8_t *de = buf + chunk +
+				      (k - i) * sizeof(struct erofs_dirent);
 
 			put_le64(de, in->dents[k].inode->nid);
 			put_le16(de + 8, (uint16_t)nameoff);
@@ -535,7 +548,9 @@ static void build_dir(const struct ezfs_builder *b, const struct binode *in,
 static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 		       uint8_t *p)
 {
-	uint16_t icount = in->xattr_isize ? (uint16_t)((in->xattr_isize - 12) / 4 + 1) : 0;
+	uint16_t icount = in->xattr_isize
+				  ? (uint16_t)((in->xattr_isize - 12) / 4 + 1)
+				  : 0;
 	uint16_t fmt = (uint16_t)((in->extended ? EROFS_INODE_EXTENDED
 						: EROFS_INODE_COMPACT) |
 				  (in->datalayout << EROFS_I_DATALAYOUT_SHIFT));
@@ -554,8 +569,9 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 	else if (in->nblocks)
 		u = in->startblk;
 	else
-		u = in->datalayout == EROFS_INODE_FLAT_INLINE ?
-			EROFS_NULL_ADDR32 : 0;
+		u = in->datalayout == EROFS_INODE_FLAT_INLINE
+			    ? EROFS_NULL_ADDR32
+			    : 0;
 	/* 11.1: 48-bit addresses keep bits 32..47 in i_nb; a compact inode
 	 * then needs NLINK_1 (nlink 1), and NULL is 0xFFFF there */
 	if (bit48 && in->extended && !in->nblocks &&
@@ -567,8 +583,9 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 		if (!in->extended)
 			fmt |= EROFS_I_NLINK_1_BIT;
 	} else if (u > 0xFFFFFFFFull) {
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: block address beyond %d bits",
-			in->srcpath, bit48 ? 48 : 32);
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: block address beyond %d bits", in->srcpath,
+			    bit48 ? 48 : 32);
 		return -EFBIG;
 	}
 	put_le16(p, fmt);
@@ -586,10 +603,10 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 		put_le32(p + 44, in->nlink);
 		memset(p + 48, 0, 16);
 	} else {
-		put_le16(p + 6, fmt & EROFS_I_NLINK_1_BIT ? nb
-							 : (uint16_t)in->nlink);
+		put_le16(p + 6,
+			 fmt & EROFS_I_NLINK_1_BIT ? nb : (uint16_t)in->nlink);
 		put_le32(p + 8, (uint32_t)in->size);
-		put_le32(p + 12, 0);	/* mtime == epoch */
+		put_le32(p + 12, 0); /* mtime == epoch */
 		put_le32(p + 16, (uint32_t)u);
 		put_le32(p + 20, in->ino32);
 		put_le16(p + 24, (uint16_t)in->uid);
@@ -666,8 +683,8 @@ static bool unit_in_one_block(const struct binode *in)
 static int place_root(struct ezfs_builder *b, struct gaps *g)
 {
 	struct binode *root = b->inodes[0];
-	uint64_t end = (b->root_blk << b->blkszbits) +
-		       ((root->unit_size + 31) & ~31u);
+	uint64_t end =
+		(b->root_blk << b->blkszbits) + ((root->unit_size + 31) & ~31u);
 
 	root->meta_off = b->root_blk << b->blkszbits;
 	root->nid = root->meta_off >> EROFS_ISLOTBITS;
@@ -696,8 +713,10 @@ static size_t *place_order(const struct ezfs_builder *b)
 		free(ord);
 		return NULL;
 	}
-#define PLACE_KEY(in) (((in)->unit_size + 31) >> 5 > BLD_MAX_SLOTS ? 0 : \
-		       nk - (unsigned)(((in)->unit_size + 31) >> 5))
+#define PLACE_KEY(in)                                                          \
+	(((in)->unit_size + 31) >> 5 > BLD_MAX_SLOTS                           \
+		 ? 0                                                           \
+		 : nk - (unsigned)(((in)->unit_size + 31) >> 5))
 	ord[0] = 0;
 	for (i = 1; i < b->ninodes; i++)
 		cnt[PLACE_KEY(b->inodes[i]) + 1]++;
@@ -726,7 +745,8 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 		uint32_t need = (in->unit_size + 31) & ~31u;
 		uint64_t inblk = pos & (blksz - 1), off;
 
-		r = need <= blksz ? gap_take(g, b->blkszbits, need >> 5, &off) : 0;
+		r = need <= blksz ? gap_take(g, b->blkszbits, need >> 5, &off)
+				  : 0;
 		if (r < 0)
 			break;
 		if (!r) {
@@ -743,8 +763,8 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 			/* a ztailpacking tail must not cross a block */
 			while (in->z && in->z->idata_len &&
 			       ((pos + in->unit_size - in->z->idata_len) >>
-				b->blkszbits) !=
-			       ((pos + in->unit_size - 1) >> b->blkszbits))
+				b->blkszbits) != ((pos + in->unit_size - 1) >>
+						  b->blkszbits))
 				pos += 32;
 			off = pos;
 			pos = (pos + in->unit_size + 31) & ~31ull;
@@ -786,9 +806,9 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 	g->nslots = b->blksz >> 5;
 	/* the early blocks take inodes whenever NIDs can address them */
 	if (!meta_blkaddr && (gap0 & (b->blksz - 1)))
-		err = gap_push(g, gap0 >> b->blkszbits,
-			       (unsigned)((b->blksz - (gap0 & (b->blksz - 1))) >>
-					  5));
+		err = gap_push(
+			g, gap0 >> b->blkszbits,
+			(unsigned)((b->blksz - (gap0 & (b->blksz - 1))) >> 5));
 	if (!err && b->root_blk)
 		err = place_root(b, g);
 	if (!err)
@@ -799,7 +819,7 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 		return err;
 	if (b->inodes[0]->nid > 0xFFFF && !(b->p.flags & EZFS_BUILD_48BIT)) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "root nid %llu beyond 16 bits",
-			(unsigned long long)b->inodes[0]->nid);
+			    (unsigned long long)b->inodes[0]->nid);
 		return -EFBIG;
 	}
 
@@ -824,8 +844,9 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 	}
 	for (i = 0; i < b->ninodes && !err; i++) {
 		struct binode *in = b->inodes[i];
-		uint8_t *p = in->meta_off < base ? blk0buf + (in->meta_off - gap0) :
-			     meta + (in->meta_off - base);
+		uint8_t *p = in->meta_off < base
+				     ? blk0buf + (in->meta_off - gap0)
+				     : meta + (in->meta_off - base);
 		uint32_t hdr = core_size(in) + in->xattr_isize;
 
 		err = encode_core(b, in, p);
@@ -840,13 +861,15 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 
 			err = ezi_bld_zindex_encode(b, in, hp);
 			if (in->z->idata_len)
-				memcpy(hp + in->z->idx_size,
-				       in->z->idata, in->z->idata_len);
+				memcpy(hp + in->z->idx_size, in->z->idata,
+				       in->z->idata_len);
 			continue;
 		}
 		if (in->chunkidx) {
 			memcpy(p + chunk_hdr(in, (in->chunkfmt &
-					      EROFS_CHUNK_FORMAT_INDEXES) ? 8 : 4),
+						  EROFS_CHUNK_FORMAT_INDEXES)
+							 ? 8
+							 : 4),
 			       in->chunkidx, in->chunkidx_len);
 			continue;
 		}
@@ -862,17 +885,19 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 			}
 			build_dir(b, in, dbuf);
 			if (in->nblocks)
-				err = ezi_bld_pwrite(b, dbuf,
-						 in->nblocks << b->blkszbits,
-						 in->startblk << b->blkszbits);
+				err = ezi_bld_pwrite(
+					b, dbuf, in->nblocks << b->blkszbits,
+					in->startblk << b->blkszbits);
 			if (in->tail_len)
-				memcpy(p + hdr, dbuf + (in->nblocks << b->blkszbits),
+				memcpy(p + hdr,
+				       dbuf + (in->nblocks << b->blkszbits),
 				       in->tail_len);
 		} else if (in->tail_len) {
 			memcpy(p + hdr, in->tail, in->tail_len);
 		}
 		if ((i & 1023) == 0)
-			ezi_bld_progress(b, EZFS_BUILD_META, i, b->ninodes, 0, 0);
+			ezi_bld_progress(b, EZFS_BUILD_META, i, b->ninodes, 0,
+					 0);
 	}
 	free(dbuf);
 	if (!err && end > base)

@@ -34,11 +34,13 @@ void ezi_bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	}
 	/* names from the source (a tree, a tar archive) may hold newlines:
 	 * one message, one line */
-	b->p.log(b->p.log_arg, level, ezfs_quote(msg, strlen(msg), q, sizeof(q)));
+	b->p.log(b->p.log_arg, level,
+		 ezfs_quote(msg, strlen(msg), q, sizeof(q)));
 }
 
 void ezi_bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
-		  uint64_t items_total, uint64_t bytes, uint64_t bytes_total)
+		      uint64_t items_total, uint64_t bytes,
+		      uint64_t bytes_total)
 {
 	struct ezfs_build_progress pr = {
 		.phase = phase,
@@ -74,8 +76,8 @@ static int write_all(int fd, const void *buf, size_t len, uint64_t off)
 static int too_large(const struct ezfs_builder *b)
 {
 	ezi_bld_log(b, EZFS_LOG_ERROR,
-		"%s: the image is larger than the device (%llu bytes)",
-		b->out_path, (unsigned long long)b->devsize);
+		    "%s: the image is larger than the device (%llu bytes)",
+		    b->out_path, (unsigned long long)b->devsize);
 	return -EFBIG;
 }
 
@@ -108,7 +110,7 @@ static int dev_zero_to(struct ezfs_builder *b, uint64_t off, uint64_t end)
 }
 
 int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
-	       uint64_t off)
+		   uint64_t off)
 {
 	int err = 0;
 
@@ -120,7 +122,8 @@ int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 		err = write_all(b->fd, buf, len, off);
 	if (err)
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
-			b->out_path ? b->out_path : "image", strerror(-err));
+			    b->out_path ? b->out_path : "image",
+			    strerror(-err));
 	return err;
 }
 
@@ -131,14 +134,14 @@ int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size)
 	if (b->device) {
 		err = dev_zero_to(b, size, size);
 		if (err && err != -EFBIG)
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: write: %s", b->out_path,
-				strerror(-err));
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
+				    b->out_path, strerror(-err));
 		return err;
 	}
 	if (!ftruncate(b->fd, (off_t)size))
 		return 0;
 	err = -errno;
 	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: truncate: %s", b->out_path,
-		strerror(errno));
+		    strerror(errno));
 	return err;
 }

@@ -45,7 +45,8 @@ static struct binode *hl_find(struct ezfs_builder *b, dev_t dev, ino_t ino)
 
 	if (!b->hlcap)
 		return NULL;
-	for (i = hl_hash(dev, ino, b->hlcap); t[i]; i = (i + 1) & (b->hlcap - 1))
+	for (i = hl_hash(dev, ino, b->hlcap); t[i];
+	     i = (i + 1) & (b->hlcap - 1))
 		if (t[i]->dev == dev && t[i]->ino == ino)
 			return t[i];
 	return NULL;
@@ -144,7 +145,7 @@ bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel)
 }
 
 void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
-		    const struct stat *st)
+			const struct stat *st)
 {
 	const struct ezfs_build_params *p = &b->p;
 
@@ -169,8 +170,8 @@ void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 	}
 	in->dev = st->st_dev;
 	in->ino = st->st_ino;
-	in->src_mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
-			   st->st_mtim.tv_nsec;
+	in->src_mtime_ns =
+		(int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 	in->nlink = 1;
 	in->startblk = EROFS_NULL_ADDR32;
 }
@@ -198,7 +199,7 @@ static int fill_inode(struct ezfs_builder *b, struct binode *in,
 			int err = n < 0 ? -errno : -EAGAIN;
 
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: readlink: %s",
-				in->srcpath, strerror(-err));
+				    in->srcpath, strerror(-err));
 			return err;
 		}
 		in->symlink[n] = '\0';
@@ -244,7 +245,7 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 	if (!d) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: opendir: %s", dir->srcpath,
-			strerror(errno));
+			    strerror(errno));
 		return err;
 	}
 	for (;;) {
@@ -253,8 +254,9 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 		if (!de) {
 			if (errno) {
 				err = -errno;
-				ezi_bld_log(b, EZFS_LOG_ERROR, "%s: readdir: %s",
-					dir->srcpath, strerror(errno));
+				ezi_bld_log(b, EZFS_LOG_ERROR,
+					    "%s: readdir: %s", dir->srcpath,
+					    strerror(errno));
 			}
 			break;
 		}
@@ -302,12 +304,13 @@ static int scan_dir(struct ezfs_builder *b, struct binode *dir, size_t rootlen)
 		if (lstat(path, &st)) {
 			err = -errno;
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: lstat: %s", path,
-				strerror(errno));
+				    strerror(errno));
 			break;
 		}
 		if (strlen(names[i]) > EROFS_NAME_LEN) {
 			err = -ENAMETOOLONG;
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: name too long", path);
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: name too long",
+				    path);
 			break;
 		}
 		if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 &&
@@ -359,7 +362,8 @@ int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir)
 
 	if (lstat(srcdir, &st)) {
 		err = -errno;
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", srcdir, strerror(errno));
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", srcdir,
+			    strerror(errno));
 		return err;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -393,12 +397,13 @@ int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir)
 
 		if (!S_ISDIR(in->mode))
 			continue;
-		in->nlink = 2;	/* + 1 per subdirectory, in scan_dir */
+		in->nlink = 2; /* + 1 per subdirectory, in scan_dir */
 		err = scan_dir(b, in, rootlen);
 		if (err)
 			return err;
 		if ((i & 1023) == 0)
-			ezi_bld_progress(b, EZFS_BUILD_SCAN, b->ninodes, 0, 0, 0);
+			ezi_bld_progress(b, EZFS_BUILD_SCAN, b->ninodes, 0, 0,
+					 0);
 	}
 	return ezi_bld_scan_finish(b);
 }

@@ -13,7 +13,7 @@ uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b)
 {
 	uint32_t d = 4 * b->pclusterblks * b->blksz;
 
-	if (b->p.lzma_dictsize)	/* -z lzma,dictsize=N */
+	if (b->p.lzma_dictsize) /* -z lzma,dictsize=N */
 		return b->p.lzma_dictsize;
 	if (d > (8u << 20))
 		d = 8u << 20;
@@ -27,13 +27,13 @@ unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b)
 	uint32_t w = 8 * b->pclusterblks * b->blksz;
 	unsigned log = 10;
 
-	if (b->p.zstd_window)	/* -z zstd,dictsize=N */
+	if (b->p.zstd_window) /* -z zstd,dictsize=N */
 		w = b->p.zstd_window;
 	if (w > (1u << 20))
 		w = 1u << 20;
 	while ((2u << log) <= w)
 		log++;
-	return log;	/* window = 1 << log; on disk log - 10 */
+	return log; /* window = 1 << log; on disk log - 10 */
 }
 
 /* Config record of algorithm id alg at p (le16 size + payload); length. */
@@ -84,7 +84,7 @@ uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
 }
 
 int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
-		    uint64_t blocks)
+			uint64_t blocks)
 {
 	size_t len = b->shared_start + b->shared_len, clen;
 	bool bit48 = b->p.flags & EZFS_BUILD_48BIT;
@@ -97,7 +97,7 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 
 	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull)) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "image too large (%llu blocks)",
-			(unsigned long long)blocks);
+			    (unsigned long long)blocks);
 		return -EFBIG;
 	}
 	buf = calloc(1, len);
@@ -145,7 +145,7 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	put_le32(sb + 32, 0);
 	put_le32(sb + 36, (uint32_t)blocks);
 	put_le32(sb + 40, (uint32_t)meta_blkaddr);
-	put_le32(sb + 44, 0);	/* xattr_blkaddr: ids are absolute / 4 */
+	put_le32(sb + 44, 0); /* xattr_blkaddr: ids are absolute / 4 */
 	memcpy(sb + 48, b->uuid, 16);
 	memcpy(sb + 64, b->p.label, strnlen(b->p.label, 15));
 	put_le32(sb + 80, incompat);

@@ -15,7 +15,8 @@ static const struct {
 } prefixes[] = {
 	{ "user.", EROFS_XATTR_INDEX_USER, false },
 	{ "system.posix_acl_access", EROFS_XATTR_INDEX_POSIX_ACL_ACCESS, true },
-	{ "system.posix_acl_default", EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT, true },
+	{ "system.posix_acl_default", EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT,
+	  true },
 	{ "trusted.", EROFS_XATTR_INDEX_TRUSTED, false },
 	{ "security.", EROFS_XATTR_INDEX_SECURITY, false },
 };
@@ -58,25 +59,27 @@ static int cmp_xattr_q(const void *a, const void *b)
 
 static int cmp_xattr_pq(const void *a, const void *b)
 {
-	return cmp_xattr(*(struct bxattr *const *)a, *(struct bxattr *const *)b);
+	return cmp_xattr(*(struct bxattr *const *)a,
+			 *(struct bxattr *const *)b);
 }
 
 int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
-		  const char *name, const void *value, size_t vlen)
+		      const char *name, const void *value, size_t vlen)
 {
 	struct bxattr *x, *nx;
 	uint8_t index;
 	size_t skip;
 
 	if (!classify(name, &index, &skip)) {
-		ezi_bld_log(b, EZFS_LOG_WARN,
+		ezi_bld_log(
+			b, EZFS_LOG_WARN,
 			"%s: xattr %s: prefix not storable in EROFS, skipped",
 			in->srcpath, name);
 		return 0;
 	}
 	if (vlen > 0xFFFF || strlen(name) - skip > 255) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: xattr %s too large",
-			in->srcpath, name);
+			    in->srcpath, name);
 		return -E2BIG;
 	}
 	nx = realloc(in->xattrs, (in->nxattrs + 1) * sizeof(*nx));
@@ -107,7 +110,8 @@ int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
 void ezi_bld_xattrs_sort(struct binode *in)
 {
 	if (in->nxattrs)
-		qsort(in->xattrs, in->nxattrs, sizeof(*in->xattrs), cmp_xattr_q);
+		qsort(in->xattrs, in->nxattrs, sizeof(*in->xattrs),
+		      cmp_xattr_q);
 }
 
 int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
@@ -122,7 +126,7 @@ int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 			return 0;
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: listxattr: %s", in->srcpath,
-			strerror(errno));
+			    strerror(errno));
 		return err;
 	}
 	if (!len)
@@ -137,18 +141,18 @@ int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in)
 	if (len < 0) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: listxattr: %s", in->srcpath,
-			strerror(errno));
+			    strerror(errno));
 		goto out;
 	}
-	for (name = list; name < list + len && !err;
-	     name += strlen(name) + 1) {
+	for (name = list; name < list + len && !err; name += strlen(name) + 1) {
 		vlen = lgetxattr(in->srcpath, name, val, 0x10000);
 		if (vlen < 0 && errno == ERANGE) {
-			vlen = 0x10000;	/* too large: ezi_bld_xattr_add says so */
+			vlen = 0x10000; /* too large: ezi_bld_xattr_add says so
+					 */
 		} else if (vlen < 0) {
 			err = -errno;
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: getxattr %s: %s",
-				in->srcpath, name, strerror(errno));
+				    in->srcpath, name, strerror(errno));
 			break;
 		}
 		err = ezi_bld_xattr_add(b, in, name, val, (size_t)vlen);
@@ -225,7 +229,8 @@ int ezi_bld_xattrs_share(struct ezfs_builder *b)
 			continue;
 		encode_entry(all[i], b->shared + off);
 		for (k = i; k < j; k++)
-			all[k]->shared_id = (int32_t)((b->shared_start + off) / 4);
+			all[k]->shared_id =
+				(int32_t)((b->shared_start + off) / 4);
 		off += entry_size(all[i]);
 		b->nshared++;
 	}
@@ -242,7 +247,7 @@ int ezi_bld_xattrs_share(struct ezfs_builder *b)
 			struct bxattr *x = &in->xattrs[k];
 
 			if (x->shared_id >= 0 && in->nshared == 255)
-				x->shared_id = -1;	/* at most 255 ids */
+				x->shared_id = -1; /* at most 255 ids */
 			if (x->shared_id >= 0) {
 				in->nshared++;
 				isize += 4;
@@ -250,13 +255,13 @@ int ezi_bld_xattrs_share(struct ezfs_builder *b)
 				isize += entry_size(x);
 			}
 			filter |= 1u << (ezi_xxh32(x->suffix, x->suffix_len,
-						    EROFS_XATTR_FILTER_SEED +
-						    x->index) &
+						   EROFS_XATTR_FILTER_SEED +
+							   x->index) &
 					 (EROFS_XATTR_FILTER_BITS - 1));
 		}
 		if (isize > 12 + 4u * 0xFFFE) {
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: xattrs too large",
-				in->srcpath);
+				    in->srcpath);
 			err = -E2BIG;
 			goto out;
 		}

@@ -72,8 +72,8 @@ static void differential(int alg, const struct ezfs_dreq *rq,
 		memset(out, 0, rq->outlen);
 		err = c->decompress(ctx, &one);
 		if (!err_ok(err)) {
-			fprintf(stderr, "fuzz: codec %s returned %d\n",
-				c->name, err);
+			fprintf(stderr, "fuzz: codec %s returned %d\n", c->name,
+				err);
 			abort();
 		}
 		if (!err && !ref_err && memcmp(out, ref, rq->outlen)) {
@@ -103,9 +103,10 @@ static void stale_check(int alg, struct ezfs_dreq *rq, const uint8_t *ref)
 	err = ezi_codec_decompress_one(pool, ezi_codec_reference(alg), rq);
 	rq->out = keep;
 	if (!err && memcmp(ref, again, rq->outlen)) {
-		fprintf(stderr, "fuzz: alg %d%s: the decoded bytes depend on "
-			"the old contents of the output buffer\n", alg,
-			rq->partial ? " (partial)" : "");
+		fprintf(stderr,
+			"fuzz: alg %d%s: the decoded bytes depend on "
+			"the old contents of the output buffer\n",
+			alg, rq->partial ? " (partial)" : "");
 		abort();
 	}
 	free(again);
@@ -144,8 +145,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(out, 0, outlen);
 	err = ezi_codec_decompress_one(pool, ezi_codec_reference(alg), &rq);
 	if (!err_ok(err)) {
-		fprintf(stderr, "fuzz: reference decoder of alg %d returned %d\n",
-			alg, err);
+		fprintf(stderr,
+			"fuzz: reference decoder of alg %d returned %d\n", alg,
+			err);
 		abort();
 	}
 	if (!err)

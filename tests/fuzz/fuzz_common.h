@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_common.h - shared helpers of the fuzz targets: open, bounded tree walk. */
+/* fuzz_common.h - shared helpers of the fuzz targets: open, bounded tree walk.
+ */
 #ifndef EZFS_FUZZ_COMMON_H
 #define EZFS_FUZZ_COMMON_H
 
@@ -14,9 +15,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Limits that keep one input fast (a hang is reported by libFuzzer). */
-#define FUZZ_MAX_INODES 128	/* inodes visited by a walk */
-#define FUZZ_MAX_DIRENTS 1024	/* entries read from one directory */
-#define FUZZ_MAX_NAMES 64	/* names kept per directory for lookups */
+#define FUZZ_MAX_INODES	 128  /* inodes visited by a walk */
+#define FUZZ_MAX_DIRENTS 1024 /* entries read from one directory */
+#define FUZZ_MAX_NAMES	 64   /* names kept per directory for lookups */
 
 /*
  * Known, already reported problems can be skipped while fuzzing for new
@@ -106,7 +107,7 @@ static inline int fuzz_open(const uint8_t *data, size_t size, ezfs_image **img,
 	fuzz_fix_sb_crc(*copy, size);
 	ezfs_open_params_init(&p);
 	p.log = fuzz_log;
-	p.verbose = 3;		/* format every message, even debug */
+	p.verbose = 3; /* format every message, even debug */
 	p.cache_bytes = 4u << 20;
 	p.meta_cache_bytes = 256u << 10;
 	err = ezfs_image_open_mem(*copy, size, &p, img);
@@ -121,9 +122,18 @@ static inline int fuzz_open(const uint8_t *data, size_t size, ezfs_image **img,
 static inline void fuzz_check_err(long err, const char *what)
 {
 	switch (err) {
-	case -EUCLEAN: case -EOPNOTSUPP: case -EIO: case -ENOMEM:
-	case -ENOENT: case -ENOTDIR: case -EINVAL: case -ERANGE:
-	case -ENODATA: case -EISDIR: case -ENAMETOOLONG: case -EFBIG:
+	case -EUCLEAN:
+	case -EOPNOTSUPP:
+	case -EIO:
+	case -ENOMEM:
+	case -ENOENT:
+	case -ENOTDIR:
+	case -EINVAL:
+	case -ERANGE:
+	case -ENODATA:
+	case -EISDIR:
+	case -ENAMETOOLONG:
+	case -EFBIG:
 	case -EOVERFLOW:
 		return;
 	}
@@ -150,7 +160,7 @@ struct fuzz_dir {
 };
 
 static inline int fuzz_dirent(void *arg, const char *name, size_t namelen,
-		       uint64_t nid, unsigned ftype, uint64_t next_pos)
+			      uint64_t nid, unsigned ftype, uint64_t next_pos)
 {
 	struct fuzz_dir *d = arg;
 	struct fuzz_name *n;

@@ -2,8 +2,8 @@
 /* fuzz_dir.c - fuzz target: readdir of every directory, lookups of names. */
 #include "fuzz_common.h"
 
-static int stop_early(void *arg, const char *name, size_t namelen,
-		      uint64_t nid, unsigned ftype, uint64_t next_pos)
+static int stop_early(void *arg, const char *name, size_t namelen, uint64_t nid,
+		      unsigned ftype, uint64_t next_pos)
 {
 	uint64_t *pos = arg;
 
@@ -28,8 +28,9 @@ static void lookup_one(ezfs_inode *dir, const char *name, size_t len)
 static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 		  void *arg)
 {
-	static const char *const odd[] = { "", ".", "..", "/", "a/b",
-					   "\xff\xff\xff", "zzzzzzzz" };
+	static const char *const odd[] = { "",	      ".",   "..",
+					   "/",	      "a/b", "\xff\xff\xff",
+					   "zzzzzzzz" };
 	struct fuzz_dir *d;
 	char path[3 * 256];
 	uint64_t pos = 0, nid;
@@ -59,7 +60,8 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 		 */
 		if (n->len == 1 && n->name[0] == '.' && n->next_pos == 1 &&
 		    !(si.feature_incompat & 0x80) && !fuzz_ignored("dupdot")) {
-			fprintf(stderr, "fuzz: \".\" synthesised on a non-48-bit image\n");
+			fprintf(stderr, "fuzz: \".\" synthesised on a "
+					"non-48-bit image\n");
 			abort();
 		}
 		if (n->ftype > EZFS_FT_SYMLINK) {

@@ -85,8 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rq.inlen = (size_t)ret;
 		rq.out = dec;
 		rq.outlen = used;
-		err = ezi_codec_decompress_one(pool, ezi_codec_reference(ops->alg),
-						 &rq);
+		err = ezi_codec_decompress_one(
+			pool, ezi_codec_reference(ops->alg), &rq);
 		if (err || memcmp(dec, data + pos, used))
 			fail("round trip", ops->name, pos, err);
 		pos += used;

@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err = ezfs_fsck(img, &fp, &res);
 	fuzz_check_err(err, "fsck");
 	if (err == -EUCLEAN && !problems) {
-		fprintf(stderr, "fuzz: fsck -EUCLEAN without a problem report\n");
+		fprintf(stderr,
+			"fuzz: fsck -EUCLEAN without a problem report\n");
 		abort();
 	}
 	if (err == 0 && (problems || res.problems)) {

@@ -45,9 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!err)
 		err = ezfs_builder_write(b, img);
 	unlink(img);
-	if (err == -EPIPE || err == -EPERM || err == -E2BIG ||
-	    err == -EAGAIN)
-		err = -EUCLEAN;	/* truncated, '..', xattr too large, EOF */
+	if (err == -EPIPE || err == -EPERM || err == -E2BIG || err == -EAGAIN)
+		err = -EUCLEAN; /* truncated, '..', xattr too large, EOF */
 	fuzz_check_err(err, "scan_tar");
 out:
 	ezfs_builder_free(b);

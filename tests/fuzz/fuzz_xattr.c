@@ -32,7 +32,8 @@ static void get_one(ezfs_inode *ino, const char *name)
 			return;
 		got = ezfs_getxattr(ino, name, buf, need - 1);
 		if (got != -ERANGE && got >= 0 && got > need - 1) {
-			fprintf(stderr, "fuzz: getxattr overran a small buffer\n");
+			fprintf(stderr,
+				"fuzz: getxattr overran a small buffer\n");
 			abort();
 		}
 		fuzz_check_err(got, "getxattr(small)");
@@ -44,9 +45,16 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 		  void *arg)
 {
 	static const char *const probes[] = {
-		"user.", "user.a", "trusted.overlay.opaque", "security.selinux",
-		"security.capability", "system.posix_acl_access",
-		"system.posix_acl_default", "lustre.x", "bogus", "",
+		"user.",
+		"user.a",
+		"trusted.overlay.opaque",
+		"security.selinux",
+		"security.capability",
+		"system.posix_acl_access",
+		"system.posix_acl_default",
+		"lustre.x",
+		"bogus",
+		"",
 	};
 	ssize_t need, got;
 	char *buf, *p;
@@ -66,7 +74,8 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 			abort();
 		}
 		if (got > 0 && buf[got - 1] != '\0') {
-			fprintf(stderr, "fuzz: listxattr: last name not terminated\n");
+			fprintf(stderr,
+				"fuzz: listxattr: last name not terminated\n");
 			abort();
 		}
 		for (p = buf; got > 0 && p < buf + got; p += strlen(p) + 1)
@@ -79,7 +88,8 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 			return;
 		got = ezfs_listxattr(ino, buf, need - 1);
 		if (got >= 0 && got > need - 1) {
-			fprintf(stderr, "fuzz: listxattr overran a small buffer\n");
+			fprintf(stderr,
+				"fuzz: listxattr overran a small buffer\n");
 			abort();
 		}
 		fuzz_check_err(got, "listxattr(small)");

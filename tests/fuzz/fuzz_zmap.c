@@ -3,8 +3,8 @@
  * reads and extent references (ezfs_extent_ref) at their starts. */
 #include "fuzz_common.h"
 
-#define MAX_EXTENTS 512		/* extents walked per file */
-#define READ_LEN 4096		/* bytes read at a few extent starts */
+#define MAX_EXTENTS 512	 /* extents walked per file */
+#define READ_LEN    4096 /* bytes read at a few extent starts */
 
 /* The extent must contain la; -1 (walk stops) if not and that is ignored. */
 static int check_extent(const struct ezfs_stat *st, uint64_t la,
@@ -57,10 +57,11 @@ static void ref_at(ezfs_inode *ino, const struct ezfs_stat *st, uint64_t la)
 	}
 	if (ref.off > la || la - ref.off >= ref.len ||
 	    ref.len > st->size - ref.off) {
-		fprintf(stderr, "fuzz: extent_ref(%llu) gave [%llu, +%zu) of "
-			"%llu\n", (unsigned long long)la,
-			(unsigned long long)ref.off, ref.len,
-			(unsigned long long)st->size);
+		fprintf(stderr,
+			"fuzz: extent_ref(%llu) gave [%llu, +%zu) of "
+			"%llu\n",
+			(unsigned long long)la, (unsigned long long)ref.off,
+			ref.len, (unsigned long long)st->size);
 		abort();
 	}
 	sink = ((const uint8_t *)ref.data)[0];
@@ -79,8 +80,7 @@ static void visit(ezfs_image *img, ezfs_inode *ino, const struct ezfs_stat *st,
 	int err;
 
 	if ((st->mode & 0170000) != 0100000 &&
-	    (st->mode & 0170000) != 0040000 &&
-	    (st->mode & 0170000) != 0120000)
+	    (st->mode & 0170000) != 0040000 && (st->mode & 0170000) != 0120000)
 		return;
 	/* 1. walk the file extent by extent from 0 */
 	for (i = 0; i < MAX_EXTENTS && la < st->size; i++) {

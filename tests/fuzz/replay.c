@@ -119,13 +119,15 @@ int main(int argc, char **argv)
 	int i, ret = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s FILE|DIR...\n"
+		fprintf(stderr,
+			"usage: %s FILE|DIR...\n"
 			"Runs the fuzz target on each file, or on every file "
-			"of each directory.\n", argv[0]);
+			"of each directory.\n",
+			argv[0]);
 		return 2;
 	}
 	for (i = 1; i < argc; i++) {
-		if (argv[i][0] == '-')	/* libFuzzer flags: ignore */
+		if (argv[i][0] == '-') /* libFuzzer flags: ignore */
 			continue;
 		if (stat(argv[i], &st)) {
 			fprintf(stderr, "replay: %s: %s\n", argv[i],

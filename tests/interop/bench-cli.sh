@@ -168,10 +168,10 @@ done
 
 # 6. each --help lists exactly the options of the getopt table
 tab=$(sed -n '/struct option lo\[\]/,/};/p' "$SRC/tools/ezfs/bench/main.c")
-want=$(printf '%s\n' "$tab" | grep -o '{ "[a-z-]*"' | tr -d '{" ')
+want=$(printf '%s\n' "$tab" | grep -oE '\{ ?"[a-z-]*"' | tr -d '{" ')
 if printf '%s\n' "$tab" | grep -q CLI_ENGINE_OPTS; then
 	want+=$'\n'$(sed -n '/define CLI_ENGINE_OPTS/,/^$/p' \
-		"$SRC/tools/ezfs/common.h" | grep -o '{ "[a-z-]*"' | tr -d '{" ')
+		"$SRC/tools/ezfs/common.h" | grep -oE '\{ ?"[a-z-]*"' | tr -d '{" ')
 fi
 want=$(printf '%s\n' "$want" | sort -u)
 for a in "" read ratio latency all advise; do

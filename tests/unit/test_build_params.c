@@ -109,8 +109,9 @@ int main(void)
 	ezfs_build_params_init(&p);
 	CHECK(p.size == sizeof(p), "init: size %zu", p.size);
 	CHECK(p.blksz == 4096 && p.alg == -1 && p.level == -1 &&
-	      p.force_uid == -1 && p.force_gid == -1 &&
-	      p.xattr_tolerance == 2, "init: defaults");
+		      p.force_uid == -1 && p.force_gid == -1 &&
+		      p.xattr_tolerance == 2,
+	      "init: defaults");
 
 	/* never initialised */
 	p.size = 0;

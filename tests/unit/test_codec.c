@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_codec.c - unit test of lib/codec: every codec decodes each library's own streams. */
+/* test_codec.c - unit test of lib/codec: every codec decodes each library's own
+ * streams. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -20,25 +21,26 @@
 
 static unsigned passed, failed;
 
-#define CHECK(cond, ...)						\
-	do {								\
-		if (cond) {						\
-			passed++;					\
-		} else {						\
-			failed++;					\
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-		}							\
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (cond) {                                                    \
+			passed++;                                              \
+		} else {                                                       \
+			failed++;                                              \
+			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,          \
+				__LINE__, #cond);                              \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
 	} while (0)
 
 /* CHECK as an expression: evaluates to cond */
-#define CHECKV(cond, ...)						\
-	((cond) ? (passed++, 1) :					\
-	 (failed++, fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,	\
-			    __LINE__, #cond),				\
-	  fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), 0))
+#define CHECKV(cond, ...)                                                      \
+	((cond) ? (passed++, 1)                                                \
+		: (failed++,                                                   \
+		   fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__,     \
+			   #cond),                                             \
+		   fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), 0))
 
 static const struct ezfs_codec_cfg test_cfg = {
 	.lzma_dict_size = 1u << 20,
@@ -63,9 +65,10 @@ static uint32_t rnd(void)
 static void make_text(uint8_t *buf, size_t len)
 {
 	static const char *const words[] = {
-		"erofs ", "pcluster ", "lcluster ", "the ", "of ", "and ",
-		"compressed ", "block ", "inode ", "xattr ", "\n", "0x",
-		"read-only ", "filesystem ", "kernel ", "mkfs ", ", ",
+		"erofs ", "pcluster ",	 "lcluster ",  "the ",	      "of ",
+		"and ",	  "compressed ", "block ",     "inode ",      "xattr ",
+		"\n",	  "0x",		 "read-only ", "filesystem ", "kernel ",
+		"mkfs ",  ", ",
 	};
 	size_t i = 0;
 
@@ -189,8 +192,11 @@ static int direct(const struct ezfs_codec_ops *ops, const uint8_t *in,
 		  size_t inlen, size_t outlen, bool partial, uint8_t **outp)
 {
 	struct ezfs_dreq rq = {
-		.in = in, .inlen = inlen, .outlen = outlen,
-		.partial = partial, .cfg = &test_cfg,
+		.in = in,
+		.inlen = inlen,
+		.outlen = outlen,
+		.partial = partial,
+		.cfg = &test_cfg,
 	};
 	void *ctx = NULL;
 	int err = 0;
@@ -218,7 +224,9 @@ static int via_pool(struct ezfs_codec_pool *pool,
 		    size_t inlen, size_t outlen, bool partial, uint8_t **outp)
 {
 	struct ezfs_dreq rq = {
-		.in = in, .inlen = inlen, .outlen = outlen,
+		.in = in,
+		.inlen = inlen,
+		.outlen = outlen,
 		.partial = partial,
 	};
 	int err;
@@ -242,8 +250,8 @@ static void check_codec(struct ezfs_codec_pool *pool,
 			const struct ezfs_codec_ops *ops, const uint8_t *data,
 			size_t len, const struct stream *s, const char *what)
 {
-	const size_t prefixes[] = { 1, 2, 7, 100, 4096, len / 3, len / 2,
-				    len - 1, len };
+	const size_t prefixes[] = { 1,	     2,	      7,       100, 4096,
+				    len / 3, len / 2, len - 1, len };
 	bool can_partial = ops->flags & EZFS_CODEC_PARTIAL;
 	uint8_t *out;
 	size_t i;
@@ -291,7 +299,8 @@ static void check_codec(struct ezfs_codec_pool *pool,
 
 	/* truncated input, full decode */
 	err = direct(ops, s->p, s->len - 1, len, false, NULL);
-	CHECK(err == -EUCLEAN, "%s %s truncated by 1: %d", ops->name, what, err);
+	CHECK(err == -EUCLEAN, "%s %s truncated by 1: %d", ops->name, what,
+	      err);
 	err = direct(ops, s->p, s->len / 2, len, false, NULL);
 	CHECK(err == -EUCLEAN, "%s %s truncated to half: %d", ops->name, what,
 	      err);
@@ -308,8 +317,8 @@ static void check_codec(struct ezfs_codec_pool *pool,
 		for (j = 0; j < nflip; j++)
 			bad[rnd() % s->len] ^= (uint8_t)(1 + rnd() % 255);
 		err = direct(ops, bad, s->len, len, i & 1, NULL);
-		CHECK(err_ok(err), "%s %s corrupt #%zu: %d", ops->name, what,
-		      i, err);
+		CHECK(err_ok(err), "%s %s corrupt #%zu: %d", ops->name, what, i,
+		      err);
 		free(bad);
 	}
 }
@@ -327,7 +336,8 @@ static void check_garbage(const struct ezfs_codec_ops *ops)
 		make_random(in, inlen);
 		if (i % 3 == 0 && inlen > 4) {
 			/* plausible headers */
-			static const uint8_t zmagic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+			static const uint8_t zmagic[4] = { 0x28, 0xb5, 0x2f,
+							   0xfd };
 
 			if (ops->alg == EZFS_ALG_ZSTD)
 				memcpy(in, zmagic, 4);
@@ -335,8 +345,7 @@ static void check_garbage(const struct ezfs_codec_ops *ops)
 				in[0] = 0xa2;
 		}
 		err = direct(ops, in, inlen, outlen, i & 1, NULL);
-		CHECK(err_ok(err),
-		      "%s garbage #%zu: %d", ops->name, i, err);
+		CHECK(err_ok(err), "%s garbage #%zu: %d", ops->name, i, err);
 		free(in);
 	}
 }
@@ -436,7 +445,8 @@ static void test_dispatch(void)
 	CHECK(ezi_codec_decompress_one(pool, &ezi_codec_lz4, &rq) == 0,
 	      "empty partial");
 	CHECK(ezi_codec_decompress_one(pool, &ezi_codec_lz4hc, &rq) ==
-		      -EOPNOTSUPP, "an encoder cannot decode");
+		      -EOPNOTSUPP,
+	      "an encoder cannot decode");
 	for (; *all; all++)
 		CHECK(ezi_codec_find((*all)->name) == *all, "%s", (*all)->name);
 	CHECK(ezi_codec_find("nope") == NULL, "find nope");
@@ -482,8 +492,11 @@ static void test_zstd_rules(void)
 	in2 = malloc(2 * s.len);
 	memcpy(in2, s.p, s.len);
 	in2[s.len] = 0x55;
-	rq = (struct ezfs_dreq){ .in = in2, .inlen = s.len + 1, .out = out,
-				 .outlen = sizeof(data), .cfg = &test_cfg };
+	rq = (struct ezfs_dreq){ .in = in2,
+				 .inlen = s.len + 1,
+				 .out = out,
+				 .outlen = sizeof(data),
+				 .cfg = &test_cfg };
 	CHECK(ezi_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
 	      "zstd trailing byte");
 	memcpy(in2 + s.len, s.p, s.len);
@@ -493,7 +506,7 @@ static void test_zstd_rules(void)
 	rq.inlen = s.len;
 	CHECK(ezi_codec_zstd.decompress(ctx, &rq) == 0, "zstd one frame");
 	/* a 200 KB single-segment frame needs a 256 KiB window */
-	small.zstd_windowlog = 7;	/* 128 KiB */
+	small.zstd_windowlog = 7; /* 128 KiB */
 	rq.cfg = &small;
 	CHECK(ezi_codec_zstd.decompress(ctx, &rq) == -EUCLEAN,
 	      "zstd window too large");
@@ -526,12 +539,15 @@ static void *mt_worker(void *p)
 		bool partial = (i / EZFS_ALG_MAX) % 2;
 		size_t n = partial ? a->len / 3 : a->len;
 		struct ezfs_dreq rq = {
-			.in = a->s[alg].p, .inlen = a->s[alg].len,
-			.out = out, .outlen = n, .partial = partial,
+			.in = a->s[alg].p,
+			.inlen = a->s[alg].len,
+			.out = out,
+			.outlen = n,
+			.partial = partial,
 		};
 
 		if (ezi_codec_decompress_one(a->pool, ezi_codec_reference(alg),
-					      &rq) ||
+					     &rq) ||
 		    memcmp(out, a->data, n))
 			__atomic_add_fetch(&a->bad, 1, __ATOMIC_RELAXED);
 	}
@@ -582,7 +598,7 @@ static void make_sample(uint8_t *buf, size_t len, enum sample_kind kind)
 	case S_ZEROS:
 		memset(buf, 0, len);
 		break;
-	case S_MIXED:	/* 8 KiB runs of text, random and zeros */
+	case S_MIXED: /* 8 KiB runs of text, random and zeros */
 		for (i = 0; i < len; i += 8192) {
 			size_t n = len - i < 8192 ? len - i : 8192;
 
@@ -627,7 +643,7 @@ static void destsize_run(struct ezfs_codec_pool *pool,
 			break;
 		}
 		if (!CHECKV(ret > 0 && (size_t)ret <= outcap && used > 0 &&
-			    used <= avail,
+				    used <= avail,
 			    "%s/%d %s cap %zu at %zu: ret %d used %zu",
 			    ops->name, level, what, outcap, pos, ret, used))
 			break;
@@ -636,8 +652,10 @@ static void destsize_run(struct ezfs_codec_pool *pool,
 		if (used < avail && outcap >= 1024 &&
 		    (size_t)ret < outcap - outcap / 16 &&
 		    ops->alg != EZFS_ALG_LZMA)
-			fprintf(stderr, "note: %s/%d %s cap %zu: only %d bytes "
-				"used\n", ops->name, level, what, outcap, ret);
+			fprintf(stderr,
+				"note: %s/%d %s cap %zu: only %d bytes "
+				"used\n",
+				ops->name, level, what, outcap, ret);
 		/* the one-pass encoder fills to the bit: at most a few items
 		 * short (a longer prefix may change the codes) */
 		if (!strcmp(ops->name, "ezdeflate") && used < avail)
@@ -645,9 +663,8 @@ static void destsize_run(struct ezfs_codec_pool *pool,
 			      "ezdeflate/%d %s cap %zu at %zu: %d bytes", level,
 			      what, outcap, pos, ret);
 		filled += (size_t)ret;
-		err = via_pool(pool, ezi_codec_reference(ops->alg), out, (size_t)ret,
-			       used, false,
-			       &dec);
+		err = via_pool(pool, ezi_codec_reference(ops->alg), out,
+			       (size_t)ret, used, false, &dec);
 		CHECK(!err && !memcmp(dec, data + pos, used),
 		      "%s/%d %s cap %zu at %zu: round trip %d", ops->name,
 		      level, what, outcap, pos, err);
@@ -682,13 +699,12 @@ static void test_destsize(void)
 		const char *codec;
 		int level;
 	} runs[] = {
-		{ "lz4", -1 }, { "lz4hc", 9 }, { "lz4hc", 12 },
-		{ "libdeflate", 0 }, { "libdeflate", 1 }, { "libdeflate", -1 },
-		{ "libdeflate", 12 },
-		{ "ezdeflate", 1 }, { "ezdeflate", 4 }, { "ezdeflate", -1 },
-		{ "ezdeflate", 9 },
-		{ "zstd", 1 }, { "zstd", -1 }, { "zstd", 15 },
-		{ "lzma", 0 }, { "lzma", -1 }, { "lzma", 109 },
+		{ "lz4", -1 },	      { "lz4hc", 9 },	   { "lz4hc", 12 },
+		{ "libdeflate", 0 },  { "libdeflate", 1 }, { "libdeflate", -1 },
+		{ "libdeflate", 12 }, { "ezdeflate", 1 },  { "ezdeflate", 4 },
+		{ "ezdeflate", -1 },  { "ezdeflate", 9 },  { "zstd", 1 },
+		{ "zstd", -1 },	      { "zstd", 15 },	   { "lzma", 0 },
+		{ "lzma", -1 },	      { "lzma", 109 },
 	};
 	static const size_t caps[] = { 4096, 16384, 65536, 3, 100, 5000 };
 	struct ezfs_codec_pool *pool = ezi_codec_pool_new(&test_cfg);
@@ -698,8 +714,8 @@ static void test_destsize(void)
 	int kind;
 
 	for (kind = S_TEXT; kind <= S_MIXED; kind++) {
-		static const char *const names[] = { "text", "random",
-						     "zeros", "mixed" };
+		static const char *const names[] = { "text", "random", "zeros",
+						     "mixed" };
 
 		make_sample(data, len, (enum sample_kind)kind);
 		for (r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
@@ -715,8 +731,7 @@ static void test_destsize(void)
 				/* tiny pclusters: a short stretch */
 				destsize_run(pool, ops, runs[r].level, data,
 					     caps[c] < 4096 ? 20000 : len,
-					     caps[c], 256 * 1024,
-					     names[kind]);
+					     caps[c], 256 * 1024, names[kind]);
 			}
 		}
 	}
@@ -732,17 +747,17 @@ static void test_destsize(void)
 			ezi_codec_list(EZFS_ALG_DEFLATE);
 		size_t used = 150000, cap = 200000;
 		uint8_t *out = malloc(cap), *dec;
-		void *cc = ezi_codec_libdeflate.cctx_new((int)r, &test_cfg,
-							 &kind);
+		void *cc =
+			ezi_codec_libdeflate.cctx_new((int)r, &test_cfg, &kind);
 		int ret;
 
 		ret = ezi_codec_libdeflate.compress_destsize(cc, data, &used,
-							      out, cap);
-		CHECK(ret > 0 && out[0] == 0x08, "libdeflate/%zu stored: %d %#x",
-		      r, ret, out[0]);
+							     out, cap);
+		CHECK(ret > 0 && out[0] == 0x08,
+		      "libdeflate/%zu stored: %d %#x", r, ret, out[0]);
 		for (; ret > 0 && *l; l++) {
-			int err = direct(*l, out, (size_t)ret, used, false,
-					 &dec);
+			int err =
+				direct(*l, out, (size_t)ret, used, false, &dec);
 
 			CHECK(!err && !memcmp(dec, data, used),
 			      "stored first block decoded by %s: %d",
@@ -787,7 +802,8 @@ static void test_destsize(void)
 		cf = test_cfg;
 		cf.deflate_windowbits = 12;
 		CHECK(!ezi_codec_libdeflate.cctx_new(6, &cf, &err) &&
-		      err == -EINVAL, "libdeflate window");
+			      err == -EINVAL,
+		      "libdeflate window");
 		cf = test_cfg;
 		cf.lz4_max_distance = 4096;
 		CHECK(!ezi_codec_lz4.cctx_new(0, &cf, &err) && err == -EINVAL,
@@ -812,8 +828,9 @@ static double now(void)
  * (CPU time), ratio and how full the pclusters are. */
 static void bench_one(const uint8_t *data, size_t len, const char *what)
 {
-	static const char *const codecs[] = { "lz4", "lz4hc", "libdeflate",
-					      "ezdeflate", "zstd", "lzma" };
+	static const char *const codecs[] = { "lz4",	    "lz4hc",
+					      "libdeflate", "ezdeflate",
+					      "zstd",	    "lzma" };
 	static const size_t caps[] = { 4096, 16384, 65536 };
 	uint8_t *out = malloc(65536);
 	size_t i, c;
@@ -841,11 +858,10 @@ static void bench_one(const uint8_t *data, size_t len, const char *what)
 				lim = 4u << 20;
 			t0 = now();
 			while (pos < lim) {
-				size_t used = lim - pos < 1048576 ?
-					      lim - pos : 1048576;
-				int ret = ops->compress_destsize(cc, data + pos,
-								 &used, out,
-								 caps[c]);
+				size_t used = lim - pos < 1048576 ? lim - pos
+								  : 1048576;
+				int ret = ops->compress_destsize(
+					cc, data + pos, &used, out, caps[c]);
 
 				if (ret <= 0)
 					break;
@@ -855,8 +871,9 @@ static void bench_one(const uint8_t *data, size_t len, const char *what)
 			}
 			t0 = now() - t0;
 			printf("  %-10s cap %6zu: %7.1f MB/s in, ratio %.3f, "
-			       "fill %.4f\n", ops->name, caps[c],
-			       (double)pos / t0 / 1e6, (double)pos / total,
+			       "fill %.4f\n",
+			       ops->name, caps[c], (double)pos / t0 / 1e6,
+			       (double)pos / total,
 			       (double)total / (double)(pieces * caps[c]));
 			ops->cctx_free(cc);
 		}
@@ -897,15 +914,16 @@ static void bench(int argc, char **argv)
  */
 static void test_partial_after_damage(void)
 {
-	static const uint8_t bad[] = {
-		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0x5d, 0x32, 0xda, 0xda,
-		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
-		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
-		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
-		0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
-		0xda, 0xda, 0x01
-	};
-	const struct ezfs_codec_ops *const *l = ezi_codec_list(EZFS_ALG_DEFLATE);
+	static const uint8_t bad[] = { 0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0x5d,
+				       0x32, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+				       0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+				       0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+				       0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+				       0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+				       0xda, 0xda, 0xda, 0xda, 0xda, 0xda, 0xda,
+				       0xda, 0xda, 0xda, 0x01 };
+	const struct ezfs_codec_ops *const *l =
+		ezi_codec_list(EZFS_ALG_DEFLATE);
 
 	for (; *l; l++) {
 		int err;
@@ -914,8 +932,8 @@ static void test_partial_after_damage(void)
 		    ((*l)->probe && (*l)->probe()))
 			continue;
 		err = direct(*l, bad, sizeof(bad), 60, true, NULL);
-		CHECK(err == -EUCLEAN, "%s partial past damage: %d",
-		      (*l)->name, err);
+		CHECK(err == -EUCLEAN, "%s partial past damage: %d", (*l)->name,
+		      err);
 	}
 }
 

@@ -107,7 +107,8 @@ static int walk_dir(struct walk *w, uint64_t nid)
 
 static int hash_image(ezfs_image *img, uint64_t *hash, uint64_t *bytes)
 {
-	struct walk w = { .img = img, .hash = 0xcbf29ce484222325ull,
+	struct walk w = { .img = img,
+			  .hash = 0xcbf29ce484222325ull,
 			  .bufsz = 1 << 20 };
 	int err;
 
@@ -127,8 +128,13 @@ static int hash_image(ezfs_image *img, uint64_t *hash, uint64_t *bytes)
 static void test_specs(void)
 {
 	static const char *const good[] = {
-		"deflate=isal,libdeflate", "deflate=zlib;zstd=zstd", "isal",
-		"zlib,libdeflate", "fail", "", " deflate = zlib ; lz4 ",
+		"deflate=isal,libdeflate",
+		"deflate=zlib;zstd=zstd",
+		"isal",
+		"zlib,libdeflate",
+		"fail",
+		"",
+		" deflate = zlib ; lz4 ",
 		"deflate=fail,zlib",
 	};
 	static const char *const bad[] = {
@@ -152,9 +158,11 @@ static void test_specs(void)
 
 		CHECK(ezfs_accel_check_msg("deflate=zlib,nosuch", why,
 					   sizeof(why)) == -EINVAL &&
-		      strstr(why, "unknown engine 'nosuch'"), "why: %s", why);
+			      strstr(why, "unknown engine 'nosuch'"),
+		      "why: %s", why);
 		CHECK(ezfs_accel_check_msg("lz4", why, sizeof(why)) == 0 &&
-		      !why[0], "why for a good spec: %s", why);
+			      !why[0],
+		      "why for a good spec: %s", why);
 	}
 	CHECK(n >= 6, "%u engines", n);
 	for (i = 0; i < n; i++) {
@@ -162,7 +170,8 @@ static void test_specs(void)
 		if (!strcmp(info.name, "fail")) {
 			have_fail = 1;
 			CHECK(info.default_pos < 0 &&
-			      (info.flags & EZFS_ENGINE_TEST), "fail engine");
+				      (info.flags & EZFS_ENGINE_TEST),
+			      "fail engine");
 		}
 		refs += info.reference;
 	}
@@ -175,7 +184,9 @@ static void test_specs(void)
 		CHECK(ezfs_dispatch_parse("percpu", &t) == EZFS_DISPATCH_PERCPU,
 		      "percpu");
 		CHECK(ezfs_dispatch_parse("queue:3", &t) ==
-			      EZFS_DISPATCH_QUEUE && t == 3, "queue:3");
+				      EZFS_DISPATCH_QUEUE &&
+			      t == 3,
+		      "queue:3");
 		CHECK(ezfs_dispatch_parse("queue:0", &t) == -EINVAL, "queue:0");
 		CHECK(ezfs_dispatch_parse("fast", &t) == -EINVAL, "fast");
 	}
@@ -241,8 +252,8 @@ static void test_mem(const char *path, uint64_t want)
 	if (!f)
 		return;
 	buf = malloc((size_t)st.st_size);
-	CHECK(buf && fread(buf, 1, (size_t)st.st_size, f) ==
-			     (size_t)st.st_size, "read %s", path);
+	CHECK(buf && fread(buf, 1, (size_t)st.st_size, f) == (size_t)st.st_size,
+	      "read %s", path);
 	fclose(f);
 	for (i = 0; buf && i < 2; i++) {
 		ezfs_open_params_init(&p);
@@ -288,7 +299,8 @@ static void test_image(const char *path, int deflate)
 	CHECK(strstr(logbuf, "bogus") != NULL, "log does not name it: %s",
 	      logbuf);
 	CHECK(ezfs_image_get_accel(img, spec, sizeof(spec)) > 0 &&
-	      strstr(spec, "deflate=libdeflate"), "order %s", spec);
+		      strstr(spec, "deflate=libdeflate"),
+	      "order %s", spec);
 
 	if (deflate) {
 		for (i = 0; i < 3; i++) {
@@ -306,8 +318,8 @@ static void test_image(const char *path, int deflate)
 			CHECK(st.requests > 0 && st.bytes_out > 0,
 			      "%s: %s served nothing", path, engines[i]);
 			printf("  %-10s requests %llu bytes %llu fallbacks "
-			       "%llu\n", engines[i],
-			       (unsigned long long)st.requests,
+			       "%llu\n",
+			       engines[i], (unsigned long long)st.requests,
 			       (unsigned long long)st.bytes_out,
 			       (unsigned long long)st.fallbacks);
 		}
@@ -321,7 +333,8 @@ static void test_image(const char *path, int deflate)
 			struct ezfs_engine_stats z = get_stats(img, "zlib");
 
 			CHECK(f.fallbacks > 0 && f.errors == f.fallbacks &&
-			      f.bytes_out == 0, "fail: %llu fallbacks",
+				      f.bytes_out == 0,
+			      "fail: %llu fallbacks",
 			      (unsigned long long)f.fallbacks);
 			CHECK(z.requests >= f.fallbacks, "zlib %llu",
 			      (unsigned long long)z.requests);
@@ -346,13 +359,14 @@ static void test_image(const char *path, int deflate)
 		CHECK(!hash_image(img, &h, NULL) && h == want,
 		      "%s: dispatch %s differs", path, modes[i]);
 		CHECK(!ezfs_image_latency_stats(img, &ls) && ls.count > 0 &&
-		      ls.min <= ls.median && ls.median <= ls.max,
+			      ls.min <= ls.median && ls.median <= ls.max,
 		      "latency %s", modes[i]);
 		ezfs_image_dispatch_info(img, &di);
 		printf("  dispatch %-7s workers %u pinned %u %s nice %d "
 		       "batches %llu | latency us: n %llu avg %.1f med %.1f "
-		       "min %.1f max %.1f sd %.1f\n", modes[i], di.workers,
-		       di.pinned, di.policy ? "fifo" : "other", di.nice,
+		       "min %.1f max %.1f sd %.1f\n",
+		       modes[i], di.workers, di.pinned,
+		       di.policy ? "fifo" : "other", di.nice,
 		       (unsigned long long)di.batches,
 		       (unsigned long long)ls.count, ls.avg, ls.median, ls.min,
 		       ls.max, ls.stddev);
@@ -363,7 +377,10 @@ static void test_image(const char *path, int deflate)
 		struct live l = { .img = img, .want = want };
 		pthread_t th[2];
 		static const char *const specs[] = {
-			"deflate=fail,zlib", "", "zlib", "libdeflate",
+			"deflate=fail,zlib",
+			"",
+			"zlib",
+			"libdeflate",
 		};
 		int k = 0;
 
@@ -402,8 +419,7 @@ static void test_image(const char *path, int deflate)
 		CHECK(!hash_image(img, &h, NULL) && h == want, "env differs");
 		ezfs_image_dispatch_info(img, &di);
 		CHECK(di.mode == EZFS_DISPATCH_QUEUE && di.workers == 2,
-		      "EZFS_DISPATCH: mode %d workers %u", di.mode,
-		      di.workers);
+		      "EZFS_DISPATCH: mode %d workers %u", di.mode, di.workers);
 		if (deflate)
 			CHECK(get_stats(img, "fail").fallbacks > 0,
 			      "EZFS_ACCEL not applied");
@@ -419,8 +435,7 @@ static void test_image(const char *path, int deflate)
 }
 
 /* Decompress a fixture with zstd into a temporary file. */
-static int unpack(const char *shared, const char *name, char *out,
-		  size_t size)
+static int unpack(const char *shared, const char *name, char *out, size_t size)
 {
 	char cmd[2048];
 	struct stat st;
@@ -429,16 +444,23 @@ static int unpack(const char *shared, const char *name, char *out,
 	if (stat(cmd, &st))
 		return -ENOENT;
 	snprintf(out, size, "/tmp/test_engine.%d.%s.img", (int)getpid(), name);
-	snprintf(cmd, sizeof(cmd), "zstd -q -d -f '%s/fixtures/%s.img.zst' "
-		 "-o '%s'", shared, name, out);
+	snprintf(cmd, sizeof(cmd),
+		 "zstd -q -d -f '%s/fixtures/%s.img.zst' "
+		 "-o '%s'",
+		 shared, name, out);
 	return system(cmd) ? -EIO : 0;
 }
 
 int main(void)
 {
-	static const struct { const char *name; int deflate; } fx[] = {
-		{ "deflate-16k", 1 }, { "libdeflate-128k", 1 },
-		{ "lz4-4k", 0 }, { "fragments-dedupe", 0 },
+	static const struct {
+		const char *name;
+		int deflate;
+	} fx[] = {
+		{ "deflate-16k", 1 },
+		{ "libdeflate-128k", 1 },
+		{ "lz4-4k", 0 },
+		{ "fragments-dedupe", 0 },
 	};
 	const char *shared = getenv("EZFS_SHARED");
 	unsigned i, ran = 0;

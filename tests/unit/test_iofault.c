@@ -36,22 +36,21 @@ struct backend {
 	const uint8_t *buf;
 	size_t len;
 	enum fault_mode mode;
-	uint64_t lo, hi;        /* faulty byte range [lo, hi) */
+	uint64_t lo, hi; /* faulty byte range [lo, hi) */
 	unsigned long reads, faults;
 	int closes;
 };
 
 static int failures;
 
-#define CHECK(cond, ...)                                                \
-	do {                                                            \
-		if (!(cond)) {                                          \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__,       \
-				__LINE__);                              \
-			fprintf(stderr, __VA_ARGS__);                   \
-			fputc('\n', stderr);                            \
-			failures++;                                     \
-		}                                                       \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 static ssize_t be_pread(void *arg, void *buf, size_t len, uint64_t off)
@@ -70,9 +69,9 @@ static ssize_t be_pread(void *arg, void *buf, size_t len, uint64_t off)
 		switch (b->mode) {
 		case F_EIO:
 			return -EIO;
-		case F_ZERO:	/* a broken backend: 0 bytes, not at EOF */
+		case F_ZERO: /* a broken backend: 0 bytes, not at EOF */
 			return 0;
-		case F_SHORT:	/* stop right before the fault */
+		case F_SHORT: /* stop right before the fault */
 			if (off >= b->lo)
 				return 0;
 			n = b->lo - off;
@@ -134,19 +133,17 @@ struct file {
 };
 
 static struct file files[] = {
-	{ "big.txt", 200000, NULL },
-	{ "rand.bin", 20000, NULL },
-	{ "small", 100, NULL },
-	{ "d/inner.txt", 9000, NULL },
-	{ "d/e/deep", 50000, NULL },
-	{ "z/zero", 16384, NULL },
+	{ "big.txt", 200000, NULL }, { "rand.bin", 20000, NULL },
+	{ "small", 100, NULL },	     { "d/inner.txt", 9000, NULL },
+	{ "d/e/deep", 50000, NULL }, { "z/zero", 16384, NULL },
 };
 #define NFILES (sizeof(files) / sizeof(files[0]))
 
 static void fill(struct file *f, unsigned seed)
 {
-	static const char *const words[] = { "erofs ", "block ", "inode ",
-		"cluster ", "the ", "data ", "read\n", "only ", "lz4 " };
+	static const char *const words[] = { "erofs ",	 "block ", "inode ",
+					     "cluster ", "the ",   "data ",
+					     "read\n",	 "only ",  "lz4 " };
 	uint32_t x = seed * 2654435761u + 1;
 	size_t i = 0;
 
@@ -193,7 +190,8 @@ static int write_tree(const char *root)
 		fp = fopen(path, "wb");
 		if (!fp)
 			return -1;
-		if (fwrite(files[i].data, 1, files[i].size, fp) != files[i].size) {
+		if (fwrite(files[i].data, 1, files[i].size, fp) !=
+		    files[i].size) {
 			fclose(fp);
 			return -1;
 		}
@@ -294,7 +292,8 @@ static int data_range(ezfs_image *img, const char *path, uint64_t *lo,
 			break;
 		if ((e.flags & EZFS_EXTENT_MAPPED) &&
 		    !(e.flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_FRAGMENT |
-				 EZFS_EXTENT_META)) && e.plen) {
+				 EZFS_EXTENT_META)) &&
+		    e.plen) {
 			*lo = e.pa;
 			*hi = e.pa + e.plen;
 			err = 0;
@@ -331,8 +330,10 @@ static int ref_file(ezfs_image *img, const struct file *f, const char *tag,
 	while (pos < f->size && !err) {
 		err = ezfs_extent_ref(ino, pos, &ref);
 		if (err == -EOPNOTSUPP) {
-			CHECK(!ref.data && !ref.priv, "%s: %s: refused ref "
-			      "not empty", tag, f->path);
+			CHECK(!ref.data && !ref.priv,
+			      "%s: %s: refused ref "
+			      "not empty",
+			      tag, f->path);
 			err = ezfs_map(ino, pos, &e);
 			if (!err && e.la + e.llen <= pos)
 				err = -EUCLEAN;
@@ -341,16 +342,19 @@ static int ref_file(ezfs_image *img, const struct file *f, const char *tag,
 			continue;
 		}
 		if (err) {
-			CHECK(!ref.data && !ref.priv, "%s: %s: failed ref not "
-			      "empty", tag, f->path);
+			CHECK(!ref.data && !ref.priv,
+			      "%s: %s: failed ref not "
+			      "empty",
+			      tag, f->path);
 			break;
 		}
 		(*nrefs)++;
 		CHECK(ref.off <= pos && pos < ref.off + ref.len &&
-		      ref.off + ref.len <= f->size, "%s: %s: ref at %llu "
-		      "holds [%llu, +%zu)", tag, f->path,
-		      (unsigned long long)pos, (unsigned long long)ref.off,
-		      ref.len);
+			      ref.off + ref.len <= f->size,
+		      "%s: %s: ref at %llu "
+		      "holds [%llu, +%zu)",
+		      tag, f->path, (unsigned long long)pos,
+		      (unsigned long long)ref.off, ref.len);
 		if (ref.off + ref.len <= f->size)
 			CHECK(!memcmp(ref.data, f->data + ref.off, ref.len),
 			      "%s: %s: ref at %llu: wrong bytes", tag, f->path,
@@ -399,8 +403,8 @@ static void test_open_faults(struct backend *b, const char *name)
 		if (i < 4) {
 			CHECK(err < 0, "%s: open with %s succeeded", name,
 			      cases[i].what);
-			CHECK(is_errno(err), "%s: open with %s: error %d",
-			      name, cases[i].what, err);
+			CHECK(is_errno(err), "%s: open with %s: error %d", name,
+			      cases[i].what, err);
 			CHECK(b->closes == 1,
 			      "%s: open with %s: close called %d times", name,
 			      cases[i].what, b->closes);
@@ -453,18 +457,20 @@ static void test_data_fault(struct backend *b, const char *name,
 	}
 	err = read_file(img, &files[0], name);
 	if (mode == F_EIO)
-		CHECK(err == -EIO, "%s: read of a file with a bad block: %d, want -EIO",
+		CHECK(err == -EIO,
+		      "%s: read of a file with a bad block: %d, want -EIO",
 		      name, err);
 	if (mode == F_EIO) {
 		unsigned n = 0;
 
 		err = ref_file(img, &files[0], name, &n);
-		CHECK(err == -EIO || (!err && !n), "%s: refs of a file with a "
-		      "bad block: %d, want -EIO (or no encoded extent)", name,
+		CHECK(err == -EIO || (!err && !n),
+		      "%s: refs of a file with a "
+		      "bad block: %d, want -EIO (or no encoded extent)",
+		      name, err);
+	} else
+		CHECK(err < 0, "%s: short read: read succeeded (%d)", name,
 		      err);
-	}
-	else
-		CHECK(err < 0, "%s: short read: read succeeded (%d)", name, err);
 	for (i = 1; i < NFILES; i++) {
 		err = read_file(img, &files[i], name);
 		CHECK(!err, "%s: %s after another file's I/O error: %d", name,
@@ -489,8 +495,8 @@ static void test_data_fault(struct backend *b, const char *name,
 	/* The fault is gone: the file must read right (no cached error). */
 	b->mode = F_NONE;
 	err = read_file(img, &files[0], name);
-	CHECK(!err, "%s: %s after the fault went away: %d", name,
-	      files[0].path, err);
+	CHECK(!err, "%s: %s after the fault went away: %d", name, files[0].path,
+	      err);
 	ezfs_image_close(img);
 	CHECK(b->closes == 2, "%s: close called %d times", name, b->closes);
 }
@@ -512,8 +518,8 @@ static void test_sweep(struct backend *b, const char *name)
 			b->closes = 0;
 			err = open_be(b, &img);
 			if (err) {
-				CHECK(is_errno(err), "%s: sweep open: %d",
-				      name, err);
+				CHECK(is_errno(err), "%s: sweep open: %d", name,
+				      err);
 				CHECK(modes[m] != F_EIO || err == -EIO,
 				      "%s: EIO at block %llu: open gave %d",
 				      name, (unsigned long long)blk, err);
@@ -541,7 +547,8 @@ static void test_sweep(struct backend *b, const char *name)
 		}
 	}
 	b->mode = F_NONE;
-	printf("  %s: sweep over %llu blocks x 3 modes: %u reads ok, %u failed\n",
+	printf("  %s: sweep over %llu blocks x 3 modes: %u reads ok, %u "
+	       "failed\n",
 	       name, (unsigned long long)nblk, nok, nerr);
 }
 
@@ -621,7 +628,8 @@ static void test_fetch_ahead(const char *imgpath, const char *name)
 		printf("  %s: fetch ahead: no encoded extent\n", name);
 	} else if (!missing) {
 		printf("  %s: fetch ahead: not checked (the image's pages "
-		       "cannot be dropped here)\n", name);
+		       "cannot be dropped here)\n",
+		       name);
 	} else {
 		ezfs_fetch_ahead(ino, 0, files[0].size);
 		for (tries = 0; tries < 300; tries++) {
@@ -629,9 +637,10 @@ static void test_fetch_ahead(const char *imgpath, const char *name)
 				break;
 			nanosleep(&ts, NULL);
 		}
-		CHECK(!not_resident(map, lo, hi), "%s: fetch ahead: %zu of "
-		      "the pclusters' pages still not read after 3 s", name,
-		      not_resident(map, lo, hi));
+		CHECK(!not_resident(map, lo, hi),
+		      "%s: fetch ahead: %zu of "
+		      "the pclusters' pages still not read after 3 s",
+		      name, not_resident(map, lo, hi));
 		printf("  %s: fetch ahead: %zu pages read in by the hint\n",
 		       name, missing);
 	}
@@ -725,14 +734,15 @@ static void test_params_size(const char *img_path)
 	/* a caller built before the engine fields */
 	ezfs_open_params_init(&p);
 	p.size = offsetof(struct ezfs_open_params, accel);
-	p.accel = "no such engine list";   /* past its size: ignored */
+	p.accel = "no such engine list"; /* past its size: ignored */
 	err = ezfs_image_open(img_path, &p, &img);
 	CHECK(!err && img, "open params of an older caller: %d", err);
 	if (img) {
 		ezfs_fsck_params_init(&fp);
 		CHECK(fp.size == sizeof(fp), "fsck params init");
 		fp.size = 0;
-		CHECK(ezfs_fsck(img, &fp, NULL) == -EINVAL, "fsck params size 0");
+		CHECK(ezfs_fsck(img, &fp, NULL) == -EINVAL,
+		      "fsck params size 0");
 		CHECK(ezfs_fsck(img, NULL, NULL) == 0, "fsck without params");
 		ezfs_image_close(img);
 	}
@@ -752,7 +762,7 @@ int main(void)
 	const char *tmp;
 	unsigned i;
 
-	alarm(300);	/* a hang is a failure */
+	alarm(300); /* a hang is a failure */
 	if (system("command -v mkfs.erofs >/dev/null 2>&1")) {
 		printf("SKIP: mkfs.erofs not found\n");
 		return 77;
@@ -773,8 +783,8 @@ int main(void)
 		snprintf(img, sizeof(img), "%s/%s.img", tmp, variants[i].name);
 		snprintf(cmd, sizeof(cmd),
 			 "SOURCE_DATE_EPOCH=1600000000 mkfs.erofs --quiet %s "
-			 "'%s' '%s' >/dev/null 2>&1", variants[i].opts, img,
-			 tree);
+			 "'%s' '%s' >/dev/null 2>&1",
+			 variants[i].opts, img, tree);
 		if (system(cmd)) {
 			printf("SKIP: %s failed\n", cmd);
 			continue;

@@ -59,7 +59,7 @@ static void slow_fn(void *arg)
 
 static void test_pool(unsigned nthreads, size_t maxq)
 {
-	struct jctx c = {.nthreads = nthreads};
+	struct jctx c = { .nthreads = nthreads };
 	struct job *jobs = calloc(NJOBS, sizeof(*jobs));
 	struct ezi_pool *p;
 	unsigned long want = 0;
@@ -76,7 +76,7 @@ static void test_pool(unsigned nthreads, size_t maxq)
 	      ezi_pool_threads(p));
 	CHECK(ezi_pool_self() == -1, "self on the main thread");
 	for (i = 0; i < NJOBS; i++) {
-		jobs[i] = (struct job){&c, i};
+		jobs[i] = (struct job){ &c, i };
 		want += i;
 		CHECK(!ezi_pool_submit(p, job_fn, &jobs[i]), "submit %u", i);
 	}
@@ -147,7 +147,7 @@ static void test_hash(void)
 	/* remove every odd one, the rest stays */
 	for (i = 1; i < n; i += 2)
 		CHECK(ezi_hash_del(&h, i * 32, NULL) ==
-			  (void *)(uintptr_t)(i + 1),
+			      (void *)(uintptr_t)(i + 1),
 		      "del %zu", i);
 	CHECK(h.n == n / 2, "n %zu after removal", h.n);
 	for (i = 0; i < n; i++) {
@@ -183,7 +183,7 @@ static void test_hash(void)
 	CHECK(cnt == 50 && sum == 50 * 51 / 2, "dups: %zu, sum %llu", cnt,
 	      (unsigned long long)sum);
 	CHECK(ezi_hash_del(&h, 42, (void *)(uintptr_t)17) ==
-		  (void *)(uintptr_t)17,
+		      (void *)(uintptr_t)17,
 	      "del by value");
 	CHECK(!ezi_hash_del(&h, 42, (void *)(uintptr_t)17), "deleted twice");
 	cnt = 0;
@@ -213,7 +213,7 @@ static void test_vec(void)
 	size_t i, bad = 0;
 
 	for (i = 0; i < 100000; i++) {
-		struct pt p = {(int)i, -(int)i};
+		struct pt p = { (int)i, -(int)i };
 
 		CHECK(!ezi_vec_push(&v, p), "push %zu", i);
 	}

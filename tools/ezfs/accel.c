@@ -39,11 +39,11 @@ static int accel_list(int all)
 		else
 			snprintf(pos, sizeof(pos), "off");
 		printf("%-11s %-8s %-7s %-9s %-8s %s\n", info.name,
-		       ezfs_alg_name(info.alg),
-		       info.probe ? "no" : "yes", pos,
+		       ezfs_alg_name(info.alg), info.probe ? "no" : "yes", pos,
 		       info.flags & EZFS_ENGINE_PARTIAL ? "yes" : "no",
-		       info.flags & EZFS_ENGINE_TEST ? "test only: always fails" :
-		       info.reference ? "reference (fallback)" : "");
+		       info.flags & EZFS_ENGINE_TEST ? "test only: always fails"
+		       : info.reference		     ? "reference (fallback)"
+						     : "");
 	}
 	printf("\nDEFAULT: place in the default order of its algorithm.\n"
 	       "PARTIAL: can decode only the start of a pcluster (a read "
@@ -78,7 +78,7 @@ struct walk {
 	ezfs_image *img;
 	uint8_t *buf;
 	uint64_t bytes;
-	uint64_t digest;        /* of nids and contents, in walk order */
+	uint64_t digest; /* of nids and contents, in walk order */
 };
 
 /* A 64-bit digest of n bytes, 8 at a time (differential tests compare it
@@ -179,9 +179,9 @@ static int accel_stats(int argc, char **argv)
 	accel_print_counters(est, n < 32 ? n : 32);
 	ezfs_image_latency_stats(img, &ls);
 	printf("latency (us, last %llu of %llu): avg %.1f median %.1f "
-	       "min %.1f max %.1f stddev %.1f\n", (unsigned long long)ls.count,
-	       (unsigned long long)ls.total, ls.avg, ls.median, ls.min, ls.max,
-	       ls.stddev);
+	       "min %.1f max %.1f stddev %.1f\n",
+	       (unsigned long long)ls.count, (unsigned long long)ls.total,
+	       ls.avg, ls.median, ls.min, ls.max, ls.stddev);
 	ezfs_image_close(img);
 	return 0;
 }
@@ -190,7 +190,7 @@ int cmd_accel(int argc, char **argv)
 {
 	if (argc < 2)
 		return cli_usage_error("accel", "missing list, stats, set or "
-				       "bench");
+						"bench");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		accel_usage(stdout);
 		return 0;

@@ -30,14 +30,14 @@
 static const size_t sizes[NSIZES] = { 4096, 16384, 65536, 262144, 1048576 };
 
 struct bench {
-	uint8_t *data;          /* the sample */
+	uint8_t *data; /* the sample */
 	size_t len, cap;
-	const char *from;       /* where it came from, for the header */
-	unsigned iters;         /* 0: calibrate */
-	size_t rdsz;            /* ezfs_pread size */
-	const char *only;       /* -e: this engine only */
-	char dir[64];           /* temporary directory */
-	ezfs_image *img;        /* IMG while slurping */
+	const char *from; /* where it came from, for the header */
+	unsigned iters;	  /* 0: calibrate */
+	size_t rdsz;	  /* ezfs_pread size */
+	const char *only; /* -e: this engine only */
+	char dir[64];	  /* temporary directory */
+	ezfs_image *img;  /* IMG while slurping */
 };
 
 /* ---- the sample ---- */
@@ -78,15 +78,18 @@ static uint64_t rnd(uint64_t *s)
 static void gen_text(struct bench *b)
 {
 	static const char *const words[] = {
-		"the", "of", "and", "to", "a", "in", "is", "that", "for",
-		"it", "as", "with", "be", "on", "not", "this", "by", "are",
-		"or", "from", "file", "system", "read", "block", "data",
-		"image", "kernel", "compressed", "cluster", "license",
-		"software", "copy", "program", "work", "source", "terms",
+		"the",	    "of",     "and",	    "to",      "a",
+		"in",	    "is",     "that",	    "for",     "it",
+		"as",	    "with",   "be",	    "on",      "not",
+		"this",	    "by",     "are",	    "or",      "from",
+		"file",	    "system", "read",	    "block",   "data",
+		"image",    "kernel", "compressed", "cluster", "license",
+		"software", "copy",   "program",    "work",    "source",
+		"terms",
 	};
 	static const char *const lic[] = {
-		"Apache-2.0", "Artistic", "BSD", "GFDL-1.3", "GPL-2", "GPL-3",
-		"LGPL-2.1", "LGPL-3", "MPL-2.0",
+		"Apache-2.0", "Artistic", "BSD",    "GFDL-1.3", "GPL-2",
+		"GPL-3",      "LGPL-2.1", "LGPL-3", "MPL-2.0",
 	};
 	char *text = NULL, **lines = NULL;
 	size_t tlen = 0, nl = 0, i;
@@ -120,8 +123,8 @@ static void gen_text(struct bench *b)
 		for (; lines && (nlp = strchr(p, '\n')); p = nlp + 1)
 			lines[nl++] = p;
 	}
-	b->from = nl > 100 ? "shuffled lines of /usr/share/common-licenses" :
-			     "generated words";
+	b->from = nl > 100 ? "shuffled lines of /usr/share/common-licenses"
+			   : "generated words";
 	while (b->len < b->cap) {
 		const char *src;
 		size_t n;
@@ -134,9 +137,9 @@ static void gen_text(struct bench *b)
 			size_t want = 40 + rnd(&s) % 40;
 
 			for (n = 0; n < want;)
-				n += (size_t)snprintf(tmp + n, sizeof(tmp) - n,
-						      "%s ", words[rnd(&s) %
-							(sizeof(words) /
+				n += (size_t)snprintf(
+					tmp + n, sizeof(tmp) - n, "%s ",
+					words[rnd(&s) % (sizeof(words) /
 							 sizeof(words[0]))]);
 			tmp[n - 1] = '\n';
 			src = tmp;
@@ -159,8 +162,9 @@ static int write_sample(struct bench *b)
 	ssize_t n;
 
 	snprintf(b->dir, sizeof(b->dir), "%s/ezfs-accel-XXXXXX",
-		 getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 32 ?
-			 getenv("TMPDIR") : "/tmp");
+		 getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 32
+			 ? getenv("TMPDIR")
+			 : "/tmp");
 	if (!mkdtemp(b->dir))
 		return -errno;
 	snprintf(path, sizeof(path), "%s/src", b->dir);
@@ -191,8 +195,8 @@ static void remove_sample(struct bench *b)
 }
 
 /* Build the sample with alg at pcluster size; *img = the image bytes. */
-static int build_image(struct bench *b, int alg, size_t pcluster,
-		       uint8_t **img, size_t *len)
+static int build_image(struct bench *b, int alg, size_t pcluster, uint8_t **img,
+		       size_t *len)
 {
 	struct ezfs_build_params p;
 	ezfs_builder *bl;
@@ -374,8 +378,10 @@ int accel_bench(int argc, char **argv)
 		if (c == 'n' || c == 's' || c == 'r') {
 			v = cli_parse_threads(optarg);
 			if (!v)
-				return cli_usage_error("accel", "invalid "
-						       "-%c '%s'", c, optarg);
+				return cli_usage_error("accel",
+						       "invalid "
+						       "-%c '%s'",
+						       c, optarg);
 		}
 		if (c == 'n')
 			b.iters = v;
@@ -391,8 +397,10 @@ int accel_bench(int argc, char **argv)
 	if (cli_nargs("accel", argc - optind, 0, 1, ""))
 		return 2;
 	if (b.only && !engine_known(b.only))
-		return cli_usage_error("accel", "unknown engine '%s' (see "
-				       "'ezfs accel list')", b.only);
+		return cli_usage_error("accel",
+				       "unknown engine '%s' (see "
+				       "'ezfs accel list')",
+				       b.only);
 	if (argc > optind)
 		path = argv[optind];
 	b.cap = (size_t)mib << 20;
@@ -429,12 +437,13 @@ int accel_bench(int argc, char **argv)
 		err = 1;
 		goto out;
 	}
-	printf("sample: %zu bytes (%s), %zu KiB ezfs_pread reads, %s\n",
-	       b.len, b.from, b.rdsz >> 10,
+	printf("sample: %zu bytes (%s), %zu KiB ezfs_pread reads, %s\n", b.len,
+	       b.from, b.rdsz >> 10,
 	       b.iters ? "fixed rounds" : "about 0.2 s per figure");
-	printf("MB/s (CPU time, fastest round): raw decode, through ezfs (in-memory image built at "
-	       "that pcluster size), through/raw\n%-11s %-8s", "ENGINE",
-	       "ALG");
+	printf("MB/s (CPU time, fastest round): raw decode, through ezfs "
+	       "(in-memory image built at "
+	       "that pcluster size), through/raw\n%-11s %-8s",
+	       "ENGINE", "ALG");
 	for (c = 0; c < NSIZES; c++)
 		printf(" %22zuK", sizes[c] >> 10);
 	printf("\n");

@@ -31,8 +31,10 @@ static int ctl_call(const char *mnt, unsigned long cmd, void *arg)
 		cli_error("accel", "%s: not the root of an ezfs mount (%s)",
 			  mnt, strerror(err));
 	else if (err == EPERM || err == EACCES)
-		cli_error("accel", "%s: only the user who mounted it or root "
-			  "may switch its engines", mnt);
+		cli_error("accel",
+			  "%s: only the user who mounted it or root "
+			  "may switch its engines",
+			  mnt);
 	else if (err)
 		cli_error("accel", "%s: %s", mnt, strerror(err));
 	return err ? -1 : 0;
@@ -62,10 +64,13 @@ int accel_set(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case CLI_OPT_DISPATCH:
-			mode = ezfs_dispatch_parse(optarg, &rq.dispatch_threads);
+			mode = ezfs_dispatch_parse(optarg,
+						   &rq.dispatch_threads);
 			if (mode < 0)
-				return cli_usage_error("accel", "invalid "
-						       "--dispatch '%s'", optarg);
+				return cli_usage_error("accel",
+						       "invalid "
+						       "--dispatch '%s'",
+						       optarg);
 			rq.dispatch = mode;
 			break;
 		case CLI_OPT_STRICT_ACCEL:
@@ -84,7 +89,8 @@ int accel_set(int argc, char **argv)
 	if (argc - optind == 2)
 		spec = argv[optind + 1];
 	if (!spec && rq.dispatch < 0 && rq.strict < 0)
-		return cli_usage_error("accel", "nothing to set: give a SPEC, "
+		return cli_usage_error("accel",
+				       "nothing to set: give a SPEC, "
 				       "--dispatch or --[no-]strict-accel");
 	if (spec) {
 		if (!strcmp(spec, "default"))
@@ -134,17 +140,19 @@ int accel_mount_stats(const char *mnt)
 	}
 	accel_print_counters(st, (int)s.nengines);
 	printf("latency (us, recent): avg %.1f median %.1f max %.1f, %llu "
-	       "requests timed\n", s.lat_avg, s.lat_median, s.lat_max,
+	       "requests timed\n",
+	       s.lat_avg, s.lat_median, s.lat_max,
 	       (unsigned long long)s.lat_total);
 	printf("mount: %llu reads (%llu from the pcluster cache without a "
 	       "copy), %.1f MiB stored ahead, %llu edge pages joined, %llu "
-	       "store jobs dropped\n", (unsigned long long)s.reads,
-	       (unsigned long long)s.reads_direct,
+	       "store jobs dropped\n",
+	       (unsigned long long)s.reads, (unsigned long long)s.reads_direct,
 	       (double)s.stored_bytes / (1 << 20),
 	       (unsigned long long)s.edge_pages,
 	       (unsigned long long)s.jobs_dropped);
 	printf("cache: %llu hits, %llu misses, %llu evictions, %llu let go "
-	       "once in the page cache\n", (unsigned long long)s.cache_hits,
+	       "once in the page cache\n",
+	       (unsigned long long)s.cache_hits,
 	       (unsigned long long)s.cache_misses,
 	       (unsigned long long)s.cache_evictions,
 	       (unsigned long long)s.cache_dropped);

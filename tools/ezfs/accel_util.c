@@ -21,7 +21,8 @@ void accel_usage(FILE *f)
 		"       ezfs accel stats MOUNTPOINT\n"
 		"       ezfs accel set [--dispatch MODE] "
 		"[--[no-]strict-accel] MOUNTPOINT [SPEC]\n"
-		"       ezfs accel bench [-e ENGINE] [-n ITERS] [-s MIB] [-r MIB] "
+		"       ezfs accel bench [-e ENGINE] [-n ITERS] [-s MIB] [-r "
+		"MIB] "
 		"[IMG]\n"
 		"  SPEC: ALG=ENG[,ENG..][;ALG=..] or ENG (first for its "
 		"algorithm),\n"
@@ -36,7 +37,8 @@ void accel_usage(FILE *f)
 		"  stats IMG reads every file and prints the engine counters;\n"
 		"  stats/set MOUNTPOINT talk to a running 'ezfs mount' (set: "
 		"its owner\n"
-		"  or root). The environment sets the engines of every command:\n"
+		"  or root). The environment sets the engines of every "
+		"command:\n"
 		"  EZFS_ACCEL, EZFS_DISPATCH, EZFS_STRICT_ACCEL=1.\n");
 }
 
@@ -52,8 +54,8 @@ struct files_walk {
 
 static int files_dir(struct files_walk *fw, uint64_t nid);
 
-static int files_ent(void *arg, const char *name, size_t namelen,
-		     uint64_t nid, unsigned ftype, uint64_t next_pos)
+static int files_ent(void *arg, const char *name, size_t namelen, uint64_t nid,
+		     unsigned ftype, uint64_t next_pos)
 {
 	struct files_walk *fw = arg;
 

@@ -11,15 +11,15 @@
 #include "common.h"
 #include "cmd.h"
 
-#define CAT_BUF (4u << 20)
+#define CAT_BUF	      (4u << 20)
 #define CAT_MAX_LINKS 40
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ezfs cat IMG PATH...\n"
 		   "Write the contents of files of the image to stdout\n"
-		   "(symbolic links are followed inside the image).\n"
-		   CLI_ENGINE_HELP);
+		   "(symbolic links are followed inside the "
+		   "image).\n" CLI_ENGINE_HELP);
 }
 
 /* Write all of buf; returns 0, or -errno. */
@@ -139,22 +139,23 @@ int cmd_cat(int argc, char **argv)
 		ezfs_inode_stat(ino, &st);
 		if (!S_ISREG(st.mode)) {
 			cli_error("cat", "%s: %s: %s", img, argv[i],
-				  S_ISDIR(st.mode) ? "is a directory" :
-				  "not a regular file");
+				  S_ISDIR(st.mode) ? "is a directory"
+						   : "not a regular file");
 			ezfs_inode_put(ino);
 			status = 1;
 			continue;
 		}
 		while (off < st.size) {
-			size_t want = st.size - off < CAT_BUF ?
-				      (size_t)(st.size - off) : CAT_BUF;
+			size_t want = st.size - off < CAT_BUF
+					      ? (size_t)(st.size - off)
+					      : CAT_BUF;
 			ssize_t n = ezfs_pread(ino, buf, want, off);
 
 			if (n <= 0) {
-				cli_error("cat", "%s: %s: read at %llu: %s", img,
-					  argv[i], (unsigned long long)off,
-					  n ? ezfs_strerror((int)n) :
-					  "unexpected end of data");
+				cli_error("cat", "%s: %s: read at %llu: %s",
+					  img, argv[i], (unsigned long long)off,
+					  n ? ezfs_strerror((int)n)
+					    : "unexpected end of data");
 				status = 1;
 				break;
 			}

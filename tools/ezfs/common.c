@@ -58,7 +58,8 @@ static void escape_ctrl(const char *msg, char *out, size_t size)
 			continue;
 		}
 		while (n--)
-			o += (size_t)snprintf(out + o, size - o, "\\%03o", *p++);
+			o += (size_t)snprintf(out + o, size - o, "\\%03o",
+					      *p++);
 	}
 	out[o] = '\0';
 }
@@ -152,8 +153,10 @@ int cli_opt_error(const char *cmd, int c, char **argv)
 	/* a long option's optopt is its value (0x100...), not a letter */
 	if (!is_long && optopt > 0 && optopt < 0x80) {
 		if (c == ':')
-			return cli_usage_error(cmd, "option '-%c' needs an "
-					       "argument", optopt);
+			return cli_usage_error(cmd,
+					       "option '-%c' needs an "
+					       "argument",
+					       optopt);
 		return cli_usage_error(cmd, "unknown option '-%c'", optopt);
 	}
 	if (!bad)
@@ -165,8 +168,7 @@ int cli_opt_error(const char *cmd, int c, char **argv)
 	return cli_usage_error(cmd, "unknown option '%.*s'", n, bad);
 }
 
-int cli_opt_default(const char *cmd, int c, char **argv,
-		    void (*usage)(FILE *f))
+int cli_opt_default(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
 {
 	if (c == 'h') {
 		usage(stdout);
@@ -175,8 +177,7 @@ int cli_opt_default(const char *cmd, int c, char **argv,
 	return cli_opt_error(cmd, c, argv);
 }
 
-int cli_nargs(const char *cmd, int nargs, int min, int max,
-	      const char *missing)
+int cli_nargs(const char *cmd, int nargs, int min, int max, const char *missing)
 {
 	if (nargs < min)
 		return cli_usage_error(cmd, "%s", missing);
@@ -199,14 +200,16 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
 	switch (c) {
 	case CLI_OPT_ACCEL:
 		if (ezfs_accel_check_msg(optarg, why, sizeof(why)))
-			return cli_usage_error(cmd, "invalid --accel '%s': %s "
+			return cli_usage_error(cmd,
+					       "invalid --accel '%s': %s "
 					       "(see 'ezfs accel list')",
 					       optarg, why);
 		engine_opts.accel = optarg;
 		return -1;
 	case CLI_OPT_DISPATCH:
 		if (ezfs_dispatch_parse(optarg, &n) < 0)
-			return cli_usage_error(cmd, "invalid --dispatch '%s' "
+			return cli_usage_error(cmd,
+					       "invalid --dispatch '%s' "
 					       "(inline, queue[:N] or percpu)",
 					       optarg);
 		engine_opts.dispatch = optarg;
@@ -225,8 +228,8 @@ static void log_cb(void *arg, int level, const char *msg)
 
 	if (lg->opening && level == EZFS_LOG_ERROR) {
 		if (!lg->first_error[0])
-			snprintf(lg->first_error, sizeof(lg->first_error),
-				 "%s", msg);
+			snprintf(lg->first_error, sizeof(lg->first_error), "%s",
+				 msg);
 		return;
 	}
 	n = __atomic_add_fetch(&lg->lines, 1, __ATOMIC_RELAXED);
@@ -300,7 +303,8 @@ int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,
 
 char *cli_fmt_size(uint64_t n, char *buf, size_t size)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB",
+					     "PiB" };
 	double v = (double)n;
 	int u = -1;
 
@@ -315,8 +319,11 @@ char *cli_fmt_size(uint64_t n, char *buf, size_t size)
 	if (v == (double)(uint64_t)v)
 		snprintf(buf, size, "%.0f %s", v, units[u]);
 	else
-		snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" :
-			 "%.0f %s", v, units[u]);
+		snprintf(buf, size,
+			 v < 10	   ? "%.2f %s"
+			 : v < 100 ? "%.1f %s"
+				   : "%.0f %s",
+			 v, units[u]);
 	return buf;
 }
 
@@ -326,14 +333,30 @@ void cli_mode_string(uint32_t mode, char buf[11])
 	int i;
 
 	switch (mode & S_IFMT) {
-	case S_IFDIR: buf[0] = 'd'; break;
-	case S_IFLNK: buf[0] = 'l'; break;
-	case S_IFCHR: buf[0] = 'c'; break;
-	case S_IFBLK: buf[0] = 'b'; break;
-	case S_IFIFO: buf[0] = 'p'; break;
-	case S_IFSOCK: buf[0] = 's'; break;
-	case S_IFREG: buf[0] = '-'; break;
-	default: buf[0] = '?'; break;
+	case S_IFDIR:
+		buf[0] = 'd';
+		break;
+	case S_IFLNK:
+		buf[0] = 'l';
+		break;
+	case S_IFCHR:
+		buf[0] = 'c';
+		break;
+	case S_IFBLK:
+		buf[0] = 'b';
+		break;
+	case S_IFIFO:
+		buf[0] = 'p';
+		break;
+	case S_IFSOCK:
+		buf[0] = 's';
+		break;
+	case S_IFREG:
+		buf[0] = '-';
+		break;
+	default:
+		buf[0] = '?';
+		break;
 	}
 	for (i = 0; i < 9; i++)
 		buf[1 + i] = (mode & (0400 >> i)) ? rwx[i] : '-';
@@ -349,13 +372,20 @@ void cli_mode_string(uint32_t mode, char buf[11])
 const char *cli_type_name(uint32_t mode)
 {
 	switch (mode & S_IFMT) {
-	case S_IFREG: return "regular file";
-	case S_IFDIR: return "directory";
-	case S_IFLNK: return "symbolic link";
-	case S_IFCHR: return "character device";
-	case S_IFBLK: return "block device";
-	case S_IFIFO: return "fifo";
-	case S_IFSOCK: return "socket";
+	case S_IFREG:
+		return "regular file";
+	case S_IFDIR:
+		return "directory";
+	case S_IFLNK:
+		return "symbolic link";
+	case S_IFCHR:
+		return "character device";
+	case S_IFBLK:
+		return "block device";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
 	}
 	return "unknown";
 }
@@ -365,7 +395,8 @@ char *cli_fmt_time(int64_t sec, char *buf, size_t size)
 	time_t t = (time_t)sec;
 	struct tm tm;
 
-	if (!gmtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
+	if (!gmtime_r(&t, &tm) ||
+	    !strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
 		snprintf(buf, size, "@%lld", (long long)sec);
 	return buf;
 }
@@ -394,12 +425,12 @@ unsigned cli_opt_jobs(const char *cmd, const char *s)
 	unsigned n = cli_parse_threads(s);
 
 	if (!n)
-		cli_usage_error(cmd, "-j/--workers: invalid thread count '%s' "
-				"(1..1024)", s);
+		cli_usage_error(cmd,
+				"-j/--workers: invalid thread count '%s' "
+				"(1..1024)",
+				s);
 	return n;
 }
-
-
 
 /* ---- progress bar ---- */
 
@@ -435,8 +466,8 @@ static void fmt_eta(double s, char *buf, size_t size)
 		snprintf(buf, size, "%lu:%02lu", t / 60, t % 60);
 }
 
-void cli_progress_update(struct cli_progress *p, uint64_t bytes,
-			 uint64_t items, int force)
+void cli_progress_update(struct cli_progress *p, uint64_t bytes, uint64_t items,
+			 int force)
 {
 	char bar[24], sz[32], rate[32], eta[32] = "", line[256];
 	double now, el, frac = -1;
@@ -460,7 +491,8 @@ void cli_progress_update(struct cli_progress *p, uint64_t bytes,
 	rate[0] = '\0';
 	if (el >= 0.05) {
 		memcpy(rate, ", ", 3);
-		cli_fmt_size((uint64_t)(bytes / el), rate + 2, sizeof(rate) - 4);
+		cli_fmt_size((uint64_t)(bytes / el), rate + 2,
+			     sizeof(rate) - 4);
 		strcat(rate, "/s");
 	}
 	if (frac >= 0) {
@@ -472,13 +504,12 @@ void cli_progress_update(struct cli_progress *p, uint64_t bytes,
 			memcpy(eta, " ETA ", 6);
 			fmt_eta(el / frac - el, eta + 5, sizeof(eta) - 5);
 		}
-		snprintf(line, sizeof(line),
-			 "%s [%s] %3d%% %s, %llu %s%s%s", p->label, bar,
-			 (int)(frac * 100), sz, (unsigned long long)items,
-			 p->item_name, rate, eta);
+		snprintf(line, sizeof(line), "%s [%s] %3d%% %s, %llu %s%s%s",
+			 p->label, bar, (int)(frac * 100), sz,
+			 (unsigned long long)items, p->item_name, rate, eta);
 	} else {
-		snprintf(line, sizeof(line), "%s %s, %llu %s%s", p->label,
-			 sz, (unsigned long long)items, p->item_name, rate);
+		snprintf(line, sizeof(line), "%s %s, %llu %s%s", p->label, sz,
+			 (unsigned long long)items, p->item_name, rate);
 	}
 	fprintf(stderr, "\r%s\033[K", line);
 	fflush(stderr);

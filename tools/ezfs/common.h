@@ -16,7 +16,8 @@ void cli_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3);
 /* "ezfs CMD: IMG: [PATH: ]reason" where reason = ezfs_strerror(err). */
 void cli_fail(const char *cmd, const char *img, const char *path, int err);
 /* Unknown option / wrong arguments: error line plus a usage hint; returns 2. */
-int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3);
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+	CLI_ATTR_PRINTF(2, 3);
 
 /*
  * getopt_long (optstring starting with ':') returned '?' or ':': print
@@ -45,7 +46,7 @@ int cli_nargs(const char *cmd, int nargs, int min, int max,
 struct cli_log {
 	const char *img;
 	unsigned max;
-	unsigned lines;         /* atomic */
+	unsigned lines; /* atomic */
 	/* while cli_open() runs: the first error, printed as its reason */
 	int opening;
 	char first_error[512];
@@ -66,14 +67,17 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
  * and EZFS_STRICT_ACCEL). CLI_ENGINE_HELP is the usage text.
  */
 enum { CLI_OPT_ACCEL = 0x100, CLI_OPT_DISPATCH, CLI_OPT_STRICT_ACCEL };
-#define CLI_ENGINE_OPTS                                                   \
-	{ "accel", required_argument, NULL, CLI_OPT_ACCEL },              \
-	{ "dispatch", required_argument, NULL, CLI_OPT_DISPATCH },        \
+/* three table entries, one per line */
+/* clang-format off */
+#define CLI_ENGINE_OPTS                                                    \
+	{ "accel", required_argument, NULL, CLI_OPT_ACCEL },               \
+	{ "dispatch", required_argument, NULL, CLI_OPT_DISPATCH },         \
 	{ "strict-accel", no_argument, NULL, CLI_OPT_STRICT_ACCEL }
-#define CLI_ENGINE_HELP                                                   \
+/* clang-format on */
+#define CLI_ENGINE_HELP                                                        \
 	"  --accel SPEC       decompression engines, e.g. deflate=isal,zlib\n" \
 	"                     or isal (see 'ezfs accel list')\n"               \
-	"  --dispatch MODE    inline, queue[:N] or percpu\n"                  \
+	"  --dispatch MODE    inline, queue[:N] or percpu\n"                   \
 	"  --strict-accel     an engine failure is an error, no fallback\n"
 
 /*
@@ -124,7 +128,7 @@ int cli_is_dots(const char *name, size_t namelen);
 
 /* A set of nids (open addressing). */
 struct cli_nidset {
-	uint64_t *slots;      /* nid + 1; 0 = empty */
+	uint64_t *slots; /* nid + 1; 0 = empty */
 	size_t cap, count;
 };
 /* Returns 1 if newly added, 0 if present, -ENOMEM. */
@@ -145,7 +149,7 @@ int cli_walk(ezfs_image *fs, uint64_t nid, cli_walk_fn fn, void *arg);
 
 /* A map nid -> pointer (open addressing). */
 struct cli_nidmap {
-	uint64_t *keys;       /* nid + 1; 0 = empty */
+	uint64_t *keys; /* nid + 1; 0 = empty */
 	void **vals;
 	size_t cap, count;
 };
@@ -159,9 +163,9 @@ void cli_nidmap_free(struct cli_nidmap *m, void (*free_val)(void *));
 struct cli_progress {
 	int on;
 	const char *label;
-	uint64_t total_bytes;    /* 0: unknown */
-	uint64_t total_items;    /* 0: unknown */
-	const char *item_name;   /* "files", "inodes" */
+	uint64_t total_bytes;  /* 0: unknown */
+	uint64_t total_items;  /* 0: unknown */
+	const char *item_name; /* "files", "inodes" */
 	double start, last;
 	int drawn;
 };
@@ -169,8 +173,8 @@ void cli_progress_init(struct cli_progress *p, int quiet, const char *label,
 		       const char *item_name, uint64_t total_bytes,
 		       uint64_t total_items);
 /* Redraws at most ~10 times per second unless force. */
-void cli_progress_update(struct cli_progress *p, uint64_t bytes,
-			 uint64_t items, int force);
+void cli_progress_update(struct cli_progress *p, uint64_t bytes, uint64_t items,
+			 int force);
 /* Final draw and newline (if anything was drawn). */
 void cli_progress_end(struct cli_progress *p, uint64_t bytes, uint64_t items);
 /* Erase the bar (on errors). */

@@ -15,13 +15,18 @@
 #include "common.h"
 #include "cmd.h"
 
-#define CD "dump.erofs"
+#define CD	 "dump.erofs"
 #define CD_MAGIC 0xE0F5E1E2u
-#define CD_HIST 17              /* size classes: <1K, <2K, ... >=32M */
-#define CD_BAR 50
+#define CD_HIST	 17 /* size classes: <1K, <2K, ... >=32M */
+#define CD_BAR	 50
 
 enum {
-	CD_NID = 0x200, CD_PATH, CD_LS, CD_CAT, CD_BLKID, CD_DEVICE,
+	CD_NID = 0x200,
+	CD_PATH,
+	CD_LS,
+	CD_CAT,
+	CD_BLKID,
+	CD_DEVICE,
 };
 
 /* Feature names as erofs-utils prints them. */
@@ -30,29 +35,20 @@ static const struct {
 	uint32_t bit;
 	const char *name;
 } cd_features[] = {
-	{ 1, 0x01, "sb_csum" },
-	{ 1, 0x02, "mtime" },
-	{ 1, 0x04, "xattr_filter" },
-	{ 1, 0x08, "shared_ea_in_metabox" },
-	{ 1, 0x10, "plain_xattr_pfx" },
-	{ 1, 0x20, "ishare_xattrs" },
-	{ 0, 0x001, "0padding" },
-	{ 0, 0x002, "compr_cfgs" },
-	{ 0, 0x002, "big_pcluster" },
-	{ 0, 0x004, "chunked_file" },
-	{ 0, 0x008, "device_table" },
-	{ 0, 0x010, "ztailpacking" },
-	{ 0, 0x020, "fragments" },
-	{ 0, 0x020, "dedupe" },
-	{ 0, 0x040, "xattr_prefixes" },
-	{ 0, 0x080, "48bit" },
+	{ 1, 0x01, "sb_csum" },		{ 1, 0x02, "mtime" },
+	{ 1, 0x04, "xattr_filter" },	{ 1, 0x08, "shared_ea_in_metabox" },
+	{ 1, 0x10, "plain_xattr_pfx" }, { 1, 0x20, "ishare_xattrs" },
+	{ 0, 0x001, "0padding" },	{ 0, 0x002, "compr_cfgs" },
+	{ 0, 0x002, "big_pcluster" },	{ 0, 0x004, "chunked_file" },
+	{ 0, 0x008, "device_table" },	{ 0, 0x010, "ztailpacking" },
+	{ 0, 0x020, "fragments" },	{ 0, 0x020, "dedupe" },
+	{ 0, 0x040, "xattr_prefixes" }, { 0, 0x080, "48bit" },
 	{ 0, 0x100, "metabox" },
 };
 
 /* Suffixes of the file type table, in dump.erofs' order. */
 static const char *const cd_suffixes[] = {
-	".txt", ".so", ".xml", ".apk", ".odex", ".vdex", ".oat", ".rc",
-	".otf",
+	".txt", ".so", ".xml", ".apk", ".odex", ".vdex", ".oat", ".rc", ".otf",
 };
 #define CD_NSUFFIX (sizeof(cd_suffixes) / sizeof(cd_suffixes[0]))
 
@@ -79,8 +75,8 @@ static void print_uuid(const uint8_t *u)
 	int i;
 
 	for (i = 0; i < 16; i++)
-		printf("%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ?
-		       "-" : "", u[i]);
+		printf("%s%02x",
+		       i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", u[i]);
 }
 
 static void dump_super(const struct ezfs_sb_info *si)
@@ -93,30 +89,31 @@ static void dump_super(const struct ezfs_sb_info *si)
 	printf("%-46s0x%X\n", "Filesystem magic number:", CD_MAGIC);
 	printf("%-46s%u\n", "Filesystem blocksize:", si->blksz);
 	printf("%-46s%" PRIu64 "\n", "Filesystem blocks:", si->blocks);
-	printf("%-46s%" PRIu64 "\n", "Filesystem inode metadata start block:",
-	       si->meta_blkaddr);
+	printf("%-46s%" PRIu64 "\n",
+	       "Filesystem inode metadata start block:", si->meta_blkaddr);
 	printf("%-46s%" PRIu64 "\n",
 	       "Filesystem shared xattr metadata start block:",
 	       si->xattr_blkaddr);
 	printf("%-46s%" PRIu64 "\n", "Filesystem root nid:", si->root_nid);
 	if (si->packed_nid)
-		printf("%-46s%" PRIu64 "\n", "Filesystem packed nid:",
-		       si->packed_nid);
+		printf("%-46s%" PRIu64 "\n",
+		       "Filesystem packed nid:", si->packed_nid);
 	if (si->metabox_nid)
-		printf("%-46s%" PRIu64 "\n", "Filesystem metabox nid:",
-		       si->metabox_nid);
+		printf("%-46s%" PRIu64 "\n",
+		       "Filesystem metabox nid:", si->metabox_nid);
 	if ((si->available_algs & 1) && (si->feature_incompat & 1))
-		printf("%-46s%u\n", "Filesystem lz4_max_distance:",
-		       si->lz4_max_distance);
+		printf("%-46s%u\n",
+		       "Filesystem lz4_max_distance:", si->lz4_max_distance);
 	printf("%-46s%u\n", "Filesystem sb_size:", si->sb_size);
 	printf("%-46s%" PRIu64 "\n", "Filesystem inode count:", si->inos);
-	if (localtime_r(&t, &tm) && strftime(tb, sizeof(tb),
-					     "%a %b %e %H:%M:%S %Y", &tm))
+	if (localtime_r(&t, &tm) &&
+	    strftime(tb, sizeof(tb), "%a %b %e %H:%M:%S %Y", &tm))
 		printf("%-46s%s\n", "Filesystem created:", tb);
 	printf("%-46s", "Filesystem features:");
 	for (i = 0; i < sizeof(cd_features) / sizeof(cd_features[0]); i++)
-		if ((cd_features[i].compat ? si->feature_compat :
-		     si->feature_incompat) & cd_features[i].bit)
+		if ((cd_features[i].compat ? si->feature_compat
+					   : si->feature_incompat) &
+		    cd_features[i].bit)
 			printf("%s ", cd_features[i].name);
 	printf("\n%-46s", "Filesystem UUID:");
 	print_uuid(si->uuid);
@@ -154,7 +151,8 @@ static void dump_blkid(const struct ezfs_sb_info *si)
 	printf("\nID_FS_UUID_ENC=");
 	print_uuid(si->uuid);
 	printf("\nID_FS_BLOCK_SIZE=%u\nID_FS_TYPE=erofs\n"
-	       "ID_FS_USAGE=filesystem\n", si->blksz);
+	       "ID_FS_USAGE=filesystem\n",
+	       si->blksz);
 }
 
 static int is_compressed(const struct ezfs_stat *st)
@@ -256,7 +254,7 @@ static int dump_stats(ezfs_image *fs, const struct ezfs_sb_info *si)
 {
 	static const char *const tnames[8] = {
 		"unknown type", "regular file", "directory", "char dev",
-		"block dev", "FIFO file", "SOCK file", "symlink file",
+		"block dev",	"FIFO file",	"SOCK file", "symlink file",
 	};
 	struct ezfs_stat root;
 	struct stats s;
@@ -271,24 +269,24 @@ static int dump_stats(ezfs_image *fs, const struct ezfs_sb_info *si)
 		ret = cli_walk(fs, si->root_nid, stats_cb, &s);
 	if (ret < 0)
 		return ret;
-	s.total++;              /* the root itself */
+	s.total++; /* the root itself */
 	s.types[EZFS_FT_DIR]++;
 	printf("Filesystem total file count:\t\t%" PRIu64 "\n", s.total);
 	for (i = 0; i < 8; i++) {
 		char label[64];
 
-		snprintf(label, sizeof(label), "Filesystem %s count:",
-			 tnames[i]);
+		snprintf(label, sizeof(label),
+			 "Filesystem %s count:", tnames[i]);
 		printf("%s\t\t%" PRIu64 "\n", label, s.types[i]);
 	}
-	printf("%-40s%" PRIu64 "\n", "Filesystem compressed files:",
-	       s.compressed);
-	printf("%-40s%" PRIu64 "\n", "Filesystem uncompressed files:",
-	       s.total - s.compressed);
+	printf("%-40s%" PRIu64 "\n",
+	       "Filesystem compressed files:", s.compressed);
+	printf("%-40s%" PRIu64 "\n",
+	       "Filesystem uncompressed files:", s.total - s.compressed);
 	printf("%-40s%" PRIu64 " Bytes\n",
 	       "Filesystem total original file size:", s.orig);
-	printf("%-40s%" PRIu64 " Bytes\n", "Filesystem total file size:",
-	       s.disk);
+	printf("%-40s%" PRIu64 " Bytes\n",
+	       "Filesystem total file size:", s.disk);
 	printf("%-40s%.2f%%\n", "Filesystem compress rate:",
 	       s.orig ? 100.0 * s.disk / s.orig : 0.0);
 	dump_hist("Original file size distribution", s.hist_orig,
@@ -352,10 +350,11 @@ static void dump_inode(const char *path, const struct ezfs_stat *st,
 	if (localtime_r(&t, &tm))
 		strftime(tb, sizeof(tb), "%Y-%m-%d %H:%M:%S", &tm);
 	printf("File : %s\n", path ? path : "(unknown)");
-	printf("Size: %" PRIu64 "  On-disk size: %" PRIu64 "  %s\n",
-	       st->size, disk, cli_type_name(st->mode));
+	printf("Size: %" PRIu64 "  On-disk size: %" PRIu64 "  %s\n", st->size,
+	       disk, cli_type_name(st->mode));
 	printf("NID: %" PRIu64 "   Links: %u   Layout: %u   Compression "
-	       "ratio: %.2f%%\n", st->nid, st->nlink, st->layout,
+	       "ratio: %.2f%%\n",
+	       st->nid, st->nlink, st->layout,
 	       st->size ? 100.0 * disk / st->size : 100.0);
 	printf("Inode size: %u   Extent size: 0   Xattr size: %u\n",
 	       st->extended ? 64 : 32, st->xattr_isize);
@@ -380,9 +379,10 @@ static int dump_extents(ezfs_inode *ino, const struct ezfs_stat *st,
 			return ret;
 		if (!e.llen || e.la + e.llen <= la)
 			return -EUCLEAN;
-		printf("%4u: %8" PRIu64 "..%8" PRIu64 " | %7" PRIu64 " : %10"
-		       PRIu64 "..%10" PRIu64 " | %7" PRIu64 "\n", n++, e.la,
-		       e.la + e.llen, e.llen, e.pa, e.pa + e.plen, e.plen);
+		printf("%4u: %8" PRIu64 "..%8" PRIu64 " | %7" PRIu64
+		       " : %10" PRIu64 "..%10" PRIu64 " | %7" PRIu64 "\n",
+		       n++, e.la, e.la + e.llen, e.llen, e.pa, e.pa + e.plen,
+		       e.plen);
 		la = e.la + e.llen;
 	}
 	printf("%s: %u extents found\n", path ? path : "", n);
@@ -528,7 +528,7 @@ int compat_dump_main(int argc, char **argv)
 			break;
 		case CD_DEVICE:
 			cli_error(CD, "--device: multi-device images are not "
-				  "supported by ezfs");
+				      "supported by ezfs");
 			return 2;
 		default:
 			ret = cli_opt_other(CD, c, argv, usage);
@@ -540,7 +540,7 @@ int compat_dump_main(int argc, char **argv)
 		return 2;
 	if ((o.extents || o.ls || o.cat) && !o.inode)
 		return cli_usage_error(CD, "-e, --ls and --cat need --nid or "
-				       "--path");
+					   "--path");
 	if (cli_open(CD, argv[optind], &lg, &fs) < 0)
 		return 1;
 	ezfs_get_sb_info(fs, &si);

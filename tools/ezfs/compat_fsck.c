@@ -16,14 +16,25 @@
 #include "extract.h"
 #include "cmd.h"
 
-#define CF "fsck.erofs"
+#define CF	     "fsck.erofs"
 #define CF_MAX_SHOWN 100
 
 enum {
-	CF_EXTRACT = 0x200, CF_FORCE, CF_OVERWRITE, CF_PRESERVE,
-	CF_NO_PRESERVE, CF_PRESERVE_OWNER, CF_NO_PRESERVE_OWNER,
-	CF_PRESERVE_PERMS, CF_NO_PRESERVE_PERMS, CF_XATTRS, CF_NO_XATTRS,
-	CF_NID, CF_PATH, CF_DEVICE, CF_NO_DATA,
+	CF_EXTRACT = 0x200,
+	CF_FORCE,
+	CF_OVERWRITE,
+	CF_PRESERVE,
+	CF_NO_PRESERVE,
+	CF_PRESERVE_OWNER,
+	CF_NO_PRESERVE_OWNER,
+	CF_PRESERVE_PERMS,
+	CF_NO_PRESERVE_PERMS,
+	CF_XATTRS,
+	CF_NO_XATTRS,
+	CF_NID,
+	CF_PATH,
+	CF_DEVICE,
+	CF_NO_DATA,
 };
 
 struct cf_state {
@@ -39,8 +50,10 @@ static void usage(FILE *f)
 		"Check an EROFS image (ezfs %s), optionally extracting it.\n"
 		" -V                   print the version and exit\n"
 		" -d N                 message level (accepted, ignored)\n"
-		" -p                   print the compression ratio of all files\n"
-		" -a, -A, -n, -y       accepted and ignored (fsck conventions)\n"
+		" -p                   print the compression ratio of all "
+		"files\n"
+		" -a, -A, -n, -y       accepted and ignored (fsck "
+		"conventions)\n"
 		" --extract[=X]        check every file, extracting it to X\n"
 		" --nid=N, --path=P    extract (with --extract=X) only this\n"
 		"                      inode; checking covers the whole image\n"
@@ -51,12 +64,15 @@ static void usage(FILE *f)
 		" --overwrite          overwrite what already exists in X\n"
 		" --[no-]preserve      both of the next two\n"
 		" --[no-]preserve-owner\n"
-		"                      owners as in the image (default as root)\n"
+		"                      owners as in the image (default as "
+		"root)\n"
 		" --[no-]preserve-perms\n"
 		"                      accepted; modes are always restored\n"
-		" --[no-]xattrs        restore extended attributes (default off)\n"
+		" --[no-]xattrs        restore extended attributes (default "
+		"off)\n"
 		"Exit status: 0 clean, 1 problems found or extraction failed,\n"
-		"2 usage error.\n", EZFS_VERSION_STRING);
+		"2 usage error.\n",
+		EZFS_VERSION_STRING);
 }
 
 static void problem_cb(void *arg, uint64_t nid, const char *path,
@@ -79,15 +95,15 @@ static void problem_cb(void *arg, uint64_t nid, const char *path,
 struct ratio {
 	struct cli_nidset seen;
 	unsigned blkszbits;
-	uint64_t logical, physical;   /* blocks */
+	uint64_t logical, physical; /* blocks */
 };
 
 static int ratio_cb(void *arg, const char *path, uint64_t nid,
 		    const struct ezfs_stat *st, ezfs_inode *ino)
 {
 	struct ratio *r = arg;
-	uint64_t blocks = (st->size + (1ull << r->blkszbits) - 1) >>
-			  r->blkszbits;
+	uint64_t blocks =
+		(st->size + (1ull << r->blkszbits) - 1) >> r->blkszbits;
 
 	(void)path;
 	(void)ino;
@@ -117,8 +133,8 @@ static void print_ratio(ezfs_image *fs)
 }
 
 /* Check the image: data too unless skip_data. 0 clean, 1 otherwise. */
-static int check(const char *img, unsigned threads, int skip_data,
-		 int ratio, const char *path, const uint64_t *nid)
+static int check(const char *img, unsigned threads, int skip_data, int ratio,
+		 const char *path, const uint64_t *nid)
 {
 	struct ezfs_fsck_params p;
 	struct ezfs_fsck_result r;
@@ -179,9 +195,11 @@ int compat_fsck_main(int argc, char **argv)
 		{ "preserve", no_argument, NULL, CF_PRESERVE },
 		{ "no-preserve", no_argument, NULL, CF_NO_PRESERVE },
 		{ "preserve-owner", no_argument, NULL, CF_PRESERVE_OWNER },
-		{ "no-preserve-owner", no_argument, NULL, CF_NO_PRESERVE_OWNER },
+		{ "no-preserve-owner", no_argument, NULL,
+		  CF_NO_PRESERVE_OWNER },
 		{ "preserve-perms", no_argument, NULL, CF_PRESERVE_PERMS },
-		{ "no-preserve-perms", no_argument, NULL, CF_NO_PRESERVE_PERMS },
+		{ "no-preserve-perms", no_argument, NULL,
+		  CF_NO_PRESERVE_PERMS },
 		{ "xattrs", no_argument, NULL, CF_XATTRS },
 		{ "no-xattrs", no_argument, NULL, CF_NO_XATTRS },
 		{ "nid", required_argument, NULL, CF_NID },
@@ -205,21 +223,25 @@ int compat_fsck_main(int argc, char **argv)
 	o.quiet = 1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":Vd:paAnyj:qh", opts,
-				NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":Vd:paAnyj:qh", opts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'V':
 			printf("fsck.erofs (ezfs) %s\n", EZFS_VERSION_STRING);
 			return 0;
 		case 'd':
-			if (strtol(optarg, &end, 10) < 0 || *end || end == optarg)
+			if (strtol(optarg, &end, 10) < 0 || *end ||
+			    end == optarg)
 				return cli_usage_error(CF, "invalid -d '%s'",
 						       optarg);
 			break;
 		case 'p':
 			ratio = 1;
 			break;
-		case 'a': case 'A': case 'n': case 'y':
+		case 'a':
+		case 'A':
+		case 'n':
+		case 'y':
 			break;
 		case 'j':
 			o.threads = cli_opt_jobs(CF, optarg);
@@ -278,7 +300,7 @@ int compat_fsck_main(int argc, char **argv)
 			break;
 		case CF_DEVICE:
 			cli_error(CF, "--device: multi-device images are not "
-				  "supported by ezfs");
+				      "supported by ezfs");
 			return 2;
 		default:
 			ret = cli_opt_other(CF, c, argv, usage);
@@ -290,17 +312,19 @@ int compat_fsck_main(int argc, char **argv)
 		return 2;
 	if (xonly && !dir)
 		return cli_usage_error(CF, "extraction options need "
-				       "--extract=X");
+					   "--extract=X");
 	if (o.by_nid && o.subpath)
 		return cli_usage_error(CF, "--nid and --path exclude each "
-				       "other");
+					   "other");
 	o.img = argv[optind];
-	if (!dir)   /* a plain check, or --extract without X */
+	if (!dir) /* a plain check, or --extract without X */
 		return check(o.img, o.threads, no_data && !extract, ratio,
 			     o.subpath, o.by_nid ? &o.nid : NULL);
 	if (is_root_dir(dir) && !(o.force & 2)) {
-		cli_error(CF, "%s: extracting to the root directory needs "
-			  "--force", dir);
+		cli_error(CF,
+			  "%s: extracting to the root directory needs "
+			  "--force",
+			  dir);
 		return 1;
 	}
 	/* metadata first, for every inode; extraction decodes the data */

@@ -55,21 +55,24 @@ static void x_signals_start(struct xctx *x)
 			sigaction(x_stop_signals[i], &sa, NULL);
 }
 
-
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ezfs extract [-q] [-f|--force] [-j N] IMG DIR [PATH]\n"
-		   "Restore the image's tree (or the directory or file PATH) into\n"
-		   "DIR with contents, modes, owners (as root), times, xattrs,\n"
-		   "links and special files. A directory PATH's contents go into\n"
-		   "DIR; a file PATH becomes DIR/its name.\n"
-		   "  -f, --force    extract into a non-empty DIR, replacing files\n"
-		   "  -j, --jobs N, --workers=N\n"
-		   "                 data threads (default: online CPUs)\n"
-		   "  -q, --quiet    no progress bar and no summary\n"
-		   CLI_ENGINE_HELP
-		   "Interrupted (SIGINT, SIGTERM, SIGHUP), it stops, gives the\n"
-		   "directories made so far their modes and times, and says so.\n");
+	fprintf(f,
+		"usage: ezfs extract [-q] [-f|--force] [-j N] IMG DIR [PATH]\n"
+		"Restore the image's tree (or the directory or file PATH) "
+		"into\n"
+		"DIR with contents, modes, owners (as root), times, xattrs,\n"
+		"links and special files. A directory PATH's contents go into\n"
+		"DIR; a file PATH becomes DIR/its name.\n"
+		"  -f, --force    extract into a non-empty DIR, replacing "
+		"files\n"
+		"  -j, --jobs N, --workers=N\n"
+		"                 data threads (default: online CPUs)\n"
+		"  -q, --quiet    no progress bar and no "
+		"summary\n" CLI_ENGINE_HELP
+		"Interrupted (SIGINT, SIGTERM, SIGHUP), it stops, gives the\n"
+		"directories made so far their modes and times, and says "
+		"so.\n");
 }
 
 static char *join(const char *dir, const char *name)
@@ -86,13 +89,12 @@ static char *join(const char *dir, const char *name)
 	return p;
 }
 
-
 static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
 		    const char *path, unsigned depth);
 
 static int do_dir(struct walker *w, int dirfd, const char *name,
-		  ezfs_inode *ino, const struct ezfs_stat *st,
-		  const char *path, unsigned depth)
+		  ezfs_inode *ino, const struct ezfs_stat *st, const char *path,
+		  unsigned depth)
 {
 	struct xctx *x = w->x;
 	struct stat sb;
@@ -113,13 +115,15 @@ static int do_dir(struct walker *w, int dirfd, const char *name,
 		if (ret == -EEXIST && x->force &&
 		    !fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) &&
 		    S_ISDIR(sb.st_mode))
-			break;  /* reuse an existing directory */
-		if (ret != -EEXIST || (ret = x_remove_existing(x, dirfd, name))) {
+			break; /* reuse an existing directory */
+		if (ret != -EEXIST ||
+		    (ret = x_remove_existing(x, dirfd, name))) {
 			x_error(x, path, "creating the directory", ret);
 			return ret;
 		}
 	}
-	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 		x_error(x, path, "opening the directory", ret);
@@ -289,7 +293,8 @@ static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
 			x_error(x, path, "directory", ret);
 			break;
 		}
-		ret = extract_entry(w, dirfd, e->name, e->nid, child, depth + 1);
+		ret = extract_entry(w, dirfd, e->name, e->nid, child,
+				    depth + 1);
 		free(child);
 		if (!ret && x_failed(x))
 			ret = -ECANCELED;
@@ -333,8 +338,8 @@ static int open_dest(struct xctx *x)
 		return -1;
 	}
 	/* in a setgid DEST (or reused ones with --force) files inherit a gid */
-	x->ids_default = !x->force && !fstat(x->rootfd, &sb) &&
-			 !(sb.st_mode & S_ISGID);
+	x->ids_default =
+		!x->force && !fstat(x->rootfd, &sb) && !(sb.st_mode & S_ISGID);
 	if (x->force)
 		return 0;
 	fd = dup(x->rootfd);
@@ -417,7 +422,7 @@ static int run(struct xctx *x, struct walker *w, const char *subpath,
 		const char *base = strrchr(subpath, '/');
 
 		base = base ? base + 1 : subpath;
-		if (bynid)      /* no name known: the nid names the file */
+		if (bynid) /* no name known: the nid names the file */
 			base = subpath + 1;
 		ret = extract_entry(w, x->rootfd, base, nid, base, 1);
 	}
@@ -431,9 +436,10 @@ static int run(struct xctx *x, struct walker *w, const char *subpath,
 		/* best effort: no directory is left at the walker's 0700 */
 		cli_progress_clear(&x->prog);
 		x_dir_phase(w);
-		cli_error("extract", "%s: interrupted after %llu entries; "
-			  "directory modes and times restored", x->dest,
-			  (unsigned long long)x->entries_done);
+		cli_error("extract",
+			  "%s: interrupted after %llu entries; "
+			  "directory modes and times restored",
+			  x->dest, (unsigned long long)x->entries_done);
 		return -1;
 	}
 	if (x_failed(x))
@@ -443,8 +449,10 @@ static int run(struct xctx *x, struct walker *w, const char *subpath,
 		ret = x_dir_phase(w);
 	cli_progress_end(&x->prog, x->bytes_done, x->entries_done);
 	if (!ret && x->read_errors) {
-		cli_error("extract", "%s: %u file%s not extracted: unreadable "
-			  "data (see above)", x->img, x->read_errors,
+		cli_error("extract",
+			  "%s: %u file%s not extracted: unreadable "
+			  "data (see above)",
+			  x->img, x->read_errors,
 			  x->read_errors == 1 ? "" : "s");
 		ret = -EIO;
 	}
@@ -507,7 +515,7 @@ int x_extract(const struct x_opts *o)
 	x.is_root = geteuid() == 0 && !o->no_owner;
 	x.euid = geteuid();
 	x.egid = getegid();
-	x.umask = umask(0);   /* every mode is set explicitly */
+	x.umask = umask(0); /* every mode is set explicitly */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);

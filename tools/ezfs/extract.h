@@ -9,49 +9,50 @@
 
 #include "common.h"
 
-#define XBUF_SIZE (4u << 20)   /* data chunk: whole pclusters decode in place */
-#define XBATCH_JOBS 32         /* files handed to the workers at once */
+#define XBUF_SIZE    (4u << 20) /* data chunk: whole pclusters decode in place */
+#define XBATCH_JOBS  32		/* files handed to the workers at once */
 #define XBATCH_BYTES (1u << 20)
-#define XREAD_NAMED 20         /* files with unreadable data named one by one */
+#define XREAD_NAMED  20 /* files with unreadable data named one by one */
 
 /* A regular file whose contents a worker writes. */
 struct xjob {
 	struct xjob *next;
 	ezfs_inode *ino;
 	struct ezfs_stat st;
-	int fd;                 /* the new file, opened for writing */
-	int mode_set;           /* created with its final permissions */
-	char *path;             /* DEST-relative path (messages, removal) */
-	int read_failed;        /* its data could not be read from the image */
-	int read_err;           /* why: -errno, 0 = the data ended early */
+	int fd;		 /* the new file, opened for writing */
+	int mode_set;	 /* created with its final permissions */
+	char *path;	 /* DEST-relative path (messages, removal) */
+	int read_failed; /* its data could not be read from the image */
+	int read_err;	 /* why: -errno, 0 = the data ended early */
 };
 
 struct xctx {
 	const char *img, *dest;
 	ezfs_image *fs;
 	int force, quiet, is_root;
-	int ids_default;        /* new files get euid/egid: chown only others */
+	int ids_default; /* new files get euid/egid: chown only others */
 	uid_t euid;
 	gid_t egid;
-	mode_t umask;           /* the caller's, for DEST itself */
+	mode_t umask; /* the caller's, for DEST itself */
 	unsigned threads;
-	int rootfd;             /* DEST */
+	int rootfd; /* DEST */
 
 	/* work queue */
 	pthread_mutex_t lock;
 	pthread_cond_t more, space, idle;
 	struct xjob *head, *tail;
 	unsigned queued, active, maxq;
-	struct xjob *bhead, *btail;     /* the walker's batch, not yet queued */
+	struct xjob *bhead, *btail; /* the walker's batch, not yet queued */
 	unsigned bcount;
 	uint64_t bbytes;
 	int closing;
-	int failed;             /* set once; everyone stops */
-	unsigned read_errors;   /* files skipped: their data unreadable (atomic) */
+	int failed; /* set once; everyone stops */
+	unsigned
+		read_errors; /* files skipped: their data unreadable (atomic) */
 	int warned_xattr;
-	int no_xattrs;          /* fsck.erofs --extract without --xattrs */
+	int no_xattrs; /* fsck.erofs --extract without --xattrs */
 
-	uint64_t bytes_done, entries_done;   /* atomics */
+	uint64_t bytes_done, entries_done; /* atomics */
 	struct cli_progress prog;
 };
 
@@ -68,7 +69,7 @@ struct xlink {
 struct walker {
 	struct xctx *x;
 	struct cli_nidset dirs_seen;
-	struct cli_nidmap links;        /* nid -> first extracted path */
+	struct cli_nidmap links; /* nid -> first extracted path */
 	struct xdir *dirs;
 	size_t ndirs, capdirs;
 	struct xlink *lnks;

@@ -88,8 +88,8 @@ int x_open_path(struct xctx *x, const char *relpath, int parent,
 	/* fast path: the whole directory part in one system call */
 	slash = parent ? strrchr(relpath, '/') : NULL;
 	fd = open_beneath(x->rootfd, relpath,
-			  parent ? (slash ? (size_t)(slash - relpath) : 0) :
-				   strlen(relpath));
+			  parent ? (slash ? (size_t)(slash - relpath) : 0)
+				 : strlen(relpath));
 	if (fd >= 0) {
 		if (parent)
 			*name = slash ? slash + 1 : relpath;
@@ -115,8 +115,8 @@ int x_open_path(struct xctx *x, const char *relpath, int parent,
 		}
 		memcpy(comp, p, len);
 		comp[len] = '\0';
-		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-			     O_CLOEXEC);
+		nfd = openat(fd, comp,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		close(fd);
 		if (nfd < 0)
 			return -errno;
@@ -168,7 +168,7 @@ int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 		int user = !strncmp(k, "user.", 5);
 
 		if (!x->is_root && !user)
-			continue;   /* trusted., security.: root only */
+			continue; /* trusted., security.: root only */
 		vn = ezfs_getxattr(ino, k, NULL, 0);
 		if (vn >= 0 && (size_t)vn + 1 > vcap) {
 			void *nv = realloc(val, vn + 1);
@@ -190,14 +190,22 @@ int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 		if (ret == -EPERM && user && !S_ISREG(st->mode) &&
 		    !S_ISDIR(st->mode)) {
 			/* Linux allows user.* only on files and directories */
-			if (!__atomic_fetch_add(&x->warned_xattr, 1, __ATOMIC_RELAXED))
-				x_error(x, path, "user.* xattrs not possible on this file type here; skipped", 0);
+			if (!__atomic_fetch_add(&x->warned_xattr, 1,
+						__ATOMIC_RELAXED))
+				x_error(x, path,
+					"user.* xattrs not possible on this "
+					"file type here; skipped",
+					0);
 			ret = 0;
 			continue;
 		}
 		if (ret == -ENOTSUP && !x->is_root) {
-			if (!__atomic_fetch_add(&x->warned_xattr, 1, __ATOMIC_RELAXED))
-				x_error(x, path, "xattrs not supported by the destination; skipped", 0);
+			if (!__atomic_fetch_add(&x->warned_xattr, 1,
+						__ATOMIC_RELAXED))
+				x_error(x, path,
+					"xattrs not supported by the "
+					"destination; skipped",
+					0);
 			ret = 0;
 			continue;
 		}
@@ -247,8 +255,9 @@ static int do_job(struct xctx *x, struct xjob *j, char *buf)
 	int sparse = 0;
 
 	while (off < st->size) {
-		size_t want = st->size - off < XBUF_SIZE ?
-			      (size_t)(st->size - off) : XBUF_SIZE;
+		size_t want = st->size - off < XBUF_SIZE
+				      ? (size_t)(st->size - off)
+				      : XBUF_SIZE;
 		uint64_t hole = ezfs_hole_end(j->ino, off, st->size);
 		size_t done = 0;
 		ssize_t n, w;
@@ -274,7 +283,8 @@ static int do_job(struct xctx *x, struct xjob *j, char *buf)
 			sparse = 1;
 		} else {
 			while (done < (size_t)n) {
-				w = pwrite(j->fd, buf + done, n - done, off + done);
+				w = pwrite(j->fd, buf + done, n - done,
+					   off + done);
 				if (w < 0 && errno == EINTR)
 					continue;
 				if (w <= 0) {
@@ -291,8 +301,8 @@ static int do_job(struct xctx *x, struct xjob *j, char *buf)
 	}
 	if (sparse && ftruncate(j->fd, st->size) < 0)
 		goto fail;
-	if (x->is_root && !(x->ids_default && st->uid == x->euid &&
-			    st->gid == x->egid) &&
+	if (x->is_root &&
+	    !(x->ids_default && st->uid == x->euid && st->gid == x->egid) &&
 	    fchown(j->fd, st->uid, st->gid) < 0)
 		goto fail;
 	if (x_apply_xattrs(x, j->ino, st, j->fd, -1, NULL, j->path) < 0)
@@ -309,13 +319,12 @@ static int do_job(struct xctx *x, struct xjob *j, char *buf)
 	}
 	j->fd = -1;
 	return 0;
-fail:
-	{
-		int err = -errno;
+fail : {
+	int err = -errno;
 
-		x_error(x, j->path, "setting metadata", err);
-		return err;
-	}
+	x_error(x, j->path, "setting metadata", err);
+	return err;
+}
 }
 
 /* A job failed or was cancelled: remove its file. */
@@ -341,12 +350,16 @@ static void read_failed(struct xctx *x, struct xjob *j)
 	unsigned k = __atomic_add_fetch(&x->read_errors, 1, __ATOMIC_RELAXED);
 
 	if (k <= XREAD_NAMED)
-		x_error(x, j->path, j->read_err ? "reading from the image" :
-			"reading from the image: unexpected end of data",
+		x_error(x, j->path,
+			j->read_err ? "reading from the image"
+				    : "reading from the image: unexpected end "
+				      "of data",
 			j->read_err);
 	if (k == XREAD_NAMED)
-		cli_error("extract", "%s: more files with unreadable data are "
-			  "counted, not named", x->img);
+		cli_error("extract",
+			  "%s: more files with unreadable data are "
+			  "counted, not named",
+			  x->img);
 }
 
 static void *worker(void *arg)
@@ -495,10 +508,10 @@ void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n)
 		}
 		pthread_cond_timedwait(&x->idle, &x->lock, &ts);
 		pthread_mutex_unlock(&x->lock);
-		cli_progress_update(&x->prog,
-				    __atomic_load_n(&x->bytes_done, __ATOMIC_RELAXED),
-				    __atomic_load_n(&x->entries_done, __ATOMIC_RELAXED),
-				    0);
+		cli_progress_update(
+			&x->prog,
+			__atomic_load_n(&x->bytes_done, __ATOMIC_RELAXED),
+			__atomic_load_n(&x->entries_done, __ATOMIC_RELAXED), 0);
 		pthread_mutex_lock(&x->lock);
 	}
 	x->closing = 1;

@@ -14,43 +14,40 @@
 void x_entry_done(struct xctx *x)
 {
 	__atomic_add_fetch(&x->entries_done, 1, __ATOMIC_RELAXED);
-	cli_progress_update(&x->prog,
-			    __atomic_load_n(&x->bytes_done, __ATOMIC_RELAXED),
-			    __atomic_load_n(&x->entries_done, __ATOMIC_RELAXED),
-			    0);
+	cli_progress_update(
+		&x->prog, __atomic_load_n(&x->bytes_done, __ATOMIC_RELAXED),
+		__atomic_load_n(&x->entries_done, __ATOMIC_RELAXED), 0);
 }
 
 /* chown, xattrs, chmod, times of a non-regular, non-directory entry. */
-static int meta_at(struct xctx *x, int dirfd, const char *name,
-		   ezfs_inode *ino, const struct ezfs_stat *st,
-		   const char *path)
+static int meta_at(struct xctx *x, int dirfd, const char *name, ezfs_inode *ino,
+		   const struct ezfs_stat *st, const char *path)
 {
 	struct timespec ts[2];
 
-	if (x->is_root && fchownat(dirfd, name, st->uid, st->gid,
-				   AT_SYMLINK_NOFOLLOW) < 0)
+	if (x->is_root &&
+	    fchownat(dirfd, name, st->uid, st->gid, AT_SYMLINK_NOFOLLOW) < 0)
 		goto fail;
 	if (x_apply_xattrs(x, ino, st, -1, dirfd, name, path) < 0)
 		return -EIO;
-	if (!S_ISLNK(st->mode) && fchmodat(dirfd, name, st->mode & 07777, 0) < 0)
+	if (!S_ISLNK(st->mode) &&
+	    fchmodat(dirfd, name, st->mode & 07777, 0) < 0)
 		goto fail;
 	ts[0].tv_sec = ts[1].tv_sec = st->mtime;
 	ts[0].tv_nsec = ts[1].tv_nsec = st->mtime_nsec;
 	if (utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
 		goto fail;
 	return 0;
-fail:
-	{
-		int err = -errno;
+fail : {
+	int err = -errno;
 
-		x_error(x, path, "setting metadata", err);
-		return err;
-	}
+	x_error(x, path, "setting metadata", err);
+	return err;
+}
 }
 
-int x_do_symlink(struct xctx *x, int dirfd, const char *name,
-		      ezfs_inode *ino, const struct ezfs_stat *st,
-		      const char *path)
+int x_do_symlink(struct xctx *x, int dirfd, const char *name, ezfs_inode *ino,
+		 const struct ezfs_stat *st, const char *path)
 {
 	char *target = malloc(st->size + 1);
 	ssize_t n = target ? ezfs_readlink(ino, target, st->size + 1) : -ENOMEM;
@@ -61,7 +58,8 @@ int x_do_symlink(struct xctx *x, int dirfd, const char *name,
 		free(target);
 		return (int)n;
 	}
-	while ((ret = symlinkat(target, dirfd, name) < 0 ? -errno : 0) == -EEXIST &&
+	while ((ret = symlinkat(target, dirfd, name) < 0 ? -errno : 0) ==
+		       -EEXIST &&
 	       !(ret = x_remove_existing(x, dirfd, name)))
 		;
 	free(target);
@@ -72,17 +70,17 @@ int x_do_symlink(struct xctx *x, int dirfd, const char *name,
 	return meta_at(x, dirfd, name, ino, st, path);
 }
 
-int x_do_special(struct xctx *x, int dirfd, const char *name,
-		      ezfs_inode *ino, const struct ezfs_stat *st,
-		      const char *path)
+int x_do_special(struct xctx *x, int dirfd, const char *name, ezfs_inode *ino,
+		 const struct ezfs_stat *st, const char *path)
 {
 	dev_t dev = 0;
 	int ret;
 
 	if (S_ISCHR(st->mode) || S_ISBLK(st->mode))
 		dev = makedev(st->rdev_major, st->rdev_minor);
-	while ((ret = mknodat(dirfd, name, (st->mode & S_IFMT) | 0600, dev) < 0 ?
-		      -errno : 0) == -EEXIST &&
+	while ((ret = mknodat(dirfd, name, (st->mode & S_IFMT) | 0600, dev) < 0
+			      ? -errno
+			      : 0) == -EEXIST &&
 	       !(ret = x_remove_existing(x, dirfd, name)))
 		;
 	if (ret == -EPERM && !x->is_root && dev) {
@@ -96,9 +94,8 @@ int x_do_special(struct xctx *x, int dirfd, const char *name,
 	return meta_at(x, dirfd, name, ino, st, path);
 }
 
-int x_do_file(struct xctx *x, int dirfd, const char *name,
-		   ezfs_inode **ino, const struct ezfs_stat *st,
-		   const char *path)
+int x_do_file(struct xctx *x, int dirfd, const char *name, ezfs_inode **ino,
+	      const struct ezfs_stat *st, const char *path)
 {
 	/*
 	 * Permissions can be final at creation (umask is 0) unless chown
@@ -110,13 +107,15 @@ int x_do_file(struct xctx *x, int dirfd, const char *name,
 	int fd, ret;
 
 	for (;;) {
-		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
-			    O_NOFOLLOW | O_CLOEXEC,
+		fd = openat(dirfd, name,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC,
 			    early ? st->mode & 0777 : 0600);
 		if (fd >= 0)
 			break;
 		ret = -errno;
-		if (ret != -EEXIST || (ret = x_remove_existing(x, dirfd, name))) {
+		if (ret != -EEXIST ||
+		    (ret = x_remove_existing(x, dirfd, name))) {
 			x_error(x, path, "creating the file", ret);
 			return ret;
 		}
@@ -143,7 +142,6 @@ int x_do_file(struct xctx *x, int dirfd, const char *name,
 	return 0;
 }
 
-
 int x_link_phase(struct walker *w)
 {
 	struct xctx *x = w->x;
@@ -155,22 +153,26 @@ int x_link_phase(struct walker *w)
 		int ofd, nfd, ret;
 
 		if (!l->oldpath || !l->newpath) {
-			x_error(x, l->newpath ? l->newpath : "", "hard link", -ENOMEM);
+			x_error(x, l->newpath ? l->newpath : "", "hard link",
+				-ENOMEM);
 			return -ENOMEM;
 		}
 		ofd = x_open_path(x, l->oldpath, 1, &on);
 		if (ofd < 0) {
-			x_error(x, l->oldpath, "opening the link's parent", ofd);
+			x_error(x, l->oldpath, "opening the link's parent",
+				ofd);
 			return ofd;
 		}
 		nfd = x_open_path(x, l->newpath, 1, &nn);
 		if (nfd < 0) {
 			close(ofd);
-			x_error(x, l->newpath, "opening the link's parent", nfd);
+			x_error(x, l->newpath, "opening the link's parent",
+				nfd);
 			return nfd;
 		}
 		while ((ret = linkat(ofd, on, nfd, nn, 0) < 0 ? -errno : 0) ==
-		       -EEXIST && !(ret = x_remove_existing(x, nfd, nn)))
+			       -EEXIST &&
+		       !(ret = x_remove_existing(x, nfd, nn)))
 			;
 		close(ofd);
 		close(nfd);
@@ -226,7 +228,8 @@ int x_dir_phase(struct walker *w)
 		ret = 0;
 		if (x->is_root && fchown(fd, st.uid, st.gid) < 0)
 			ret = -errno;
-		if (!ret && x_apply_xattrs(x, ino, &st, fd, -1, NULL, d->path) < 0)
+		if (!ret &&
+		    x_apply_xattrs(x, ino, &st, fd, -1, NULL, d->path) < 0)
 			ret = 1;
 		if (!ret && fchmod(fd, st.mode & 07777) < 0)
 			ret = -errno;

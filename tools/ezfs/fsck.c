@@ -8,7 +8,7 @@
 #include "common.h"
 #include "cmd.h"
 
-#define FSCK_MAX_SHOWN 100   /* problems printed; the rest are counted */
+#define FSCK_MAX_SHOWN 100 /* problems printed; the rest are counted */
 
 struct fsck_cli {
 	const char *img;
@@ -18,20 +18,21 @@ struct fsck_cli {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ezfs fsck [-q] [-j N] [--no-data] IMG\n"
-		   "       ezfs fsck --extract=DIR [fsck.erofs options] IMG\n"
-		   "Check an image: every inode, directory, xattr and extent\n"
-		   "map, and decode every byte of file data.\n"
-		   "  -j, --jobs N, --workers=N\n"
-		   "                 data decoding threads (default: online CPUs)\n"
-		   "  --no-data      check metadata only\n"
-		   "  -q, --quiet    no progress bar; the summary only when\n"
-		   "                 problems are found\n"
-		   CLI_ENGINE_HELP
-		   "fsck.erofs' options (--extract=DIR, --overwrite, --xattrs,\n"
-		   "--[no-]preserve[-owner|-perms], --nid, --path, -p, -d) work\n"
-		   "as in 'fsck.erofs --help'.\n"
-		   "Exit status: 0 clean, 1 problems found, 2 usage error.\n");
+	fprintf(f,
+		"usage: ezfs fsck [-q] [-j N] [--no-data] IMG\n"
+		"       ezfs fsck --extract=DIR [fsck.erofs options] IMG\n"
+		"Check an image: every inode, directory, xattr and extent\n"
+		"map, and decode every byte of file data.\n"
+		"  -j, --jobs N, --workers=N\n"
+		"                 data decoding threads (default: online "
+		"CPUs)\n"
+		"  --no-data      check metadata only\n"
+		"  -q, --quiet    no progress bar; the summary only when\n"
+		"                 problems are found\n" CLI_ENGINE_HELP
+		"fsck.erofs' options (--extract=DIR, --overwrite, --xattrs,\n"
+		"--[no-]preserve[-owner|-perms], --nid, --path, -p, -d) work\n"
+		"as in 'fsck.erofs --help'.\n"
+		"Exit status: 0 clean, 1 problems found, 2 usage error.\n");
 }
 
 static void problem_cb(void *arg, uint64_t nid, const char *path,
@@ -45,8 +46,8 @@ static void problem_cb(void *arg, uint64_t nid, const char *path,
 	cli_progress_clear(&f->prog);
 	if (path) {
 		ezfs_quote(path, strlen(path), q, sizeof(q));
-		cli_error("fsck", "%s: nid %" PRIu64 " (%s): %s", f->img, nid, q,
-			  msg);
+		cli_error("fsck", "%s: nid %" PRIu64 " (%s): %s", f->img, nid,
+			  q, msg);
 	} else {
 		cli_error("fsck", "%s: nid %" PRIu64 ": %s", f->img, nid, msg);
 	}
@@ -63,8 +64,9 @@ static void progress_cb(void *arg, uint64_t inodes, uint64_t bytes)
 static int wants_compat(int argc, char **argv)
 {
 	static const char *const longs[] = {
-		"--extract", "--overwrite", "--preserve", "--no-preserve",
-		"--xattrs", "--no-xattrs", "--nid", "--path", "--device",
+		"--extract",	 "--overwrite", "--preserve",
+		"--no-preserve", "--xattrs",	"--no-xattrs",
+		"--nid",	 "--path",	"--device",
 	};
 	size_t i, n;
 	int a;
@@ -145,15 +147,16 @@ int cmd_fsck(int argc, char **argv)
 	if (ret < 0 && ret != -EUCLEAN)
 		cli_fail("fsck", f.img, NULL, ret);
 	if (f.shown > FSCK_MAX_SHOWN)
-		cli_error("fsck", "%s: %" PRIu64 " more problems not shown", f.img,
-			  f.shown - FSCK_MAX_SHOWN);
+		cli_error("fsck", "%s: %" PRIu64 " more problems not shown",
+			  f.img, f.shown - FSCK_MAX_SHOWN);
 	if (!quiet || r.problems || ret < 0)
 		printf("%s: %" PRIu64 " inodes (%" PRIu64 " dirs, %" PRIu64
-	       " files, %" PRIu64 " symlinks, %" PRIu64 " special), %" PRIu64
-	       " xattrs, %s decoded, %" PRIu64 " problem%s\n", f.img, r.inodes,
-	       r.dirs, r.files, r.symlinks, r.specials, r.xattrs,
-	       cli_fmt_size(r.data_bytes, b, sizeof(b)), r.problems,
-	       r.problems == 1 ? "" : "s");
+		       " files, %" PRIu64 " symlinks, %" PRIu64
+		       " special), %" PRIu64 " xattrs, %s decoded, %" PRIu64
+		       " problem%s\n",
+		       f.img, r.inodes, r.dirs, r.files, r.symlinks, r.specials,
+		       r.xattrs, cli_fmt_size(r.data_bytes, b, sizeof(b)),
+		       r.problems, r.problems == 1 ? "" : "s");
 	ezfs_image_close(fs);
 	return ret == 0 && !r.problems ? 0 : 1;
 }

@@ -11,7 +11,7 @@
 #include "cmd.h"
 
 #define NBUCKETS 66
-#define NALGS 16
+#define NALGS	 16
 
 struct alg_stat {
 	uint64_t extents, pclusters, plen, llen;
@@ -19,9 +19,9 @@ struct alg_stat {
 
 struct info_stats {
 	int detailed;
-	struct cli_nidset files;     /* regular files with nlink > 1 seen */
-	struct cli_nidset pas;       /* physical pclusters seen (dedupe) */
-	uint64_t ntype[8];           /* by enum ezfs_ftype */
+	struct cli_nidset files; /* regular files with nlink > 1 seen */
+	struct cli_nidset pas;	 /* physical pclusters seen (dedupe) */
+	uint64_t ntype[8];	 /* by enum ezfs_ftype */
 	uint64_t nfiles, file_bytes;
 	uint64_t hist_n[NBUCKETS], hist_bytes[NBUCKETS];
 	struct alg_stat alg[NALGS];
@@ -32,17 +32,18 @@ struct info_stats {
 };
 
 static const char *const ftype_names[8] = {
-	"unknown", "regular files", "directories", "character devices",
-	"block devices", "fifos", "sockets", "symlinks",
+	"unknown",	 "regular files", "directories", "character devices",
+	"block devices", "fifos",	  "sockets",	 "symlinks",
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ezfs info [-S] IMG\n"
-		   "Show the superblock, features, algorithms and sizes.\n"
-		   "  -S, --stats   also show statistics: files by type, a size\n"
-		   "                histogram, bytes per compression algorithm\n"
-		   CLI_ENGINE_HELP);
+	fprintf(f,
+		"usage: ezfs info [-S] IMG\n"
+		"Show the superblock, features, algorithms and sizes.\n"
+		"  -S, --stats   also show statistics: files by type, a size\n"
+		"                histogram, bytes per compression "
+		"algorithm\n" CLI_ENGINE_HELP);
 }
 
 static int bucket_of(uint64_t size)
@@ -68,18 +69,21 @@ static int map_file(struct info_stats *s, ezfs_inode *ino, uint64_t size,
 	while (la < size) {
 		ret = ezfs_map(ino, la, &ext);
 		if (ret < 0) {
-			cli_error("info", "%s: %s: map at %" PRIu64 ": %s", s->img,
-				  path, la, ezfs_strerror(ret));
+			cli_error("info", "%s: %s: map at %" PRIu64 ": %s",
+				  s->img, path, la, ezfs_strerror(ret));
 			return ret;
 		}
 		if (ext.la + ext.llen <= la) {
-			cli_error("info", "%s: %s: extent map does not advance at %"
-				  PRIu64, s->img, path, la);
+			cli_error("info",
+				  "%s: %s: extent map does not advance at "
+				  "%" PRIu64,
+				  s->img, path, la);
 			return -EUCLEAN;
 		}
 		{
-			uint64_t end = ext.la + ext.llen > size ? size :
-				       ext.la + ext.llen;
+			uint64_t end = ext.la + ext.llen > size
+					       ? size
+					       : ext.la + ext.llen;
 			uint64_t len = end - la;
 
 			if (!(ext.flags & EZFS_EXTENT_MAPPED)) {
@@ -91,7 +95,8 @@ static int map_file(struct info_stats *s, ezfs_inode *ino, uint64_t size,
 				s->frag_n++;
 				s->frag_bytes += len;
 			} else {
-				struct alg_stat *a = &s->alg[ext.alg & (NALGS - 1)];
+				struct alg_stat *a =
+					&s->alg[ext.alg & (NALGS - 1)];
 
 				a->extents++;
 				a->llen += len;
@@ -162,10 +167,12 @@ static void print_algs(const struct ezfs_sb_info *si)
 		any = 1;
 		switch (a) {
 		case EZFS_ALG_LZ4:
-			printf("lz4 (max distance %u, max pcluster %u block%s)\n",
+			printf("lz4 (max distance %u, max pcluster %u "
+			       "block%s)\n",
 			       si->lz4_max_distance,
-			       si->lz4_max_pclusterblks ?
-			       si->lz4_max_pclusterblks : 1,
+			       si->lz4_max_pclusterblks
+				       ? si->lz4_max_pclusterblks
+				       : 1,
 			       si->lz4_max_pclusterblks > 1 ? "s" : "");
 			break;
 		case EZFS_ALG_LZMA:
@@ -174,17 +181,22 @@ static void print_algs(const struct ezfs_sb_info *si)
 			break;
 		case EZFS_ALG_DEFLATE:
 			printf("deflate (window %s, windowbits %u)\n",
-			       si->deflate_windowbits <= 30 ?
-			       cli_fmt_size(1ULL << si->deflate_windowbits, b,
-					    sizeof(b)) : "?",
+			       si->deflate_windowbits <= 30
+				       ? cli_fmt_size(
+						 1ULL << si->deflate_windowbits,
+						 b, sizeof(b))
+				       : "?",
 			       si->deflate_windowbits);
 			break;
 		case EZFS_ALG_ZSTD:
 			/* on disk: windowlog - 10, the window 2^windowlog */
 			printf("zstd (window %s, windowlog %u)\n",
-			       si->zstd_windowlog <= 20 ?
-			       cli_fmt_size(1ULL << (si->zstd_windowlog + 10),
-					    b, sizeof(b)) : "?",
+			       si->zstd_windowlog <= 20
+				       ? cli_fmt_size(
+						 1ULL << (si->zstd_windowlog +
+							  10),
+						 b, sizeof(b))
+				       : "?",
 			       si->zstd_windowlog + 10);
 			break;
 		}
@@ -207,8 +219,8 @@ static void print_sb(const char *img, ezfs_image *fs)
 	printf("%-20s %u (2^%u)\n", "Block size:", si.blksz, si.blkszbits);
 	printf("%-20s %" PRIu64 "\n", "Blocks:", si.blocks);
 	printf("%-20s %s\n", "Features:", *feat ? feat : "(none)");
-	printf("%-20s compat 0x%08x, incompat 0x%08x\n", "Feature bits:",
-	       si.feature_compat, si.feature_incompat);
+	printf("%-20s compat 0x%08x, incompat 0x%08x\n",
+	       "Feature bits:", si.feature_compat, si.feature_incompat);
 	printf("%-20s %u\n", "Superblock size:", si.sb_size);
 	printf("%-20s %" PRIu64 "\n", "Inodes:", si.inos);
 	printf("%-20s %" PRIu64 "\n", "Root nid:", si.root_nid);
@@ -223,12 +235,14 @@ static void print_sb(const char *img, ezfs_image *fs)
 		printf("(none)\n");
 	} else {
 		for (i = 0; i < 16; i++)
-			printf("%s%02x", (i == 4 || i == 6 || i == 8 || i == 10) ?
-			       "-" : "", si.uuid[i]);
+			printf("%s%02x",
+			       (i == 4 || i == 6 || i == 8 || i == 10) ? "-"
+								       : "",
+			       si.uuid[i]);
 		printf("\n");
 	}
-	printf("%-20s %s\n", "Label:", *si.volume_name ? si.volume_name :
-	       "(none)");
+	printf("%-20s %s\n",
+	       "Label:", *si.volume_name ? si.volume_name : "(none)");
 	printf("%-20s %" PRIu64 "\n", "Meta blkaddr:", si.meta_blkaddr);
 	printf("%-20s %" PRIu64 "\n", "Xattr blkaddr:", si.xattr_blkaddr);
 	if (si.xattr_prefix_count)
@@ -295,9 +309,9 @@ static void print_stats(const struct info_stats *s)
 		tp += a->plen;
 		tl += a->llen;
 		printf("  %-12s %10" PRIu64 " %10" PRIu64 " %14" PRIu64
-		       " %14" PRIu64 " %8.4f\n", ezfs_alg_name(i), a->extents,
-		       a->pclusters, a->plen, a->llen,
-		       a->llen ? (double)a->plen / a->llen : 0.0);
+		       " %14" PRIu64 " %8.4f\n",
+		       ezfs_alg_name(i), a->extents, a->pclusters, a->plen,
+		       a->llen, a->llen ? (double)a->plen / a->llen : 0.0);
 	}
 	if (s->inline_n)
 		printf("  %-12s %10" PRIu64 " %10s %14s %14" PRIu64 "\n",
@@ -308,8 +322,8 @@ static void print_stats(const struct info_stats *s)
 	if (s->hole_bytes)
 		printf("  %-12s %10s %10s %14s %14" PRIu64 "\n", "holes", "-",
 		       "-", "-", s->hole_bytes);
-	printf("  %-12s %10s %10s %14" PRIu64 " %14" PRIu64 "\n", "total",
-	       "", "", tp, tl);
+	printf("  %-12s %10s %10s %14" PRIu64 " %14" PRIu64 "\n", "total", "",
+	       "", tp, tl);
 	if (s->dedup_bytes)
 		printf("  deduplicated: %s of extents share a pcluster\n",
 		       cli_fmt_size(s->dedup_bytes, b2, sizeof(b2)));
@@ -382,7 +396,8 @@ int cmd_info(int argc, char **argv)
 		printf("%-20s %" PRIu64 " in %" PRIu64 " files (%s)\n",
 		       "Uncompressed:", s->file_bytes, s->nfiles,
 		       cli_fmt_size(s->file_bytes, b, sizeof(b)));
-		print_ratio("Ratio (image/data):", si.image_bytes, s->file_bytes);
+		print_ratio("Ratio (image/data):", si.image_bytes,
+			    s->file_bytes);
 		if (detailed)
 			print_stats(s);
 	}

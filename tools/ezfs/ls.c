@@ -17,17 +17,19 @@ struct ls_ctx {
 	ezfs_image *fs;
 	int longfmt, recursive;
 	int status;
-	struct cli_nidset active;   /* directories on the current path */
+	struct cli_nidset active; /* directories on the current path */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ezfs ls [-l] [-R] IMG [PATH]\n"
-		   "List a directory of the image (default: the root); PATH may\n"
-		   "also name a file.\n"
-		   "  -l, --long        mode, links, owner, size, mtime (UTC), target\n"
-		   "  -R, --recursive   list subdirectories recursively\n"
-		   CLI_ENGINE_HELP);
+	fprintf(f,
+		"usage: ezfs ls [-l] [-R] IMG [PATH]\n"
+		"List a directory of the image (default: the root); PATH may\n"
+		"also name a file.\n"
+		"  -l, --long        mode, links, owner, size, mtime (UTC), "
+		"target\n"
+		"  -R, --recursive   list subdirectories "
+		"recursively\n" CLI_ENGINE_HELP);
 }
 
 static void print_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
@@ -145,7 +147,7 @@ static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
 		}
 		ret = ezfs_inode_get(c->fs, dl.ents[i].nid, &ino);
 		if (ret < 0) {
-			if (c->longfmt)   /* already reported above */
+			if (c->longfmt) /* already reported above */
 				ret = 0;
 			else
 				cli_fail("ls", c->img, full, ret);
@@ -157,7 +159,8 @@ static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
 		if (S_ISDIR(st.mode)) {
 			if (depth >= LS_MAX_DEPTH ||
 			    cli_nidset_has(&c->active, dl.ents[i].nid)) {
-				cli_error("ls", "%s: %s: directory loop or too deep",
+				cli_error("ls",
+					  "%s: %s: directory loop or too deep",
 					  c->img, full);
 				c->status = 1;
 			} else {
@@ -167,7 +170,8 @@ static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
 				printf("\n%s:\n", cli_qname(full, &q));
 				free(q);
 				list_dir(c, ino, full, depth + 1);
-				/* leave it in "active": a dir seen twice is a loop */
+				/* leave it in "active": a dir seen twice is a
+				 * loop */
 			}
 		}
 		ezfs_inode_put(ino);

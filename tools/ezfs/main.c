@@ -18,11 +18,14 @@ static const struct {
 	{ "ls", cmd_ls, "list a directory" },
 	{ "stat", cmd_stat, "show an inode in detail (-e: its extent map)" },
 	{ "cat", cmd_cat, "write file contents to stdout" },
-	{ "extract", cmd_extract, "restore the tree (or a part) into a directory" },
+	{ "extract", cmd_extract,
+	  "restore the tree (or a part) into a directory" },
 	{ "fsck", cmd_fsck, "check an image, decoding every byte" },
 	{ "mkfs", cmd_mkfs, "build an image from a directory" },
-	{ "accel", cmd_accel, "list, benchmark and select decompression engines" },
-	{ "bench", cmd_bench, "measure read speed, compression ratio and dispatch latency" },
+	{ "accel", cmd_accel,
+	  "list, benchmark and select decompression engines" },
+	{ "bench", cmd_bench,
+	  "measure read speed, compression ratio and dispatch latency" },
 #ifdef EZFS_HAVE_FUSE
 	{ "mount", cmd_mount, "mount an image read-only through FUSE" },
 	{ "umount", cmd_umount, "unmount an ezfs FUSE mount" },
@@ -39,7 +42,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ezfs [--version] [--help] COMMAND [ARGS...]\n\n"
 		   "Commands:\n");
 	for (i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-9s %s\n", commands[i].name,
+			commands[i].summary);
 	fprintf(f, "\nRun 'ezfs COMMAND --help' for the options of a command.\n"
 		   "Exit status: 0 ok, 1 error, 2 usage error.\n");
 }
@@ -67,8 +71,10 @@ static int cmd_help(int argc, char **argv)
 	i = find_command(argv[1]);
 	if (i < 0 || !strcmp(argv[1], "help")) {
 		if (i < 0) {
-			fprintf(stderr, "ezfs help: unknown command '%s'\n"
-					"Try 'ezfs --help'.\n", argv[1]);
+			fprintf(stderr,
+				"ezfs help: unknown command '%s'\n"
+				"Try 'ezfs --help'.\n",
+				argv[1]);
 			return 2;
 		}
 		usage(stdout);
@@ -98,7 +104,7 @@ static int close_stdout(const char *name, int rc)
 		why = "write error";
 	if (fclose(stdout) != 0 && !why && errno != EBADF)
 		why = strerror(errno ? errno : EIO);
-	if (!why || errno == EPIPE)   /* ezfs ls | head: the reader left */
+	if (!why || errno == EPIPE) /* ezfs ls | head: the reader left */
 		return rc;
 	fprintf(stderr, "ezfs%s%s: stdout: %s\n", name ? " " : "",
 		name ? name : "", why);
@@ -122,13 +128,15 @@ static int run(int argc, char **argv)
 		return 0;
 	}
 	if (argv[1][0] == '-') {
-		fprintf(stderr, "ezfs: unknown option '%s'\nTry 'ezfs --help'.\n",
+		fprintf(stderr,
+			"ezfs: unknown option '%s'\nTry 'ezfs --help'.\n",
 			argv[1]);
 		return 2;
 	}
 	i = find_command(argv[1]);
 	if (i < 0) {
-		fprintf(stderr, "ezfs: unknown command '%s'\nTry 'ezfs --help'.\n",
+		fprintf(stderr,
+			"ezfs: unknown command '%s'\nTry 'ezfs --help'.\n",
 			argv[1]);
 		return 2;
 	}

@@ -22,26 +22,35 @@
 static const char usage_text[] =
 	"usage: ezfs mkfs [OPTIONS] IMAGE SOURCEDIR\n"
 	"       ezfs mkfs [OPTIONS] --tar[=f] IMAGE [TARFILE|-]\n"
-	"Build an EROFS image of SOURCEDIR, or of a tar archive (plain, gzip or\n"
+	"Build an EROFS image of SOURCEDIR, or of a tar archive (plain, gzip "
+	"or\n"
 	"xz; standard input when TARFILE is - or missing).\n"
-	"IMAGE is a regular file, replaced only once the new image is complete\n"
+	"IMAGE is a regular file, replaced only once the new image is "
+	"complete\n"
 	"(it keeps its mode and owner; a new one gets 0666 less the umask; a\n"
 	"symlink is followed), or a block device, written in place.\n"
-	"  --tar=f, --tar        SOURCE is a tar archive (--ungzip, --unxz: the\n"
+	"  --tar=f, --tar        SOURCE is a tar archive (--ungzip, --unxz: "
+	"the\n"
 	"                        same; the compression is detected anyway)\n"
 	"  -z ALG[,level=N|,N][,dictsize=N][:ALG2...]\n"
-	"                        compress: lz4, lz4hc (levels 0..12), lzma (0..9,\n"
+	"                        compress: lz4, lz4hc (levels 0..12), lzma "
+	"(0..9,\n"
 	"                        100..109 extreme), deflate, libdeflate, zstd\n"
-	"                        (0..22), none (deflate: ezfs' one-pass encoder,\n"
+	"                        (0..22), none (deflate: ezfs' one-pass "
+	"encoder,\n"
 	"                        levels 0..9; libdeflate: trial compressions,\n"
-	"                        0..12, also deflate 10..12; both default to 1\n"
+	"                        0..12, also deflate 10..12; both default to "
+	"1\n"
 	"                        as in mkfs.erofs);\n"
 	"                        further algorithms are for --compress-hints\n"
-	"  --compress-hints=FILE per-file rules 'PCLUSTER_BYTES [ALG_INDEX] REGEX'\n"
-	"  -C BYTES              max pcluster size, a multiple of the block size\n"
+	"  --compress-hints=FILE per-file rules 'PCLUSTER_BYTES [ALG_INDEX] "
+	"REGEX'\n"
+	"  -C BYTES              max pcluster size, a multiple of the block "
+	"size\n"
 	"                        up to 1048576 (default 1 block)\n"
 	"  -b BYTES              block size (512..4096, default 4096)\n"
-	"  -T SECONDS            fixed build timestamp (also SOURCE_DATE_EPOCH)\n"
+	"  -T SECONDS            fixed build timestamp (also "
+	"SOURCE_DATE_EPOCH)\n"
 	"  --all-time            -T applies to every file (default)\n"
 	"  --mkfs-time           -T is the build time only; files keep mtimes\n"
 	"  -U UUID               volume UUID\n"
@@ -49,19 +58,23 @@ static const char usage_text[] =
 	"  --all-root            files owned by root\n"
 	"  --force-uid=N, --force-gid=N\n"
 	"  --uid-offset=N, --gid-offset=N  added to every owner\n"
-	"  -x N                  xattrs used by more than N inodes are shared;\n"
+	"  -x N                  xattrs used by more than N inodes are "
+	"shared;\n"
 	"                        N < 0 drops xattrs (default 2)\n"
 	"  -E OPT[,OPT]          noinline_data, force-inode-compact,\n"
-	"                        force-inode-extended, legacy-compress, nosbcrc,\n"
+	"                        force-inode-extended, legacy-compress, "
+	"nosbcrc,\n"
 	"                        ztailpacking, fragments, all-fragments,\n"
 	"                        dedupe, force-chunk-indexes, 48bit\n"
-	"  --exclude-path=PATH   skip PATH (relative to SOURCEDIR); repeatable\n"
+	"  --exclude-path=PATH   skip PATH (relative to SOURCEDIR); "
+	"repeatable\n"
 	"  --exclude-regex=RE    skip paths matching RE; repeatable\n"
 	"  -j, --jobs N, --workers=N\n"
 	"                        compression threads, 1..1024 (default: all\n"
 	"                        cores)\n"
 	"  --chunksize=BYTES     chunk-based uncompressed files (power of two\n"
-	"                        >= block size): identical chunks stored once,\n"
+	"                        >= block size): identical chunks stored "
+	"once,\n"
 	"                        all-zero chunks as holes\n"
 	"  --fsync               wait until the image is on disk before it\n"
 	"                        replaces IMAGE (default: not, as mkfs.erofs\n"
@@ -82,7 +95,8 @@ static const char usage_text[] =
 	"                        accepted (layout choices ezfs makes itself)\n"
 	"Android:\n"
 	"  --mount-point=DIR     the image's place in the device tree\n"
-	"  --fs-config-file=F    canned fs_config: owners, modes, capabilities\n"
+	"  --fs-config-file=F    canned fs_config: owners, modes, "
+	"capabilities\n"
 	"  --fs-config-missing=keep|error\n"
 	"                        a path the fs_config lacks (default: error)\n"
 	"  --file-contexts=F     SELinux labels (text or compiled)\n"
@@ -219,7 +233,7 @@ static int parse_E_item(const char *tok, size_t len,
 		return 0;
 	}
 	if (IS("xattr-name-filter") && !eq) {
-		p->no_xattr_filter = 0;	/* the default, as 1.9.3 */
+		p->no_xattr_filter = 0; /* the default, as 1.9.3 */
 		return 0;
 	}
 	if (IS("^xattr-name-filter") && !eq) {
@@ -234,7 +248,7 @@ static int parse_E_item(const char *tok, size_t len,
 			    (vlen == 4 && !strncmp(val, "full", 4))))
 			return 0;
 		return cli_usage_error(CMD, "-E fragdedupe: takes off, inode "
-				       "or full");
+					    "or full");
 	}
 	if (IS("fragments") && eq) {
 		uint64_t v;
@@ -244,12 +258,14 @@ static int parse_E_item(const char *tok, size_t len,
 		 * storage choice */
 		if (vlen <= 0 || vlen >= (int)sizeof(num))
 			return cli_usage_error(CMD, "-E fragments=SIZE: bad "
-					       "size");
+						    "size");
 		memcpy(num, val, (size_t)vlen);
 		num[vlen] = '\0';
 		if (parse_u64(num, &v) || !v)
-			return cli_usage_error(CMD, "-E fragments=%s: bad "
-					       "size", num);
+			return cli_usage_error(CMD,
+					       "-E fragments=%s: bad "
+					       "size",
+					       num);
 		p->flags |= EZFS_BUILD_FRAGMENTS;
 		ignored(ig, "-E fragments=SIZE (the packed inode uses -C)");
 		return 0;
@@ -267,7 +283,8 @@ static int parse_E_item(const char *tok, size_t len,
 	}
 #undef IS
 	if (!len)
-		return cli_usage_error(CMD, "-E: empty option (-E OPT[,OPT...])");
+		return cli_usage_error(CMD,
+				       "-E: empty option (-E OPT[,OPT...])");
 	return cli_usage_error(CMD, "unknown -E option '%.*s' (see --help)",
 			       (int)len, tok);
 }
@@ -283,8 +300,10 @@ static int parse_E(const char *arg, struct ezfs_build_params *p,
 		int ret;
 
 		if (!len)
-			return cli_usage_error(CMD, "-E '%s': empty option "
-					       "(-E OPT[,OPT...])", arg);
+			return cli_usage_error(CMD,
+					       "-E '%s': empty option "
+					       "(-E OPT[,OPT...])",
+					       arg);
 		ret = parse_E_item(tok, len, p, ig);
 		if (ret)
 			return ret;
@@ -399,22 +418,55 @@ static int check_image(const char *image, char **target, int *device)
 }
 
 enum {
-	OPT_ALL_TIME = 256, OPT_MKFS_TIME, OPT_ALL_ROOT, OPT_FORCE_UID,
-	OPT_FORCE_GID, OPT_EXCL_PATH, OPT_EXCL_RE, OPT_WORKERS, OPT_HELP,
-	OPT_NOFSYNC, OPT_FSYNC, OPT_CHUNKSIZE, OPT_HINTS, OPT_UID_OFF, OPT_GID_OFF,
-	OPT_TAR, OPT_UNGZIP, OPT_UNXZ, OPT_JOBS, OPT_HARD_DEREF, OPT_IGN_MTIME,
-	OPT_KEEP_MTIME, OPT_OFFSET, OPT_MOUNT_POINT, OPT_PRODUCT_OUT,
-	OPT_FS_CONFIG, OPT_FILE_CONTEXTS, OPT_BLOCK_LIST, OPT_FS_CONFIG_MISSING,
-	OPT_XATTR_PREFIX, OPT_ZD, OPT_MZ, OPT_DSUNIT, OPT_MAX_EXTENT, OPT_AUFS,
-	OPT_OVLFS_STRIP, OPT_SORT, OPT_BLOBDEV, OPT_VERSION,
+	OPT_ALL_TIME = 256,
+	OPT_MKFS_TIME,
+	OPT_ALL_ROOT,
+	OPT_FORCE_UID,
+	OPT_FORCE_GID,
+	OPT_EXCL_PATH,
+	OPT_EXCL_RE,
+	OPT_WORKERS,
+	OPT_HELP,
+	OPT_NOFSYNC,
+	OPT_FSYNC,
+	OPT_CHUNKSIZE,
+	OPT_HINTS,
+	OPT_UID_OFF,
+	OPT_GID_OFF,
+	OPT_TAR,
+	OPT_UNGZIP,
+	OPT_UNXZ,
+	OPT_JOBS,
+	OPT_HARD_DEREF,
+	OPT_IGN_MTIME,
+	OPT_KEEP_MTIME,
+	OPT_OFFSET,
+	OPT_MOUNT_POINT,
+	OPT_PRODUCT_OUT,
+	OPT_FS_CONFIG,
+	OPT_FILE_CONTEXTS,
+	OPT_BLOCK_LIST,
+	OPT_FS_CONFIG_MISSING,
+	OPT_XATTR_PREFIX,
+	OPT_ZD,
+	OPT_MZ,
+	OPT_DSUNIT,
+	OPT_MAX_EXTENT,
+	OPT_AUFS,
+	OPT_OVLFS_STRIP,
+	OPT_SORT,
+	OPT_BLOBDEV,
+	OPT_VERSION,
 };
 
 /* --tar[=f], --ungzip, --unxz: 0, or the usage error's exit status */
 static int parse_tar(int c, const char *arg)
 {
 	if (c == OPT_TAR && arg && strcmp(arg, "f"))
-		return cli_usage_error(CMD, "--tar=%s: not supported (only full "
-				       "images, --tar or --tar=f)", arg);
+		return cli_usage_error(CMD,
+				       "--tar=%s: not supported (only full "
+				       "images, --tar or --tar=f)",
+				       arg);
 	if (c != OPT_TAR && arg)
 		return cli_usage_error(CMD, "--%s=FILE: not supported",
 				       c == OPT_UNGZIP ? "ungzip" : "unxz");
@@ -430,27 +482,31 @@ static int check_options(struct ezfs_build_params *p, const char *pcluster)
 	if (pcluster) {
 		if (parse_u64(pcluster, &v) || !v || v % blksz ||
 		    v > (1u << 20))
-			return cli_usage_error(CMD, "-C %s: the pcluster size "
-					       "must be a multiple of the block "
-					       "size (%u) up to 1048576",
-					       pcluster, blksz);
+			return cli_usage_error(
+				CMD,
+				"-C %s: the pcluster size "
+				"must be a multiple of the block "
+				"size (%u) up to 1048576",
+				pcluster, blksz);
 		p->pcluster_size = (uint32_t)v;
 	}
 	if (p->chunksize && p->chunksize < blksz)
-		return cli_usage_error(CMD, "--chunksize %u: less than the "
-				       "block size (%u)", p->chunksize, blksz);
+		return cli_usage_error(CMD,
+				       "--chunksize %u: less than the "
+				       "block size (%u)",
+				       p->chunksize, blksz);
 	if ((p->flags & EZFS_BUILD_FORCE_COMPACT) &&
 	    (p->flags & EZFS_BUILD_FORCE_EXTENDED))
 		return cli_usage_error(CMD, "-E force-inode-compact and "
-				       "force-inode-extended exclude each "
-				       "other");
+					    "force-inode-extended exclude each "
+					    "other");
 	return 0;
 }
 
 /* What the mkfs.erofs spellings below leave for after the options */
 struct mkfs_compat {
-	int mtime;          /* 1: --ignore-mtime, 2: --preserve-mtime */
-	char *mount_point;  /* --mount-point without its slashes */
+	int mtime;	   /* 1: --ignore-mtime, 2: --preserve-mtime */
+	char *mount_point; /* --mount-point without its slashes */
 };
 
 static int parse_size_opt(const char *opt, const char *arg, uint64_t *v)
@@ -507,8 +563,10 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 		return 0;
 	case OPT_FS_CONFIG_MISSING:
 		if (strcmp(arg, "keep") && strcmp(arg, "error"))
-			return cli_usage_error(CMD, "--fs-config-missing=%s: "
-					       "takes keep or error", arg);
+			return cli_usage_error(CMD,
+					       "--fs-config-missing=%s: "
+					       "takes keep or error",
+					       arg);
 		p->fs_config_keep = !strcmp(arg, "keep");
 		return 0;
 	case OPT_FILE_CONTEXTS:
@@ -517,7 +575,7 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 		return 0;
 #else
 		return cli_usage_error(CMD, "--file-contexts: this ezfs was "
-				       "built without libselinux");
+					    "built without libselinux");
 #endif
 	case OPT_BLOCK_LIST:
 		p->block_list_file = arg;
@@ -525,22 +583,24 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 	case OPT_XATTR_PREFIX:
 		if (strncmp(arg, "user.", 5) && strncmp(arg, "trusted.", 8) &&
 		    strncmp(arg, "security.", 9))
-			return cli_usage_error(CMD, "--xattr-prefix '%s': must "
+			return cli_usage_error(CMD,
+					       "--xattr-prefix '%s': must "
 					       "start with user., trusted. or "
-					       "security.", arg);
+					       "security.",
+					       arg);
 		ignored(ig, "--xattr-prefix (xattr names are stored whole)");
 		return 0;
 	case OPT_ZD:
 		if (arg && !strcmp(arg, "0"))
 			return 0;
 		return cli_usage_error(CMD, "--zD: compressed directories "
-				       "are not supported (--zD=0 only)");
+					    "are not supported (--zD=0 only)");
 	case OPT_MZ:
 		/* a layout choice with no feature bit: inodes stay where
 		 * ezfs puts them */
 		if (!arg || strcmp(arg, "0"))
 			ignored(ig, "--MZ (inodes are not moved into a "
-				"metadata zone)");
+				    "metadata zone)");
 		return 0;
 	case OPT_DSUNIT:
 		if (parse_size_opt("--dsunit", arg, &v))
@@ -555,25 +615,31 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 		return 0;
 	case OPT_BLOBDEV:
 		return cli_usage_error(CMD, "--blobdev: extra devices are not "
-				       "supported");
+					    "supported");
 	case 'm':
-		return cli_usage_error(CMD, "-m %s: metabox images are not "
-				       "supported", arg);
+		return cli_usage_error(CMD,
+				       "-m %s: metabox images are not "
+				       "supported",
+				       arg);
 	case OPT_AUFS:
 		p->aufs = 1;
 		return 0;
 	case OPT_OVLFS_STRIP:
 		if (arg && strcmp(arg, "0") && strcmp(arg, "1"))
-			return cli_usage_error(CMD, "--ovlfs-strip=%s: takes 0 "
-					       "or 1", arg);
+			return cli_usage_error(CMD,
+					       "--ovlfs-strip=%s: takes 0 "
+					       "or 1",
+					       arg);
 		p->ovlfs_strip = !arg || !strcmp(arg, "1");
 		return 0;
 	case OPT_SORT:
 		/* the order of file data in the image: the kernel sees the
 		 * same files either way */
 		if (strcmp(arg, "none") && strcmp(arg, "path"))
-			return cli_usage_error(CMD, "--sort=%s: takes path or "
-					       "none", arg);
+			return cli_usage_error(CMD,
+					       "--sort=%s: takes path or "
+					       "none",
+					       arg);
 		return 0;
 	}
 	return -1;
@@ -650,7 +716,7 @@ int cmd_mkfs(int argc, char **argv)
 		goto out;
 	}
 	optind = 1;
-	opterr = 0;	/* cli_opt_error() says it, once */
+	opterr = 0; /* cli_opt_error() says it, once */
 	while ((c = getopt_long(argc, argv, ":z:C:b:T:U:L:x:E:d:j:m:qhV", lopts,
 				NULL)) != -1) {
 		switch (c) {
@@ -665,7 +731,8 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_UID_OFF:
 		case OPT_GID_OFF:
 			if (parse_u64(optarg, &v) || v > 0xFFFFFFFFu) {
-				ret = cli_usage_error(CMD, "bad offset '%s'", optarg);
+				ret = cli_usage_error(CMD, "bad offset '%s'",
+						      optarg);
 				goto out;
 			}
 			if (c == OPT_UID_OFF)
@@ -680,16 +747,19 @@ int cmd_mkfs(int argc, char **argv)
 		case 'b':
 			if (parse_u64(optarg, &v) || v < 512 || v > 4096 ||
 			    (v & (v - 1))) {
-				ret = cli_usage_error(CMD,
+				ret = cli_usage_error(
+					CMD,
 					"-b %s: the block size must be a "
-					"power of two in 512..4096", optarg);
+					"power of two in 512..4096",
+					optarg);
 				goto out;
 			}
 			p.blksz = (unsigned)v;
 			break;
 		case 'T':
 			if (parse_u64(optarg, &v)) {
-				ret = cli_usage_error(CMD, "bad -T '%s'", optarg);
+				ret = cli_usage_error(CMD, "bad -T '%s'",
+						      optarg);
 				goto out;
 			}
 			p.has_timestamp = 1;
@@ -712,24 +782,27 @@ int cmd_mkfs(int argc, char **argv)
 				break;
 			}
 			if (parse_uuid(optarg, p.uuid)) {
-				ret = cli_usage_error(CMD, "bad -U '%s'", optarg);
+				ret = cli_usage_error(CMD, "bad -U '%s'",
+						      optarg);
 				goto out;
 			}
 			p.has_uuid = 1;
 			break;
 		case 'L':
 			if (strlen(optarg) > 15) {
-				ret = cli_usage_error(CMD, "label longer than 15 bytes");
+				ret = cli_usage_error(
+					CMD, "label longer than 15 bytes");
 				goto out;
 			}
 			strcpy(p.label, optarg);
 			break;
 		case 'x':
 			if (parse_int(optarg, &p.xattr_tolerance)) {
-				ret = cli_usage_error(CMD,
+				ret = cli_usage_error(
+					CMD,
 					"-x '%s': not an integer in %d..%d "
-					"(N < 0 drops xattrs)", optarg,
-					INT_MIN, INT_MAX);
+					"(N < 0 drops xattrs)",
+					optarg, INT_MIN, INT_MAX);
 				goto out;
 			}
 			break;
@@ -744,9 +817,11 @@ int cmd_mkfs(int argc, char **argv)
 			/* mkfs.erofs' message level: errors and warnings
 			 * are all ezfs prints anyway */
 			if (parse_int(optarg, &lvl) || lvl > 9) {
-				ret = cli_usage_error(CMD, "-d '%s': the message "
+				ret = cli_usage_error(CMD,
+						      "-d '%s': the message "
 						      "level is a number up "
-						      "to 9", optarg);
+						      "to 9",
+						      optarg);
 				goto out;
 			}
 			break;
@@ -772,7 +847,8 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_FORCE_UID:
 		case OPT_FORCE_GID:
 			if (parse_u64(optarg, &v) || v > 0xFFFFFFFFu) {
-				ret = cli_usage_error(CMD, "bad id '%s'", optarg);
+				ret = cli_usage_error(CMD, "bad id '%s'",
+						      optarg);
 				goto out;
 			}
 			if (c == OPT_FORCE_UID)
@@ -791,9 +867,11 @@ int cmd_mkfs(int argc, char **argv)
 				char why[128];
 
 				regerror(rc, &re, why, sizeof(why));
-				ret = cli_usage_error(CMD,
+				ret = cli_usage_error(
+					CMD,
 					"--exclude-regex '%s': not a POSIX "
-					"extended regex: %s", optarg, why);
+					"extended regex: %s",
+					optarg, why);
 				goto out;
 			}
 			regfree(&re);
@@ -806,9 +884,11 @@ int cmd_mkfs(int argc, char **argv)
 
 			if (end == optarg || *end || *optarg == '-' || !cs ||
 			    cs > (1ul << 30) || (cs & (cs - 1))) {
-				ret = cli_usage_error(CMD,
+				ret = cli_usage_error(
+					CMD,
 					"--chunksize '%s': not a power of two "
-					"from the block size to 1 GiB", optarg);
+					"from the block size to 1 GiB",
+					optarg);
 				goto out;
 			}
 			p.chunksize = (uint32_t)cs;
@@ -818,7 +898,8 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_JOBS:
 		case 'j':
 			ret = parse_jobs(c == OPT_WORKERS ? "--workers"
-					 : c == OPT_JOBS ? "--jobs" : "-j",
+					 : c == OPT_JOBS  ? "--jobs"
+							  : "-j",
 					 optarg, &p.workers);
 			if (ret)
 				goto out;
@@ -848,8 +929,9 @@ int cmd_mkfs(int argc, char **argv)
 	if (ret)
 		goto out;
 	if (argc - optind != 2 && !(tar && argc - optind == 1)) {
-		ret = cli_usage_error(CMD, tar ? "need IMAGE and at most one TARFILE"
-					       : "need IMAGE and SOURCEDIR");
+		ret = cli_usage_error(CMD,
+				      tar ? "need IMAGE and at most one TARFILE"
+					  : "need IMAGE and SOURCEDIR");
 		goto out;
 	}
 	if (hints) {
@@ -862,7 +944,8 @@ int cmd_mkfs(int argc, char **argv)
 		p.time_mode = mkfs_time ? EZFS_TIME_SOURCE : EZFS_TIME_FIXED;
 	} else if (sde && *sde) {
 		if (parse_u64(sde, &v)) {
-			ret = cli_usage_error(CMD, "bad SOURCE_DATE_EPOCH '%s'", sde);
+			ret = cli_usage_error(CMD, "bad SOURCE_DATE_EPOCH '%s'",
+					      sde);
 			goto out;
 		}
 		p.has_timestamp = 1;
@@ -893,7 +976,7 @@ int cmd_mkfs(int argc, char **argv)
 	p.progress = mkfs_progress;
 	p.progress_arg = &s;
 
-	ret = 1;	/* from here on, any failure is an error (exit 1) */
+	ret = 1; /* from here on, any failure is an error (exit 1) */
 	if (check_image(argv[optind], &target, &device))
 		goto out;
 	if (tar) {
@@ -912,7 +995,8 @@ int cmd_mkfs(int argc, char **argv)
 	}
 	err = mkfs_sig_start(argv[optind], target, device);
 	if (err) {
-		cli_error(CMD, "cannot set up signal handling: %s", strerror(-err));
+		cli_error(CMD, "cannot set up signal handling: %s",
+			  strerror(-err));
 		goto out;
 	}
 	err = ezfs_builder_new(&p, &b);
@@ -934,13 +1018,15 @@ int cmd_mkfs(int argc, char **argv)
 	if (!s.quiet) {
 		char in[32], img[32];
 
-		printf("%s: %llu files, %llu dirs, %s in, %s image (%.1f%%), %.2f s\n",
+		printf("%s: %llu files, %llu dirs, %s in, %s image (%.1f%%), "
+		       "%.2f s\n",
 		       argv[optind], (unsigned long long)st.files,
 		       (unsigned long long)st.dirs,
 		       cli_fmt_size(st.bytes_in, in, sizeof(in)),
 		       cli_fmt_size(st.image_bytes, img, sizeof(img)),
 		       st.bytes_in ? 100.0 * (double)st.image_bytes /
-				     (double)st.bytes_in : 0.0,
+					     (double)st.bytes_in
+				   : 0.0,
 		       st.seconds);
 	}
 	ret = 0;

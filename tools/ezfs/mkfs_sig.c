@@ -81,8 +81,10 @@ static void *sig_thread(void *arg)
 		;
 	pthread_mutex_lock(&lock);
 	if (!done && in_place) {
-		cli_error("mkfs", "%s: interrupted (%s), the device holds a "
-			  "partial image", image, strsignal(sig));
+		cli_error("mkfs",
+			  "%s: interrupted (%s), the device holds a "
+			  "partial image",
+			  image, strsignal(sig));
 	} else if (!done) {
 		remove_temp();
 		cli_error("mkfs", "%s: interrupted (%s), no image written",

@@ -100,7 +100,7 @@ static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z,
 		/* mkfs.erofs' defaults: deflate and libdeflate at level 1,
 		 * the others at their library's default */
 		z->level = z->alg == EZFS_ALG_DEFLATE ? 1 : -1;
-		for (lv = comma; lv; ) {
+		for (lv = comma; lv;) {
 			const char *pe, *next;
 			int first = lv == comma;
 
@@ -134,8 +134,8 @@ static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z,
 	return -EINVAL;
 }
 
-int mkfs_z_parse(const char *cmd, const char *arg,
-		 struct ezfs_build_params *p, struct mkfs_z *z)
+int mkfs_z_parse(const char *cmd, const char *arg, struct ezfs_build_params *p,
+		 struct mkfs_z *z)
 {
 	struct ezfs_build_zalg all[EZFS_BUILD_MAX_ZALGS];
 	const char *s = arg;
@@ -151,9 +151,10 @@ int mkfs_z_parse(const char *cmd, const char *arg,
 		size_t len = colon ? (size_t)(colon - s) : strlen(s);
 
 		if (n == EZFS_BUILD_MAX_ZALGS) {
-			return cli_usage_error(cmd, "bad -z '%s': more than %d "
-					       "algorithms", arg,
-					       EZFS_BUILD_MAX_ZALGS);
+			return cli_usage_error(cmd,
+					       "bad -z '%s': more than %d "
+					       "algorithms",
+					       arg, EZFS_BUILD_MAX_ZALGS);
 		}
 		const struct zname *a = NULL;
 		const char *lvl = NULL;
@@ -161,17 +162,20 @@ int mkfs_z_parse(const char *cmd, const char *arg,
 		int err = parse_one(s, len, &all[n], &a, &lvl, &dict);
 
 		if (err == -EDOM && a->alg == EZFS_ALG_LZ4)
-			return cli_usage_error(cmd, "-z %s: no dictsize "
-					       "parameter", a->name);
+			return cli_usage_error(cmd,
+					       "-z %s: no dictsize "
+					       "parameter",
+					       a->name);
 		if (err == -EDOM)
-			return cli_usage_error(cmd, "-z %s: dictsize %.*s out "
-					       "of range (%s)", a->name,
-					       (int)strcspn(lvl, ",:"), lvl,
-					       a->alg == EZFS_ALG_LZMA ?
-					       "4096..8388608" :
-					       a->alg == EZFS_ALG_ZSTD ?
-					       "a power of two, 1024..1048576" :
-					       "a power of two, 256..32768");
+			return cli_usage_error(
+				cmd,
+				"-z %s: dictsize %.*s out "
+				"of range (%s)",
+				a->name, (int)strcspn(lvl, ",:"), lvl,
+				a->alg == EZFS_ALG_LZMA ? "4096..8388608"
+				: a->alg == EZFS_ALG_ZSTD
+					? "a power of two, 1024..1048576"
+					: "a power of two, 256..32768");
 		/* deflate's window is 32 KiB whatever is asked: a smaller
 		 * one only changes how well it compresses */
 		if (dict && a->alg == EZFS_ALG_LZMA)
@@ -179,16 +183,19 @@ int mkfs_z_parse(const char *cmd, const char *arg,
 		else if (dict && a->alg == EZFS_ALG_ZSTD)
 			p->zstd_window = (uint32_t)dict;
 		if (err == -ERANGE)
-			return cli_usage_error(cmd, "-z %s: level %.*s out of "
-					       "range (%s)", a->name,
-					       (int)strcspn(lvl, ",:"), lvl,
-					       a->range);
+			return cli_usage_error(cmd,
+					       "-z %s: level %.*s out of "
+					       "range (%s)",
+					       a->name, (int)strcspn(lvl, ",:"),
+					       lvl, a->range);
 		if (err)
-			return cli_usage_error(cmd, "bad -z '%s': '%.*s' is not "
-					       "ALG[,level=N][,dictsize=N] (lz4, "
-					       "lz4hc, lzma, "
-					       "deflate, libdeflate, zstd)",
-					       arg, (int)len, s);
+			return cli_usage_error(
+				cmd,
+				"bad -z '%s': '%.*s' is not "
+				"ALG[,level=N][,dictsize=N] (lz4, "
+				"lz4hc, lzma, "
+				"deflate, libdeflate, zstd)",
+				arg, (int)len, s);
 		n++;
 		if (!colon)
 			break;
@@ -262,7 +269,8 @@ static const char *parse_rule(char *line, const struct ezfs_build_params *p,
 	if (parse_num(line, slen, &v))
 		return "the pcluster size is not a number";
 	if (v % blksz || v > (1u << 20))
-		return "the pcluster size is not a multiple of the block size up to 1 MiB";
+		return "the pcluster size is not a multiple of the block size "
+		       "up to 1 MiB";
 	if (!*pat)
 		return "no regex";
 	if (!nalgs)
@@ -280,8 +288,8 @@ static const char *parse_rule(char *line, const struct ezfs_build_params *p,
 	return NULL;
 }
 
-int mkfs_z_hints(const char *cmd, const char *path,
-		 struct ezfs_build_params *p, struct mkfs_z *z)
+int mkfs_z_hints(const char *cmd, const char *path, struct ezfs_build_params *p,
+		 struct mkfs_z *z)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL;

@@ -29,42 +29,73 @@ int cmd_umount(int argc, char **argv);
 static void mount_usage(FILE *f)
 {
 	fprintf(f,
-"usage: ezfs mount [-o OPTIONS] [-f] [-d] [-s] [-v] [--log FILE]\n"
-"                  IMAGE MOUNTPOINT\n"
-"Mount an EROFS image read-only through FUSE; runs in the background\n"
-"unless -f is given. Unmount with 'ezfs umount MOUNTPOINT'.\n\n"
-"  -f            stay in the foreground (log lines go to stderr)\n"
-"  -d            debug: trace FUSE requests to stderr (implies -f)\n"
-"  -s            single-threaded request loop\n"
-"  -v            more log lines (-v warnings, -vv info, -vvv debug)\n"
-"  --log FILE    once mounted, append log lines to FILE (also with -f).\n"
-"                Without it a background mount logs to syslog when\n"
-"                /dev/log takes connections, else to the kernel log\n"
-"                (/dev/kmsg, root only), else nowhere\n"
-"  -o OPTIONS    comma-separated, may be repeated:\n"
-"     cache=SIZE       decoded pcluster cache, K/M/G/T suffix (default 64M)\n"
-"     threads=N        at most N idle and N running FUSE workers, 1..1024\n"
-"                      (default: 10 idle, libfuse's maximum)\n"
-"     allow_other      let other users in (permission checks stay the\n"
-"                      kernel's, from the image's modes and owners)\n"
-"     offset=N         the image starts at byte N of the file (suffixes)\n"
-"     uid=N, gid=N     show every inode as owned by N\n"
-"     accel=SPEC       decompression engines, '+' between engines:\n"
-"                      deflate=isal+libdeflate, or one engine (isal);\n"
-"                      see 'ezfs accel list' (default: EZFS_ACCEL, else\n"
-"                      the best engine per algorithm)\n"
-"     dispatch=inline|queue[:N]|percpu\n"
-"                      where pclusters are decoded: in the FUSE worker,\n"
-"                      on N shared workers (default one per CPU), or on\n"
-"                      a pinned worker per CPU (default: EZFS_DISPATCH,\n"
-"                      else inline)\n"
-"     prefetch=0|1     store decoded neighbours and decode ahead of\n"
-"                      sequential readers (default 1)\n"
-"     readahead=auto|SIZE\n"
-"                      the kernel's readahead window for the mount's\n"
-"                      files (root only): auto 1M (default), 0 the\n"
-"                      kernel's own, else SIZE (up to 256M)\n"
-"     ro               accepted (always read-only; rw is refused)\n");
+		"usage: ezfs mount [-o OPTIONS] [-f] [-d] [-s] [-v] [--log "
+		"FILE]\n"
+		"                  IMAGE MOUNTPOINT\n"
+		"Mount an EROFS image read-only through FUSE; runs in the "
+		"background\n"
+		"unless -f is given. Unmount with 'ezfs umount MOUNTPOINT'.\n\n"
+		"  -f            stay in the foreground (log lines go to "
+		"stderr)\n"
+		"  -d            debug: trace FUSE requests to stderr (implies "
+		"-f)\n"
+		"  -s            single-threaded request loop\n"
+		"  -v            more log lines (-v warnings, -vv info, -vvv "
+		"debug)\n"
+		"  --log FILE    once mounted, append log lines to FILE (also "
+		"with "
+		"-f).\n"
+		"                Without it a background mount logs to syslog "
+		"when\n"
+		"                /dev/log takes connections, else to the "
+		"kernel "
+		"log\n"
+		"                (/dev/kmsg, root only), else nowhere\n"
+		"  -o OPTIONS    comma-separated, may be repeated:\n"
+		"     cache=SIZE       decoded pcluster cache, K/M/G/T suffix "
+		"(default 64M)\n"
+		"     threads=N        at most N idle and N running FUSE "
+		"workers, "
+		"1..1024\n"
+		"                      (default: 10 idle, libfuse's maximum)\n"
+		"     allow_other      let other users in (permission checks "
+		"stay "
+		"the\n"
+		"                      kernel's, from the image's modes and "
+		"owners)\n"
+		"     offset=N         the image starts at byte N of the file "
+		"(suffixes)\n"
+		"     uid=N, gid=N     show every inode as owned by N\n"
+		"     accel=SPEC       decompression engines, '+' between "
+		"engines:\n"
+		"                      deflate=isal+libdeflate, or one engine "
+		"(isal);\n"
+		"                      see 'ezfs accel list' (default: "
+		"EZFS_ACCEL, "
+		"else\n"
+		"                      the best engine per algorithm)\n"
+		"     dispatch=inline|queue[:N]|percpu\n"
+		"                      where pclusters are decoded: in the "
+		"FUSE "
+		"worker,\n"
+		"                      on N shared workers (default one per "
+		"CPU), "
+		"or on\n"
+		"                      a pinned worker per CPU (default: "
+		"EZFS_DISPATCH,\n"
+		"                      else inline)\n"
+		"     prefetch=0|1     store decoded neighbours and decode "
+		"ahead "
+		"of\n"
+		"                      sequential readers (default 1)\n"
+		"     readahead=auto|SIZE\n"
+		"                      the kernel's readahead window for the "
+		"mount's\n"
+		"                      files (root only): auto 1M (default), 0 "
+		"the\n"
+		"                      kernel's own, else SIZE (up to 256M)\n"
+		"     ro               accepted (always read-only; rw is "
+		"refused)\n");
 }
 
 static void umount_usage(FILE *f)
@@ -224,11 +255,15 @@ int cmd_mount(int argc, char **argv)
 				fprintf(stderr, "ezfs mount: --log needs "
 						"FILE\n");
 			else if (optopt)
-				fprintf(stderr, "ezfs mount: unknown option "
-						"'-%c'\n", optopt);
+				fprintf(stderr,
+					"ezfs mount: unknown option "
+					"'-%c'\n",
+					optopt);
 			else
-				fprintf(stderr, "ezfs mount: unknown option "
-						"'%s'\n", argv[optind - 1]);
+				fprintf(stderr,
+					"ezfs mount: unknown option "
+					"'%s'\n",
+					argv[optind - 1]);
 			fprintf(stderr, "Try 'ezfs mount --help'.\n");
 			return 2;
 		}
@@ -250,8 +285,9 @@ int cmd_mount(int argc, char **argv)
 	if (log_path) {
 		/* opened here: relative to this directory, and an error
 		 * still reaches the terminal */
-		log_fd = keep_fd(open(log_path, O_WRONLY | O_APPEND | O_CREAT |
-					      O_CLOEXEC, 0640));
+		log_fd = keep_fd(open(log_path,
+				      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+				      0640));
 		if (log_fd < 0) {
 			fprintf(stderr, "ezfs mount: %s: %s\n", log_path,
 				strerror(errno));
@@ -273,7 +309,8 @@ int cmd_mount(int argc, char **argv)
 #else
 int cmd_mount(int argc, char **argv)
 {
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+	if (argc > 1 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		mount_usage(stdout);
 		return 0;
 	}
@@ -313,8 +350,8 @@ static void unescape(char *s)
 	char *d = s;
 
 	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
 			*d++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
 				      (s[3] - '0'));
 			s += 3;
@@ -432,11 +469,14 @@ int cmd_umount(int argc, char **argv)
 		default:
 			bad = argv[optind - 1];
 			if (optopt)
-				fprintf(stderr, "ezfs umount: unknown option "
-						"'-%c'\n", optopt);
+				fprintf(stderr,
+					"ezfs umount: unknown option "
+					"'-%c'\n",
+					optopt);
 			else
-				fprintf(stderr, "ezfs umount: unknown option "
-						"'%.*s'\n",
+				fprintf(stderr,
+					"ezfs umount: unknown option "
+					"'%.*s'\n",
 					(int)strcspn(bad, "="), bad);
 			fprintf(stderr, "Try 'ezfs umount --help'.\n");
 			return 2;
@@ -458,15 +498,19 @@ int cmd_umount(int argc, char **argv)
 		if (err == -ENOENT)
 			fprintf(stderr, "ezfs umount: %s: not mounted\n", arg);
 		else
-			fprintf(stderr, "ezfs umount: /proc/self/mountinfo: "
-					"%s\n", strerror(-err));
+			fprintf(stderr,
+				"ezfs umount: /proc/self/mountinfo: "
+				"%s\n",
+				strerror(-err));
 		free(mp);
 		return 1;
 	}
 	/* subtype=ezfs (session.c): the kernel shows fuse.ezfs */
 	if (strcmp(type, "fuse.ezfs")) {
-		fprintf(stderr, "ezfs umount: %s: not an ezfs mount (type %s); "
-				"use umount(8)\n", arg, type);
+		fprintf(stderr,
+			"ezfs umount: %s: not an ezfs mount (type %s); "
+			"use umount(8)\n",
+			arg, type);
 		free(mp);
 		return 1;
 	}

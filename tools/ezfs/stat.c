@@ -11,15 +11,16 @@
 #include "common.h"
 #include "cmd.h"
 
-#define STAT_MAX_HEX 128   /* value bytes shown in hex */
+#define STAT_MAX_HEX 128 /* value bytes shown in hex */
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ezfs stat [-e] IMG PATH\n"
-		   "Show an inode: nid, type, mode, owner, size, times, layout,\n"
-		   "xattrs and its compressed size.\n"
-		   "  -e, --extents   print the extent map table\n"
-		   CLI_ENGINE_HELP);
+	fprintf(f,
+		"usage: ezfs stat [-e] IMG PATH\n"
+		"Show an inode: nid, type, mode, owner, size, times, layout,\n"
+		"xattrs and its compressed size.\n"
+		"  -e, --extents   print the extent map "
+		"table\n" CLI_ENGINE_HELP);
 }
 
 static void print_value(const unsigned char *v, size_t n)
@@ -135,8 +136,10 @@ static int walk_extents(const char *img, const char *path, ezfs_inode *ino,
 			return ret;
 		}
 		if (e.la + e.llen <= la) {
-			cli_error("stat", "%s: %s: extent map does not advance at %"
-				  PRIu64, img, path, la);
+			cli_error("stat",
+				  "%s: %s: extent map does not advance at "
+				  "%" PRIu64,
+				  img, path, la);
 			return -EUCLEAN;
 		}
 		n++;
@@ -153,14 +156,17 @@ static int walk_extents(const char *img, const char *path, ezfs_inode *ino,
 				 e.la, e.la + e.llen);
 			printf("%-25s %18" PRIu64 " %10" PRIu64 " %-10s %s\n",
 			       range, e.pa, e.plen,
-			       (e.flags & EZFS_EXTENT_MAPPED) ?
-			       ezfs_alg_name(e.alg) : "-", flags);
+			       (e.flags & EZFS_EXTENT_MAPPED)
+				       ? ezfs_alg_name(e.alg)
+				       : "-",
+			       flags);
 		}
 		la = e.la + e.llen;
 	}
 	if (!table)
-		printf("%-12s %" PRIu64 " extents, %" PRIu64 " pclusters, %"
-		       PRIu64 " bytes stored\n", "Data:", n, pcl, plen);
+		printf("%-12s %" PRIu64 " extents, %" PRIu64
+		       " pclusters, %" PRIu64 " bytes stored\n",
+		       "Data:", n, pcl, plen);
 	return 0;
 }
 
@@ -220,18 +226,20 @@ int cmd_stat(int argc, char **argv)
 		printf("%-12s %u:%u\n", "Device:", st.rdev_major,
 		       st.rdev_minor);
 	printf("%-12s %" PRIu64 "\n", "Size:", st.size);
-	printf("%-12s %s.%09u UTC (%" PRId64 ".%09u)\n", "Mtime:",
-	       cli_fmt_time(st.mtime, t, sizeof(t)), st.mtime_nsec, st.mtime,
-	       st.mtime_nsec);
+	printf("%-12s %s.%09u UTC (%" PRId64 ".%09u)\n",
+	       "Mtime:", cli_fmt_time(st.mtime, t, sizeof(t)), st.mtime_nsec,
+	       st.mtime, st.mtime_nsec);
 	printf("%-12s %s\n", "Layout:", ezfs_layout_name(st.layout));
-	printf("%-12s %s (%u bytes)\n", "Inode:",
-	       st.extended ? "extended" : "compact", st.extended ? 64 : 32);
+	printf("%-12s %s (%u bytes)\n",
+	       "Inode:", st.extended ? "extended" : "compact",
+	       st.extended ? 64 : 32);
 	printf("%-12s %u\n", "Ino32:", st.ino32);
 	printf("%-12s %" PRIu64 "\n", "Blocks:", st.blocks);
 	printf("%-12s %u\n", "Xattr size:", st.xattr_isize);
 	if (S_ISLNK(st.mode)) {
 		char *buf = malloc(st.size + 1);
-		ssize_t n = buf ? ezfs_readlink(ino, buf, st.size + 1) : -ENOMEM;
+		ssize_t n =
+			buf ? ezfs_readlink(ino, buf, st.size + 1) : -ENOMEM;
 
 		if (n < 0) {
 			cli_fail("stat", img, path, (int)n);

@@ -167,7 +167,7 @@ void cli_nidmap_free(struct cli_nidmap *m, void (*free_val)(void *))
 struct walk_frame {
 	struct cli_dirlist dl;
 	size_t next;
-	size_t pathlen;          /* length of this directory's path */
+	size_t pathlen; /* length of this directory's path */
 };
 
 static int path_append(char **path, size_t *cap, size_t at, const char *name,
@@ -232,7 +232,8 @@ int cli_walk(ezfs_image *fs, uint64_t nid, cli_walk_fn fn, void *arg)
 			continue;
 		}
 		e = &f->dl.ents[f->next++];
-		ret = path_append(&path, &pcap, f->pathlen, e->name, e->namelen);
+		ret = path_append(&path, &pcap, f->pathlen, e->name,
+				  e->namelen);
 		if (ret < 0)
 			goto out;
 		ret = ezfs_inode_get(fs, e->nid, &ino);
@@ -246,7 +247,8 @@ int cli_walk(ezfs_image *fs, uint64_t nid, cli_walk_fn fn, void *arg)
 				if (depth == cap) {
 					struct walk_frame *n;
 
-					n = realloc(stack, cap * 2 * sizeof(*n));
+					n = realloc(stack,
+						    cap * 2 * sizeof(*n));
 					if (!n) {
 						ret = -ENOMEM;
 						ezfs_inode_put(ino);

@@ -25,7 +25,8 @@
 #include "codec/codec.h"
 #include "format/erofs_fs.h"
 
-bool ezi_bld_compress_wanted(const struct ezfs_builder *b, const struct binode *in)
+bool ezi_bld_compress_wanted(const struct ezfs_builder *b,
+			     const struct binode *in)
 {
 	if (!b->nzalgs || in->zoff || !S_ISREG(in->mode) || !in->size)
 		return false;
@@ -83,8 +84,10 @@ static uint8_t *grow_data(struct bzfile *z, uint64_t *cap, uint32_t blocks,
 static size_t inline_room(const struct ezfs_builder *b, const struct binode *in)
 {
 	uint32_t hdr = ((in->extended ? 64u : 32u) + in->xattr_isize + 7) & ~7u;
-	uint32_t used = hdr + ezi_bld_zindex_size(b, in,
-				!(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS));
+	uint32_t used =
+		hdr +
+		ezi_bld_zindex_size(b, in,
+				    !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS));
 
 	return used < b->blksz ? b->blksz - used : 0;
 }
@@ -123,13 +126,13 @@ static int take_frag(const struct ezfs_builder *b, const struct binode *in,
 	memcpy(z->frag, win + (pos - wpos), (size_t)have);
 	while (have < len) {
 		ssize_t n = ezi_bld_src_pread(src, z->frag + have,
-					  (size_t)(len - have),
-					  base + pos + have);
+					      (size_t)(len - have),
+					      base + pos + have);
 
 		if (n <= 0) {
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
-				n < 0 ? strerror((int)-n) :
-				"file shrank while building");
+				    n < 0 ? strerror((int)-n)
+					  : "file shrank while building");
 			return n < 0 ? (int)n : -EAGAIN;
 		}
 		have += (uint64_t)n;
@@ -184,7 +187,7 @@ static int add_ref(struct bzfile *z, uint64_t la, uint32_t j)
 
 	if (r)
 		return r;
-	z->blocks = blocks;	/* no new blocks */
+	z->blocks = blocks; /* no new blocks */
 	z->ext[z->next - 1].blkaddr = src.blkaddr;
 	z->ext[z->next - 1].ref = true;
 	z->ext[z->next - 1].refidx = j;
@@ -233,7 +236,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	uint64_t base = pt ? pt->base : 0;
 	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, in->zalg);
 	uint64_t maxext = max_extent(b), pos = 0, wcap;
-	uint64_t wpos = 0, wend = 0, dcap = 0;	/* window: file [wpos, wend) */
+	uint64_t wpos = 0, wend = 0, dcap = 0; /* window: file [wpos, wend) */
 	uint32_t pcap = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 	uint32_t blksz = b->blksz;
 	uint8_t *win = NULL, *obuf = NULL, *obuf2 = NULL, *obuf3 = NULL, *dst;
@@ -256,8 +259,8 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	*out = NULL;
 	cctx = ezi_bld_cctx_get(b, hctx, in->zalg, &err);
 	if (!cctx) {
-		ezi_bld_log(b, EZFS_LOG_ERROR, "cannot set up the compressor: %s",
-			strerror(-err));
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "cannot set up the compressor: %s", strerror(-err));
 		return err;
 	}
 	z = calloc(1, sizeof(*z));
@@ -305,18 +308,20 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			}
 			while (wend < pos + want) {
 				uint64_t space = wpos + wcap - wend;
-				ssize_t n = ezi_bld_src_pread(&src,
-						win + (wend - wpos),
-						(size_t)(space < size - wend ?
-							 space : size - wend),
-						base + wend);
+				ssize_t n = ezi_bld_src_pread(
+					&src, win + (wend - wpos),
+					(size_t)(space < size - wend
+							 ? space
+							 : size - wend),
+					base + wend);
 
 				if (n <= 0) {
 					err = n < 0 ? (int)n : -EAGAIN;
 					ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s",
-						in->srcpath, n < 0 ?
-						strerror(-err) :
-						"file shrank while building");
+						    in->srcpath,
+						    n < 0 ? strerror(-err)
+							  : "file shrank while "
+							    "building");
 					goto fail;
 				}
 				wend += (uint64_t)n;
@@ -329,10 +334,13 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			err = ezi_bld_idd_register(&dd, z, pos, win, wpos);
 			if (err)
 				goto fail;
-			if (ezi_bld_idd_scan(&dd, z, pos, pos + 1, pos, size, win, wpos,
-				     wend, b->blkszbits, &j) == pos) {
-				uint64_t len = (j + 1 < z->next ? z->ext[j + 1].la :
-						pos) - z->ext[j].la;
+			if (ezi_bld_idd_scan(&dd, z, pos, pos + 1, pos, size,
+					     win, wpos, wend, b->blkszbits,
+					     &j) == pos) {
+				uint64_t len =
+					(j + 1 < z->next ? z->ext[j + 1].la
+							 : pos) -
+					z->ext[j].la;
 
 				err = add_ref(z, pos, j);
 				if (err)
@@ -341,11 +349,15 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 				continue;
 			}
 		}
-		/* fragments: the last <= 1 pcluster (or all) to the packed inode */
-		if (frags && (allfrag ? pos == 0 :
-			      share ? rem <= share :
-			      rem <= pcap || (zkeep && rem <= zkeep + blksz))) {
-			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size, base);
+		/* fragments: the last <= 1 pcluster (or all) to the packed
+		 * inode */
+		if (frags &&
+		    (allfrag ? pos == 0
+		     : share ? rem <= share
+			     : rem <= pcap ||
+				       (zkeep && rem <= zkeep + blksz))) {
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos,
+					size, base);
 			if (err)
 				goto fail;
 			pos = size;
@@ -362,9 +374,10 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* a rest that surely compresses below a pcluster: a fragment
 		 * without compressing it twice (zfast.c) */
 		if (frags && !share && !zkeep && want == rem &&
-		    ezi_bld_fits_fast(b, in->zalg, win + (pos - wpos), (size_t)rem,
-				  pcap, obuf)) {
-			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size, base);
+		    ezi_bld_fits_fast(b, in->zalg, win + (pos - wpos),
+				      (size_t)rem, pcap, obuf)) {
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos,
+					size, base);
 			if (err)
 				goto fail;
 			pos = size;
@@ -372,8 +385,10 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		}
 		/* a pcluster of random-looking bytes (compressed media): raw,
 		 * without the codec (zfast.c), as it would end anyway */
-		if (!dedup && !share && !zkeep && want >= (uint64_t)pcap + blksz &&
-		    ezi_bld_random_fast(b, in->zalg, win + (pos - wpos), pcap)) {
+		if (!dedup && !share && !zkeep &&
+		    want >= (uint64_t)pcap + blksz &&
+		    ezi_bld_random_fast(b, in->zalg, win + (pos - wpos),
+					pcap)) {
 			rawblks = pcap / blksz;
 			goto raw;
 		}
@@ -390,13 +405,13 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		if (share && r > 0 && inlen > rem - share) {
 			/* the last pcluster of the head: as few blocks as hold
 			 * the head, filled with the shared end */
-			r = share_cap(ops, cctx, win + (pos - wpos), rem - share,
-				      pcap, blksz, obuf);
+			r = share_cap(ops, cctx, win + (pos - wpos),
+				      rem - share, pcap, blksz, obuf);
 			inlen = (size_t)want;
 			if (r > 0)
-				r = ops->compress_destsize(cctx,
-						win + (pos - wpos), &inlen,
-						obuf, (size_t)r);
+				r = ops->compress_destsize(
+					cctx, win + (pos - wpos), &inlen, obuf,
+					(size_t)r);
 		}
 		if (r < 0 && r != -ENOSPC) {
 			err = r;
@@ -405,7 +420,8 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* the whole rest compresses below one pcluster: a fragment */
 		if (frags && !share && r > 0 && inlen == rem &&
 		    (uint64_t)r < pcap) {
-			err = take_frag(b, in, z, &src, win, wpos, wend, pos, size, base);
+			err = take_frag(b, in, z, &src, win, wpos, wend, pos,
+					size, base);
 			if (err)
 				goto fail;
 			pos = size;
@@ -435,21 +451,26 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			}
 			if (dedup) {
 				/* cut the extent where earlier data repeats */
-				uint64_t from = ((pos >> b->blkszbits) + 1) <<
-						b->blkszbits, q;
+				uint64_t from = ((pos >> b->blkszbits) + 1)
+						<< b->blkszbits,
+					 q;
 				uint32_t j;
 
-				q = ezi_bld_idd_scan(&dd, z, from, pos + inlen, pos, size,
-					     win, wpos, wend, b->blkszbits, &j);
+				q = ezi_bld_idd_scan(&dd, z, from, pos + inlen,
+						     pos, size, win, wpos, wend,
+						     b->blkszbits, &j);
 				if (q < pos + inlen) {
 					size_t in2 = (size_t)(q - pos);
-					int r2 = ops->compress_destsize(cctx,
-							win + (pos - wpos), &in2,
-							obufd, pcap);
-					uint32_t ob2 = ((uint32_t)(r2 > 0 ? r2 : 0) +
-							blksz - 1) & ~(blksz - 1);
+					int r2 = ops->compress_destsize(
+						cctx, win + (pos - wpos), &in2,
+						obufd, pcap);
+					uint32_t ob2 =
+						((uint32_t)(r2 > 0 ? r2 : 0) +
+						 blksz - 1) &
+						~(blksz - 1);
 
-					if (r2 > 0 && in2 == q - pos && ob2 < in2) {
+					if (r2 > 0 && in2 == q - pos &&
+					    ob2 < in2) {
 						memcpy(obuf, obufd, (size_t)r2);
 						r = r2;
 						inlen = in2;
@@ -461,9 +482,10 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 				}
 			}
 			if (ztail && inlen == rem && ob > blksz) {
-				r = shrink_last(ops, cctx, win + (pos - wpos), rem,
-						ob - blksz, b->blkszbits, room,
-						&inlen, obuf, obuf2, obuf3, r);
+				r = shrink_last(ops, cctx, win + (pos - wpos),
+						rem, ob - blksz, b->blkszbits,
+						room, &inlen, obuf, obuf2,
+						obuf3, r);
 				if (r < 0) {
 					err = r;
 					goto cfail;
@@ -483,10 +505,11 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			pos += inlen;
 			continue;
 		}
-raw:
+	raw:
 		/* 3. one raw block, or a raw inline tail (ztailpacking) */
 		if (ztail && rem <= blksz && rem <= room) {
-			err = set_inline(z, pos, win + (pos - wpos), (size_t)rem,
+			err = set_inline(z, pos, win + (pos - wpos),
+					 (size_t)rem,
 					 Z_EROFS_LCLUSTER_TYPE_PLAIN);
 			if (err < 0)
 				goto fail;
@@ -502,7 +525,8 @@ raw:
 				goto nomem;
 			memcpy(dst, win + (pos - wpos), (size_t)want);
 			memset(dst + want, 0, blksz - (size_t)want);
-			err = add_extent(z, pos, 1, Z_EROFS_LCLUSTER_TYPE_PLAIN);
+			err = add_extent(z, pos, 1,
+					 Z_EROFS_LCLUSTER_TYPE_PLAIN);
 			if (err)
 				goto fail;
 			pos += want;
@@ -517,7 +541,7 @@ raw:
 	}
 	z->datalen = (uint64_t)z->blocks << b->blkszbits;
 	if (pt)
-		*out = z;	/* the whole file is judged once merged */
+		*out = z; /* the whole file is judged once merged */
 	else
 		ezi_bld_zfile_finish(b, in, z, !mem, out);
 	z = NULL;
@@ -527,8 +551,8 @@ nomem:
 	err = -ENOMEM;
 	goto fail;
 cfail:
-	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s", in->srcpath,
-		strerror(-err));
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s",
+		    in->srcpath, strerror(-err));
 fail:
 	ezi_bld_zfile_free(z);
 out:
@@ -545,7 +569,7 @@ out:
 }
 
 void ezi_bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
-		      struct bzfile *z, bool judge, struct bzfile **out)
+			  struct bzfile *z, bool judge, struct bzfile **out)
 {
 	uint32_t meta;
 
@@ -579,7 +603,7 @@ void ezi_bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
 }
 
 int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
-		      void *cctx, struct bzfile **out)
+			  void *cctx, struct bzfile **out)
 {
 	if (ezi_bld_zunaligned_ok(b, in))
 		return ezi_bld_zunaligned(b, in, cctx, out);
@@ -587,14 +611,15 @@ int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 }
 
 int ezi_bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
-		      void *cctx, const struct bzpart *pt, struct bzfile **out)
+			  void *cctx, const struct bzpart *pt,
+			  struct bzfile **out)
 {
 	return compress_src(b, in, cctx, NULL, pt->len, pt, out);
 }
 
 int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
-		     void *cctx, const uint8_t *mem, uint64_t len,
-		     struct bzfile **out)
+			 void *cctx, const uint8_t *mem, uint64_t len,
+			 struct bzfile **out)
 {
 	return compress_src(b, in, cctx, mem, len, NULL, out);
 }

@@ -19,7 +19,7 @@
 #include "format/erofs_fs.h"
 
 const struct ezfs_codec_ops *ezi_bld_codec(const struct ezfs_builder *b,
-				       unsigned zalg)
+					   unsigned zalg)
 {
 	const struct ezfs_build_zalg *z = &b->zalgs[zalg];
 
@@ -47,8 +47,9 @@ static int pcluster_blocks(struct ezfs_builder *b, uint32_t bytes,
 {
 	if (bytes % b->blksz || bytes > EROFS_PCLUSTER_MAX_SIZE) {
 		ezi_bld_log(b, EZFS_LOG_ERROR,
-			"%s %u: must be a multiple of the block size, at most 1 MiB",
-			what, bytes);
+			    "%s %u: must be a multiple of the block size, at "
+			    "most 1 MiB",
+			    what, bytes);
 		return -EINVAL;
 	}
 	*blocks = bytes / b->blksz;
@@ -58,7 +59,7 @@ static int pcluster_blocks(struct ezfs_builder *b, uint32_t bytes,
 }
 
 uint32_t ezi_bld_pcluster_blocks(const struct ezfs_builder *b,
-			     const struct binode *in)
+				 const struct binode *in)
 {
 	return in->zblks ? in->zblks : b->pclusterdef;
 }
@@ -73,14 +74,16 @@ int ezi_bld_zalgs_init(struct ezfs_builder *b)
 	if (p->alg < 0) {
 		if (p->n_more_algs || p->n_hints) {
 			ezi_bld_log(b, EZFS_LOG_ERROR,
-				"compression hints and further algorithms need a first algorithm");
+				    "compression hints and further algorithms "
+				    "need a first algorithm");
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (p->n_more_algs >= EZFS_BUILD_MAX_ZALGS) {
-		ezi_bld_log(b, EZFS_LOG_ERROR, "more than %d compression algorithms",
-			EZFS_BUILD_MAX_ZALGS);
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "more than %d compression algorithms",
+			    EZFS_BUILD_MAX_ZALGS);
 		return -EINVAL;
 	}
 	b->zalgs[0].alg = p->alg;
@@ -94,15 +97,15 @@ int ezi_bld_zalgs_init(struct ezfs_builder *b)
 
 		if (b->zalgs[i].alg < 0 || b->zalgs[i].alg >= EZFS_ALG_MAX) {
 			ezi_bld_log(b, EZFS_LOG_ERROR,
-				"unknown compression algorithm %d",
-				b->zalgs[i].alg);
+				    "unknown compression algorithm %d",
+				    b->zalgs[i].alg);
 			return -EINVAL;
 		}
 		ops = ezi_bld_codec(b, (unsigned)i);
 		if (!ops || !ops->cctx_new || !ops->compress_destsize) {
 			ezi_bld_log(b, EZFS_LOG_ERROR,
-				"no compressor for %s in this build",
-				ezfs_alg_name(b->zalgs[i].alg));
+				    "no compressor for %s in this build",
+				    ezfs_alg_name(b->zalgs[i].alg));
 			return -EOPNOTSUPP;
 		}
 		b->algmask |= 1u << b->zalgs[i].alg;
@@ -123,7 +126,8 @@ int ezi_bld_zalgs_init(struct ezfs_builder *b)
 		uint32_t blocks;
 
 		if (h->zalg >= b->nzalgs) {
-			ezi_bld_log(b, EZFS_LOG_ERROR,
+			ezi_bld_log(
+				b, EZFS_LOG_ERROR,
 				"hint '%s': algorithm index %u, only %u given",
 				h->regex, h->zalg, b->nzalgs);
 			return -EINVAL;
@@ -135,8 +139,8 @@ int ezi_bld_zalgs_init(struct ezfs_builder *b)
 		if (blocks > b->pclusterblks)
 			b->pclusterblks = blocks;
 		if (regcomp(&re[i], h->regex, REG_EXTENDED | REG_NOSUB)) {
-			ezi_bld_log(b, EZFS_LOG_ERROR, "invalid hint regex '%s'",
-				h->regex);
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "invalid hint regex '%s'", h->regex);
 			return -EINVAL;
 		}
 		b->nhintre++;
@@ -162,8 +166,9 @@ static int add_offset(const struct ezfs_builder *b, const struct binode *in,
 		      const char *what, uint32_t *id, uint32_t off)
 {
 	if ((uint64_t)*id + off > 0xFFFFFFFFull) {
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s %u + offset %u beyond 32 bits",
-			in->srcpath, what, *id, off);
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: %s %u + offset %u beyond 32 bits", in->srcpath,
+			    what, *id, off);
 		return -EOVERFLOW;
 	}
 	*id += off;
@@ -229,7 +234,7 @@ void *ezi_bld_cctx_new(const struct ezfs_builder *b, int *err)
 }
 
 void *ezi_bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
-		   int *err)
+		       int *err)
 {
 	struct bcctx *h = cctx;
 	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, zalg);

@@ -48,7 +48,8 @@ static bool stronger_than_lz4(const struct ezfs_build_zalg *za)
 }
 
 bool ezi_bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
-		   const uint8_t *src, size_t len, uint32_t cap, uint8_t *tmp)
+		       const uint8_t *src, size_t len, uint32_t cap,
+		       uint8_t *tmp)
 {
 	if (!stronger_than_lz4(&b->zalgs[zalg]) ||
 	    len > (size_t)LZ4_MAX_INPUT_SIZE || cap < 2)
@@ -59,7 +60,7 @@ bool ezi_bld_fits_fast(const struct ezfs_builder *b, unsigned zalg,
 }
 
 int ezi_bld_one_block_fast(const struct ezfs_builder *b, unsigned zalg,
-		       const uint8_t *src, size_t len, uint8_t *dst)
+			   const uint8_t *src, size_t len, uint8_t *dst)
 {
 	const struct ezfs_build_zalg *za = &b->zalgs[zalg];
 
@@ -103,7 +104,7 @@ static size_t repeats5(const uint8_t *src, size_t n)
 }
 
 bool ezi_bld_random_fast(const struct ezfs_builder *b, unsigned zalg,
-		     const uint8_t *src, size_t n)
+			 const uint8_t *src, size_t n)
 {
 	const struct ezfs_build_zalg *za = &b->zalgs[zalg];
 
@@ -123,7 +124,8 @@ bool ezi_bld_random_fast(const struct ezfs_builder *b, unsigned zalg,
 	/* the first KiB rules out text at once (random bytes: 255 +- 23
 	 * there too), so that it costs compressible data next to nothing
 	 * (the whole histogram cost lz4hc-12 4K on text 4 % of its time) */
-	return n >= 4096 && n <= UINT32_MAX && ezfs_byte_chi2(src, 1024) <= 600 &&
+	return n >= 4096 && n <= UINT32_MAX &&
+	       ezfs_byte_chi2(src, 1024) <= 600 &&
 	       ezfs_byte_chi2(src, n) <= 300 &&
 	       repeats5(src, n) <= 2 + n / (1u << 20);
 }

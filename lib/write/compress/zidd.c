@@ -84,14 +84,14 @@ static int idd_insert(struct bidd *d, uint32_t h, uint32_t idx)
 
 /* Register complete owned extents (all end at or before pos). */
 int ezi_bld_idd_register(struct bidd *d, const struct bzfile *z, uint64_t pos,
-		     const uint8_t *win, uint64_t wpos)
+			 const uint8_t *win, uint64_t wpos)
 {
 	int err;
 
 	for (; d->nreg < z->next; d->nreg++) {
 		const struct bextent *e = &z->ext[d->nreg];
 		uint64_t end =
-		    d->nreg + 1 < z->next ? z->ext[d->nreg + 1].la : pos;
+			d->nreg + 1 < z->next ? z->ext[d->nreg + 1].la : pos;
 
 		if (e->ref || e->frag || !e->blocks || end - e->la < IDD_W ||
 		    e->la < wpos)
@@ -141,9 +141,9 @@ static int64_t idd_find(const struct bidd *d, const struct bzfile *z,
  * repeats; returns q and its extent in *jp, or `to` when none.
  */
 uint64_t ezi_bld_idd_scan(const struct bidd *d, const struct bzfile *z,
-		      uint64_t from, uint64_t to, uint64_t pos, uint64_t size,
-		      const uint8_t *win, uint64_t wpos, uint64_t wend,
-		      unsigned blkszbits, uint32_t *jp)
+			  uint64_t from, uint64_t to, uint64_t pos,
+			  uint64_t size, const uint8_t *win, uint64_t wpos,
+			  uint64_t wend, unsigned blkszbits, uint32_t *jp)
 {
 	uint64_t q;
 	uint32_t h;

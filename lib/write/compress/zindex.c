@@ -13,10 +13,10 @@
 /* Logical view of one lcluster entry before encoding. */
 struct lent {
 	uint8_t type;
-	bool cblk;               /* first NONHEAD carrying CBLKCNT */
-	uint16_t clusterofs;     /* HEAD */
-	uint16_t d0, d1;         /* NONHEAD; d0 = CBLKCNT blocks if cblk */
-	uint32_t blkaddr;        /* HEAD */
+	bool cblk;	     /* first NONHEAD carrying CBLKCNT */
+	uint16_t clusterofs; /* HEAD */
+	uint16_t d0, d1;     /* NONHEAD; d0 = CBLKCNT blocks if cblk */
+	uint32_t blkaddr;    /* HEAD */
 	bool sentinel;
 };
 
@@ -24,7 +24,7 @@ static uint32_t hdr_offset(const struct binode *in)
 {
 	uint32_t e = (in->extended ? 64 : 32) + in->xattr_isize;
 
-	return (e + 7) & ~7u;	/* inode start is 32-byte aligned */
+	return (e + 7) & ~7u; /* inode start is 32-byte aligned */
 }
 
 /* 9.5.1: numbers of entries in the initial 4B, 2B and final 4B regions. */
@@ -42,7 +42,7 @@ static void compact_regions(uint32_t ebase_mod32, uint64_t n, uint64_t *init4,
 }
 
 uint32_t ezi_bld_zindex_size(const struct ezfs_builder *b,
-			 const struct binode *in, bool compact)
+			     const struct binode *in, bool compact)
 {
 	uint64_t n = (in->size + b->blksz - 1) >> b->blkszbits;
 	uint64_t init4, n2b, rest, bytes;
@@ -50,7 +50,8 @@ uint32_t ezi_bld_zindex_size(const struct ezfs_builder *b,
 	if (!compact)
 		return (uint32_t)(16 + 8 * n);
 	compact_regions((hdr_offset(in) + 8) & 31, n, &init4, &n2b, &rest);
-	bytes = 8 + ((init4 + 1) & ~1ull) * 4 + n2b * 2 + ((rest + 1) & ~1ull) * 4;
+	bytes = 8 + ((init4 + 1) & ~1ull) * 4 + n2b * 2 +
+		((rest + 1) & ~1ull) * 4;
 	return (uint32_t)bytes;
 }
 
@@ -73,7 +74,7 @@ static void build_lents(const struct ezfs_builder *b, const struct binode *in,
 		if (e->frag) {
 			/* FULL: high bits of the fragment offset (9.10) */
 			le[h].blkaddr = (uint32_t)(z->fragoff >> 32);
-			le[h].sentinel = true;	/* no pcluster behind it */
+			le[h].sentinel = true; /* no pcluster behind it */
 		}
 		if (nh > n)
 			nh = n;
@@ -89,7 +90,8 @@ static void build_lents(const struct ezfs_builder *b, const struct binode *in,
 		}
 	}
 	/* EOF sentinel (9.1) */
-	if ((size & (lcs - 1)) && (z->ext[z->next - 1].la >> b->blkszbits) < n - 1) {
+	if ((size & (lcs - 1)) &&
+	    (z->ext[z->next - 1].la >> b->blkszbits) < n - 1) {
 		le[n - 1].type = Z_EROFS_LCLUSTER_TYPE_PLAIN;
 		le[n - 1].clusterofs = (uint16_t)(size & (lcs - 1));
 		le[n - 1].blkaddr = 0;
@@ -108,8 +110,10 @@ static void encode_full(const struct lent *le, uint64_t n, uint8_t *p)
 			put_le32(p + 4, le[i].blkaddr);
 			continue;
 		}
-		put_le16(p + 4, le[i].cblk ? (uint16_t)(Z_EROFS_LI_D0_CBLKCNT | le[i].d0)
-					   : (le[i].d0 > 0x7FF ? 0x7FF : le[i].d0));
+		put_le16(p + 4,
+			 le[i].cblk
+				 ? (uint16_t)(Z_EROFS_LI_D0_CBLKCNT | le[i].d0)
+				 : (le[i].d0 > 0x7FF ? 0x7FF : le[i].d0));
 		put_le16(p + 6, le[i].d1 > 0x7FF ? 0x7FF : le[i].d1);
 	}
 }
@@ -180,7 +184,7 @@ static int encode_pack(const struct lent *le, uint64_t first, uint64_t n,
 		nblk = pack_nblk(v, (int)i, big);
 		want = e->blkaddr - nblk;
 		if (have_base && want != base)
-			return -EINVAL;	/* pclusters not consecutive */
+			return -EINVAL; /* pclusters not consecutive */
 		base = want;
 		have_base = true;
 		*running = e->blkaddr;
@@ -212,12 +216,14 @@ static int encode_compact(const struct ezfs_builder *b, const struct lent *le,
 			return err;
 	}
 	for (i = init4; i < init4 + n2b; i += 16, p += 32) {
-		err = encode_pack(le, i, n, 16, 14, b->big_pcluster, &running, p);
+		err = encode_pack(le, i, n, 16, 14, b->big_pcluster, &running,
+				  p);
 		if (err)
 			return err;
 	}
 	for (i = init4 + n2b; i < n; i += 2, p += 8) {
-		err = encode_pack(le, i, n, 2, 16, b->big_pcluster, &running, p);
+		err = encode_pack(le, i, n, 2, 16, b->big_pcluster, &running,
+				  p);
 		if (err)
 			return err;
 	}
@@ -249,7 +255,7 @@ static uint32_t ext_size(const struct binode *in, const struct bzfile *z)
 }
 
 void ezi_bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
-		     struct bzfile *z)
+			 struct bzfile *z)
 {
 	uint32_t sz;
 
@@ -263,8 +269,8 @@ void ezi_bld_zext_choose(const struct ezfs_builder *b, const struct binode *in,
 	z->idx_size = sz;
 }
 
-static int encode_extents(const struct ezfs_builder *b,
-			  const struct binode *in, uint8_t *p)
+static int encode_extents(const struct ezfs_builder *b, const struct binode *in,
+			  uint8_t *p)
 {
 	const struct bzfile *z = in->z;
 	uint32_t rs = ext_recsz(in), h = hdr_offset(in), k;
@@ -282,10 +288,16 @@ static int encode_extents(const struct ezfs_builder *b,
 		p[7] = (uint8_t)(lcb - b->blkszbits);
 		put_le64(p + 8, (uint64_t)z->ext[0].blkaddr << b->blkszbits);
 		for (k = 0; k < z->next; k++)
-			put_le32(p + 16 + 4 * k, z->plen[k] |
-				 (z->ext[k].type == Z_EROFS_LCLUSTER_TYPE_PLAIN ?
-				  0 : (uint32_t)(b->zalgs[in->zalg].alg + 1)
-				  << Z_EROFS_EXTENT_PLEN_FMT_BIT));
+			put_le32(
+				p + 16 + 4 * k,
+				z->plen[k] |
+					(z->ext[k].type ==
+							 Z_EROFS_LCLUSTER_TYPE_PLAIN
+						 ? 0
+						 : (uint32_t)(b->zalgs[in->zalg]
+								      .alg +
+							      1)
+							   << Z_EROFS_EXTENT_PLEN_FMT_BIT));
 		return 0;
 	}
 	if (z->frag_len || (z->next && z->ext[z->next - 1].frag))
@@ -318,7 +330,7 @@ static int encode_extents(const struct ezfs_builder *b,
 
 /* Write map header + index at p (= inode start + hdr_offset). */
 int ezi_bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
-		      uint8_t *p)
+			  uint8_t *p)
 {
 	uint64_t n = (in->size + b->blksz - 1) >> b->blkszbits;
 	bool compact = in->z->compact;
@@ -355,15 +367,18 @@ int ezi_bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 	p[6] = (uint8_t)b->zalgs[in->zalg].alg;
 	p[7] = 0;
 	if (compact) {
-		/* the initial 4B region of an init4 < 2 file is never partial */
-		err = encode_compact(b, le, n, (hdr_offset(in) + 8) & 31, p + 8);
+		/* the initial 4B region of an init4 < 2 file is never partial
+		 */
+		err = encode_compact(b, le, n, (hdr_offset(in) + 8) & 31,
+				     p + 8);
 	} else {
 		memset(p + 8, 0, 8);
 		encode_full(le, n, p + 16);
 	}
 	free(le);
 	if (err)
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: internal error encoding the index",
-			in->srcpath);
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: internal error encoding the index",
+			    in->srcpath);
 	return err;
 }

@@ -27,22 +27,22 @@ struct zslot {
 	struct zjobs *j;
 	struct binode *in;
 	struct bzfile *z;
-	uint32_t part, nparts;   /* a large file's parts (zsplit.c) */
+	uint32_t part, nparts; /* a large file's parts (zsplit.c) */
 	int err;
 	bool done;
 };
 
 struct zjobs {
 	struct ezfs_builder *b;
-	pthread_mutex_t lock;    /* the slots' results */
-	pthread_cond_t cond;     /* the slot the writer waits for is done */
+	pthread_mutex_t lock; /* the slots' results */
+	pthread_cond_t cond;  /* the slot the writer waits for is done */
 	struct zslot *slots;
-	size_t njobs, next, consumed, window;   /* the writer's only */
-	uint64_t *upto;          /* input bytes of the jobs before each */
-	bool waiting;            /* the writer waits on cond */
-	struct ezi_pool *pool;   /* NULL: synchronous mode */
-	void **wcctx;            /* one per worker */
-	void *cctx;              /* synchronous mode (no threads) */
+	size_t njobs, next, consumed, window; /* the writer's only */
+	uint64_t *upto;	       /* input bytes of the jobs before each */
+	bool waiting;	       /* the writer waits on cond */
+	struct ezi_pool *pool; /* NULL: synchronous mode */
+	void **wcctx;	       /* one per worker */
+	void *cctx;	       /* synchronous mode (no threads) */
 };
 
 bool ezi_bld_ctx_reusable(const struct ezfs_builder *b)
@@ -50,8 +50,8 @@ bool ezi_bld_ctx_reusable(const struct ezfs_builder *b)
 	return b->p.alg == EZFS_ALG_LZ4 || b->p.alg == EZFS_ALG_LZMA;
 }
 
-static int run_job(struct ezfs_builder *b, const struct zslot *sl,
-		   void **cctx, struct bzfile **z)
+static int run_job(struct ezfs_builder *b, const struct zslot *sl, void **cctx,
+		   struct bzfile **z)
 {
 	struct binode *in = sl->in;
 	int err = 0;
@@ -60,14 +60,14 @@ static int run_job(struct ezfs_builder *b, const struct zslot *sl,
 		*cctx = ezi_bld_cctx_new(b, &err);
 		if (!*cctx && err) {
 			ezi_bld_log(b, EZFS_LOG_ERROR,
-				"cannot set up the compressor: %s",
-				strerror(-err));
+				    "cannot set up the compressor: %s",
+				    strerror(-err));
 			return err;
 		}
 	}
 	err = sl->nparts > 1 ? ezi_bld_zsplit_run(b, in, *cctx, sl->part,
-					       sl->nparts, z) :
-			       ezi_bld_compress_file(b, in, *cctx, z);
+						  sl->nparts, z)
+			     : ezi_bld_compress_file(b, in, *cctx, z);
 	if (!ezi_bld_ctx_reusable(b)) {
 		ezi_bld_cctx_free(b, *cctx);
 		*cctx = NULL;
@@ -127,7 +127,8 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 		return -ENOMEM;
 	j->b = b;
 	for (i = 0; i < b->ninodes; i++)
-		if (b->inodes[i]->size && ezi_bld_compress_wanted(b, b->inodes[i]))
+		if (b->inodes[i]->size &&
+		    ezi_bld_compress_wanted(b, b->inodes[i]))
 			n += ezi_bld_zsplit_parts(b, b->inodes[i]);
 	j->slots = calloc(n ? n : 1, sizeof(*j->slots));
 	if (!j->slots) {
@@ -153,7 +154,8 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 			j->slots[j->njobs].in = in;
 			j->slots[j->njobs].part = k;
 			j->slots[j->njobs].nparts = np;
-			j->upto[j->njobs + 1] = j->upto[j->njobs] + in->size / np;
+			j->upto[j->njobs + 1] =
+				j->upto[j->njobs] + in->size / np;
 			j->njobs++;
 		}
 	}
@@ -162,7 +164,7 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 	b->zjobs = j;
 	want = b->p.workers ? b->p.workers : 1;
 	if (want <= 1 || j->njobs <= 1)
-		return 0;	/* synchronous */
+		return 0; /* synchronous */
 	j->window = 4 * (size_t)want;
 	j->wcctx = calloc(want, sizeof(*j->wcctx));
 	if (!j->wcctx)
@@ -175,8 +177,7 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 
 /* The next slot's result (waited for, or computed here without
  * workers). */
-static int take_slot(struct ezfs_builder *b, struct zjobs *j,
-		     struct bzfile **z)
+static int take_slot(struct ezfs_builder *b, struct zjobs *j, struct bzfile **z)
 {
 	struct zslot *s = &j->slots[j->consumed];
 	int err;
@@ -205,7 +206,7 @@ static int take_slot(struct ezfs_builder *b, struct zjobs *j,
 }
 
 int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
-		   struct bzfile **z)
+		       struct bzfile **z)
 {
 	struct zjobs *j = b->zjobs;
 	struct bzfile **parts;
@@ -231,8 +232,8 @@ int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 			err = e;
 		/* a large file takes long: show its parts coming in */
 		ezi_bld_progress(b, EZFS_BUILD_DATA, b->prog_files, b->st.files,
-			     b->prog_bytes + in->size / np * (k + 1),
-			     b->prog_total);
+				 b->prog_bytes + in->size / np * (k + 1),
+				 b->prog_total);
 	}
 	if (!err)
 		err = ezi_bld_zsplit_merge(b, in, parts, np, z);

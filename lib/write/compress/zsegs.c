@@ -33,13 +33,13 @@ struct zsegs {
 	struct binode cfg; /* zeroed: default algorithm and pcluster */
 	const uint8_t *mem;
 	uint64_t seg, len;
-	size_t maxseg, next;     /* next: the first segment not submitted */
+	size_t maxseg, next; /* next: the first segment not submitted */
 	bool final;
 	struct bzfile **res;
 	int *err;
 	struct zseg_job *jobs;
-	struct ezi_pool *pool;   /* NULL: ezi_bld_zsegs_finish does them */
-	void **cctx;             /* one per worker */
+	struct ezi_pool *pool; /* NULL: ezi_bld_zsegs_finish does them */
+	void **cctx;	       /* one per worker */
 };
 
 /* Bytes of segment i (a segment submitted before the end is known is a
@@ -59,8 +59,8 @@ static void seg_run(struct zsegs *s, size_t i, uint64_t n, void **cctx)
 	if (!*cctx)
 		*cctx = ezi_bld_cctx_new(s->b, &err);
 	if (*cctx)
-		err = ezi_bld_compress_mem(s->b, &s->cfg, *cctx, s->mem + off, n,
-				       &s->res[i]);
+		err = ezi_bld_compress_mem(s->b, &s->cfg, *cctx, s->mem + off,
+					   n, &s->res[i]);
 	else if (!err)
 		err = -ENOMEM;
 	s->err[i] = err;
@@ -89,7 +89,8 @@ static bool seg_submit(struct zsegs *s)
 	return true;
 }
 
-int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem, uint64_t maxlen)
+int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem,
+			uint64_t maxlen)
 {
 	uint64_t pcap = (uint64_t)b->pclusterblks << b->blkszbits;
 	unsigned want = b->p.workers ? b->p.workers : 1;
@@ -166,8 +167,8 @@ void ezi_bld_zsegs_free(struct ezfs_builder *b)
 	b->zsegs = NULL;
 }
 
-int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in, uint64_t len,
-		     struct bzfile **out)
+int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
+			 uint64_t len, struct bzfile **out)
 {
 	struct zsegs *s = b->zsegs;
 	struct bzfile *z = NULL;

@@ -81,7 +81,7 @@ static void part_plan(const struct ezfs_builder *b, const struct binode *in,
 		m = (in->size + max - 1) / max;
 		p->ps = m <= 1 ? max
 			       : ((in->size + m - 1) / m + PART_UNIT - 1) /
-				     PART_UNIT * PART_UNIT;
+					 PART_UNIT * PART_UNIT;
 		p->nfull = (uint32_t)((in->size - 1) / p->ps);
 		p->half = (in->size - (uint64_t)p->nfull * p->ps) / 2 /
 			  PART_UNIT * PART_UNIT;
@@ -89,12 +89,14 @@ static void part_plan(const struct ezfs_builder *b, const struct binode *in,
 	p->n = p->nfull + (p->half ? 2 : 1);
 }
 
-uint32_t ezi_bld_zsplit_parts(const struct ezfs_builder *b, const struct binode *in)
+uint32_t ezi_bld_zsplit_parts(const struct ezfs_builder *b,
+			      const struct binode *in)
 {
 	struct plan p;
 
 	if (in->size <= seg_size(b, in, 1) || in->zkeep || in->zshare ||
-	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) || ezi_bld_zunaligned_ok(b, in))
+	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) ||
+	    ezi_bld_zunaligned_ok(b, in))
 		return 1;
 	part_plan(b, in, &p);
 	return p.n;
@@ -122,16 +124,16 @@ static void part_range(const struct ezfs_builder *b, const struct binode *in,
 }
 
 int ezi_bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
-		   void *cctx, uint32_t k, uint32_t n, struct bzfile **out)
+		       void *cctx, uint32_t k, uint32_t n, struct bzfile **out)
 {
-	struct bzpart pt = {.last = k + 1 == n};
+	struct bzpart pt = { .last = k + 1 == n };
 
 	part_range(b, in, k, &pt.base, &pt.len);
 	return ezi_bld_compress_part(b, in, cctx, &pt, out);
 }
 
 int ezi_bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
-		   uint32_t *blocks)
+		       uint32_t *blocks)
 {
 	int err;
 
@@ -142,7 +144,7 @@ int ezi_bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
 	 * copied into one buffer (that copy and its fresh pages were most
 	 * of the writer's time on 256 MiB of text with lz4) */
 	err = ezi_bld_pwrite(b, part->data, part->datalen,
-			 (b->cursor + *blocks) << b->blkszbits);
+			     (b->cursor + *blocks) << b->blkszbits);
 	if (err)
 		return err;
 	*blocks += part->blocks;
@@ -202,7 +204,7 @@ int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
 }
 
 int ezi_bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
-		     struct bzfile **parts, uint32_t n, struct bzfile **out)
+			 struct bzfile **parts, uint32_t n, struct bzfile **out)
 {
 	struct bzfile *z = parts[0];
 	uint64_t base, len;

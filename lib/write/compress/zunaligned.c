@@ -15,7 +15,8 @@
 #include "codec/codec.h"
 #include "format/erofs_fs.h"
 
-bool ezi_bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in)
+bool ezi_bld_zunaligned_ok(const struct ezfs_builder *b,
+			   const struct binode *in)
 {
 	uint32_t pcs = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 	int alg = b->zalgs[in->zalg].alg;
@@ -30,8 +31,7 @@ bool ezi_bld_zunaligned_ok(const struct ezfs_builder *b, const struct binode *in
 }
 
 /* Append len bytes to z->data (cap in *cap). */
-static int put_data(struct bzfile *z, uint64_t *cap, const void *p,
-		    size_t len)
+static int put_data(struct bzfile *z, uint64_t *cap, const void *p, size_t len)
 {
 	if (z->datalen + len > *cap) {
 		uint64_t ncap = *cap ? *cap * 2 : (64u << 10);
@@ -51,7 +51,7 @@ static int put_data(struct bzfile *z, uint64_t *cap, const void *p,
 }
 
 int ezi_bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
-		   void *hctx, struct bzfile **out)
+		       void *hctx, struct bzfile **out)
 {
 	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, in->zalg);
 	uint32_t pcs = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
@@ -74,8 +74,8 @@ int ezi_bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 	}
 	cctx = ezi_bld_cctx_get(b, hctx, in->zalg, &err);
 	if (!cctx) {
-		ezi_bld_log(b, EZFS_LOG_ERROR, "cannot set up the compressor: %s",
-			strerror(-err));
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "cannot set up the compressor: %s", strerror(-err));
 		goto out;
 	}
 	err = ezi_bld_src_open(b, in, &src);
@@ -88,18 +88,19 @@ int ezi_bld_zunaligned(const struct ezfs_builder *b, const struct binode *in,
 		if (n != (ssize_t)len) {
 			err = n < 0 ? (int)n : -EAGAIN;
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
-				n < 0 ? strerror(-err) :
-				"file shrank while building");
+				    n < 0 ? strerror(-err)
+					  : "file shrank while building");
 			break;
 		}
 		/* compressed only when strictly smaller than the input */
-		r = len <= 64 ? -ENOSPC :
-		    ops->compress_destsize(cctx, ibuf, &inlen, obuf,
-					   (uint32_t)len - 1);
+		r = len <= 64 ? -ENOSPC
+			      : ops->compress_destsize(cctx, ibuf, &inlen, obuf,
+						       (uint32_t)len - 1);
 		if (r < 0 && r != -ENOSPC) {
 			err = r;
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: compression failed: %s",
-				in->srcpath, strerror(-err));
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "%s: compression failed: %s", in->srcpath,
+				    strerror(-err));
 			break;
 		}
 		z->ext[k].la = pos;

@@ -50,15 +50,15 @@ static void frag_table_free(struct ezfs_builder *b)
 	b->fragtab = NULL;
 }
 
-#define FRAG_HASHLEN 64	/* bytes of a fragment's end that are hashed */
+#define FRAG_HASHLEN 64 /* bytes of a fragment's end that are hashed */
 
 /* Key of a fragment: CRC32C of its last FRAG_HASHLEN bytes (or all). */
 static uint32_t frag_key(const uint8_t *p, uint64_t len)
 {
 	uint64_t n = len < FRAG_HASHLEN ? len : FRAG_HASHLEN;
 
-	return ezi_crc32c(0, p + len - n, (size_t)n) ^ (len < FRAG_HASHLEN ?
-							 (uint32_t)len : 0);
+	return ezi_crc32c(0, p + len - n, (size_t)n) ^
+	       (len < FRAG_HASHLEN ? (uint32_t)len : 0);
 }
 
 /*
@@ -80,8 +80,8 @@ static int packed_grow(struct ezfs_builder *b, uint64_t need)
 		return -ENOMEM;
 	/* workers read the bytes while b->zsegs runs: grow in place only */
 	np = b->packed ? mremap(b->packed, (size_t)b->packed_cap, (size_t)cap,
-				b->zsegs ? 0 : MREMAP_MAYMOVE) :
-			 mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
+				b->zsegs ? 0 : MREMAP_MAYMOVE)
+		       : mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (np == MAP_FAILED)
 		return -ENOMEM;
@@ -102,8 +102,7 @@ void ezi_bld_packed_free(struct ezfs_builder *b)
 	b->packed_cap = 0;
 }
 
-static int packed_append(struct ezfs_builder *b, const uint8_t *p,
-			 uint64_t len)
+static int packed_append(struct ezfs_builder *b, const uint8_t *p, uint64_t len)
 {
 	int err;
 
@@ -143,7 +142,9 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 	 * estimates compress the file twice on this thread), 8 candidates
 	 */
 	unsigned near = z->wholefrag && z->frag_len > b->blksz &&
-			z->frag_len <= (256u << 10) ? 8 : 0;
+					z->frag_len <= (256u << 10)
+				? 8
+				: 0;
 	struct fragtab *ft = b->fragtab;
 	struct fragent *t, ne;
 	size_t pos = 0;
@@ -212,8 +213,8 @@ done:
 
 static bool is_dot(const struct bdentry *d)
 {
-	return d->name[0] == '.' && (d->namelen == 1 ||
-				     (d->namelen == 2 && d->name[1] == '.'));
+	return d->name[0] == '.' &&
+	       (d->namelen == 1 || (d->namelen == 2 && d->name[1] == '.'));
 }
 
 /* Call fn for each regular file in dir (skipping "." and ".."). */
@@ -267,7 +268,8 @@ int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg)
 		const struct binode *d = NULL;
 
 		while (top->next < top->dir->ndents) {
-			const struct bdentry *de = &top->dir->dents[top->next++];
+			const struct bdentry *de =
+				&top->dir->dents[top->next++];
 
 			if (!is_dot(de) && S_ISDIR(de->inode->mode)) {
 				d = de->inode;
@@ -282,7 +284,7 @@ int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg)
 		if (err)
 			break;
 		if (sp > b->ninodes)
-			break;	/* not a tree: the pass below takes the rest */
+			break; /* not a tree: the pass below takes the rest */
 		if (sp == cap) {
 			struct fstack *ns = realloc(st, 2 * cap * sizeof(*ns));
 

@@ -9,8 +9,8 @@
  * own, appended after the file data, and the rest of the file points at
  * the end of the earlier fragment, when that takes fewer bytes than the
  * whole file would add to the packed inode (estimated by compressing it
- * after the packed bytes before it). Runs on the writer thread, in the fixed fragment
- * order, so the image does not depend on the number of workers.
+ * after the packed bytes before it). Runs on the writer thread, in the fixed
+ * fragment order, so the image does not depend on the number of workers.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,8 +42,8 @@ static int64_t near_head(const struct ezfs_builder *b,
 		uint32_t cap = pcap, ob = 0;
 		int r;
 
-		if (*n == maxn || ((uint64_t)*blocks << b->blkszbits) + pcap >
-					  len + pcap)
+		if (*n == maxn ||
+		    ((uint64_t)*blocks << b->blkszbits) + pcap > len + pcap)
 			return -E2BIG;
 		/* the smallest pcluster that holds the rest of the head */
 		r = ops->compress_destsize(cctx, f + pos, &inlen, dst, cap);
@@ -114,12 +114,12 @@ out:
 	if (r2 < 0 || r1 < 0)
 		return r1 < 0 && r1 != -ENOSPC ? r1 : alone;
 	if (r2 <= r1)
-		return 0;	/* (a codec's bounds: more input, less output) */
+		return 0; /* (a codec's bounds: more input, less output) */
 	return r2 - r1 < alone ? r2 - r1 : alone;
 }
 
 int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
-		  struct bzfile *z, uint64_t cend, uint64_t matched)
+		      struct bzfile *z, uint64_t cend, uint64_t matched)
 {
 	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, in->zalg);
 	uint32_t pcap = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
@@ -157,7 +157,7 @@ int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 		goto out;
 	}
 	if (r <= 0 || est < len)
-		goto out;	/* (not a whole-file fragment then) */
+		goto out; /* (not a whole-file fragment then) */
 	r = packed_cost(b, ops, cctx, z->frag, len, r);
 	if (r < 0) {
 		err = r;
@@ -172,17 +172,19 @@ int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 		goto out;
 	}
 	if (((uint64_t)blocks << b->blkszbits) >= (uint64_t)r)
-		goto out;	/* the packed inode is cheaper */
+		goto out; /* the packed inode is cheaper */
 	err = ezi_bld_pwrite(b, data, (size_t)blocks << b->blkszbits,
-			 b->cursor << b->blkszbits);
+			     b->cursor << b->blkszbits);
 	if (err)
 		goto out;
 	for (k = 0; k < n; k++)
 		ext[k].blkaddr += (uint32_t)b->cursor;
 	b->cursor += blocks;
 	if ((uint64_t)x < len) {
-		ext[n] = (struct bextent){ .la = (uint64_t)x, .frag = true,
-					   .type = Z_EROFS_LCLUSTER_TYPE_HEAD1 };
+		ext[n] =
+			(struct bextent){ .la = (uint64_t)x,
+					  .frag = true,
+					  .type = Z_EROFS_LCLUSTER_TYPE_HEAD1 };
 		n++;
 	}
 	free(z->ext);
@@ -196,8 +198,8 @@ int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 	z->fragoff = cend - z->frag_len;
 	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;
 	z->idx_size = ezi_bld_zindex_size(b, in, z->compact);
-	in->datalayout = z->compact ? EROFS_INODE_COMPRESSED_COMPACT :
-				      EROFS_INODE_COMPRESSED_FULL;
+	in->datalayout = z->compact ? EROFS_INODE_COMPRESSED_COMPACT
+				    : EROFS_INODE_COMPRESSED_FULL;
 	in->unit_size += z->idx_size - idx;
 	err = 1;
 out:

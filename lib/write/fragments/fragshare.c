@@ -24,13 +24,13 @@
 #include "format/erofs_fs.h"
 #include "util/hash.h"
 
-#define SHARE_MIN (32u << 10)	/* shorter common ends are left alone */
-#define SHARE_HASH 64		/* bytes of a file's end that are hashed */
-#define SHARE_CAND 8		/* earlier files compared at most */
-#define SHARE_BUF (64u << 10)
+#define SHARE_MIN  (32u << 10) /* shorter common ends are left alone */
+#define SHARE_HASH 64	       /* bytes of a file's end that are hashed */
+#define SHARE_CAND 8	       /* earlier files compared at most */
+#define SHARE_BUF  (64u << 10)
 
 struct shtab {
-	struct ezi_hash t;       /* CRC of a file's end -> binode (multimap) */
+	struct ezi_hash t; /* CRC of a file's end -> binode (multimap) */
 	uint8_t *b1, *b2;
 };
 
@@ -42,7 +42,8 @@ static int read_at(const struct ezfs_builder *b, const struct bsrc *s,
 
 	(void)b;
 	while (have < len) {
-		ssize_t n = ezi_bld_src_pread(s, buf + have, len - have, off + have);
+		ssize_t n = ezi_bld_src_pread(s, buf + have, len - have,
+					      off + have);
 
 		if (n <= 0)
 			return n < 0 ? (int)n : -EAGAIN;
@@ -96,7 +97,8 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 	size_t pos = 0;
 	int err;
 
-	if (in->zseen || in->size < SHARE_MIN || !ezi_bld_compress_wanted(b, in))
+	if (in->zseen || in->size < SHARE_MIN ||
+	    !ezi_bld_compress_wanted(b, in))
 		return 0;
 	in->zseen = true;
 	err = ezi_bld_src_open(b, in, &s);
@@ -104,7 +106,7 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 		err = read_at(b, &s, h->b1, SHARE_HASH, in->size - SHARE_HASH);
 	ezi_bld_src_close(&s);
 	if (err)
-		return 0;	/* the compression pass reports it */
+		return 0; /* the compression pass reports it */
 	crc = ezi_crc32c(0, h->b1, SHARE_HASH);
 	while (cand < SHARE_CAND && (c = ezi_hash_next(&h->t, crc, &pos))) {
 		uint64_t l;
@@ -140,12 +142,14 @@ int ezi_bld_frags_share(struct ezfs_builder *b)
 	 */
 	if (!(b->p.flags & EZFS_BUILD_FRAGMENTS) ||
 	    (b->p.flags & (EZFS_BUILD_ALL_FRAGMENTS | EZFS_BUILD_48BIT)) ||
-	    b->zalgs[0].alg == EZFS_ALG_ZSTD || b->zalgs[0].alg == EZFS_ALG_LZMA)
+	    b->zalgs[0].alg == EZFS_ALG_ZSTD ||
+	    b->zalgs[0].alg == EZFS_ALG_LZMA)
 		return 0;
 	h.b1 = malloc(SHARE_BUF);
 	h.b2 = malloc(SHARE_BUF);
-	err = !ezi_hash_reserve(&h.t, 512) && h.b1 && h.b2 ?
-		      ezi_bld_files_dfs(b, visit, &h) : -ENOMEM;
+	err = !ezi_hash_reserve(&h.t, 512) && h.b1 && h.b2
+		      ? ezi_bld_files_dfs(b, visit, &h)
+		      : -ENOMEM;
 	ezi_hash_free(&h.t);
 	free(h.b1);
 	free(h.b2);

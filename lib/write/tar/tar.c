@@ -30,10 +30,12 @@ static int read_data(struct tctx *c, struct binode *in, uint64_t size)
 	if (c->spool < 0) {
 		in->dataoff = c->s.base + c->s.pos;
 		err = ezi_tstream_skip(&c->s, size + pad);
-		return err == -EPIPE ? ezi_tar_err(c, -EPIPE, "truncated archive")
-		       : err < 0     ? ezi_tar_err(c, err, "%s",
-					       c->s.err ? c->s.err : strerror(-err))
-				     : 0;
+		return err == -EPIPE
+			       ? ezi_tar_err(c, -EPIPE, "truncated archive")
+		       : err < 0 ? ezi_tar_err(c, err, "%s",
+					       c->s.err ? c->s.err
+							: strerror(-err))
+				 : 0;
 	}
 	in->dataoff = c->spool_off;
 	while (done < size) {
@@ -43,19 +45,21 @@ static int read_data(struct tctx *c, struct binode *in, uint64_t size)
 
 		if (n < 0)
 			return ezi_tar_err(c, (int)n, "%s",
-				       c->s.err ? c->s.err : strerror((int)-n));
+					   c->s.err ? c->s.err
+						    : strerror((int)-n));
 		if ((size_t)n < want)
 			return ezi_tar_err(c, -EPIPE, "truncated archive");
 		if (pwrite(c->spool, buf, want, (off_t)(c->spool_off + done)) !=
 		    (ssize_t)want)
 			return ezi_tar_err(c, errno ? -errno : -EIO,
-				       "spool file: write: %s",
-				       strerror(errno));
+					   "spool file: write: %s",
+					   strerror(errno));
 		done += want;
 	}
 	c->spool_off += size;
 	err = ezi_tstream_skip(&c->s, pad);
-	return err == -EPIPE ? ezi_tar_err(c, -EPIPE, "truncated archive") : err;
+	return err == -EPIPE ? ezi_tar_err(c, -EPIPE, "truncated archive")
+			     : err;
 }
 
 /* --exclude-path / --exclude-regex on the path or any of its parents */
@@ -85,8 +89,8 @@ static bool excluded(struct tctx *c, char **comp, int n)
 static int add_entry(struct tctx *c, struct tentry *e, char *path)
 {
 	static const char types[] = "0123456";
-	static const uint32_t fmt[] = {S_IFREG, 0,	 S_IFLNK, S_IFCHR,
-				       S_IFBLK, S_IFDIR, S_IFIFO};
+	static const uint32_t fmt[] = { S_IFREG, 0,	  S_IFLNK, S_IFCHR,
+					S_IFBLK, S_IFDIR, S_IFIFO };
 	char *comp[MAX_DEPTH], *lcomp[MAX_DEPTH];
 	struct tnode *dir, *t, *target;
 	struct binode *in;
@@ -95,9 +99,10 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 
 	if (!strchr(types, e->type) || !e->type)
 		return ezi_tar_err(c, -EOPNOTSUPP,
-			       e->type == 'S' ? "sparse files are not supported"
-					      : "unsupported entry type '%c'",
-			       e->type);
+				   e->type == 'S'
+					   ? "sparse files are not supported"
+					   : "unsupported entry type '%c'",
+				   e->type);
 	n = ezi_tar_split(c, path, comp, MAX_DEPTH);
 	if (n < 0)
 		return n;
@@ -108,16 +113,16 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 		err = ezi_tstream_skip(&c->s, (e->size + 511) & ~511ull);
 		if (err)
 			return ezi_tar_err(c, err, "%s",
-				       err == -EPIPE ? "truncated archive"
-				       : c->s.err    ? c->s.err
-						     : strerror(-err));
+					   err == -EPIPE ? "truncated archive"
+					   : c->s.err	 ? c->s.err
+							 : strerror(-err));
 	}
 	if (skip)
 		return 0;
 	if (!n) { /* the root itself */
 		if (e->type != '5')
 			return ezi_tar_err(c, -ENOTDIR,
-				       "the root must be a directory");
+					   "the root must be a directory");
 		c->root->implicit = false;
 		return ezi_tar_meta(c, c->root->in, S_IFDIR | e->mode, e);
 	}
@@ -128,20 +133,21 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 	if (e->type == '1') {
 		if (!e->link)
 			return ezi_tar_err(c, -EINVAL,
-				       "hard link without a target");
+					   "hard link without a target");
 		ln = ezi_tar_split(c, e->link, lcomp, MAX_DEPTH);
 		if (ln < 0)
 			return ln;
 		err = ln ? ezi_tar_walk(c, lcomp, ln, false, &target) : -EISDIR;
 		if (err == -ENOENT || err == -ENOTDIR)
 			return ezi_tar_err(c, -ENOENT,
-				       "hard link target not found");
+					   "hard link target not found");
 		if (!err && S_ISDIR(target->in->mode))
 			err = -EISDIR;
 		if (err)
 			return err == -EISDIR
-				   ? ezi_tar_err(c, err, "hard link to a directory")
-				   : err;
+				       ? ezi_tar_err(c, err,
+						     "hard link to a directory")
+				       : err;
 		if (t == target)
 			return 0;
 		if (t && !S_ISDIR(t->in->mode))
@@ -161,9 +167,10 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 		err = read_data(c, in, e->size);
 	} else if (e->type == '2') {
 		if (!e->link || strlen(e->link) >= 4096)
-			return ezi_tar_err(c, -EINVAL,
-				       e->link ? "symlink target too long"
-					       : "symlink without a target");
+			return ezi_tar_err(
+				c, -EINVAL,
+				e->link ? "symlink target too long"
+					: "symlink without a target");
 		in->symlink = strdup(e->link);
 		if (!in->symlink)
 			return -ENOMEM;
@@ -202,8 +209,8 @@ static int open_spool(struct tctx *c, const char *tmpdir)
 	free(t);
 	if (c->spool >= 0)
 		return 0;
-	ezi_bld_log(c->b, EZFS_LOG_ERROR, "%s: cannot create a spool file: %s", dir,
-		strerror(errno));
+	ezi_bld_log(c->b, EZFS_LOG_ERROR, "%s: cannot create a spool file: %s",
+		    dir, strerror(errno));
 	return -errno;
 }
 
@@ -216,7 +223,7 @@ static int read_meta(struct tctx *c, uint64_t size, char **out)
 
 	if (size > MAX_META)
 		return ezi_tar_err(c, -EFBIG, "extended header of %llu bytes",
-			       (unsigned long long)size);
+				   (unsigned long long)size);
 	*out = malloc((size_t)size + 1);
 	if (!*out)
 		return -ENOMEM;
@@ -232,7 +239,7 @@ static int read_meta(struct tctx *c, uint64_t size, char **out)
 	*out = NULL;
 	if (n < 0 && n != -EPIPE)
 		return ezi_tar_err(c, (int)n, "%s",
-			       c->s.err ? c->s.err : strerror((int)-n));
+				   c->s.err ? c->s.err : strerror((int)-n));
 	return ezi_tar_err(c, -EPIPE, "truncated archive");
 }
 
@@ -246,7 +253,7 @@ static int set_long(char **dst, char *data)
 /* Read members until the end-of-archive blocks. */
 static int read_archive(struct tctx *c)
 {
-	struct tpax g = {0}, l = {0};
+	struct tpax g = { 0 }, l = { 0 };
 	uint8_t blk[512];
 	uint64_t members = 0;
 	int err = 0;
@@ -264,15 +271,16 @@ static int read_archive(struct tctx *c)
 		n = ezi_tstream_read(&c->s, blk, sizeof(blk));
 		if (n < 0) {
 			err = ezi_tar_err(c, (int)n, "%s",
-				      c->s.err ? c->s.err : strerror((int)-n));
+					  c->s.err ? c->s.err
+						   : strerror((int)-n));
 			break;
 		}
 		if (n < (ssize_t)sizeof(blk)) {
-			err =
-			    ezi_tar_err(c, -EPIPE,
-				    !n && !members ? "not a tar archive (empty)"
-						   : "truncated archive (no "
-						     "end-of-archive block)");
+			err = ezi_tar_err(c, -EPIPE,
+					  !n && !members
+						  ? "not a tar archive (empty)"
+						  : "truncated archive (no "
+						    "end-of-archive block)");
 			break;
 		}
 		memcpy(nm, blk, 100);
@@ -286,11 +294,10 @@ static int read_archive(struct tctx *c)
 		if (err) {
 			if (!members)
 				c->entry = NULL; /* likely not tar at all */
-			err = ezi_tar_err(
-			    c, -EUCLEAN,
-			    members
-				? "bad header checksum"
-				: "not a tar archive (bad header checksum)");
+			err = ezi_tar_err(c, -EUCLEAN,
+					  members ? "bad header checksum"
+						  : "not a tar archive (bad "
+						    "header checksum)");
 			break;
 		}
 		members++;
@@ -304,7 +311,7 @@ static int read_archive(struct tctx *c)
 			err = read_meta(c, (uint64_t)size, &data);
 			if (!err &&
 			    ezi_tpax_parse(blk[156] == 'g' ? &g : &l, data,
-				       (size_t)size, blk[156] == 'g', &why))
+					   (size_t)size, blk[156] == 'g', &why))
 				err = ezi_tar_err(c, -EUCLEAN, "%s", why);
 			free(data);
 			break;
@@ -316,8 +323,8 @@ static int read_archive(struct tctx *c)
 					 data);
 			break;
 		case 'V':
-			err = ezi_tstream_skip(&c->s,
-					   ((uint64_t)size + 511) & ~511ull);
+			err = ezi_tstream_skip(&c->s, ((uint64_t)size + 511) &
+							      ~511ull);
 			if (err)
 				err = ezi_tar_err(c, err, "truncated archive");
 			break;
@@ -335,8 +342,8 @@ static int read_archive(struct tctx *c)
 			ezi_tentry_clear(&e);
 			ezi_tpax_clear(&l);
 			if ((members & 1023) == 0)
-				ezi_bld_progress(c->b, EZFS_BUILD_SCAN, c->bins.n,
-					     0, 0, 0);
+				ezi_bld_progress(c->b, EZFS_BUILD_SCAN,
+						 c->bins.n, 0, 0, 0);
 		}
 		if (err)
 			break;
@@ -347,16 +354,17 @@ static int read_archive(struct tctx *c)
 	return err;
 }
 
-int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path, const char *tmpdir)
+int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
+		     const char *tmpdir)
 {
-	struct tctx c = {.b = b, .spool = -1};
+	struct tctx c = { .b = b, .spool = -1 };
 	size_t i;
 	int err;
 
 	err = ezi_tstream_open(&c.s, path);
 	if (err) {
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", c.s.name ? c.s.name : path,
-			strerror(-err));
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s",
+			    c.s.name ? c.s.name : path, strerror(-err));
 		ezi_tstream_close(&c.s);
 		return err;
 	}

@@ -82,12 +82,12 @@ int ezi_thdr_num(const uint8_t *f, size_t n, int64_t *v);
 /* Parse PAX records (len bytes) into p; global: skip path/link/size.
  * Returns 0 or -EUCLEAN with *why set. */
 int ezi_tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
-	       const char **why);
+		   const char **why);
 void ezi_tpax_clear(struct tpax *p);
 /* Fill e from header blk, the global PAX state g, then the local one l
  * (which is consumed). Returns 0 or -EUCLEAN/-ERANGE/-ENOMEM with *why. */
-int ezi_tentry_fill(struct tentry *e, const uint8_t blk[512], const struct tpax *g,
-		struct tpax *l, const char **why);
+int ezi_tentry_fill(struct tentry *e, const uint8_t blk[512],
+		    const struct tpax *g, struct tpax *l, const char **why);
 void ezi_tentry_clear(struct tentry *e);
 
 /* ---- tar.c and tar_tree.c: the tree being read ---- */
@@ -126,23 +126,23 @@ struct tctx {
 
 /* One error line "INPUT: entry 'PATH' (offset N): reason"; returns err. */
 int ezi_tar_err(struct tctx *c, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 int ezi_tar_push(struct vec *v, void *p);
 struct tnode **ezi_tar_slot(struct tctx *c, const struct tnode *parent,
-			const char *name);
+			    const char *name);
 /* A new inode, its srcpath "INPUT:/" and the components joined. */
 struct binode *ezi_tar_binode(struct tctx *c, char *const *comp, int n);
 /* A new node (name, in) under parent, replacing the old one if any. */
-struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent, const char *name,
-		      struct binode *in);
+struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent,
+			  const char *name, struct binode *in);
 /* Metadata of e (NULL: a missing parent) with the builder's options. */
 int ezi_tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
-	     const struct tentry *e);
+		 const struct tentry *e);
 /* Split path in place into at most max components; refuses "..". */
 int ezi_tar_split(struct tctx *c, char *path, char **comp, int max);
 /* The node of comp[0..n-1]; create: make missing directories. */
 int ezi_tar_walk(struct tctx *c, char **comp, int n, bool create,
-	     struct tnode **out);
+		 struct tnode **out);
 /* Root node and table; then, once read: b->inodes in scan order. */
 int ezi_tar_tree_init(struct tctx *c);
 int ezi_tar_emit(struct tctx *c);

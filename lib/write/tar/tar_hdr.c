@@ -38,7 +38,7 @@ int ezi_thdr_check(const uint8_t blk[512])
 		return 1;
 	for (i = 0; i < 512; i++) {
 		uint8_t c =
-		    i >= OFF_CHKSUM && i < OFF_CHKSUM + 8 ? ' ' : blk[i];
+			i >= OFF_CHKSUM && i < OFF_CHKSUM + 8 ? ' ' : blk[i];
 
 		sum += c;
 		ssum += (int8_t)c;
@@ -95,7 +95,7 @@ static int add_xattr(struct txattr **x, size_t *nx, char *name, uint8_t *value,
 			continue;
 		free((*x)[i].name);
 		free((*x)[i].value);
-		(*x)[i] = (struct txattr){name, value, len};
+		(*x)[i] = (struct txattr){ name, value, len };
 		return 0;
 	}
 	n = realloc(*x, (*nx + 1) * sizeof(*n));
@@ -105,7 +105,7 @@ static int add_xattr(struct txattr **x, size_t *nx, char *name, uint8_t *value,
 		return -ENOMEM;
 	}
 	*x = n;
-	n[(*nx)++] = (struct txattr){name, value, len};
+	n[(*nx)++] = (struct txattr){ name, value, len };
 	return 0;
 }
 
@@ -312,7 +312,7 @@ static int pax_record(struct tpax *p, const char *k, size_t klen, const char *v,
 }
 
 int ezi_tpax_parse(struct tpax *p, const char *rec, size_t len, bool global,
-	       const char **why)
+		   const char **why)
 {
 	size_t off = 0;
 
@@ -365,7 +365,8 @@ void ezi_tpax_clear(struct tpax *p)
 void ezi_tentry_clear(struct tentry *e)
 {
 	struct tpax t = {
-	    .path = e->path, .link = e->link, .x = e->x, .nx = e->nx};
+		.path = e->path, .link = e->link, .x = e->x, .nx = e->nx
+	};
 
 	ezi_tpax_clear(&t);
 	memset(e, 0, sizeof(*e));
@@ -409,10 +410,10 @@ static int field(const uint8_t *blk, size_t off, size_t n, int64_t *v,
 	return r;
 }
 
-int ezi_tentry_fill(struct tentry *e, const uint8_t blk[512], const struct tpax *g,
-		struct tpax *l, const char **why)
+int ezi_tentry_fill(struct tentry *e, const uint8_t blk[512],
+		    const struct tpax *g, struct tpax *l, const char **why)
 {
-	const struct tpax *src[2] = {g, l};
+	const struct tpax *src[2] = { g, l };
 	bool posix = !memcmp(blk + OFF_MAGIC, "ustar\0", 6);
 	int64_t mode, uid, gid, size, mtime, major = 0, minor = 0;
 	size_t i;

@@ -39,8 +39,8 @@ static int fill(struct tstream *s)
 
 int ezi_tstream_open(struct tstream *s, const char *path)
 {
-	static const uint8_t gz[2] = {0x1f, 0x8b};
-	static const uint8_t xz[6] = {0xfd, '7', 'z', 'X', 'Z', 0};
+	static const uint8_t gz[2] = { 0x1f, 0x8b };
+	static const uint8_t xz[6] = { 0xfd, '7', 'z', 'X', 'Z', 0 };
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));

@@ -27,13 +27,14 @@ int ezi_tar_err(struct tctx *c, int err, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (c->entry)
-		ezi_bld_log(c->b, EZFS_LOG_ERROR,
+		ezi_bld_log(
+			c->b, EZFS_LOG_ERROR,
 			"%s: entry '%s' (offset %llu): %s", c->s.name,
 			ezfs_quote(c->entry, strlen(c->entry), q, sizeof(q)),
 			(unsigned long long)c->hdr_off, msg);
 	else
-		ezi_bld_log(c->b, EZFS_LOG_ERROR, "%s: offset %llu: %s", c->s.name,
-			(unsigned long long)c->hdr_off, msg);
+		ezi_bld_log(c->b, EZFS_LOG_ERROR, "%s: offset %llu: %s",
+			    c->s.name, (unsigned long long)c->hdr_off, msg);
 	return err;
 }
 
@@ -65,7 +66,7 @@ static size_t thash(const struct tnode *parent, const char *name, size_t cap)
 }
 
 struct tnode **ezi_tar_slot(struct tctx *c, const struct tnode *parent,
-			const char *name)
+			    const char *name)
 {
 	size_t i;
 
@@ -126,8 +127,8 @@ struct binode *ezi_tar_binode(struct tctx *c, char *const *comp, int n)
 }
 
 /* A new node (name, in) under parent, replacing the old one if any. */
-struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent, const char *name,
-		      struct binode *in)
+struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent,
+			  const char *name, struct binode *in)
 {
 	struct tnode *t = calloc(1, sizeof(*t)), **slot;
 	unsigned i;
@@ -166,7 +167,7 @@ struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent, const char *name
 
 /* Metadata from st (and the entry's xattrs); nlink 0 = not yet placed. */
 int ezi_tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
-	     const struct tentry *e)
+		 const struct tentry *e)
 {
 	struct stat st;
 	size_t i;
@@ -176,7 +177,8 @@ int ezi_tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
 	st.st_mode = mode;
 	if (e) {
 		if (e->uid > UINT32_MAX || e->gid > UINT32_MAX)
-			return ezi_tar_err(c, -ERANGE, "uid or gid beyond 32 bits");
+			return ezi_tar_err(c, -ERANGE,
+					   "uid or gid beyond 32 bits");
 		st.st_uid = (uid_t)e->uid;
 		st.st_gid = (gid_t)e->gid;
 		st.st_mtim.tv_sec = e->mtime;
@@ -185,7 +187,7 @@ int ezi_tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
 			c->newest = e->mtime;
 	} else {
 		st.st_mtim.tv_sec =
-		    c->b->p.has_timestamp ? c->b->epoch : c->newest;
+			c->b->p.has_timestamp ? c->b->epoch : c->newest;
 	}
 	ezi_bld_inode_meta(c->b, in, &st);
 	in->nlink = 0;
@@ -193,7 +195,7 @@ int ezi_tar_meta(struct tctx *c, struct binode *in, uint32_t mode,
 		return 0;
 	for (i = 0; i < e->nx; i++) {
 		err = ezi_bld_xattr_add(c->b, in, e->x[i].name, e->x[i].value,
-				    e->x[i].len);
+					e->x[i].len);
 		if (err)
 			return err;
 	}
@@ -216,11 +218,11 @@ int ezi_tar_split(struct tctx *c, char *path, char **comp, int max)
 			continue;
 		if (!strcmp(tok, ".."))
 			return ezi_tar_err(c, -EPERM,
-				       "'..' in the path escapes the root");
+					   "'..' in the path escapes the root");
 		if (strlen(tok) > EROFS_NAME_LEN)
 			return ezi_tar_err(c, -ENAMETOOLONG,
-				       "a name is longer than %u bytes",
-				       EROFS_NAME_LEN);
+					   "a name is longer than %u bytes",
+					   EROFS_NAME_LEN);
 		if (n == max)
 			return ezi_tar_err(c, -ENAMETOOLONG, "path too deep");
 		comp[n++] = tok;
@@ -230,7 +232,7 @@ int ezi_tar_split(struct tctx *c, char *path, char **comp, int max)
 
 /* The directory node holding comp[0..n-1]; creates missing ones. */
 int ezi_tar_walk(struct tctx *c, char **comp, int n, bool create,
-	     struct tnode **out)
+		 struct tnode **out)
 {
 	struct tnode *t = c->root;
 	int i;
@@ -250,8 +252,8 @@ int ezi_tar_walk(struct tctx *c, char **comp, int n, bool create,
 				return -ENOMEM;
 			k->implicit = true;
 		} else if (!S_ISDIR(k->in->mode) && (create || i < n - 1)) {
-			return ezi_tar_err(c, -ENOTDIR, "'%s' is not a directory",
-				       comp[i]);
+			return ezi_tar_err(c, -ENOTDIR,
+					   "'%s' is not a directory", comp[i]);
 		}
 		t = k;
 	}

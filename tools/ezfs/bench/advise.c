@@ -80,9 +80,11 @@ static double storage_rate(const char *source, int quiet, int *direct)
 	free(buf);
 	if (!quiet)
 		printf("storage: read %.1f MiB of %s in %.3f s%s\n",
-		       done / 1048576.0, big_path, t, *direct ? " (O_DIRECT)" :
-		       " (buffered: O_DIRECT not available, the page cache "
-		       "may have served it)");
+		       done / 1048576.0, big_path, t,
+		       *direct ? " (O_DIRECT)"
+			       : " (buffered: O_DIRECT not available, the page "
+				 "cache "
+				 "may have served it)");
 	if (!quiet && done < (64ull << 20))
 		printf("storage: under 64 MiB read, the rate is rough\n");
 	return t > 0 && done ? done / 1048576.0 / t : 0;
@@ -91,8 +93,8 @@ static double storage_rate(const char *source, int quiet, int *direct)
 struct cand {
 	struct bench_alg a;
 	uint32_t cluster;
-	double ratio, decode, mkfs;      /* -, MiB/s, MB/s */
-	double seq_s, rand_us, score;    /* model */
+	double ratio, decode, mkfs;   /* -, MiB/s, MB/s */
+	double seq_s, rand_us, score; /* model */
 };
 
 static const char *const cand_algs[] = {
@@ -110,7 +112,8 @@ static double goal_score(const struct cand *c, const char *goal,
 	if (!strcmp(goal, "random"))
 		return c->rand_us / best->rand_us;
 	return (c->ratio / best->ratio + c->seq_s / best->seq_s +
-		c->rand_us / best->rand_us) / 3;
+		c->rand_us / best->rand_us) /
+	       3;
 }
 
 static int measure_cand(const struct bench_opts *o, const struct bench_src *s,
@@ -124,15 +127,16 @@ static int measure_cand(const struct bench_opts *o, const struct bench_src *s,
 	err = bench_build(s, &c->a, c->cluster, &img, &ib, &bt);
 	if (!err)
 		err = bench_lib_seq(img, 65536, o->runtime,
-				    o->disp_given ? &o->disp[0] : NULL,
-				    &bytes, &secs);
+				    o->disp_given ? &o->disp[0] : NULL, &bytes,
+				    &secs);
 	if (img)
 		unlink(img);
 	free(img);
 	if (err)
 		return err;
-	c->ratio = s->input_blocks ?
-		   (double)((ib + 4095) / 4096) / s->input_blocks : 1;
+	c->ratio = s->input_blocks
+			   ? (double)((ib + 4095) / 4096) / s->input_blocks
+			   : 1;
 	c->mkfs = bt > 0 ? s->input_bytes / 1e6 / bt : 0;
 	c->decode = secs > 0 ? bytes / 1048576.0 / secs : 1e9;
 	/* seconds per MiB of file data: read compressed, then decode */
@@ -221,7 +225,7 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 
 	if (s->is_image) {
 		cli_error(BENCH_CMD, "advise needs the source tree, not an "
-			  "image");
+				     "image");
 		return -EINVAL;
 	}
 	storage = storage_rate(s->source, o->quiet, &direct);
@@ -234,12 +238,11 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 	snprintf(rec.workload, sizeof(rec.workload), "storage");
 	snprintf(rec.target, sizeof(rec.target), direct ? "direct" : "cached");
 	snprintf(rec.engine, sizeof(rec.engine), "%.23s",
-			 bench_engine_label(NULL));
+		 bench_engine_label(NULL));
 	rec.mib_s = storage;
 	rec.repeat = 1;
 	bench_add(res, &rec);
-	bench_prog_init(&pg, o->quiet || !isatty(2),
-			(unsigned)(5 * 3));
+	bench_prog_init(&pg, o->quiet || !isatty(2), (unsigned)(5 * 3));
 	for (i = 0; i < 5 && !err; i++) {
 		for (j = 0; j < 3 && !err; j++) {
 			struct cand *c = &cands[n];
@@ -249,8 +252,8 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 			c->cluster = cand_clusters[j];
 			bench_alg_label(&c->a, lab, sizeof(lab));
 			snprintf(lab + strlen(lab), sizeof(lab) - strlen(lab),
-				 " %s", bench_fmt_cluster(c->cluster, cl,
-				 sizeof(cl)));
+				 " %s",
+				 bench_fmt_cluster(c->cluster, cl, sizeof(cl)));
 			bench_prog_cell(&pg, lab);
 			err = measure_cand(o, s, c, storage);
 			bench_prog_done(&pg);
@@ -277,8 +280,8 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 	}
 	printf("\nstorage %.1f MiB/s; model per candidate: seq = ratio / "
 	       "storage + 1 / decode,\nrandom 4K read = pcluster read + decode "
-	       "(cache cold); goal %s (score 1.00 = best)\n\n", storage,
-	       o->goal);
+	       "(cache cold); goal %s (score 1.00 = best)\n\n",
+	       storage, o->goal);
 	printf("%-10s %7s %7s %10s %10s %10s %10s %6s\n", "alg", "cluster",
 	       "ratio", "decode", "mkfs MB/s", "seq MiB/s", "rand4K us",
 	       "score");
@@ -316,7 +319,8 @@ int bench_advise(const struct bench_opts *o, const struct bench_src *s,
 	       1 / best.seq_s, cands[pick].rand_us, best.rand_us);
 	printf("  storage at %.0f MiB/s %s\n", storage,
 	       storage < cands[pick].decode ? "is slower than its decoder: "
-	       "smaller images read faster" : "is faster than its decoder: "
-	       "decode speed dominates");
+					      "smaller images read faster"
+					    : "is faster than its decoder: "
+					      "decode speed dominates");
 	return 0;
 }

@@ -10,11 +10,11 @@
 
 #include "ezfs/ezfs.h"
 
-#define BENCH_CMD "bench"
+#define BENCH_CMD	   "bench"
 #define BENCH_MAX_CLUSTERS 12
-#define BENCH_MAX_ALGS 32
-#define BENCH_MAX_DISP 4
-#define BENCH_MAX_ENGINES 8
+#define BENCH_MAX_ALGS	   32
+#define BENCH_MAX_DISP	   4
+#define BENCH_MAX_ENGINES  8
 
 /* Competing CPU load during a measurement (--load). */
 enum { BENCH_LOAD_NONE, BENCH_LOAD_BUSY, BENCH_NLOADS };
@@ -23,57 +23,57 @@ extern const char *const bench_load_names[BENCH_NLOADS]; /* none, busy */
 /* One dispatch mode of --dispatch: "queue:4" -> queue, 4 workers. */
 struct bench_disp {
 	char name[12];
-	int mode;               /* enum ezfs_dispatch */
+	int mode; /* enum ezfs_dispatch */
 	unsigned nthreads;
 };
 
 /* One compression setting: "zstd", level 9 (level < 0: codec default). */
 struct bench_alg {
-	char name[16];          /* lz4, lz4hc, lzma, deflate, zstd */
+	char name[16]; /* lz4, lz4hc, lzma, deflate, zstd */
 	int alg, hc, level;
 };
 
 struct bench_opts {
 	int quiet;
-	int no_drop;            /* --no-drop: keep the page cache */
+	int no_drop; /* --no-drop: keep the page cache */
 	const char *csv, *json, *plot;
-	const char *path;       /* --path DIR: read through a mounted view */
-	const char *engines;    /* --engines: engine names, "default" */
-	const char *accel;      /* --accel SPEC: every instance's order */
-	int strict;             /* --strict-accel */
+	const char *path;    /* --path DIR: read through a mounted view */
+	const char *engines; /* --engines: engine names, "default" */
+	const char *accel;   /* --accel SPEC: every instance's order */
+	int strict;	     /* --strict-accel */
 	struct bench_disp disp[BENCH_MAX_DISP]; /* --dispatch */
 	int ndisp;
-	int disp_given;         /* read: --dispatch given (else EZFS_DISPATCH) */
+	int disp_given; /* read: --dispatch given (else EZFS_DISPATCH) */
 	int loads[BENCH_NLOADS]; /* --load: BENCH_LOAD_* */
 	int nloads;
-	uint64_t window;        /* seq read: readahead window, 0 = none */
-	const char *goal;       /* advise: size|seq|random|balanced */
+	uint64_t window;  /* seq read: readahead window, 0 = none */
+	const char *goal; /* advise: size|seq|random|balanced */
 	uint32_t clusters[BENCH_MAX_CLUSTERS];
 	int nclusters;
-	uint32_t ratio_cluster; /* --cluster for ratio/latency */
-	struct bench_alg algs[BENCH_MAX_ALGS];   /* read, latency */
+	uint32_t ratio_cluster;		       /* --cluster for ratio/latency */
+	struct bench_alg algs[BENCH_MAX_ALGS]; /* read, latency */
 	int nalgs;
 	struct bench_alg levels[BENCH_MAX_ALGS]; /* ratio */
 	int nlevels;
-	uint32_t bs;            /* read block size */
-	double io_share;        /* small random read share of the data */
-	double runtime;         /* seconds per measured run (cap) */
-	uint64_t size;          /* bytes of SOURCE sampled */
+	uint32_t bs;	 /* read block size */
+	double io_share; /* small random read share of the data */
+	double runtime;	 /* seconds per measured run (cap) */
+	uint64_t size;	 /* bytes of SOURCE sampled */
 	int repeat;
 	unsigned seed;
 };
 
 /* One measured cell; fields a mode does not use stay 0 / "". */
 struct bench_rec {
-	char mode[12];          /* read, ratio, latency, advise */
-	char workload[16];      /* seq, rand, small | build | decode | ... */
-	char target[16];        /* lib, path, image */
+	char mode[12];	   /* read, ratio, latency, advise */
+	char workload[16]; /* seq, rand, small | build | decode | ... */
+	char target[16];   /* lib, path, image */
 	char alg[16];
-	int level;              /* -1: default */
+	int level; /* -1: default */
 	uint32_t cluster;
 	char engine[24];
 	char dispatch[12];
-	char load[8];           /* latency: none, busy */
+	char load[8]; /* latency: none, busy */
 	int repeat;
 	uint64_t bytes;
 	double seconds;
@@ -110,11 +110,11 @@ void bench_prog_end(struct bench_prog *p);
 
 /* Temporary workspace and sources (src.c). */
 struct bench_src {
-	const char *source;     /* as given */
-	int is_image;           /* SOURCE is an EROFS image */
-	char *dir;              /* directory given to the builder */
-	uint64_t input_bytes;   /* regular file bytes under dir */
-	uint64_t input_blocks;  /* sum of ceil(size / 4096) */
+	const char *source;    /* as given */
+	int is_image;	       /* SOURCE is an EROFS image */
+	char *dir;	       /* directory given to the builder */
+	uint64_t input_bytes;  /* regular file bytes under dir */
+	uint64_t input_blocks; /* sum of ceil(size / 4096) */
 };
 int bench_is_erofs(const char *path);
 /* Create the temp dir (removed at exit, on SIGINT, SIGTERM and SIGHUP;
@@ -140,8 +140,8 @@ void bench_image_done(char *path, uint32_t cluster);
 int bench_parse_dispatch(const char *s, struct bench_opts *o);
 int bench_parse_loads(const char *s, struct bench_opts *o);
 int bench_check_engines(const char *list);
-int bench_engines_for(const struct bench_opts *o, int alg,
-		      char names[][24], int max, int note);
+int bench_engines_for(const struct bench_opts *o, int alg, char names[][24],
+		      int max, int note);
 /* --accel SPEC (NULL: none) and --strict-accel for every bench_open. */
 void bench_set_engine_opts(const char *accel, int strict);
 /* An engine of bench_engines_for as the tables name it ("default" is the
@@ -165,14 +165,14 @@ void bench_alg_label(const struct bench_alg *a, char *buf, size_t size);
 const char *bench_fmt_cluster(uint32_t c, char *buf, size_t size);
 
 /* Statistics helpers (out.c). */
-double bench_median(double *v, size_t n);     /* sorts v */
+double bench_median(double *v, size_t n); /* sorts v */
 
 /* What the page cache was like at the start of --path runs: read.c sets
  * it, the read table's title names it (out.c). */
 enum bench_cache {
-	BENCH_CACHE_LIB,        /* no --path run: library targets */
-	BENCH_CACHE_DROPPED,    /* dropped before each run */
-	BENCH_CACHE_KEPT,       /* --no-drop */
+	BENCH_CACHE_LIB,	 /* no --path run: library targets */
+	BENCH_CACHE_DROPPED,	 /* dropped before each run */
+	BENCH_CACHE_KEPT,	 /* --no-drop */
 	BENCH_CACHE_NOT_DROPPED, /* no permission */
 };
 void bench_cache_set(enum bench_cache state);
@@ -221,7 +221,7 @@ struct bench_target {
 	struct bench_files fl;
 	char *buf;
 	uint32_t bs;
-	uint8_t *wbuf;          /* seq: the readahead window */
+	uint8_t *wbuf; /* seq: the readahead window */
 	size_t wcap;
 };
 extern const char *const bench_workloads[3]; /* seq, rand, small */
@@ -237,8 +237,7 @@ int bench_run_workload(struct bench_target *t, int w,
 		       double *secs);
 /* Sequential read of every file through a fresh instance of image. */
 int bench_lib_seq(const char *image, uint32_t bs, double cap,
-		  const struct bench_disp *d, uint64_t *bytes,
-		  double *seconds);
+		  const struct bench_disp *d, uint64_t *bytes, double *seconds);
 double bench_now(void);
 
 #endif

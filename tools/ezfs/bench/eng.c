@@ -101,8 +101,8 @@ int bench_check_engines(const char *list)
  * is no list). With note, engines that cannot run here are named on
  * stdout.
  */
-int bench_engines_for(const struct bench_opts *o, int alg,
-		      char names[][24], int max, int note)
+int bench_engines_for(const struct bench_opts *o, int alg, char names[][24],
+		      int max, int note)
 {
 	char *dup = o->engines ? strdup(o->engines) : NULL, *tok, *save = NULL;
 	struct ezfs_engine_info info;

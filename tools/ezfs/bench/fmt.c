@@ -23,10 +23,16 @@ const char *bench_fmt_cluster(uint32_t c, char *buf, size_t size)
 
 int bench_parse_alg(const char *s, struct bench_alg *a)
 {
-	static const struct { const char *name; int alg, hc; } t[] = {
-		{ "lz4", EZFS_ALG_LZ4, 0 }, { "lz4hc", EZFS_ALG_LZ4, 1 },
-		{ "lzma", EZFS_ALG_LZMA, 0 }, { "deflate", EZFS_ALG_DEFLATE, 0 },
-		{ "libdeflate", EZFS_ALG_DEFLATE, 1 }, { "zstd", EZFS_ALG_ZSTD, 0 },
+	static const struct {
+		const char *name;
+		int alg, hc;
+	} t[] = {
+		{ "lz4", EZFS_ALG_LZ4, 0 },
+		{ "lz4hc", EZFS_ALG_LZ4, 1 },
+		{ "lzma", EZFS_ALG_LZMA, 0 },
+		{ "deflate", EZFS_ALG_DEFLATE, 0 },
+		{ "libdeflate", EZFS_ALG_DEFLATE, 1 },
+		{ "zstd", EZFS_ALG_ZSTD, 0 },
 	};
 	const char *colon = strchr(s, ':');
 	size_t n = colon ? (size_t)(colon - s) : strlen(s), i;

@@ -48,10 +48,12 @@ int bench_ratio(const struct bench_opts *o, const struct bench_src *s,
 		rec.bytes = s->input_bytes;
 		rec.input_blocks = s->input_blocks;
 		rec.image_blocks = (ib + 4095) / 4096;
-		rec.ratio = rec.input_blocks ?
-			    (double)rec.image_blocks / rec.input_blocks : 0;
-		rec.mkfs_mb_s = rec.seconds > 0 ?
-				s->input_bytes / 1e6 / rec.seconds : 0;
+		rec.ratio = rec.input_blocks ? (double)rec.image_blocks /
+						       rec.input_blocks
+					     : 0;
+		rec.mkfs_mb_s = rec.seconds > 0
+					? s->input_bytes / 1e6 / rec.seconds
+					: 0;
 		err = bench_add(res, &rec);
 		bench_prog_done(pg);
 	}
@@ -164,9 +166,9 @@ unsigned bench_latency_cells(const struct bench_opts *o,
 }
 
 /* Every engine x dispatch mode x load of the options on one image. */
-static int latency_one(const struct bench_opts *o, const char *image,
-		       int alg, struct bench_rec *key,
-		       struct bench_results *res, struct bench_prog *pg)
+static int latency_one(const struct bench_opts *o, const char *image, int alg,
+		       struct bench_rec *key, struct bench_results *res,
+		       struct bench_prog *pg)
 {
 	static int described[3];
 	char eng[BENCH_MAX_ENGINES][24], what[128], cl[16], desc[96];
@@ -174,41 +176,49 @@ static int latency_one(const struct bench_opts *o, const char *image,
 	int e, d, l, err = 0;
 
 	for (e = 0; e < ne; e++)
-	for (d = 0; d < o->ndisp; d++)
-	for (l = 0; l < o->nloads; l++) {
-		const char *ln = bench_load_names[o->loads[l]];
-		struct bench_rec rec = *key;
-		struct bench_load ld;
+		for (d = 0; d < o->ndisp; d++)
+			for (l = 0; l < o->nloads; l++) {
+				const char *ln = bench_load_names[o->loads[l]];
+				struct bench_rec rec = *key;
+				struct bench_load ld;
 
-		snprintf(what, sizeof(what), "latency %s %s %.23s %s load %s",
-			 key->alg, bench_fmt_cluster(key->cluster, cl,
-			 sizeof(cl)), bench_engine_label(eng[e]),
-			 o->disp[d].name, ln);
-		bench_prog_cell(pg, what);
-		snprintf(rec.engine, sizeof(rec.engine), "%.23s",
-			 bench_engine_label(eng[e]));
-		snprintf(rec.load, sizeof(rec.load), "%s", ln);
-		snprintf(rec.workload, sizeof(rec.workload), "decode");
-		err = bench_load_start(&ld, o->loads[l]);
-		if (!err)
-			err = measure(image, eng[e], &o->disp[d], o->runtime,
-				      &rec, desc, sizeof(desc));
-		bench_load_stop(&ld);
-		if (!err && !rec.samples) {
-			cli_error(BENCH_CMD, "%s: no compressed extents", image);
-			err = -ENOENT;
-		}
-		if (err)
-			return err;
-		if (!o->quiet && !described[o->disp[d].mode]++) {
-			bench_prog_end(pg);
-			printf("latency: %s\n", desc);
-		}
-		err = bench_add(res, &rec);
-		bench_prog_done(pg);
-		if (err)
-			return err;
-	}
+				snprintf(what, sizeof(what),
+					 "latency %s %s %.23s %s load %s",
+					 key->alg,
+					 bench_fmt_cluster(key->cluster, cl,
+							   sizeof(cl)),
+					 bench_engine_label(eng[e]),
+					 o->disp[d].name, ln);
+				bench_prog_cell(pg, what);
+				snprintf(rec.engine, sizeof(rec.engine),
+					 "%.23s", bench_engine_label(eng[e]));
+				snprintf(rec.load, sizeof(rec.load), "%s", ln);
+				snprintf(rec.workload, sizeof(rec.workload),
+					 "decode");
+				err = bench_load_start(&ld, o->loads[l]);
+				if (!err)
+					err = measure(image, eng[e],
+						      &o->disp[d], o->runtime,
+						      &rec, desc, sizeof(desc));
+				bench_load_stop(&ld);
+				if (!err && !rec.samples) {
+					cli_error(BENCH_CMD,
+						  "%s: no compressed extents",
+						  image);
+					err = -ENOENT;
+				}
+				if (err)
+					return err;
+				if (!o->quiet &&
+				    !described[o->disp[d].mode]++) {
+					bench_prog_end(pg);
+					printf("latency: %s\n", desc);
+				}
+				err = bench_add(res, &rec);
+				bench_prog_done(pg);
+				if (err)
+					return err;
+			}
 	return 0;
 }
 

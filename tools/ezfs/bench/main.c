@@ -17,14 +17,17 @@ static const char bench_usage_text[] =
 	"       ezfs bench advise [--goal size|seq|random|balanced] [OPTIONS] "
 	"SOURCE\n"
 	"\n"
-	"SOURCE is a directory or a file (images are built from a sample of it\n"
+	"SOURCE is a directory or a file (images are built from a sample of "
+	"it\n"
 	"in a temporary directory) or an existing EROFS image.\n"
 	"\n"
 	"  --clusters LIST     read: pcluster sizes (4K,16K,64K,256K,1M)\n"
 	"  --cluster SIZE      ratio, latency: pcluster size (16K)\n"
-	"  --algs LIST         read, latency: algorithms (lz4hc,deflate,zstd);\n"
+	"  --algs LIST         read, latency: algorithms "
+	"(lz4hc,deflate,zstd);\n"
 	"                      ALG or ALG:LEVEL, e.g. zstd:9\n"
-	"  --levels SPEC       ratio: \"lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,12\n"
+	"  --levels SPEC       ratio: \"lz4hc:1,9,12 deflate:1,6,9 "
+	"zstd:3,9,12\n"
 	"                      lzma:6\" (the default)\n"
 	"  --engines LIST      engines to compare, e.g. libdeflate,isal,zlib\n"
 	"                      (each with its algorithm; 'ezfs accel list')\n"
@@ -39,9 +42,12 @@ static const char bench_usage_text[] =
 	"                      (one spinning thread per CPU) (none,busy)\n"
 	"  --window SIZE       seq read: readahead window, whole extents per\n"
 	"                      ezfs_pread, 0 = plain --bs reads (16M)\n"
-	"  --path DIR          read: measure files under DIR (a kernel or FUSE\n"
-	"                      mount, a plain directory) instead of the library\n"
-	"  --no-drop           --path: do not drop the page cache between runs\n"
+	"  --path DIR          read: measure files under DIR (a kernel or "
+	"FUSE\n"
+	"                      mount, a plain directory) instead of the "
+	"library\n"
+	"  --no-drop           --path: do not drop the page cache between "
+	"runs\n"
 	"  --bs SIZE           read block size (4K)\n"
 	"  --io-share PCT      small random read: share of the data (5)\n"
 	"  --runtime SEC       cap of each measured run (3)\n"
@@ -69,10 +75,23 @@ static uint64_t parse_size(const char *s)
 	if (end == s || v <= 0)
 		return 0;
 	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v *= 1024;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
@@ -163,8 +182,8 @@ static void set_defaults(struct bench_opts *o)
 	memset(o, 0, sizeof(*o));
 	parse_clusters("4K,16K,64K,256K,1M", o->clusters, &o->nclusters);
 	parse_algs("lz4hc,deflate,zstd", o->algs, &o->nalgs);
-	parse_levels("lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,12 lzma:6",
-		     o->levels, &o->nlevels);
+	parse_levels("lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,12 lzma:6", o->levels,
+		     &o->nlevels);
 	o->ratio_cluster = 16384;
 	o->bs = 4096;
 	o->io_share = 0.05;
@@ -179,25 +198,52 @@ static void set_defaults(struct bench_opts *o)
 }
 
 /* above the CLI_OPT_* values of common.h */
-enum { O_CSV = 0x200, O_JSON, O_PLOT, O_PATH, O_ENGINES, O_GOAL, O_CLUSTERS,
-       O_CLUSTER, O_ALGS, O_LEVELS, O_BS, O_SHARE, O_RUNTIME, O_SIZE,
-       O_REPEAT, O_NODROP, O_LOAD, O_WINDOW };
+enum {
+	O_CSV = 0x200,
+	O_JSON,
+	O_PLOT,
+	O_PATH,
+	O_ENGINES,
+	O_GOAL,
+	O_CLUSTERS,
+	O_CLUSTER,
+	O_ALGS,
+	O_LEVELS,
+	O_BS,
+	O_SHARE,
+	O_RUNTIME,
+	O_SIZE,
+	O_REPEAT,
+	O_NODROP,
+	O_LOAD,
+	O_WINDOW
+};
 
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
 	static const struct option lo[] = {
-		{ "csv", 1, NULL, O_CSV }, { "json", 1, NULL, O_JSON },
-		{ "plot", 1, NULL, O_PLOT }, { "path", 1, NULL, O_PATH },
-		{ "engines", 1, NULL, O_ENGINES }, { "goal", 1, NULL, O_GOAL },
+		{ "csv", 1, NULL, O_CSV },
+		{ "json", 1, NULL, O_JSON },
+		{ "plot", 1, NULL, O_PLOT },
+		{ "path", 1, NULL, O_PATH },
+		{ "engines", 1, NULL, O_ENGINES },
+		{ "goal", 1, NULL, O_GOAL },
 		{ "clusters", 1, NULL, O_CLUSTERS },
-		{ "cluster", 1, NULL, O_CLUSTER }, { "algs", 1, NULL, O_ALGS },
-		{ "levels", 1, NULL, O_LEVELS }, { "bs", 1, NULL, O_BS },
+		{ "cluster", 1, NULL, O_CLUSTER },
+		{ "algs", 1, NULL, O_ALGS },
+		{ "levels", 1, NULL, O_LEVELS },
+		{ "bs", 1, NULL, O_BS },
 		{ "io-share", 1, NULL, O_SHARE },
-		{ "runtime", 1, NULL, O_RUNTIME }, { "size", 1, NULL, O_SIZE },
-		{ "repeat", 1, NULL, O_REPEAT }, { "no-drop", 0, NULL, O_NODROP },
-		{ "load", 1, NULL, O_LOAD }, CLI_ENGINE_OPTS,
-		{ "window", 1, NULL, O_WINDOW }, { "quiet", 0, NULL, 'q' },
-		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "runtime", 1, NULL, O_RUNTIME },
+		{ "size", 1, NULL, O_SIZE },
+		{ "repeat", 1, NULL, O_REPEAT },
+		{ "no-drop", 0, NULL, O_NODROP },
+		{ "load", 1, NULL, O_LOAD },
+		CLI_ENGINE_OPTS,
+		{ "window", 1, NULL, O_WINDOW },
+		{ "quiet", 0, NULL, 'q' },
+		{ "help", 0, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	uint32_t one[BENCH_MAX_CLUSTERS];
 	char *end;
@@ -206,16 +252,31 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":qh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'q': o->quiet = 1; break;
-		case 'h': bench_usage(stdout); return 1;
-		case O_CSV: o->csv = optarg; break;
-		case O_JSON: o->json = optarg; break;
-		case O_PLOT: o->plot = optarg; break;
-		case O_PATH: o->path = optarg; break;
-		case O_NODROP: o->no_drop = 1; break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'h':
+			bench_usage(stdout);
+			return 1;
+		case O_CSV:
+			o->csv = optarg;
+			break;
+		case O_JSON:
+			o->json = optarg;
+			break;
+		case O_PLOT:
+			o->plot = optarg;
+			break;
+		case O_PATH:
+			o->path = optarg;
+			break;
+		case O_NODROP:
+			o->no_drop = 1;
+			break;
 		case O_ENGINES:
 			if (bench_check_engines(optarg))
-				return cli_usage_error(BENCH_CMD,
+				return cli_usage_error(
+					BENCH_CMD,
 					"--engines: engine names (ezfs accel "
 					"list) or default, comma-separated");
 			o->engines = optarg;
@@ -223,7 +284,8 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case CLI_OPT_DISPATCH:
 			/* a list: each mode is measured in turn */
 			if (bench_parse_dispatch(optarg, o))
-				return cli_usage_error(BENCH_CMD,
+				return cli_usage_error(
+					BENCH_CMD,
 					"invalid --dispatch '%s' (inline, "
 					"queue[:N] or percpu, comma-separated)",
 					optarg);
@@ -243,13 +305,15 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case O_LOAD:
 			if (bench_parse_loads(optarg, o))
 				return cli_usage_error(BENCH_CMD,
-					"--load: none, busy");
+						       "--load: none, busy");
 			break;
 		case O_WINDOW:
-			o->window = strcmp(optarg, "0") ? parse_size(optarg) : 0;
+			o->window =
+				strcmp(optarg, "0") ? parse_size(optarg) : 0;
 			if ((!o->window && strcmp(optarg, "0")) ||
 			    o->window > (1ull << 30))
-				return cli_usage_error(BENCH_CMD,
+				return cli_usage_error(
+					BENCH_CMD,
 					"--window: a size up to 1G, or 0");
 			break;
 		case O_GOAL:
@@ -257,34 +321,41 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			    strcmp(optarg, "random") &&
 			    strcmp(optarg, "balanced"))
 				return cli_usage_error(BENCH_CMD,
-					"--goal: size, seq, random or balanced");
+						       "--goal: size, seq, "
+						       "random or balanced");
 			o->goal = optarg;
 			break;
 		case O_CLUSTERS:
 			if (parse_clusters(optarg, o->clusters, &o->nclusters))
-				return cli_usage_error(BENCH_CMD,
+				return cli_usage_error(
+					BENCH_CMD,
 					"--clusters: powers of two, 4K..1M");
 			break;
 		case O_CLUSTER:
 			if (parse_clusters(optarg, one, &n) || n != 1)
-				return cli_usage_error(BENCH_CMD,
+				return cli_usage_error(
+					BENCH_CMD,
 					"--cluster: a power of two, 4K..1M");
 			o->ratio_cluster = one[0];
 			break;
 		case O_ALGS:
 			if (parse_algs(optarg, o->algs, &o->nalgs))
-				return cli_usage_error(BENCH_CMD,
-					"--algs: lz4,lz4hc,lzma,deflate,zstd[:LEVEL]");
+				return cli_usage_error(
+					BENCH_CMD,
+					"--algs: "
+					"lz4,lz4hc,lzma,deflate,zstd[:LEVEL]");
 			break;
 		case O_LEVELS:
 			if (parse_levels(optarg, o->levels, &o->nlevels))
-				return cli_usage_error(BENCH_CMD,
+				return cli_usage_error(
+					BENCH_CMD,
 					"--levels: e.g. \"zstd:3,9 lzma:6\"");
 			break;
 		case O_BS:
 			o->bs = (uint32_t)parse_size(optarg);
 			if (!o->bs || o->bs > (64u << 20))
-				return cli_usage_error(BENCH_CMD, "--bs: a size");
+				return cli_usage_error(BENCH_CMD,
+						       "--bs: a size");
 			break;
 		case O_SHARE:
 			o->io_share = strtod(optarg, &end) / 100;
@@ -292,25 +363,27 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 				end++;
 			if (end == optarg || *end || o->io_share <= 0 ||
 			    o->io_share > 1)
-				return cli_usage_error(BENCH_CMD,
+				return cli_usage_error(
+					BENCH_CMD,
 					"--io-share: a percentage, 0..100");
 			break;
 		case O_RUNTIME:
 			o->runtime = strtod(optarg, &end);
 			if (end == optarg || *end || o->runtime <= 0)
-				return cli_usage_error(BENCH_CMD,
-					"--runtime: seconds > 0");
+				return cli_usage_error(
+					BENCH_CMD, "--runtime: seconds > 0");
 			break;
 		case O_SIZE:
 			o->size = parse_size(optarg);
 			if (!o->size)
-				return cli_usage_error(BENCH_CMD, "--size: a size");
+				return cli_usage_error(BENCH_CMD,
+						       "--size: a size");
 			break;
 		case O_REPEAT:
 			o->repeat = atoi(optarg);
 			if (o->repeat < 1 || o->repeat > 100)
 				return cli_usage_error(BENCH_CMD,
-					"--repeat: 1..100");
+						       "--repeat: 1..100");
 			break;
 		default:
 			return cli_opt_error(BENCH_CMD, c, argv);
@@ -425,7 +498,8 @@ int cmd_bench(int argc, char **argv)
 	if (rc)
 		return rc == 1 ? 0 : rc;
 	if (optind >= argc)
-		return cli_usage_error(BENCH_CMD, "missing mode "
+		return cli_usage_error(BENCH_CMD,
+				       "missing mode "
 				       "(read, ratio, latency, all, advise)");
 	mode = argv[optind++];
 	if (strcmp(mode, "read") && strcmp(mode, "ratio") &&
@@ -444,9 +518,10 @@ int cmd_bench(int argc, char **argv)
 		o.size = 16ull << 20;
 	if (!strcmp(mode, "advise") && o.disp_given && o.ndisp > 1)
 		return cli_usage_error(BENCH_CMD, "advise: --dispatch takes "
-				       "one mode");
+						  "one mode");
 	if (o.accel && o.engines)
-		return cli_usage_error(BENCH_CMD, "--accel and --engines: give "
+		return cli_usage_error(BENCH_CMD,
+				       "--accel and --engines: give "
 				       "one (--engines compares engines, "
 				       "--accel sets one order)");
 	/* the command line beats the environment, as in cli_open() */

@@ -130,15 +130,16 @@ static void lvl_str(int level, char *buf, size_t size)
 		snprintf(buf, size, "%d", level);
 }
 
-static double find_mib(const struct bench_results *r,
-		       const struct bench_rec *k, const char *workload)
+static double find_mib(const struct bench_results *r, const struct bench_rec *k,
+		       const char *workload)
 {
 	size_t i;
 
 	for (i = 0; i < r->n; i++) {
 		const struct bench_rec *x = &r->v[i];
 
-		if (!strcmp(x->mode, "read") && !strcmp(x->workload, workload) &&
+		if (!strcmp(x->mode, "read") &&
+		    !strcmp(x->workload, workload) &&
 		    !strcmp(x->target, k->target) && !strcmp(x->alg, k->alg) &&
 		    x->level == k->level && x->cluster == k->cluster &&
 		    !strcmp(x->engine, k->engine) &&
@@ -155,11 +156,13 @@ static void print_read(FILE *f, const struct bench_results *r)
 	size_t i;
 	int j;
 
-	fprintf(f, "\nread throughput, MiB/s (%s; ratio = image blocks / "
-		"input blocks)\n", bench_cache_note());
-	fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %6s %9s %9s %9s\n",
-		"target", "alg", "level", "cluster", "engine", "dispatch",
-		"ratio", "seq", "rand", "small");
+	fprintf(f,
+		"\nread throughput, MiB/s (%s; ratio = image blocks / "
+		"input blocks)\n",
+		bench_cache_note());
+	fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %6s %9s %9s %9s\n", "target",
+		"alg", "level", "cluster", "engine", "dispatch", "ratio", "seq",
+		"rand", "small");
 	for (i = 0; i < r->n; i++) {
 		const struct bench_rec *x = &r->v[i];
 
@@ -179,8 +182,10 @@ static void print_read(FILE *f, const struct bench_results *r)
 		else
 			snprintf(rt, sizeof(rt), "-");
 		fprintf(f, "%-7s %-8s %-5s %7s %-10s %-8s %6s %9s %9s %9s\n",
-			x->target, x->alg, lv, x->cluster ?
-			bench_fmt_cluster(x->cluster, cl, sizeof(cl)) : "-",
+			x->target, x->alg, lv,
+			x->cluster
+				? bench_fmt_cluster(x->cluster, cl, sizeof(cl))
+				: "-",
 			x->engine, x->dispatch, rt, num[0], num[1], num[2]);
 	}
 }
@@ -199,8 +204,9 @@ static void print_ratio(FILE *f, const struct bench_results *r)
 		if (strcmp(x->mode, "ratio"))
 			continue;
 		lvl_str(x->level, lv, sizeof(lv));
-		fprintf(f, "%-10s %-5s %7s %12llu %12llu %7.4f %10.2f\n", x->alg,
-			lv, bench_fmt_cluster(x->cluster, cl, sizeof(cl)),
+		fprintf(f, "%-10s %-5s %7s %12llu %12llu %7.4f %10.2f\n",
+			x->alg, lv,
+			bench_fmt_cluster(x->cluster, cl, sizeof(cl)),
 			(unsigned long long)x->input_blocks,
 			(unsigned long long)x->image_blocks, x->ratio,
 			x->mkfs_mb_s);
@@ -213,27 +219,29 @@ static void print_latency(FILE *f, const struct bench_results *r)
 	size_t i;
 
 	fprintf(f, "\ndecode latency per pcluster request, submit to "
-		"completion, microseconds\n");
-	fprintf(f, "%-8s %7s %-10s %-8s %-5s %7s %9s %9s %9s %9s %9s\n",
-		"alg", "cluster", "engine", "dispatch", "load", "samples",
-		"avg", "median", "min", "max", "stddev");
+		   "completion, microseconds\n");
+	fprintf(f, "%-8s %7s %-10s %-8s %-5s %7s %9s %9s %9s %9s %9s\n", "alg",
+		"cluster", "engine", "dispatch", "load", "samples", "avg",
+		"median", "min", "max", "stddev");
 	for (i = 0; i < r->n; i++) {
 		const struct bench_rec *x = &r->v[i];
 
 		if (strcmp(x->mode, "latency"))
 			continue;
-		fprintf(f, "%-8s %7s %-10s %-8s %-5s %7llu %9.1f %9.1f %9.1f "
-			"%9.1f %9.1f\n", x->alg, x->cluster ?
-			bench_fmt_cluster(x->cluster, cl, sizeof(cl)) : "-",
+		fprintf(f,
+			"%-8s %7s %-10s %-8s %-5s %7llu %9.1f %9.1f %9.1f "
+			"%9.1f %9.1f\n",
+			x->alg,
+			x->cluster
+				? bench_fmt_cluster(x->cluster, cl, sizeof(cl))
+				: "-",
 			x->engine, x->dispatch, x->load,
-			(unsigned long long)x->samples,
-			x->avg_us, x->median_us, x->min_us, x->max_us,
-			x->stddev_us);
+			(unsigned long long)x->samples, x->avg_us, x->median_us,
+			x->min_us, x->max_us, x->stddev_us);
 	}
 }
 
-void bench_print_table(FILE *f, const struct bench_results *r,
-		       const char *mode)
+void bench_print_table(FILE *f, const struct bench_results *r, const char *mode)
 {
 	if (!strcmp(mode, "read"))
 		print_read(f, r);
@@ -264,16 +272,16 @@ int bench_write_csv(const char *path, const struct bench_results *r)
 	for (i = 0; i < r->n; i++) {
 		const struct bench_rec *x = &r->v[i];
 
-		fprintf(f, "%s,%s,%s,%s,%d,%u,%s,%s,%s,%d,%llu,%.6f,%.3f,"
+		fprintf(f,
+			"%s,%s,%s,%s,%d,%u,%s,%s,%s,%d,%llu,%.6f,%.3f,"
 			"%llu,%llu,%.6f,%.3f,%llu,%.3f,%.3f,%.3f,%.3f,%.3f\n",
 			x->mode, x->workload, x->target, x->alg, x->level,
 			(unsigned)x->cluster, x->engine, x->dispatch, x->load,
 			x->repeat, (unsigned long long)x->bytes, x->seconds,
 			x->mib_s, (unsigned long long)x->input_blocks,
 			(unsigned long long)x->image_blocks, x->ratio,
-			x->mkfs_mb_s, (unsigned long long)x->samples,
-			x->avg_us, x->median_us, x->min_us, x->max_us,
-			x->stddev_us);
+			x->mkfs_mb_s, (unsigned long long)x->samples, x->avg_us,
+			x->median_us, x->min_us, x->max_us, x->stddev_us);
 	}
 	if (fclose(f)) {
 		cli_error(BENCH_CMD, "%s: %s", path, strerror(errno));
@@ -284,32 +292,39 @@ int bench_write_csv(const char *path, const struct bench_results *r)
 
 static void json_rec(FILE *f, const struct bench_rec *x)
 {
-	fprintf(f, "  {\"mode\": \"%s\", \"workload\": \"%s\", "
+	fprintf(f,
+		"  {\"mode\": \"%s\", \"workload\": \"%s\", "
 		"\"target\": \"%s\", \"alg\": \"%s\", \"level\": %d, "
-		"\"cluster\": %u, \"engine\": \"%s\"", x->mode, x->workload,
-		x->target, x->alg, x->level, (unsigned)x->cluster, x->engine);
+		"\"cluster\": %u, \"engine\": \"%s\"",
+		x->mode, x->workload, x->target, x->alg, x->level,
+		(unsigned)x->cluster, x->engine);
 	if (!strcmp(x->mode, "read"))
 		fprintf(f, ", \"dispatch\": \"%s\"", x->dispatch);
 	if (!strcmp(x->mode, "read") || !strcmp(x->mode, "advise"))
-		fprintf(f, ", \"repeat\": %d, \"bytes\": %llu, "
-			"\"seconds\": %.6f, \"mib_s\": %.3f", x->repeat,
-			(unsigned long long)x->bytes, x->seconds, x->mib_s);
+		fprintf(f,
+			", \"repeat\": %d, \"bytes\": %llu, "
+			"\"seconds\": %.6f, \"mib_s\": %.3f",
+			x->repeat, (unsigned long long)x->bytes, x->seconds,
+			x->mib_s);
 	if (!strcmp(x->mode, "ratio"))
 		fprintf(f, ", \"seconds\": %.6f", x->seconds);
 	if (!strcmp(x->mode, "ratio") || !strcmp(x->mode, "advise") ||
 	    (!strcmp(x->mode, "read") && x->image_blocks))
-		fprintf(f, ", \"input_blocks\": %llu, \"image_blocks\": %llu, "
+		fprintf(f,
+			", \"input_blocks\": %llu, \"image_blocks\": %llu, "
 			"\"ratio\": %.6f, \"mkfs_mb_s\": %.3f",
 			(unsigned long long)x->input_blocks,
 			(unsigned long long)x->image_blocks, x->ratio,
 			x->mkfs_mb_s);
 	if (!strcmp(x->mode, "latency"))
-		fprintf(f, ", \"dispatch\": \"%s\", \"load\": \"%s\", "
+		fprintf(f,
+			", \"dispatch\": \"%s\", \"load\": \"%s\", "
 			"\"samples\": %llu, \"avg_us\": %.3f, "
 			"\"median_us\": %.3f, \"min_us\": %.3f, "
-			"\"max_us\": %.3f, \"stddev_us\": %.3f", x->dispatch,
-			x->load, (unsigned long long)x->samples, x->avg_us,
-			x->median_us, x->min_us, x->max_us, x->stddev_us);
+			"\"max_us\": %.3f, \"stddev_us\": %.3f",
+			x->dispatch, x->load, (unsigned long long)x->samples,
+			x->avg_us, x->median_us, x->min_us, x->max_us,
+			x->stddev_us);
 	fputc('}', f);
 }
 

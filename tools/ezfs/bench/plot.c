@@ -80,7 +80,8 @@ static unsigned series_part(char (*series)[80], size_t j, int part)
 	size_t i, k;
 
 	for (i = 0; i < j; i++) {
-		for (k = 0; k < i && !same_part(series[k], series[i], part); k++)
+		for (k = 0; k < i && !same_part(series[k], series[i], part);
+		     k++)
 			;
 		if (k < i)
 			continue; /* not the first of its kind */
@@ -130,24 +131,27 @@ static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
 		fprintf(d, "\n\n");
 	}
 	fclose(d);
-	fprintf(gp, "set output '%s/read-%s.png'\n"
+	fprintf(gp,
+		"set output '%s/read-%s.png'\n"
 		"set title 'ezfs bench: %s read throughput'\n"
 		"set xlabel 'pcluster size (KiB)'\nset ylabel 'MiB/s'\n"
 		"set logscale x 2\nset key outside right\nunset logscale y\n"
-		"plot ", dir, wl, wl);
+		"plot ",
+		dir, wl, wl);
 	for (j = 0; j < ns; j++) {
-		unsigned c = series_part(series, j, 0), v = series_part(series,
-									j, 1);
+		unsigned c = series_part(series, j, 0),
+			 v = series_part(series, j, 1);
 
-		fprintf(gp, "%s'%s' index %zu using 1:2 with linespoints lw 1.5 "
-			"lc %u dt %u pt %u title '%s'", j ? ", " : "", fn, j,
-			c % 8 + 1, v % 5 + 1, pts[v % 5], series[j]);
+		fprintf(gp,
+			"%s'%s' index %zu using 1:2 with linespoints lw 1.5 "
+			"lc %u dt %u pt %u title '%s'",
+			j ? ", " : "", fn, j, c % 8 + 1, v % 5 + 1, pts[v % 5],
+			series[j]);
 	}
 	fprintf(gp, "\nunset logscale x\n");
 }
 
-static void plot_ratio(FILE *gp, const char *dir,
-		       const struct bench_results *r)
+static void plot_ratio(FILE *gp, const char *dir, const struct bench_results *r)
 {
 	static const char *const algs[] = { "lz4", "lz4hc", "lzma", "deflate",
 					    "zstd" };
@@ -159,11 +163,13 @@ static void plot_ratio(FILE *gp, const char *dir,
 	d = fopen(fn, "w");
 	if (!d)
 		return;
-	fprintf(gp, "set output '%s/ratio.png'\n"
+	fprintf(gp,
+		"set output '%s/ratio.png'\n"
 		"set title 'ezfs bench: ratio against mkfs speed'\n"
 		"set xlabel 'mkfs speed (MB/s)'\n"
 		"set ylabel 'image blocks / input blocks'\n"
-		"set key outside right\nplot ", dir);
+		"set key outside right\nplot ",
+		dir);
 	for (j = 0; j < 5; j++) {
 		int any = 0;
 
@@ -179,10 +185,11 @@ static void plot_ratio(FILE *gp, const char *dir,
 		if (!any)
 			continue;
 		fprintf(d, "\n\n");
-		fprintf(gp, "%s'%s' index %zu using 1:2 with linespoints "
+		fprintf(gp,
+			"%s'%s' index %zu using 1:2 with linespoints "
 			"pt 7 title '%s', '' index %zu using 1:2:3 with "
-			"labels offset 1,0.6 notitle", k ? ", " : "", fn, k,
-			algs[j], k);
+			"labels offset 1,0.6 notitle",
+			k ? ", " : "", fn, k, algs[j], k);
 		k++;
 	}
 	fprintf(gp, "\n");
@@ -201,8 +208,9 @@ static void lat_names(const struct bench_rec *x, char *bar, size_t bsz,
 			 x->load);
 	else
 		snprintf(bar, bsz, "%s, load %s", x->dispatch, x->load);
-	snprintf(grp, gsz, "%s %s", x->alg, x->cluster ?
-		 bench_fmt_cluster(x->cluster, cl, sizeof(cl)) : "");
+	snprintf(grp, gsz, "%s %s", x->alg,
+		 x->cluster ? bench_fmt_cluster(x->cluster, cl, sizeof(cl))
+			    : "");
 }
 
 /* Add s to the list v (n entries of 64 bytes, at most max); its index. */
@@ -255,12 +263,15 @@ static void plot_latency(FILE *gp, const char *dir,
 		fprintf(d, "\"%s\"", grps[g]);
 		for (k = 0; k < 2; k++)
 			for (b = 0; b < nb; b++)
-				fprintf(d, (k ? avg : med)[g][b] < 0 ? " -" :
-					" %.3f", (k ? avg : med)[g][b]);
+				fprintf(d,
+					(k ? avg : med)[g][b] < 0 ? " -"
+								  : " %.3f",
+					(k ? avg : med)[g][b]);
 		fputc('\n', d);
 	}
 	fclose(d);
-	fprintf(gp, "set output '%s/latency.png'\n"
+	fprintf(gp,
+		"set output '%s/latency.png'\n"
 		"set multiplot layout 1,2 title 'ezfs bench: decode latency "
 		"per pcluster request, submit to completion'\n"
 		"set style data histogram\nset style histogram cluster gap 1\n"
@@ -268,10 +279,13 @@ static void plot_latency(FILE *gp, const char *dir,
 		"set logscale y\nset xlabel 'algorithm, pcluster size'\n"
 		"set yrange [1:*]\nset bmargin 7\n"
 		"set key below font ',9' maxrows 2 spacing 0.9\n"
-		"set xtics nomirror\n", dir);
+		"set xtics nomirror\n",
+		dir);
 	for (k = 0; k < 2; k++) {
-		fprintf(gp, "set title '%s'\nset ylabel '%s (microseconds)'\n"
-			"plot ", k ? "mean" : "median", k ? "mean" : "median");
+		fprintf(gp,
+			"set title '%s'\nset ylabel '%s (microseconds)'\n"
+			"plot ",
+			k ? "mean" : "median", k ? "mean" : "median");
 		for (b = 0; b < nb; b++)
 			fprintf(gp, "%s'%s' using %zu:xtic(1) title '%s'",
 				b ? ", " : "", fn, 2 + (size_t)k * nb + b,
@@ -279,8 +293,8 @@ static void plot_latency(FILE *gp, const char *dir,
 		fputc('\n', gp);
 	}
 	fprintf(gp, "unset multiplot\nunset logscale y\nset yrange [*:*]\n"
-		"set bmargin\n"
-		"set style data points\n");
+		    "set bmargin\n"
+		    "set style data points\n");
 }
 
 int bench_plot(const char *dir, const struct bench_results *r, int quiet)
@@ -291,7 +305,8 @@ int bench_plot(const char *dir, const struct bench_results *r, int quiet)
 	int st;
 
 	if (!have_gnuplot()) {
-		fprintf(stderr, "ezfs bench: --plot: gnuplot not found; install "
+		fprintf(stderr,
+			"ezfs bench: --plot: gnuplot not found; install "
 			"it (Debian: apt-get install gnuplot-nox) and rerun; "
 			"no charts written\n");
 		return 0;
@@ -307,9 +322,9 @@ int bench_plot(const char *dir, const struct bench_results *r, int quiet)
 		return -errno;
 	}
 	fprintf(gp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-		"  set terminal pngcairo size 1100,600 noenhanced\n"
-		"} else {\n  set terminal png size 1100,600 noenhanced\n}\n"
-		"set grid\n");
+		    "  set terminal pngcairo size 1100,600 noenhanced\n"
+		    "} else {\n  set terminal png size 1100,600 noenhanced\n}\n"
+		    "set grid\n");
 	if (has_mode(r, "read")) {
 		plot_read(gp, dir, r, "seq");
 		plot_read(gp, dir, r, "rand");

@@ -32,14 +32,15 @@ static void drop_caches(const struct bench_opts *o)
 		close(fd);
 	bench_cache_set(BENCH_CACHE_NOT_DROPPED);
 	if (!dropped_warned++ && !o->quiet)
-		fprintf(stderr, "ezfs bench: page cache not dropped between "
+		fprintf(stderr,
+			"ezfs bench: page cache not dropped between "
 			"runs (needs root: /proc/sys/vm/drop_caches); runs "
 			"after the first may read from memory\n");
 }
 
 /* What one read cell runs under: engine and dispatch mode (lib only). */
 struct read_cfg {
-	const char *image;      /* NULL: the --path view */
+	const char *image; /* NULL: the --path view */
 	const char *engine;
 	const struct bench_disp *disp; /* NULL: EZFS_DISPATCH or inline */
 };
@@ -48,7 +49,8 @@ static int open_target(const struct bench_opts *o, const struct read_cfg *c,
 		       struct bench_target *t)
 {
 	if (c->image)
-		return bench_target_open_lib(t, c->image, o->bs, c->engine, c->disp);
+		return bench_target_open_lib(t, c->image, o->bs, c->engine,
+					     c->disp);
 	drop_caches(o);
 	return bench_target_open_path(t, o->path, o->bs);
 }
@@ -71,8 +73,10 @@ static int read_cells(const struct bench_opts *o, const struct read_cfg *c,
 		struct bench_rec rec;
 
 		snprintf(what, sizeof(what), "read %s %s %s %s %s %s",
-			 key->target, key->alg, key->cluster ?
-			 bench_fmt_cluster(key->cluster, cl, sizeof(cl)) : "",
+			 key->target, key->alg,
+			 key->cluster ? bench_fmt_cluster(key->cluster, cl,
+							  sizeof(cl))
+				      : "",
 			 key->engine, c->disp ? c->disp->name : "",
 			 bench_workloads[w]);
 		bench_prog_cell(pg, what);
@@ -81,7 +85,8 @@ static int read_cells(const struct bench_opts *o, const struct read_cfg *c,
 			if (err)
 				break;
 			if (!t.fl.n) {
-				cli_error(BENCH_CMD, "no regular files to read");
+				cli_error(BENCH_CMD,
+					  "no regular files to read");
 				bench_target_close(&t);
 				return -ENOENT;
 			}
@@ -108,9 +113,9 @@ static int read_cells(const struct bench_opts *o, const struct read_cfg *c,
 }
 
 /* Every engine x dispatch mode of the options on one image. */
-static int read_configs(const struct bench_opts *o, const char *image,
-			int alg, struct bench_rec *key,
-			struct bench_results *res, struct bench_prog *pg)
+static int read_configs(const struct bench_opts *o, const char *image, int alg,
+			struct bench_rec *key, struct bench_results *res,
+			struct bench_prog *pg)
 {
 	char eng[BENCH_MAX_ENGINES][24];
 	int ne = bench_engines_for(o, alg, eng, BENCH_MAX_ENGINES, 1);
@@ -118,9 +123,9 @@ static int read_configs(const struct bench_opts *o, const char *image,
 
 	for (e = 0; e < ne && !err; e++) {
 		for (d = 0; d < nd && !err; d++) {
-			struct read_cfg c = {
-				image, eng[e], o->disp_given ? &o->disp[d] : NULL
-			};
+			struct read_cfg c = { image, eng[e],
+					      o->disp_given ? &o->disp[d]
+							    : NULL };
 
 			err = read_cells(o, &c, key, res, pg);
 		}
@@ -133,13 +138,12 @@ static unsigned cells_per_image(const struct bench_opts *o, int alg)
 {
 	char eng[BENCH_MAX_ENGINES][24];
 
-	return 3u * (unsigned)bench_engines_for(o, alg, eng, BENCH_MAX_ENGINES,
-						0) *
+	return 3u *
+	       (unsigned)bench_engines_for(o, alg, eng, BENCH_MAX_ENGINES, 0) *
 	       (unsigned)(o->disp_given ? o->ndisp : 1);
 }
 
-unsigned bench_read_cells(const struct bench_opts *o,
-			  const struct bench_src *s)
+unsigned bench_read_cells(const struct bench_opts *o, const struct bench_src *s)
 {
 	char name[16];
 	unsigned n = 0;
@@ -148,8 +152,8 @@ unsigned bench_read_cells(const struct bench_opts *o,
 	if (o->path)
 		return 3;
 	if (s->is_image)
-		return cells_per_image(o, bench_image_alg(s->source, name,
-						    sizeof(name)));
+		return cells_per_image(
+			o, bench_image_alg(s->source, name, sizeof(name)));
 	for (a = 0; a < o->nalgs; a++)
 		n += cells_per_image(o, o->algs[a].alg) *
 		     (unsigned)o->nclusters;
@@ -182,7 +186,8 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 			uint64_t ib;
 			double bt;
 
-			snprintf(key.alg, sizeof(key.alg), "%s", o->algs[a].name);
+			snprintf(key.alg, sizeof(key.alg), "%s",
+				 o->algs[a].name);
 			key.level = o->algs[a].level;
 			key.cluster = o->clusters[c];
 			bench_prog_cell(pg, "building image");
@@ -192,7 +197,8 @@ int bench_read(const struct bench_opts *o, const struct bench_src *s,
 			key.input_blocks = s->input_blocks;
 			key.image_blocks = (ib + 4095) / 4096;
 			key.ratio = s->input_blocks ? (double)key.image_blocks /
-						      s->input_blocks : 0;
+							      s->input_blocks
+						    : 0;
 			key.mkfs_mb_s = bt > 0 ? s->input_bytes / 1e6 / bt : 0;
 			if (!err)
 				err = read_configs(o, img, o->algs[a].alg, &key,
@@ -222,7 +228,8 @@ void bench_read_warn_short(const struct bench_results *res)
 	}
 	if (shortest < 0 || shortest >= BENCH_SHORT_RUN)
 		return;
-	fprintf(stderr, "ezfs bench: read: runs as short as %.2g ms are too "
+	fprintf(stderr,
+		"ezfs bench: read: runs as short as %.2g ms are too "
 		"short to be meaningful (under %.0f ms): measure more data (a "
 		"larger --size or SOURCE) or more runs (--repeat N)\n",
 		shortest * 1e3, BENCH_SHORT_RUN * 1e3);

@@ -99,8 +99,10 @@ int bench_tmp_init(void)
 	if (!mkdtemp(tmp_dir)) {
 		int err = -errno;
 
-		cli_error(BENCH_CMD, "cannot create a temporary directory in "
-			  "%s: %s", base, strerror(errno));
+		cli_error(BENCH_CMD,
+			  "cannot create a temporary directory in "
+			  "%s: %s",
+			  base, strerror(errno));
 		tmp_dir[0] = '\0';
 		return err;
 	}
@@ -156,7 +158,7 @@ static int copy_part(const char *src, const char *dst, uint64_t *left)
 
 struct stage {
 	uint64_t left, bytes, blocks;
-	int copy;               /* 0: only count */
+	int copy; /* 0: only count */
 	int files;
 };
 
@@ -201,7 +203,7 @@ static int stage_dir(const char *src, const char *dst, struct stage *st)
 			st->blocks += (sz + 4095) / 4096;
 			st->files++;
 		}
-next:
+	next:
 		free(ents[i]);
 	}
 	free(ents);

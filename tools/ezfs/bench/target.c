@@ -49,7 +49,6 @@ int bench_list_files(ezfs_image *img, struct bench_files *fl)
 	return cli_walk(img, ezfs_root_nid(img), walk_add, fl);
 }
 
-
 void bench_target_close(struct bench_target *t)
 {
 	size_t i;
@@ -74,8 +73,9 @@ void bench_target_close(struct bench_target *t)
 }
 
 /* A fresh image instance: nothing decoded is cached yet. */
-int bench_target_open_lib(struct bench_target *t, const char *image, uint32_t bs,
-			   const char *engine, const struct bench_disp *d)
+int bench_target_open_lib(struct bench_target *t, const char *image,
+			  uint32_t bs, const char *engine,
+			  const struct bench_disp *d)
 {
 	size_t i;
 	int err;
@@ -246,9 +246,10 @@ static ssize_t seq_windowed(struct bench_target *t, const struct bench_opts *o,
 			if (r <= 0)
 				return r < 0 ? r : -EIO;
 			for (k = 0; k < (uint64_t)r; k += t->bs)
-				memcpy(t->buf, t->wbuf + k, (uint64_t)r - k <
-				       t->bs ? (size_t)((uint64_t)r - k) :
-				       t->bs);
+				memcpy(t->buf, t->wbuf + k,
+				       (uint64_t)r - k < t->bs
+					       ? (size_t)((uint64_t)r - k)
+					       : t->bs);
 			*done += (uint64_t)r;
 			if (bench_now() - t0 > o->runtime)
 				return 0;
@@ -258,8 +259,9 @@ static ssize_t seq_windowed(struct bench_target *t, const struct bench_opts *o,
 }
 
 /* One run of one workload; bytes and seconds measured. */
-int bench_run_workload(struct bench_target *t, int w, const struct bench_opts *o,
-			uint64_t *bytes, double *secs)
+int bench_run_workload(struct bench_target *t, int w,
+		       const struct bench_opts *o, uint64_t *bytes,
+		       double *secs)
 {
 	uint64_t done = 0, cnt = 0;
 	double t0 = bench_now();
@@ -288,8 +290,9 @@ int bench_run_workload(struct bench_target *t, int w, const struct bench_opts *o
 		if (!v)
 			return -ENOMEM;
 		if (w == 2)
-			n = (size_t)(n * o->io_share + 0.5) ?
-			    (size_t)(n * o->io_share + 0.5) : 1;
+			n = (size_t)(n * o->io_share + 0.5)
+				    ? (size_t)(n * o->io_share + 0.5)
+				    : 1;
 		t0 = bench_now();
 		for (i = 0; i < n; i++) {
 			r = target_read(t, v[i].file, v[i].off);
@@ -311,8 +314,7 @@ out:
 
 /* Sequential read of every file of image (advise: decode rate). */
 int bench_lib_seq(const char *image, uint32_t bs, double cap,
-		  const struct bench_disp *d, uint64_t *bytes,
-		  double *seconds)
+		  const struct bench_disp *d, uint64_t *bytes, double *seconds)
 {
 	struct bench_opts o;
 	struct bench_target t;
