@@ -251,3 +251,36 @@ t_run() {
 	OUT=$TMP/$name.out
 	ERR=$TMP/$name.err
 }
+
+# t_check WHAT WANT_RC [stdout|stderr PATTERN]...: judge the last t_run: its
+# exit code, and each stream matching its extended regex (any case).
+t_check() {
+	local what=$1 want=$2 ok=1 f
+	shift 2
+	if [ "$RC" -ne "$want" ]; then
+		ok=0
+		echo "  exit code $RC, expected $want"
+	fi
+	while [ $# -ge 2 ]; do
+		f=$OUT
+		[ "$1" = stderr ] && f=$ERR
+		if ! grep -qiE -- "$2" "$f"; then
+			ok=0
+			echo "  $1 does not match /$2/"
+		fi
+		shift 2
+	done
+	if [ $ok = 1 ]; then
+		t_pass "$what"
+	else
+		t_fail "$what"
+		echo "  stdout: $(head -c 300 "$OUT")"
+		echo "  stderr: $(head -c 300 "$ERR")"
+	fi
+}
+# t_one_line WHAT FILE: the file holds exactly one line.
+t_one_line() {
+	local n
+	n=$(wc -l <"$2")
+	t_expect "$1 ($n lines)" [ "$n" -eq 1 ]
+}

@@ -257,6 +257,14 @@ EZFS_API int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
 				   const char *tmpdir);
 
 /*
+ * The file ezfs_builder_write(b, path) writes: path with its symlinks
+ * followed (at most 40), which need not exist yet (a dangling link names
+ * the file to create). Malloc'd (free it), or NULL with errno set (ELOOP,
+ * the errno of lstat or readlink, ENOMEM). Thread-safe.
+ */
+EZFS_API char *ezfs_build_image_target(const char *path);
+
+/*
  * Lay out and write the image to path: a temporary file beside it (beside
  * the target of a symlink) is written, synced with EZFS_BUILD_NO_FSYNC
  * clear, and renamed only when complete; on failure neither the temporary

@@ -223,12 +223,8 @@ static void temp_randomize(char *t, unsigned i)
 		x[j] = az[rnd[j] % (sizeof(az) - 1)];
 }
 
-/*
- * Follow the symlinks of path to the name they end at (which need not
- * exist yet: a dangling link names the file to create). Malloc'd, or
- * NULL with errno set.
- */
-static char *resolve_links(const char *path)
+/* Follow the symlinks of path (include/ezfs/build.h). */
+char *ezfs_build_image_target(const char *path)
 {
 	char *cur = strdup(path);
 	unsigned hops;
@@ -491,7 +487,7 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	if (!b->scanned || b->fd >= 0)
 		return -EINVAL;
 	b->out_path = path;
-	target = resolve_links(path);
+	target = ezfs_build_image_target(path);
 	if (!target) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", path, strerror(errno));

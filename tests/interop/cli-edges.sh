@@ -21,34 +21,9 @@ touch "$tree/odd/$(printf 'a\033[31mred')" "$tree/odd/$(printf 'new\nline')"
 "$EZFS" mkfs -q -z lz4hc "$img" "$tree" >/dev/null ||
 	{ echo "FAIL: ezfs mkfs of the test tree"; exit 1; }
 
-# check WHAT WANT_RC [stdout|stderr PATTERN]...: on the last t_run.
-check() {
-	local what=$1 want=$2 ok=1
-	shift 2
-	if [ "$RC" -ne "$want" ]; then
-		ok=0
-		echo "  exit code $RC, expected $want"
-	fi
-	while [ $# -ge 2 ]; do
-		local f=$OUT
-		[ "$1" = stderr ] && f=$ERR
-		if ! grep -qE -- "$2" "$f"; then
-			ok=0
-			echo "  $1 does not match /$2/"
-		fi
-		shift 2
-	done
-	if [ $ok = 1 ]; then
-		t_pass "$what"
-	else
-		t_fail "$what"
-		echo "  stdout: $(head -c 300 "$OUT")"
-		echo "  stderr: $(head -c 300 "$ERR")"
-	fi
-}
+check() { t_check "$@"; }
 not() { ! "$@"; }
-lines() { wc -l <"$1"; }
-one_line() { t_expect "$1 (one line, got $(lines "$2"))" [ "$(lines "$2")" -eq 1 ]; }
+one_line() { t_one_line "$@"; }
 
 # ---- stdout that cannot be written ----
 if [ -w /dev/full ]; then

@@ -13,37 +13,8 @@ img=$TMP/sample.img
 "$SRC/sample/make-sample.sh" "$tree"
 mkfs.erofs --quiet -zlz4hc "$img" "$tree" >/dev/null
 
-# check WHAT WANT_RC [stdout|stderr PATTERN]...: on the last t_run.
-check() {
-	local what=$1 want=$2 ok=1
-	shift 2
-	if [ "$RC" -ne "$want" ]; then
-		ok=0
-		echo "  exit code $RC, expected $want"
-	fi
-	while [ $# -ge 2 ]; do
-		local f=$OUT
-		[ "$1" = stderr ] && f=$ERR
-		if ! grep -qiE -- "$2" "$f"; then
-			ok=0
-			echo "  $1 does not match /$2/"
-		fi
-		shift 2
-	done
-	if [ $ok = 1 ]; then
-		t_pass "$what"
-	else
-		t_fail "$what"
-		echo "  stdout: $(head -c 300 "$OUT")"
-		echo "  stderr: $(head -c 300 "$ERR")"
-	fi
-}
-# one_line WHAT FILE: the file holds exactly one line.
-one_line() {
-	local n
-	n=$(wc -l < "$2")
-	t_expect "$1 ($n lines)" [ "$n" -eq 1 ]
-}
+check() { t_check "$@"; }
+one_line() { t_one_line "$@"; }
 
 # --- usage ---
 t_run noargs "$EZFS"

@@ -15,17 +15,7 @@
 #include <ezfs/build.h>
 #include <ezfs/ezfs.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
+#include "check.h"
 
 static int write_file(const char *path, const char *text)
 {

@@ -41,17 +41,7 @@ struct backend {
 	int closes;
 };
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fputc('\n', stderr);                                   \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
+#include "check.h"
 
 static ssize_t be_pread(void *arg, void *buf, size_t len, uint64_t off)
 {

@@ -12,17 +12,7 @@
 #include "util/pool.h"
 #include "util/vec.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
+#include "check.h"
 
 #define NJOBS 20000
 

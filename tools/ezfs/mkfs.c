@@ -345,35 +345,11 @@ static int parse_jobs(const char *opt, const char *arg, unsigned *n)
 static int check_image(const char *image, char **target, int *device)
 {
 	const char *what = NULL, *slash;
-	char *cur = strdup(image), *dir;
-	unsigned hops = 0;
+	char *cur = ezfs_build_image_target(image), *dir;
 	struct stat st;
-	int err = 0;
+	int err = cur ? 0 : errno;
 
 	*device = 0;
-	while (cur && !lstat(cur, &st) && S_ISLNK(st.st_mode)) {
-		char buf[4096], *next;
-		size_t dlen;
-		ssize_t n;
-
-		n = ++hops > 40 ? -1 : readlink(cur, buf, sizeof(buf) - 1);
-		if (n < 0) {
-			err = hops > 40 ? ELOOP : errno;
-			break;
-		}
-		buf[n] = '\0';
-		slash = strrchr(cur, '/');
-		dlen = buf[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
-		next = malloc(dlen + (size_t)n + 1);
-		if (next) {
-			memcpy(next, cur, dlen);
-			memcpy(next + dlen, buf, (size_t)n + 1);
-		}
-		free(cur);
-		cur = next;
-	}
-	if (!cur)
-		err = ENOMEM;
 	if (!err && !stat(cur, &st)) {
 		if (S_ISBLK(st.st_mode)) {
 			*device = 1;
