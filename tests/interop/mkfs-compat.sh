@@ -386,6 +386,26 @@ EOF
 		t_check_image keep "$TMP/keep.img" "$TMP/keep.json" --no-times
 	}
 
+# whiteouts_ok WHAT IMG MNT: the kernel shows d/gone as a 0:0 whiteout and
+# o/ as an opaque directory holding only "new"
+whiteouts_ok() {
+	local w o n
+	if ! t_kmount "$2" "$3"; then
+		t_fail "$1: the kernel does not mount $2"
+		return
+	fi
+	w=$(stat -c '%F %t:%T %u:%g' "$3/d/gone" 2>&1)
+	o=$(getfattr --only-values -n trusted.overlay.opaque "$3/o" 2>/dev/null)
+	n=$(ls -A "$3/o" | tr '\n' ' ')
+	t_kumount "$3"
+	if [ "$w" = "character special file 0:0 0:0" ] && [ "$o" = y ] &&
+	   [ "$n" = "new " ]; then
+		t_pass "$1: whiteout and opaque directory"
+	else
+		t_fail "$1: whiteout '$w', opaque '$o', o/ holds '$n'"
+	fi
+}
+
 # --- containers: aufs whiteouts, --ovlfs-strip ---
 CT=$TMP/layer
 mkdir -p "$CT/d" "$CT/o"
@@ -398,19 +418,7 @@ if [ "$RC" = 0 ]; then
 	t_pass "aufs: mkfs"
 	"$EZFS" fsck "$TMP/aufs.img" >/dev/null 2>&1 && t_pass "aufs: ezfs fsck" ||
 		t_fail "aufs: ezfs fsck"
-	if [ "$KMOUNT" = 1 ] && t_kmount "$TMP/aufs.img" "$TMP/cmnt"; then
-		w=$(stat -c '%F %t:%T %u:%g' "$TMP/cmnt/d/gone" 2>&1)
-		o=$(getfattr --only-values -n trusted.overlay.opaque \
-			"$TMP/cmnt/o" 2>/dev/null)
-		n=$(ls -A "$TMP/cmnt/o" | tr '\n' ' ')
-		t_kumount "$TMP/cmnt"
-		if [ "$w" = "character special file 0:0 0:0" ] && [ "$o" = y ] &&
-		   [ "$n" = "new " ]; then
-			t_pass "aufs: whiteout and opaque directory"
-		else
-			t_fail "aufs: whiteout '$w', opaque '$o', o/ holds '$n'"
-		fi
-	fi
+	[ "$KMOUNT" = 1 ] && whiteouts_ok aufs "$TMP/aufs.img" "$TMP/cmnt"
 	t_run strip "$EZFS" mkfs -q --aufs --ovlfs-strip=1 "$TMP/strip.img" "$CT"
 	if [ "$KMOUNT" = 1 ] && [ "$RC" = 0 ] &&
 	   t_kmount "$TMP/strip.img" "$TMP/smnt"; then
@@ -434,18 +442,8 @@ if [ "$RC" != 0 ]; then
 	t_fail "containerd: mkfs rc=$RC $(head -c 300 "$ERR")"
 elif ! "$EZFS" fsck "$TMP/ctd.img" >/dev/null 2>&1; then
 	t_fail "containerd: ezfs fsck"
-elif [ "$KMOUNT" = 1 ] && t_kmount "$TMP/ctd.img" "$TMP/tmnt"; then
-	w=$(stat -c '%F %t:%T %u:%g' "$TMP/tmnt/d/gone" 2>&1)
-	o=$(getfattr --only-values -n trusted.overlay.opaque "$TMP/tmnt/o" \
-		2>/dev/null)
-	n=$(ls -A "$TMP/tmnt/o" | tr '\n' ' ')
-	t_kumount "$TMP/tmnt"
-	if [ "$w" = "character special file 0:0 0:0" ] && [ "$o" = y ] &&
-	   [ "$n" = "new " ]; then
-		t_pass "containerd: tar whiteout and opaque directory"
-	else
-		t_fail "containerd: whiteout '$w', opaque '$o', o/ holds '$n'"
-	fi
+elif [ "$KMOUNT" = 1 ]; then
+	whiteouts_ok containerd "$TMP/ctd.img" "$TMP/tmnt"
 else
 	t_pass "containerd: mkfs and ezfs fsck"
 fi

@@ -1,49 +1,22 @@
 # SPDX-License-Identifier: MIT
-# ezfs mkfs round trips (tests/interop/mkfs-roundtrip.sh): images built by
-# ezfs mkfs read back by ezfs fsck/extract, the kernel and fsck.erofs.
-add_test(NAME interop.mkfs
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-roundtrip.sh)
-set_tests_properties(interop.mkfs PROPERTIES
-                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
-                     SKIP_RETURN_CODE 77
-                     TIMEOUT 600
-                     LABELS "interop;mkfs")
-
-# Every algorithm x pcluster size 4K..1M (mkfs-roundtrip.sh matrix).
-add_test(NAME interop.mkfs-matrix
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-roundtrip.sh matrix)
-set_tests_properties(interop.mkfs-matrix PROPERTIES
-                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
-                     SKIP_RETURN_CODE 77
-                     TIMEOUT 600
-                     LABELS "interop;mkfs")
-
-# Several algorithms, --compress-hints, -E48bit, owner offsets
-# (tests/interop/mkfs-hints.sh).
-add_test(NAME interop.mkfs_hints
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-hints.sh)
-set_tests_properties(interop.mkfs_hints PROPERTIES
-                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
-                     SKIP_RETURN_CODE 77
-                     TIMEOUT 300
-                     LABELS "interop;mkfs")
-
-# The command line and IMAGE at their edges: usage errors, -j, special
-# files, symlinks, block devices, modes, nohup (tests/interop/mkfs-usage.sh).
-add_test(NAME interop.mkfs-usage
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-usage.sh)
-set_tests_properties(interop.mkfs-usage PROPERTIES
-                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
-                     SKIP_RETURN_CODE 77
-                     TIMEOUT 120
-                     LABELS "interop;mkfs")
-
-# mkfs.erofs command lines of real pipelines, Android fs_config and
-# file_contexts, aufs whiteouts (tests/interop/mkfs-compat.sh).
-add_test(NAME interop.mkfs-compat
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/interop/mkfs-compat.sh)
-set_tests_properties(interop.mkfs-compat PROPERTIES
-                     ENVIRONMENT "EZFS=$<TARGET_FILE:ezfs_tool>;SRC=${CMAKE_SOURCE_DIR};EZFS_SHARED=${EZFS_SHARED_DIR}"
-                     SKIP_RETURN_CODE 77
-                     TIMEOUT 300
-                     LABELS "interop;mkfs")
+# ezfs mkfs, through tests/lib.sh scripts (ezfs_script_test):
+#  - interop.mkfs, interop.mkfs-matrix (mkfs-roundtrip.sh): images built by
+#    ezfs mkfs read back by ezfs fsck/extract, the kernel and fsck.erofs;
+#    the matrix: every algorithm x pcluster size 4K..1M;
+#  - interop.mkfs_hints (mkfs-hints.sh): several algorithms,
+#    --compress-hints, -E48bit, owner offsets;
+#  - interop.mkfs-usage (mkfs-usage.sh): the command line and IMAGE at their
+#    edges: usage errors, -j, special files, symlinks, block devices, modes,
+#    nohup;
+#  - interop.mkfs-compat (mkfs-compat.sh): mkfs.erofs command lines of real
+#    pipelines, Android fs_config and file_contexts, aufs whiteouts.
+ezfs_script_test(interop.mkfs interop/mkfs-roundtrip.sh
+                 LABELS interop mkfs TIMEOUT 600)
+ezfs_script_test(interop.mkfs-matrix interop/mkfs-roundtrip.sh ARGS matrix
+                 LABELS interop mkfs TIMEOUT 600)
+ezfs_script_test(interop.mkfs_hints interop/mkfs-hints.sh
+                 LABELS interop mkfs TIMEOUT 300)
+ezfs_script_test(interop.mkfs-usage interop/mkfs-usage.sh
+                 LABELS interop mkfs TIMEOUT 120)
+ezfs_script_test(interop.mkfs-compat interop/mkfs-compat.sh
+                 LABELS interop mkfs TIMEOUT 300)
