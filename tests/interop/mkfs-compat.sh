@@ -36,17 +36,47 @@ chown -R 1234:5678 "$TREE" 2>/dev/null
 t_manifest "$TREE" --no-times >"$TMP/src.json"
 t_manifest "$TREE" --no-times --no-owner >"$TMP/src-noown.json"
 
-# check NAME IMG MANIFEST_ARGS...: ezfs fsck, and the kernel's view of IMG
-# against the source's manifest
+# The lines run through the mkfs.erofs name beside the command, as the
+# pipelines call it; `ezfs mkfs` where the build has no link.
+MKFS=("$(dirname "$EZFS")/mkfs.erofs")
+if [ ! -x "${MKFS[0]}" ]; then
+	echo "SKIP: no mkfs.erofs link beside $EZFS: the lines run as 'ezfs mkfs'"
+	MKFS=("$EZFS" mkfs)
+fi
+
+# Debian's fsck.erofs (erofs-utils 1.5) on IMG: it must pass, unless it
+# says it does not know a feature of the image
+DEB_FSCK=
+for f in /usr/sbin/fsck.erofs /usr/bin/fsck.erofs /sbin/fsck.erofs; do
+	[ -x "$f" ] && [ ! "$f" -ef "$EZFS" ] && DEB_FSCK=$f && break
+done
+[ -n "$DEB_FSCK" ] || echo "SKIP: Debian's fsck.erofs (erofs-utils) is not installed"
+peer_fsck() { # NAME IMG [fsck.erofs args]
+	local name=$1 img=$2
+	shift 2
+	[ -n "$DEB_FSCK" ] || return 0
+	t_run peerfsck "$DEB_FSCK" "$@" "$img"
+	if [ "$RC" = 0 ]; then
+		t_pass "$name: Debian's fsck.erofs"
+	elif grep -qiE "unidentified incompatible feature|unsupported|not supported" "$ERR"; then
+		echo "  $name: Debian's fsck.erofs does not know a feature: $(head -1 "$ERR")"
+	else
+		t_fail "$name: Debian's fsck.erofs rc=$RC: $(head -c 300 "$ERR" "$OUT")"
+	fi
+}
+
+# check NAME IMG MANIFEST_ARGS...: ezfs fsck, Debian's fsck.erofs, and the
+# kernel's view of IMG against the source's manifest
 check() {
 	local name=$1 img=$2
 	shift 2
 	local want=$TMP/src.json
 	case " $* " in *" --no-owner "*) want=$TMP/src-noown.json ;; esac
 	t_check_image "$name" "$img" "$want" --no-times "$@"
+	peer_fsck "$name" "$img"
 }
 
-# line NAME ARGS...: `ezfs mkfs ARGS` (the ARGS hold IMG and SRC as the
+# line NAME ARGS...: `mkfs.erofs ARGS` (the ARGS hold IMG and SRC as the
 # words @IMG and @SRC, where the pipeline puts them)
 line() {
 	local name=$1 a args=()
@@ -59,7 +89,7 @@ line() {
 		esac
 	done
 	rm -f "$TMP/$name.img"
-	t_run "$name" "$EZFS" mkfs "${args[@]}"
+	t_run "$name" "${MKFS[@]}" "${args[@]}"
 	if [ "$RC" != 0 ] || [ ! -s "$TMP/$name.img" ]; then
 		t_fail "$name: mkfs rc=$RC: $(head -c 300 "$ERR")"
 		return 1
@@ -72,7 +102,7 @@ refused() {
 	local name=$1 word=$2
 	shift 2
 	rm -f "$TMP/r.img"
-	t_run "$name" "$EZFS" mkfs "$@" "$TMP/r.img" "$TREE"
+	t_run "$name" "${MKFS[@]}" "$@" "$TMP/r.img" "$TREE"
 	if [ "$RC" = 2 ] && grep -qF -- "$word" "$ERR" && [ ! -e "$TMP/r.img" ] &&
 	   [ "$(grep -vc '^Try ' "$ERR")" = 1 ]; then
 		t_pass "$name: refused naming $word"
@@ -116,18 +146,15 @@ line misc2 -q -U random --preserve-mtime --hard-dereference \
 		t_check_image misc2 "$TMP/misc2.img" "$TMP/deref.json" --no-times
 	}
 
-# the same line through the mkfs.erofs name beside the command
-LINK=$(dirname "$EZFS")/mkfs.erofs
-if [ -x "$LINK" ]; then
-	t_run link "$LINK" -zlz4hc,level=12 -b 4096 -U "$UUID" "$TMP/link.img" \
-		"$TREE" --quiet
-	if [ "$RC" = 0 ]; then
-		check link "$TMP/link.img"
-	else
-		t_fail "mkfs.erofs name: rc=$RC $(head -c 300 "$ERR")"
-	fi
+# the other front door: the same line as `ezfs mkfs` makes the same image
+t_run door1 "${MKFS[@]}" -zlz4hc,level=12 -T 1 -U "$UUID" "$TMP/door1.img" \
+	"$TREE" --quiet
+t_run door "$EZFS" mkfs -zlz4hc,level=12 -T 1 -U "$UUID" "$TMP/door.img" \
+	"$TREE" --quiet
+if [ "$RC" = 0 ] && cmp -s "$TMP/door.img" "$TMP/door1.img"; then
+	t_pass "ezfs mkfs and mkfs.erofs: the same image for the same line"
 else
-	echo "SKIP: no mkfs.erofs link beside $EZFS"
+	t_fail "ezfs mkfs: rc=$RC, or an image unlike mkfs.erofs': $(head -c 300 "$ERR")"
 fi
 
 # -U clear is the all-zero UUID; -V and --help
@@ -139,13 +166,13 @@ if [ "$(uuid_of "$TMP/misc.img")" = 00000000000000000000000000000000 ] &&
 else
 	t_fail "-U: $(uuid_of "$TMP/misc.img") $(uuid_of "$TMP/misc2.img")"
 fi
-t_run ver "$EZFS" mkfs -V
+t_run ver "${MKFS[@]}" -V
 if [ "$RC" = 0 ] && grep -q "^mkfs.erofs (ezfs) [0-9]" "$OUT"; then
 	t_pass "-V: $(cat "$OUT")"
 else
 	t_fail "-V: rc=$RC $(cat "$OUT" "$ERR")"
 fi
-t_run help "$EZFS" mkfs --help
+t_run help "${MKFS[@]}" --help
 if [ "$RC" = 0 ] && grep -q -- "--tar=" "$OUT"; then
 	t_pass "--help names --tar= (containerd)"
 else
@@ -154,7 +181,7 @@ fi
 
 # --offset=N: the image after N bytes, which are kept
 printf 'KEEPME' >"$TMP/off.img"
-t_run offset2 "$EZFS" mkfs -q --offset=65536 "$TMP/off.img" "$TREE"
+t_run offset2 "${MKFS[@]}" -q --offset=65536 "$TMP/off.img" "$TREE"
 dd if="$TMP/off.img" of="$TMP/off-plain.img" bs=65536 skip=1 2>/dev/null
 if [ "$RC" = 0 ] && [ "$(head -c 6 "$TMP/off.img")" = KEEPME ]; then
 	t_pass "--offset: the bytes before the image are kept"
@@ -250,7 +277,7 @@ EOF
 }
 
 HAVE_SE=0
-if "$EZFS" mkfs -q --file-contexts "$TMP/file_contexts" "$TMP/se-probe.img" \
+if "${MKFS[@]}" -q --file-contexts "$TMP/file_contexts" "$TMP/se-probe.img" \
 	"$TREE" 2>"$TMP/se.err"; then
 	HAVE_SE=1
 elif grep -q "without libselinux" "$TMP/se.err"; then
@@ -364,7 +391,7 @@ fi
 
 # A path the fs_config lacks: one line naming it, exit 1; or kept
 grep -v '^system/etc/empty ' "$TMP/fs_config" >"$TMP/fs_config.short"
-t_run missing "$EZFS" mkfs -q --mount-point system \
+t_run missing "${MKFS[@]}" -q --mount-point system \
 	--fs-config-file "$TMP/fs_config.short" "$TMP/m.img" "$TREE"
 if [ "$RC" = 1 ] && grep -q "system/etc/empty" "$ERR" && [ ! -e "$TMP/m.img" ]; then
 	t_pass "fs_config without a path: error naming it"
@@ -413,13 +440,13 @@ echo keep >"$CT/d/f"
 : >"$CT/d/.wh.gone"
 : >"$CT/o/.wh..wh..opq"
 echo x >"$CT/o/new"
-t_run aufs "$EZFS" mkfs -q --aufs "$TMP/aufs.img" "$CT"
+t_run aufs "${MKFS[@]}" -q --aufs "$TMP/aufs.img" "$CT"
 if [ "$RC" = 0 ]; then
 	t_pass "aufs: mkfs"
 	"$EZFS" fsck "$TMP/aufs.img" >/dev/null 2>&1 && t_pass "aufs: ezfs fsck" ||
 		t_fail "aufs: ezfs fsck"
 	[ "$KMOUNT" = 1 ] && whiteouts_ok aufs "$TMP/aufs.img" "$TMP/cmnt"
-	t_run strip "$EZFS" mkfs -q --aufs --ovlfs-strip=1 "$TMP/strip.img" "$CT"
+	t_run strip "${MKFS[@]}" -q --aufs --ovlfs-strip=1 "$TMP/strip.img" "$CT"
 	if [ "$KMOUNT" = 1 ] && [ "$RC" = 0 ] &&
 	   t_kmount "$TMP/strip.img" "$TMP/smnt"; then
 		n=$(ls -A "$TMP/smnt/d" | tr '\n' ' ')
@@ -434,18 +461,66 @@ if [ "$RC" = 0 ]; then
 else
 	t_fail "aufs: mkfs rc=$RC $(head -c 300 "$ERR")"
 fi
-# containerd: a layer tar, --tar=f --aufs --quiet -Enoinline_data --sort=none
+# containerd's differs: the layer tar on stdin, --tar=f with its options;
+# the walking differ on a directory; --ovlfs-strip=1 on a tar
 tar -C "$CT" -cf "$TMP/layer.tar" .
-t_run ctd "$EZFS" mkfs --tar=f --aufs --quiet -Enoinline_data --sort=none \
-	"$TMP/ctd.img" "$TMP/layer.tar"
-if [ "$RC" != 0 ]; then
-	t_fail "containerd: mkfs rc=$RC $(head -c 300 "$ERR")"
-elif ! "$EZFS" fsck "$TMP/ctd.img" >/dev/null 2>&1; then
-	t_fail "containerd: ezfs fsck"
-elif [ "$KMOUNT" = 1 ]; then
-	whiteouts_ok containerd "$TMP/ctd.img" "$TMP/tmnt"
+ctd() { # NAME STDIN ARGS...: mkfs.erofs ARGS <STDIN, ezfs fsck, whiteouts
+	local name=$1 in=$2
+	shift 2
+	rm -f "$TMP/$name.img"
+	RC=0
+	"${MKFS[@]}" "$@" <"$in" >"$TMP/$name.out" 2>"$TMP/$name.err" || RC=$?
+	if [ "$RC" != 0 ] || [ -s "$TMP/$name.out" ]; then
+		t_fail "$name: mkfs rc=$RC (or output with --quiet): $(head -c 300 "$TMP/$name.err" "$TMP/$name.out")"
+		return 1
+	fi
+	if "$EZFS" fsck "$TMP/$name.img" >/dev/null 2>&1; then
+		t_pass "$name: mkfs and ezfs fsck"
+	else
+		t_fail "$name: ezfs fsck"
+		return 1
+	fi
+	peer_fsck "$name" "$TMP/$name.img"
+}
+ctd ctd "$TMP/layer.tar" --tar=f --aufs --quiet -Enoinline_data -b4096 \
+	-U "$UUID" -T0 --mkfs-time --sort=none "$TMP/ctd.img" &&
+	[ "$KMOUNT" = 1 ] && whiteouts_ok containerd "$TMP/ctd.img" "$TMP/tmnt"
+# the walking differ reads an overlayfs upper directory: whiteouts are
+# 0:0 character devices and opaque directories carry the xattr already
+UP=$TMP/upper
+mkdir -p "$UP/d" "$UP/o"
+echo keep >"$UP/d/f"
+echo x >"$UP/o/new"
+if mknod "$UP/d/gone" c 0 0 2>/dev/null &&
+   setfattr -n trusted.overlay.opaque -v y "$UP/o" 2>/dev/null; then
+	ctd walk /dev/null --quiet -Enoinline_data "$TMP/walk.img" "$UP" &&
+		[ "$KMOUNT" = 1 ] &&
+		whiteouts_ok "walking differ" "$TMP/walk.img" "$TMP/wmnt"
 else
-	t_pass "containerd: mkfs and ezfs fsck"
+	echo "SKIP: walking differ: mknod or trusted.* xattrs need root"
+fi
+if ctd tstrip "$TMP/layer.tar" --tar=f --aufs --ovlfs-strip=1 --quiet \
+	"$TMP/tstrip.img" && [ "$KMOUNT" = 1 ] &&
+   t_kmount "$TMP/tstrip.img" "$TMP/tsmnt"; then
+	n=$(ls -A "$TMP/tsmnt/d" | tr '\n' ' ')
+	o=$(getfattr -n trusted.overlay.opaque "$TMP/tsmnt/o" 2>/dev/null)
+	t_kumount "$TMP/tsmnt"
+	if [ "$n" = "f " ] && [ -z "$o" ]; then
+		t_pass "tar --ovlfs-strip=1: no whiteouts, no overlay xattrs"
+	else
+		t_fail "tar --ovlfs-strip=1: d/ holds '$n', opaque '$o'"
+	fi
+fi
+# -T0 --mkfs-time: the build time is 0, the files keep the tar's mtimes
+if [ -s "$TMP/ctd.img" ]; then
+	bt=$(od -An -tu8 -j $((1024 + 24)) -N8 "$TMP/ctd.img" | tr -d ' ')
+	t_run ctdls "$EZFS" ls -l "$TMP/ctd.img" /d
+	if [ "$RC" = 0 ] && [ "$bt" = 0 ] && grep -q " f$" "$OUT" &&
+	   ! grep " f$" "$OUT" | grep -q "1970-01-01"; then
+		t_pass "containerd -T0 --mkfs-time: build time 0, files keep mtimes"
+	else
+		t_fail "containerd -T0 --mkfs-time: build time '$bt': $(head -c 300 "$OUT" "$ERR")"
+	fi
 fi
 
 t_done
