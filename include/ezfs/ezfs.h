@@ -92,6 +92,14 @@ struct ezfs_open_params {
 	const char *accel;    /* e.g. "deflate=isal,libdeflate" */
 	const char *dispatch; /* "inline", "queue[:N]" or "percpu" */
 	int strict_accel;     /* 1: a fallback is an error */
+	/* Extra devices of a multi-device image, as files in device-table
+	 * order (exactly as many as the image has). None given: "flat" mode,
+	 * as the kernel mounts without device=: each device's blocks are
+	 * read from the image file itself, from block uniaddr on (an index
+	 * image with its tar appended). A device that is not there is
+	 * -ENODEV at open, named in the log. */
+	const char *const *devices;
+	unsigned ndevices;
 };
 
 /* The defaults (all zero), with size set: call it, then set what you need. */
@@ -104,7 +112,8 @@ EZFS_API void ezfs_open_params_init(struct ezfs_open_params *p);
  * -ESPIPE (a pipe or socket), -ENOTBLK (another special file),
  * -EMEDIUMTYPE (not an EROFS image), -EUCLEAN (corrupt or truncated),
  * -EOPNOTSUPP (a feature this library does not read), -EINVAL (bad
- * params, EZFS_ACCEL or EZFS_DISPATCH), -EIO, -ENOMEM.
+ * params, EZFS_ACCEL or EZFS_DISPATCH, a device count that is not the
+ * image's), -ENODEV (an extra device missing or too small), -EIO, -ENOMEM.
  */
 EZFS_API int ezfs_image_open(const char *path, const struct ezfs_open_params *p,
 			     ezfs_image **out);
@@ -179,6 +188,31 @@ EZFS_API void ezfs_get_sb_info(const ezfs_image *img, struct ezfs_sb_info *si);
  * Cut to fit buf, always NUL terminated when size > 0. */
 EZFS_API void ezfs_feature_string(const ezfs_image *img, char *buf,
 				  size_t size);
+
+/* ------------------------------------------------------------------ */
+/* Multi-device images (the device table)                              */
+
+/* One extra device; this struct does not grow (a new function would). */
+struct ezfs_device {
+	char tag[65];	  /* NUL terminated; control bytes shown as '?' */
+	uint64_t blocks;  /* as the device table says (some writers: 0) */
+	uint64_t uniaddr; /* its first block in the flat space; 0: none */
+	const char *path; /* the file it is read from; NULL: flat mode */
+	uint64_t bytes;	  /* that file's size; 0 in flat mode */
+};
+
+/* Number of extra devices (0 without a device table). */
+EZFS_API unsigned ezfs_device_count(const ezfs_image *img);
+/* Device index (1..count) into *d; -EINVAL for another index. */
+EZFS_API int ezfs_device_get(const ezfs_image *img, unsigned index,
+			     struct ezfs_device *d);
+/*
+ * Where the data address pa of an extent (ezfs_map) is: *dev = 0 for the
+ * image file (also every device in flat mode), else the extra device,
+ * with *off the byte offset in that file. Returns 0.
+ */
+EZFS_API int ezfs_addr_device(const ezfs_image *img, uint64_t pa, unsigned *dev,
+			      uint64_t *off);
 
 /* ------------------------------------------------------------------ */
 /* Inodes                                                              */
@@ -393,7 +427,8 @@ enum ezfs_extent_flags {
 struct ezfs_extent {
 	uint64_t la;	/* logical start */
 	uint64_t llen;	/* logical length */
-	uint64_t pa;	/* physical byte address (or fragment offset) */
+	uint64_t pa;	/* physical byte address (or fragment offset); on
+			 * multi-device images see ezfs_addr_device */
 	uint64_t plen;	/* physical length in bytes */
 	int alg;	/* enum ezfs_alg (SHIFTED/INTERLACED when raw) */
 	unsigned flags; /* enum ezfs_extent_flags */

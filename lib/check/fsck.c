@@ -219,6 +219,33 @@ static void check_xattrs(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* An extent's bytes must lie in its file: the image or an extra device
+ * (whose chunks name it, or whose flat block range holds them). */
+static void check_where(struct fsck *f, uint64_t nid, const char *path,
+			const struct ezfs_extent *e)
+{
+	struct ezfs_device d;
+	uint64_t off, size = f->si.image_bytes;
+	unsigned dev;
+
+	ezfs_addr_device(f->img, e->pa, &dev, &off);
+	if (dev && !ezfs_device_get(f->img, dev, &d))
+		size = d.bytes;
+	if (off <= size && e->plen <= size - off)
+		return;
+	if (dev)
+		problem(f, nid, path,
+			"extent %" PRIu64 "+%" PRIu64 ": physical %" PRIu64
+			"+%" PRIu64 " beyond the end of device %u (%s, %" PRIu64
+			" bytes)",
+			e->la, e->llen, off, e->plen, dev, d.path, size);
+	else
+		problem(f, nid, path,
+			"extent %" PRIu64 "+%" PRIu64 ": physical %" PRIu64
+			"+%" PRIu64 " beyond the end of the image",
+			e->la, e->llen, e->pa, e->plen);
+}
+
 /* The extent map must tile [0, size) without gaps or overlaps. */
 static void check_extents(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 			  uint64_t size, const char *path)
@@ -249,14 +276,8 @@ static void check_extents(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 			return;
 		}
 		if ((e.flags & EZFS_EXTENT_MAPPED) &&
-		    !(e.flags & (EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_META)) &&
-		    (e.pa > f->si.image_bytes ||
-		     e.plen > f->si.image_bytes - e.pa))
-			problem(f, nid, path,
-				"extent %" PRIu64 "+%" PRIu64
-				": physical %" PRIu64 "+%" PRIu64
-				" beyond the end of the image",
-				e.la, e.llen, e.pa, e.plen);
+		    !(e.flags & (EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_META)))
+			check_where(f, nid, path, &e);
 		la = e.la + e.llen;
 	}
 }

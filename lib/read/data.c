@@ -36,10 +36,10 @@ int ezi_flat_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 			   ino->startblk <=
 				   (UINT64_MAX >> img->blkbits) - nblocks,
 			   "nid %llu: start block out of range", NID(ino));
-		ext->pa = ino->startblk << img->blkbits;
 		ext->plen = ext->llen;
 		ext->flags = EZFS_EXTENT_MAPPED;
-		return 0;
+		return ezi_dev_addr(img, ino->nid, 0, ino->startblk, ext->llen,
+				    &ext->pa);
 	}
 	ext->la = lastblk << img->blkbits;
 	ext->llen = ino->size - ext->la;
@@ -61,6 +61,7 @@ int ezi_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 	uint64_t chunk = la >> ino->chunkbits, blk;
 	uint64_t pos =
 		(ezfs_inode_datapos(ino) + unit - 1) & ~(uint64_t)(unit - 1);
+	uint16_t dev = 0;
 	uint8_t e[8];
 	int err;
 
@@ -74,8 +75,7 @@ int ezi_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 	if (err)
 		return err;
 	if (indexes) {
-		uint16_t dev = get_le16(e + 2);
-
+		dev = get_le16(e + 2);
 		blk = get_le32(e + 4);
 		if (ino->chunkformat & EROFS_CHUNK_FORMAT_48BIT)
 			blk |= (uint64_t)get_le16(e) << 32;
@@ -83,20 +83,14 @@ int ezi_chunk_map(ezfs_inode *ino, uint64_t la, struct ezfs_extent *ext)
 			    ? blk == EROFS_NULL_ADDR48
 			    : blk == EROFS_NULL_ADDR32)
 			return 0;
-		EZFS_CHECK(img, dev == 0,
-			   "nid %llu: chunk %llu on extra device %u", NID(ino),
-			   (unsigned long long)chunk, dev);
 	} else {
 		blk = get_le32(e);
 		if (blk == EROFS_NULL_ADDR32)
 			return 0;
 	}
-	EZFS_CHECK(img, blk <= (UINT64_MAX >> img->blkbits) - 1,
-		   "nid %llu: chunk address out of range", NID(ino));
-	ext->pa = blk << img->blkbits;
 	ext->plen = ext->llen;
 	ext->flags = EZFS_EXTENT_MAPPED;
-	return 0;
+	return ezi_dev_addr(img, ino->nid, dev, blk, ext->llen, &ext->pa);
 }
 
 static bool is_compressed(const ezfs_inode *ino)
@@ -161,8 +155,8 @@ static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 		if (from < right) {
 			size_t n = len < right - from ? len
 						      : (size_t)(right - from);
-			int err = ezi_io_read(&img->io, dst, n,
-					      m->pa + shift + from);
+			int err = ezi_data_read(img, dst, n,
+						m->pa + shift + from);
 
 			if (err || n == len)
 				return err;
@@ -175,7 +169,7 @@ static int read_raw(ezfs_inode *ino, const struct zmap *m, uint64_t from,
 	if (meta)
 		return ezi_meta_read(img, m->flags & EZFS_EXTENT_META,
 				     m->pa + off, dst, len);
-	return ezi_io_read(&img->io, dst, len, m->pa + off);
+	return ezi_data_read(img, dst, len, m->pa + off);
 }
 
 static int read_fragment(ezfs_inode *ino, uint64_t pos, uint8_t *dst,
@@ -348,10 +342,9 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 					dst + (pos - off),
 					(size_t)(seg_end - pos));
 			else
-				err = ezi_io_read(&ino->img->io,
-						  dst + (pos - off),
-						  (size_t)(seg_end - pos),
-						  ext.pa + (pos - ext.la));
+				err = ezi_data_read(ino->img, dst + (pos - off),
+						    (size_t)(seg_end - pos),
+						    ext.pa + (pos - ext.la));
 		}
 		if (err)
 			break;
@@ -430,15 +423,14 @@ void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len)
 			    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) &&
 		    !ezi_pcache_has(ino->img, &m)) {
 			if (m.pa != run_end) {
-				ezi_io_willneed(&ino->img->io, run,
-						run_end - run);
+				ezi_data_willneed(ino->img, run, run_end - run);
 				run = m.pa;
 			}
 			run_end = m.pa + m.plen;
 		}
 		off = m.la + m.llen;
 	}
-	ezi_io_willneed(&ino->img->io, run, run_end - run);
+	ezi_data_willneed(ino->img, run, run_end - run);
 }
 
 void ezfs_ref_put(ezfs_inode *ino, struct ezfs_ref *ref)

@@ -56,9 +56,27 @@ struct pcache {
 	size_t spare_bytes, spare_max;
 };
 
+/* An extra device of the device table (device.c). */
+struct ezi_dev {
+	char tag[65];	   /* printable */
+	uint64_t blocks;   /* as the slot says (0 from some writers) */
+	uint64_t uniaddr;  /* as the slot says (0: not in the flat space) */
+	uint64_t vbase;	   /* device files: its first block in data space */
+	uint64_t vspan;	   /* and how many blocks there are its own */
+	char *path;	   /* the file given, NULL in flat mode */
+	struct ezfs_io io; /* ops NULL in flat mode */
+};
+
 struct ezfs_image {
 	struct ezfs_logger logger;
 	struct ezfs_io io; /* base: params.offset */
+
+	/* extra devices: flat (all in io) or files of their own */
+	unsigned ndevs;
+	uint16_t devmask; /* for chunk indexes' device_id */
+	bool flatdev;
+	struct ezi_dev *devs;
+	uint64_t fresh; /* first block past every primary or uniaddr one */
 
 	struct ezfs_sb_info si;
 	unsigned blkbits;
@@ -175,6 +193,22 @@ bool ezi_pcache_has(ezfs_image *img, const struct zmap *m);
 /* Decode extent m's first outlen bytes into out (no cache). */
 int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		 size_t outlen, bool partial);
+
+/* device.c: the device table and where data addresses are read */
+int ezi_devices_init(ezfs_image *img, const struct ezfs_open_params *p,
+		     uint16_t slotoff);
+void ezi_devices_fini(ezfs_image *img);
+/* Data address of len bytes at block blk of device devid (as on disk:
+ * masked here; 0 = the primary, or a device by its uniaddr range). */
+int ezi_dev_addr(ezfs_image *img, uint64_t nid, unsigned devid, uint64_t blk,
+		 uint64_t len, uint64_t *pa);
+/* The same for a byte address pa of device 0 (compressed extents). */
+int ezi_dev_remap(ezfs_image *img, uint64_t nid, uint64_t pa, uint64_t len,
+		  uint64_t *out);
+/* ezi_io_read/map/willneed of data addresses, on whichever file. */
+int ezi_data_read(ezfs_image *img, void *buf, size_t len, uint64_t pa);
+const void *ezi_data_map(ezfs_image *img, size_t len, uint64_t pa);
+void ezi_data_willneed(ezfs_image *img, uint64_t pa, uint64_t len);
 
 /* xattr.c */
 int ezi_xattr_prefixes_init(ezfs_image *img);

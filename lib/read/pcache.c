@@ -275,13 +275,13 @@ static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
 		err = ezi_meta_read(img, m->flags & EZFS_EXTENT_META, m->pa,
 				    buf, m->plen);
 	} else {
-		*in = ezi_io_map(&img->io, m->plen, m->pa);
+		*in = ezi_data_map(img, m->plen, m->pa);
 		if (*in)
 			return 0;
 		buf = zin_get(m->plen);
 		if (!buf)
 			return -ENOMEM;
-		err = ezi_io_read(&img->io, buf, m->plen, m->pa);
+		err = ezi_data_read(img, buf, m->plen, m->pa);
 	}
 	*in = buf;
 	return err;

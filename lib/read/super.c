@@ -159,7 +159,36 @@ static const char *fmt_size(uint64_t n, char *buf, size_t size)
 	return buf;
 }
 
-static int parse_super(ezfs_image *img)
+/*
+ * mkfs.erofs counts only the primary device's blocks in the superblock;
+ * a writer that counted the extra devices in too is not truncated when
+ * the primary part is there.
+ */
+static bool devices_counted(ezfs_image *img, const struct erofs_super_block *sb)
+{
+	uint64_t pos, sum = 0;
+	unsigned n = get_le16(&sb->extra_devices);
+
+	if (!(img->si.feature_incompat & EROFS_FEATURE_INCOMPAT_DEVICE_TABLE))
+		return false;
+	pos = (uint64_t)get_le16(&sb->devt_slotoff) *
+	      sizeof(struct erofs_deviceslot);
+	for (unsigned i = 0; i < n; i++) {
+		struct erofs_deviceslot s;
+		uint64_t b;
+
+		if (ezi_io_read(&img->io, &s, sizeof(s), pos + i * sizeof(s)))
+			return false;
+		b = get_le32(&s.blocks_lo);
+		if (img->is48)
+			b |= (uint64_t)get_le16(&s.blocks_hi) << 32;
+		sum += b;
+	}
+	return sum <= img->si.blocks &&
+	       img->si.blocks - sum <= img->io.size >> img->blkbits;
+}
+
+static int parse_super(ezfs_image *img, const struct ezfs_open_params *p)
 {
 	struct ezfs_sb_info *si = &img->si;
 	uint8_t raw[sizeof(struct erofs_super_block)];
@@ -231,7 +260,8 @@ static int parse_super(ezfs_image *img)
 		si->root_nid = get_le64(&sb->rootnid_8b);
 		si->blocks |= (uint64_t)get_le16(&sb->rootnid_2b) << 32;
 	}
-	if (si->blocks && si->blocks > img->io.size >> img->blkbits) {
+	if (si->blocks && si->blocks > img->io.size >> img->blkbits &&
+	    !devices_counted(img, sb)) {
 		char have[32], want[32];
 
 		ezfs_err(img, "truncated: %s of %s",
@@ -262,14 +292,9 @@ static int parse_super(ezfs_image *img)
 	}
 	EZFS_CHECK(img, !(si->packed_nid & EROFS_NID_METABOX),
 		   "packed nid has bit 63 set");
-	if ((si->feature_incompat & EROFS_FEATURE_INCOMPAT_DEVICE_TABLE) &&
-	    si->extra_devices) {
-		ezfs_err(img,
-			 "image needs %u extra device(s) (blobs), which "
-			 "ezfs cannot attach yet",
-			 si->extra_devices);
-		return -EOPNOTSUPP;
-	}
+	err = ezi_devices_init(img, p, get_le16(&sb->devt_slotoff));
+	if (err)
+		return err;
 	if (si->feature_incompat & EROFS_FEATURE_INCOMPAT_COMPR_CFGS) {
 		si->available_algs = get_le16(&sb->u1);
 		err = parse_compr_cfgs(img, si->available_algs);
@@ -404,7 +429,7 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg, uint64_t size,
 	img->io.lg = &img->logger;
 	img->si.image_bytes = img->io.size;
 
-	err = parse_super(img);
+	err = parse_super(img, p);
 	if (!err)
 		err = ezi_meta_cache_init(
 			img, p->meta_cache_bytes ? p->meta_cache_bytes
@@ -467,6 +492,7 @@ void ezfs_image_close(ezfs_image *img)
 	ezi_meta_cache_fini(img);
 	ezi_estate_free(img->engine);
 	ezi_codec_pool_free(img->codecs);
+	ezi_devices_fini(img);
 	ezi_io_close(&img->io);
 	free(img);
 }

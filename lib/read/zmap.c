@@ -628,6 +628,15 @@ int ezi_z_map(ezfs_inode *ino, uint64_t la, struct zmap *m)
 			 (unsigned long long)m->llen);
 		return -EUCLEAN;
 	}
+	/* pclusters too may lie on an extra device (by its uniaddr) */
+	if ((m->flags & EZFS_EXTENT_MAPPED) &&
+	    !(m->flags &
+	      (EZFS_EXTENT_INLINE | EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_META)) &&
+	    ino->img->ndevs) {
+		err = ezi_dev_remap(ino->img, ino->nid, m->pa, m->plen, &m->pa);
+		if (err)
+			return err;
+	}
 	pthread_mutex_lock(&ino->zlock);
 	ino->zlast = *m;
 	ino->zlast_valid = true;

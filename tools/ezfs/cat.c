@@ -19,7 +19,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ezfs cat IMG PATH...\n"
 		   "Write the contents of files of the image to stdout\n"
 		   "(symbolic links are followed inside the "
-		   "image).\n" CLI_ENGINE_HELP);
+		   "image).\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
 }
 
 /* Write all of buf; returns 0, or -errno. */
@@ -98,6 +98,7 @@ int cmd_cat(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		CLI_ENGINE_OPTS,
+		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

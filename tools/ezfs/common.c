@@ -192,12 +192,46 @@ static struct {
 	int strict;
 } engine_opts;
 
+/* Image settings of the command line, for cli_open(). */
+#define CLI_MAX_DEVICES 256
+static struct {
+	const char *devices[CLI_MAX_DEVICES];
+	unsigned ndevices;
+	uint64_t offset;
+} image_opts;
+
+int cli_add_device(const char *cmd, const char *path)
+{
+	if (!*path)
+		return cli_usage_error(cmd, "--device needs a file name");
+	if (image_opts.ndevices == CLI_MAX_DEVICES)
+		return cli_usage_error(cmd, "more than %d --device options",
+				       CLI_MAX_DEVICES);
+	image_opts.devices[image_opts.ndevices++] = path;
+	return 0;
+}
+
+int cli_set_offset(const char *cmd, const char *arg)
+{
+	char *end;
+
+	errno = 0;
+	image_opts.offset = strtoull(arg, &end, 0);
+	if (errno || end == arg || *end || *arg == '-')
+		return cli_usage_error(cmd, "invalid --offset '%s'", arg);
+	return 0;
+}
+
 int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
 {
 	char why[256];
 	unsigned n;
 
 	switch (c) {
+	case CLI_OPT_DEVICE:
+		return cli_add_device(cmd, optarg) ? 2 : -1;
+	case CLI_OPT_OFFSET:
+		return cli_set_offset(cmd, optarg) ? 2 : -1;
 	case CLI_OPT_ACCEL:
 		if (ezfs_accel_check_msg(optarg, why, sizeof(why)))
 			return cli_usage_error(cmd,
@@ -273,6 +307,9 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 		unsetenv("EZFS_DISPATCH");
 	}
 	p.strict_accel = engine_opts.strict;
+	p.offset = image_opts.offset;
+	p.devices = image_opts.devices;
+	p.ndevices = image_opts.ndevices;
 	lg->opening = 1;
 	lg->first_error[0] = '\0';
 	ret = ezfs_image_open(img, &p, out);

@@ -81,6 +81,31 @@ enum { CLI_OPT_ACCEL = 0x100, CLI_OPT_DISPATCH, CLI_OPT_STRICT_ACCEL };
 	"  --strict-accel     an engine failure is an error, no fallback\n"
 
 /*
+ * Image options of every command that reads an image: --device FILE
+ * (repeatable: the extra devices of a multi-device image, in device-table
+ * order) and --offset N (the image starts at byte N of its file). Put
+ * CLI_IMAGE_OPTS in the getopt_long table next to CLI_ENGINE_OPTS;
+ * cli_opt_other() records them and cli_open() applies them.
+ */
+enum { CLI_OPT_DEVICE = 0x180, CLI_OPT_OFFSET };
+/* clang-format off */
+#define CLI_IMAGE_OPTS                                                     \
+	{ "device", required_argument, NULL, CLI_OPT_DEVICE },             \
+	{ "offset", required_argument, NULL, CLI_OPT_OFFSET }
+/* clang-format on */
+#define CLI_IMAGE_HELP                                                         \
+	"  --device FILE      an extra device of a multi-device image "        \
+	"(again\n"                                                             \
+	"                     for each, in device-table order); none: the\n"   \
+	"                     devices are read from IMAGE itself (flat)\n"     \
+	"  --offset N         the image starts at byte N of IMAGE\n"
+/* Record one more --device (for options of the compat names too);
+ * returns 0, or 2 after a usage error. */
+int cli_add_device(const char *cmd, const char *path);
+/* Parse and record --offset N; returns 0, or 2 after a usage error. */
+int cli_set_offset(const char *cmd, const char *arg);
+
+/*
  * The default case of an option switch: an engine option is checked and
  * recorded (returns -1: go on), a bad value is a usage error (2); anything
  * else is cli_opt_default() (0 for --help, else 2).

@@ -26,7 +26,6 @@ enum {
 	CD_LS,
 	CD_CAT,
 	CD_BLKID,
-	CD_DEVICE,
 };
 
 /* Feature names as erofs-utils prints them. */
@@ -66,6 +65,8 @@ static void usage(FILE *f)
 		" --nid=#         show the inode of nid #\n"
 		" --path=X        show the inode of path X\n"
 		" --blkid-udev    print blkid -o udev style ID_FS_* lines\n"
+		" --device=X      an extra device (again for each, in order)\n"
+		" --offset=#      skip # bytes at the beginning of IMAGE\n"
 		" --help          display this help and exit\n",
 		EZFS_VERSION_STRING);
 }
@@ -363,12 +364,12 @@ static void dump_inode(const char *path, const struct ezfs_stat *st,
 	printf("Timestamp: %s.%09u\n", tb, st->mtime_nsec);
 }
 
-static int dump_extents(ezfs_inode *ino, const struct ezfs_stat *st,
-			const char *path)
+static int dump_extents(ezfs_image *fs, ezfs_inode *ino,
+			const struct ezfs_stat *st, const char *path)
 {
 	struct ezfs_extent e;
-	uint64_t la = 0;
-	unsigned n = 0;
+	uint64_t la = 0, off;
+	unsigned n = 0, dev;
 	int ret;
 
 	printf("\n Ext:   logical offset   |  length :     physical offset"
@@ -379,10 +380,19 @@ static int dump_extents(ezfs_inode *ino, const struct ezfs_stat *st,
 			return ret;
 		if (!e.llen || e.la + e.llen <= la)
 			return -EUCLEAN;
+		off = e.pa;
+		dev = 0;
+		if ((e.flags & EZFS_EXTENT_MAPPED) &&
+		    !(e.flags & (EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_INLINE |
+				 EZFS_EXTENT_META)))
+			ezfs_addr_device(fs, e.pa, &dev, &off);
 		printf("%4u: %8" PRIu64 "..%8" PRIu64 " | %7" PRIu64
-		       " : %10" PRIu64 "..%10" PRIu64 " | %7" PRIu64 "\n",
-		       n++, e.la, e.la + e.llen, e.llen, e.pa, e.pa + e.plen,
+		       " : %10" PRIu64 "..%10" PRIu64 " | %7" PRIu64,
+		       n++, e.la, e.la + e.llen, e.llen, off, off + e.plen,
 		       e.plen);
+		if (dev)
+			printf("  # device %u", dev);
+		printf("\n");
 		la = e.la + e.llen;
 	}
 	printf("%s: %u extents found\n", path ? path : "", n);
@@ -450,7 +460,7 @@ static int dump_one(ezfs_image *fs, const char *img, struct cd_opts *o,
 	path = o->path ? strdup(o->path) : nid_path(fs, nid);
 	dump_inode(path, &st, si->blkszbits);
 	if (o->extents)
-		ret = dump_extents(ino, &st, path);
+		ret = dump_extents(fs, ino, &st, path);
 	if (!ret && o->ls) {
 		if (!S_ISDIR(st.mode)) {
 			ret = -ENOTDIR;
@@ -475,8 +485,8 @@ int compat_dump_main(int argc, char **argv)
 		{ "ls", no_argument, NULL, CD_LS },
 		{ "cat", no_argument, NULL, CD_CAT },
 		{ "blkid-udev", no_argument, NULL, CD_BLKID },
-		{ "device", required_argument, NULL, CD_DEVICE },
 		CLI_ENGINE_OPTS,
+		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -526,16 +536,13 @@ int compat_dump_main(int argc, char **argv)
 		case CD_BLKID:
 			o.blkid = 1;
 			break;
-		case CD_DEVICE:
-			cli_error(CD, "--device: multi-device images are not "
-				      "supported by ezfs");
-			return 2;
 		default:
 			ret = cli_opt_other(CD, c, argv, usage);
 			if (ret >= 0)
 				return ret;
 		}
 	}
+	ret = 0; /* -1 from cli_opt_other: an option taken */
 	if (cli_nargs(CD, argc - optind, 1, 1, "missing IMAGE"))
 		return 2;
 	if ((o.extents || o.ls || o.cat) && !o.inode)

@@ -33,7 +33,6 @@ enum {
 	CF_NO_XATTRS,
 	CF_NID,
 	CF_PATH,
-	CF_DEVICE,
 	CF_NO_DATA,
 };
 
@@ -58,6 +57,9 @@ static void usage(FILE *f)
 		" --nid=N, --path=P    extract (with --extract=X) only this\n"
 		"                      inode; checking covers the whole image\n"
 		" -j, --jobs N         data decoding threads\n"
+		" --device=X           an extra device (again for each, in\n"
+		"                      device-table order)\n"
+		" --offset=#           skip # bytes at the beginning of IMAGE\n"
 		" --help               display this help and exit\n"
 		"Extraction options (--extract=X is required):\n"
 		" --force              allow extracting to the root directory\n"
@@ -204,12 +206,12 @@ int compat_fsck_main(int argc, char **argv)
 		{ "no-xattrs", no_argument, NULL, CF_NO_XATTRS },
 		{ "nid", required_argument, NULL, CF_NID },
 		{ "path", required_argument, NULL, CF_PATH },
-		{ "device", required_argument, NULL, CF_DEVICE },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "workers", required_argument, NULL, 'j' },
 		{ "no-data", no_argument, NULL, CF_NO_DATA },
 		{ "quiet", no_argument, NULL, 'q' },
 		CLI_ENGINE_OPTS,
+		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -298,10 +300,6 @@ int compat_fsck_main(int argc, char **argv)
 		case CF_PATH:
 			o.subpath = optarg;
 			break;
-		case CF_DEVICE:
-			cli_error(CF, "--device: multi-device images are not "
-				      "supported by ezfs");
-			return 2;
 		default:
 			ret = cli_opt_other(CF, c, argv, usage);
 			if (ret >= 0)

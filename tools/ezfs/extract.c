@@ -69,7 +69,7 @@ static void usage(FILE *f)
 		"  -j, --jobs N, --workers=N\n"
 		"                 data threads (default: online CPUs)\n"
 		"  -q, --quiet    no progress bar and no "
-		"summary\n" CLI_ENGINE_HELP
+		"summary\n" CLI_ENGINE_HELP CLI_IMAGE_HELP
 		"Interrupted (SIGINT, SIGTERM, SIGHUP), it stops, gives the\n"
 		"directories made so far their modes and times, and says "
 		"so.\n");
@@ -562,6 +562,7 @@ int cmd_extract(int argc, char **argv)
 		{ "workers", required_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		CLI_ENGINE_OPTS,
+		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

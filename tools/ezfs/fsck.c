@@ -29,6 +29,7 @@ static void usage(FILE *f)
 		"  --no-data      check metadata only\n"
 		"  -q, --quiet    no progress bar; the summary only when\n"
 		"                 problems are found\n" CLI_ENGINE_HELP
+			CLI_IMAGE_HELP
 		"fsck.erofs' options (--extract=DIR, --overwrite, --xattrs,\n"
 		"--[no-]preserve[-owner|-perms], --nid, --path, -p, -d) work\n"
 		"as in 'fsck.erofs --help'.\n"
@@ -64,9 +65,8 @@ static void progress_cb(void *arg, uint64_t inodes, uint64_t bytes)
 static int wants_compat(int argc, char **argv)
 {
 	static const char *const longs[] = {
-		"--extract",	 "--overwrite", "--preserve",
-		"--no-preserve", "--xattrs",	"--no-xattrs",
-		"--nid",	 "--path",	"--device",
+		"--extract", "--overwrite", "--preserve", "--no-preserve",
+		"--xattrs",  "--no-xattrs", "--nid",	  "--path",
 	};
 	size_t i, n;
 	int a;
@@ -93,6 +93,7 @@ int cmd_fsck(int argc, char **argv)
 		{ "no-data", no_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
 		CLI_ENGINE_OPTS,
+		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

@@ -43,7 +43,7 @@ static void usage(FILE *f)
 		"Show the superblock, features, algorithms and sizes.\n"
 		"  -S, --stats   also show statistics: files by type, a size\n"
 		"                histogram, bytes per compression "
-		"algorithm\n" CLI_ENGINE_HELP);
+		"algorithm\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
 }
 
 static int bucket_of(uint64_t size)
@@ -205,6 +205,30 @@ static void print_algs(const struct ezfs_sb_info *si)
 		printf("none (uncompressed)\n");
 }
 
+/* The device table: one line per extra device. */
+static void print_devices(ezfs_image *fs)
+{
+	unsigned n = ezfs_device_count(fs);
+	struct ezfs_device d;
+	char *tmp;
+
+	for (unsigned i = 1; i <= n; i++) {
+		if (ezfs_device_get(fs, i, &d))
+			continue;
+		printf("  device %-4u tag '%s', blocks %" PRIu64
+		       ", uniaddr %" PRIu64 ", ",
+		       i, cli_qname(d.tag, &tmp), d.blocks, d.uniaddr);
+		free(tmp);
+		if (d.path)
+			printf("file %s (%" PRIu64 " bytes)\n",
+			       cli_qname(d.path, &tmp), d.bytes);
+		else
+			printf("in the image (flat)\n");
+		if (d.path)
+			free(tmp);
+	}
+}
+
 static void print_sb(const char *img, ezfs_image *fs)
 {
 	struct ezfs_sb_info si;
@@ -249,6 +273,7 @@ static void print_sb(const char *img, ezfs_image *fs)
 		printf("%-20s %u\n", "Xattr prefixes:", si.xattr_prefix_count);
 	if (si.extra_devices)
 		printf("%-20s %u\n", "Extra devices:", si.extra_devices);
+	print_devices(fs);
 	if (si.packed_nid)
 		printf("%-20s %" PRIu64 "\n", "Packed nid:", si.packed_nid);
 	if (si.metabox_nid)
@@ -350,6 +375,7 @@ int cmd_info(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "stats", no_argument, NULL, 'S' },
 		CLI_ENGINE_OPTS,
+		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

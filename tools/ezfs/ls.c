@@ -29,7 +29,7 @@ static void usage(FILE *f)
 		"  -l, --long        mode, links, owner, size, mtime (UTC), "
 		"target\n"
 		"  -R, --recursive   list subdirectories "
-		"recursively\n" CLI_ENGINE_HELP);
+		"recursively\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
 }
 
 static void print_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
@@ -192,6 +192,7 @@ int cmd_ls(int argc, char **argv)
 		{ "long", no_argument, NULL, 'l' },
 		{ "recursive", no_argument, NULL, 'R' },
 		CLI_ENGINE_OPTS,
+		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

@@ -20,7 +20,7 @@ static void usage(FILE *f)
 		"Show an inode: nid, type, mode, owner, size, times, layout,\n"
 		"xattrs and its compressed size.\n"
 		"  -e, --extents   print the extent map "
-		"table\n" CLI_ENGINE_HELP);
+		"table\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
 }
 
 static void print_value(const unsigned char *v, size_t n)
@@ -117,8 +117,8 @@ static void flag_string(unsigned f, char *buf, size_t size)
 }
 
 /* Walk the extent map; print it when table. */
-static int walk_extents(const char *img, const char *path, ezfs_inode *ino,
-			uint64_t size, int table)
+static int walk_extents(ezfs_image *fs, const char *img, const char *path,
+			ezfs_inode *ino, uint64_t size, int table)
 {
 	uint64_t la = 0, n = 0, pcl = 0, plen = 0, last_pa = UINT64_MAX;
 	struct ezfs_extent e;
@@ -150,12 +150,24 @@ static int walk_extents(const char *img, const char *path, ezfs_inode *ino,
 		}
 		if (table) {
 			char range[48];
+			uint64_t off = e.pa;
+			unsigned dev = 0;
+			size_t fl;
 
 			flag_string(e.flags, flags, sizeof(flags));
+			if ((e.flags & EZFS_EXTENT_MAPPED) &&
+			    !(e.flags &
+			      (EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_INLINE |
+			       EZFS_EXTENT_META)))
+				ezfs_addr_device(fs, e.pa, &dev, &off);
+			fl = strlen(flags);
+			if (dev)
+				snprintf(flags + fl, sizeof(flags) - fl,
+					 "%sdevice=%u", fl ? "," : "", dev);
 			snprintf(range, sizeof(range), "%" PRIu64 "..%" PRIu64,
 				 e.la, e.la + e.llen);
 			printf("%-25s %18" PRIu64 " %10" PRIu64 " %-10s %s\n",
-			       range, e.pa, e.plen,
+			       range, off, e.plen,
 			       (e.flags & EZFS_EXTENT_MAPPED)
 				       ? ezfs_alg_name(e.alg)
 				       : "-",
@@ -175,6 +187,7 @@ int cmd_stat(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "extents", no_argument, NULL, 'e' },
 		CLI_ENGINE_OPTS,
+		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -255,11 +268,11 @@ int cmd_stat(int argc, char **argv)
 	if (print_xattrs(img, path, ino) < 0)
 		status = 1;
 	if ((S_ISREG(st.mode) || S_ISDIR(st.mode) || S_ISLNK(st.mode)) &&
-	    walk_extents(img, path, ino, st.size, 0) < 0)
+	    walk_extents(fs, img, path, ino, st.size, 0) < 0)
 		status = 1;
 	if (extents && !status) {
 		printf("\n");
-		if (walk_extents(img, path, ino, st.size, 1) < 0)
+		if (walk_extents(fs, img, path, ino, st.size, 1) < 0)
 			status = 1;
 	}
 	ezfs_inode_put(ino);
