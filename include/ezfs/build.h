@@ -197,6 +197,19 @@ struct ezfs_build_params {
 	/* Write "path first_block last_block" lines of the uncompressed
 	 * files (Android --block-list-file); NULL = none. */
 	const char *block_list_file;
+	/* One extra device (DEVICE_TABLE slot 1, its tag empty; in the flat
+	 * form it follows the image: uniaddr = the image's blocks).
+	 * tar_index: ezfs_builder_scan_tar makes a tar index (mkfs.erofs
+	 * --tar=i): the image holds only metadata, every regular file is
+	 * chunk-based with chunk indexes into device 1, the plain tar itself
+	 * (its first byte is block 0), so each member's data must start at a
+	 * multiple of blksz (512 fits any tar). No compression, chunksize or
+	 * blobdev with it, no directory scan (-EINVAL).
+	 * blobdev: the chunks of uncompressed files (chunksize is required)
+	 * go to this file, device 1, created or replaced like the image (a
+	 * block device is written in place). */
+	int tar_index;
+	const char *blobdev;
 };
 
 struct ezfs_build_stats {

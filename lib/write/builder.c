@@ -35,6 +35,28 @@ void ezfs_build_params_init(struct ezfs_build_params *p)
 	p->level = -1;
 }
 
+/* tar_index and blobdev: what they exclude and need (-EINVAL, logged) */
+static int devices_check(struct ezfs_builder *b)
+{
+	const struct ezfs_build_params *p = &b->p;
+	const char *why = NULL;
+
+	if (p->tar_index && (p->alg >= 0 || p->n_more_algs))
+		why = "a tar index stores no file data: no compression";
+	else if (p->tar_index && p->chunksize)
+		why = "a tar index chooses its own chunk sizes: no chunk size";
+	else if (p->tar_index && p->blobdev)
+		why = "a tar index has the tar as its device: no blob device";
+	else if (p->blobdev && !p->chunksize)
+		why = "a blob device takes chunk data: it needs a chunk size";
+	else if (p->blobdev && !*p->blobdev)
+		why = "the blob device has an empty name";
+	if (!why)
+		return 0;
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s", why);
+	return -EINVAL;
+}
+
 int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 {
 	struct ezfs_build_params given;
@@ -58,6 +80,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 	p = &b->p;
 	b->fd = -1;
 	b->datafd = -1;
+	b->blobfd = -1;
 	b->blksz = p->blksz ? p->blksz : 4096;
 	if (b->blksz < 512 || b->blksz > 4096 || (b->blksz & (b->blksz - 1))) {
 		ezi_bld_log(
@@ -87,7 +110,9 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		free(b);
 		return -EINVAL;
 	}
-	err = ezi_bld_zalgs_init(b);
+	err = devices_check(b);
+	if (!err)
+		err = ezi_bld_zalgs_init(b);
 	if (err) {
 		ezfs_builder_free(b);
 		return err;
@@ -153,6 +178,8 @@ void ezfs_builder_free(ezfs_builder *b)
 		close(b->fd);
 	if (b->datafd >= 0)
 		close(b->datafd);
+	if (b->blobfd >= 0)
+		close(b->blobfd);
 	free(b);
 }
 
@@ -165,6 +192,11 @@ static int scanned(ezfs_builder *b)
 	b->shared_start =
 		(EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE + b->cfgs_len + 3) &
 		~3u;
+	/* the device table (128-byte slots) before the shared xattrs */
+	if (b->p.tar_index || b->p.blobdev) {
+		b->devt_off = (b->shared_start + 127) & ~127u;
+		b->shared_start = b->devt_off + sizeof(struct erofs_deviceslot);
+	}
 	return ezi_bld_xattrs_share(b);
 }
 
@@ -174,6 +206,13 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 
 	if (b->scanned)
 		return -EINVAL;
+	if (b->p.tar_index) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: a tar index is made from a tar archive, not "
+			    "a directory",
+			    srcdir);
+		return -EINVAL;
+	}
 	b->scanned = true;
 	err = ezi_bld_scan(b, srcdir);
 	return err ? err : scanned(b);
@@ -365,6 +404,105 @@ fail:
 	return err;
 }
 
+/*
+ * The blob (blobdev): a block device is written in place; a file is
+ * written as a temporary file beside its target (*tmp), renamed over it
+ * once the image is complete (finish_blob). Not the image itself.
+ */
+static int open_blob(struct ezfs_builder *b, const char *image, char **target,
+		     char **tmp)
+{
+	const char *name = b->p.blobdev;
+	struct stat st, ist;
+	unsigned i;
+	int err;
+
+	*tmp = NULL;
+	*target = ezfs_build_image_target(name);
+	if (!*target) {
+		err = -errno;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", name, strerror(errno));
+		return err;
+	}
+	if (stat(*target, &st)) {
+		if (errno != ENOENT)
+			goto fail;
+		st.st_mode = 0;
+	}
+	if (!strcmp(*target, image) ||
+	    (st.st_mode && !stat(image, &ist) && ist.st_dev == st.st_dev &&
+	     ist.st_ino == st.st_ino)) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: the blob is the image itself", name);
+		return -EINVAL;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		b->blobfd = open(*target, O_RDWR | O_EXCL | O_CLOEXEC);
+		if (b->blobfd < 0)
+			goto fail;
+		return 0;
+	}
+	if (st.st_mode && !S_ISREG(st.st_mode)) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		if (errno == EINVAL) {
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "%s: not a regular file or a block device",
+				    name);
+			return -EINVAL;
+		}
+		goto fail;
+	}
+	*tmp = temp_name(*target);
+	if (!*tmp)
+		return -ENOMEM;
+	for (i = 0; i < 100 && b->blobfd < 0; i++) {
+		temp_randomize(*tmp, i);
+		b->blobfd = open(*tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC,
+				 st.st_mode ? 0600 : 0666);
+		if (b->blobfd < 0 && errno != EEXIST)
+			break;
+	}
+	if (b->blobfd < 0) {
+		free(*tmp);
+		*tmp = NULL;
+		goto fail;
+	}
+	/* a replaced blob keeps its mode */
+	if (st.st_mode)
+		(void)fchmod(b->blobfd, st.st_mode & 0777);
+	return 0;
+fail:
+	err = -errno;
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", name, strerror(errno));
+	return err;
+}
+
+/* The blob is complete: synced (unless NO_FSYNC), closed, named. */
+static int finish_blob(struct ezfs_builder *b, const char *target,
+		       const char *tmp)
+{
+	const char *name = b->p.blobdev;
+	int err = 0;
+
+	if (!(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(b->blobfd)) {
+		err = -errno;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", name,
+			    strerror(errno));
+	}
+	if (close(b->blobfd) && !err) {
+		err = -errno;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: close: %s", name,
+			    strerror(errno));
+	}
+	b->blobfd = -1;
+	if (!err && tmp && rename(tmp, target)) {
+		err = -errno;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", name,
+			    strerror(errno));
+	}
+	return err;
+}
+
 /* Where path leads: 1 a block device, 0 a regular file (*old its stat) or
  * nothing yet (old->st_mode 0); else an error, logged. */
 static int output_kind(struct ezfs_builder *b, const char *target,
@@ -479,8 +617,8 @@ out:
 
 int ezfs_builder_write(ezfs_builder *b, const char *path)
 {
-	bool named = false;
-	char *target, *tmp = NULL;
+	bool named = false, blob_named = false;
+	char *target, *tmp = NULL, *btarget = NULL, *btmp = NULL;
 	struct stat old;
 	int err, kind;
 
@@ -516,6 +654,8 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 			    path);
 		err = -EINVAL;
 	}
+	if (!err && b->p.blobdev)
+		err = open_blob(b, target, &btarget, &btmp);
 	if (!err)
 		err = ezi_bld_write_data(b);
 	if (!err)
@@ -530,6 +670,10 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", path,
 			    strerror(errno));
+	}
+	if (!err && b->blobfd >= 0) {
+		err = finish_blob(b, btarget, btmp);
+		blob_named = !err && btmp;
 	}
 	if (!err && !tmp && !b->device) {
 		err = link_output(b, target, &tmp);
@@ -550,6 +694,14 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		unlink(tmp);
 	if (err && named)
 		unlink(target);
+	if (b->blobfd >= 0) {
+		close(b->blobfd);
+		b->blobfd = -1;
+	}
+	if (err && btmp)
+		unlink(blob_named ? btarget : btmp);
+	free(btarget);
+	free(btmp);
 	if (b->device)
 		pthread_mutex_destroy(&b->devlock);
 	b->device = false;

@@ -66,7 +66,8 @@ struct bzfile {
 
 struct binode {
 	char *srcpath;	  /* source path, for reading the data */
-	uint64_t dataoff; /* tar source: data offset in b->datafd */
+	uint64_t dataoff; /* tar source: data offset in b->datafd (tar
+			   * index: in the archive) */
 	uint32_t mode;
 	uint32_t uid, gid;
 	int64_t mtime;
@@ -184,6 +185,13 @@ struct ezfs_builder {
 	 * the builder (a tar source's list still holds them) */
 	struct binode **gone;
 	size_t ngone;
+	/* the extra device (tar index, blob): device table slot at devt_off
+	 * (0: none), its size in blocks */
+	uint32_t devt_off;
+	uint64_t dev_blocks;
+	uint64_t tar_bytes;   /* tar index: the archive's bytes */
+	int blobfd;	      /* blob: chunk data; -1: none */
+	uint64_t blob_cursor; /* blob: next free block */
 };
 
 /* out.c */
@@ -197,6 +205,9 @@ int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 /* The image is size bytes: truncate the file (or zero the rest of the
  * device's part and check that it fits). */
 int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size);
+/* pwrite to the blob (b->blobfd); 0 or -errno, logged */
+int ezi_bld_blob_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
+			uint64_t off);
 
 /* scan.c */
 int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir);

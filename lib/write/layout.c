@@ -177,14 +177,46 @@ static bool all_zero(const uint8_t *p, size_t len)
 	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
 }
 
+/* A new chunk of `blocks` blocks at *cur: in the image or in the blob. */
+static int chunk_store(struct ezfs_builder *b, const uint8_t *buf,
+		       uint32_t blocks, uint64_t len, uint64_t *addr,
+		       uint8_t *tmp)
+{
+	bool blob = b->blobfd >= 0;
+	uint64_t *cur = blob ? &b->blob_cursor : &b->cursor, found;
+	size_t bytes = (size_t)blocks << b->blkszbits;
+	int fd = b->fd, err;
+
+	/* dedupe.c checks a candidate against the bytes at b->fd: for blob
+	 * chunks (every chunk, with a blob) those are in the blob */
+	if (blob)
+		b->fd = b->blobfd;
+	err = ezi_bld_dedupe_chunk(b, buf, blocks, len, *cur, &found, tmp);
+	b->fd = fd;
+	if (err < 0)
+		return err;
+	if (err) {
+		*addr = found;
+		return 0;
+	}
+	*addr = *cur;
+	err = blob ? ezi_bld_blob_pwrite(b, buf, bytes, *cur << b->blkszbits)
+		   : ezi_bld_pwrite(b, buf, bytes, *cur << b->blkszbits);
+	if (!err)
+		*cur += blocks;
+	return err;
+}
+
 /*
  * CHUNK_BASED file (6.4): chunks of --chunksize bytes; all-zero chunks are
- * holes, identical chunks are stored once (dedupe.c), others at the cursor.
+ * holes, identical chunks are stored once (dedupe.c), others at the cursor
+ * (with a blob: at the blob's cursor, device 1 in 8-byte chunk indexes).
  */
 static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 {
 	uint32_t csz = b->p.chunksize, cbits = 0, i, n;
-	bool idx8 = b->p.flags & EZFS_BUILD_CHUNK_INDEXES;
+	bool blob = b->blobfd >= 0;
+	bool idx8 = blob || (b->p.flags & EZFS_BUILD_CHUNK_INDEXES);
 	unsigned unit = idx8 ? 8 : 4;
 	uint8_t *buf = NULL, *tmp = NULL;
 	struct bsrc src;
@@ -205,7 +237,7 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 	if (err)
 		goto out_nofd;
 	for (i = 0; i < n; i++) {
-		uint64_t off = (uint64_t)i << cbits, addr, found;
+		uint64_t off = (uint64_t)i << cbits, addr;
 		size_t len =
 			in->size - off < csz ? (size_t)(in->size - off) : csz;
 		uint32_t blocks =
@@ -224,22 +256,9 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 		if (all_zero(buf, len)) {
 			addr = EROFS_NULL_ADDR32;
 		} else {
-			err = ezi_bld_dedupe_chunk(b, buf, blocks, len,
-						   b->cursor, &found, tmp);
-			if (err < 0)
+			err = chunk_store(b, buf, blocks, len, &addr, tmp);
+			if (err)
 				break;
-			if (err) {
-				addr = found;
-			} else {
-				addr = b->cursor;
-				err = ezi_bld_pwrite(
-					b, buf, (size_t)blocks << b->blkszbits,
-					b->cursor << b->blkszbits);
-				if (err)
-					break;
-				b->cursor += blocks;
-			}
-			err = 0;
 		}
 		if (addr > 0xFFFFFFFFull) {
 			err = -EFBIG;
@@ -248,9 +267,12 @@ static int write_chunked_file(struct ezfs_builder *b, struct binode *in)
 				    in->srcpath);
 			break;
 		}
-		if (idx8)
-			put_le32(e + 4, (uint32_t)addr); /* device 0 */
-		else
+		if (idx8) {
+			/* device 0, or the blob (1) for stored chunks */
+			if (blob && addr != EROFS_NULL_ADDR32)
+				put_le16(e + 2, 1);
+			put_le32(e + 4, (uint32_t)addr);
+		} else
 			put_le32(e, (uint32_t)addr);
 	}
 	if (!err)
@@ -267,6 +289,55 @@ out_nofd:
 	in->nblocks = 0;
 	in->tail_len = 0;
 	in->unit_size = chunk_hdr(in, unit) + in->chunkidx_len;
+	b->chunked = true;
+	return 0;
+}
+
+/*
+ * Tar index (mkfs.erofs --tar=i): the file's data stays in the tar,
+ * device 1, at in->dataoff (block aligned, tar.c checks): one chunk
+ * index per chunk, the chunk size the smallest power of two that holds
+ * the whole file (at most blksz << 31), 48-bit addresses where a chunk
+ * starts beyond 2^32 blocks.
+ */
+static int write_tarindex_file(struct ezfs_builder *b, struct binode *in)
+{
+	unsigned cbits = b->blkszbits,
+		 maxbits = b->blkszbits + EROFS_CHUNK_FORMAT_BLKBITS_MASK;
+	uint64_t start = in->dataoff >> b->blkszbits, n, i, last;
+	bool wide;
+
+	while (cbits < maxbits && (1ull << cbits) < in->size)
+		cbits++;
+	n = (in->size + (1ull << cbits) - 1) >> cbits;
+	last = start + ((n - 1) << (cbits - b->blkszbits));
+	wide = last > 0xFFFFFFFFull;
+	if (last > 0xFFFFFFFFFFFFull) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: block address beyond 48 bits", in->srcpath);
+		return -EFBIG;
+	}
+	in->chunkidx_len = (uint32_t)(n * 8);
+	in->chunkidx = calloc(1, in->chunkidx_len);
+	if (!in->chunkidx)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint8_t *e = in->chunkidx + i * 8;
+		uint64_t addr = start + (i << (cbits - b->blkszbits));
+
+		put_le16(e, wide ? (uint16_t)(addr >> 32) : 0);
+		put_le16(e + 2, 1);
+		put_le32(e + 4, (uint32_t)addr);
+	}
+	if (wide)
+		b->p.flags |= EZFS_BUILD_48BIT;
+	in->datalayout = EROFS_INODE_CHUNK_BASED;
+	in->chunkfmt =
+		(uint16_t)((cbits - b->blkszbits) | EROFS_CHUNK_FORMAT_INDEXES |
+			   (wide ? EROFS_CHUNK_FORMAT_48BIT : 0));
+	in->nblocks = 0;
+	in->tail_len = 0;
+	in->unit_size = chunk_hdr(in, 8) + in->chunkidx_len;
 	b->chunked = true;
 	return 0;
 }
@@ -310,6 +381,8 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 		b->st.compressed_files++;
 		return err;
 	}
+	if (b->p.tar_index)
+		return write_tarindex_file(b, in);
 	if (b->p.chunksize && in != b->packed_inode)
 		return write_chunked_file(b, in);
 	plan_flat(b, in, !(b->p.flags & EZFS_BUILD_NOINLINE_DATA));
@@ -420,6 +493,13 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 		if (S_ISREG(in->mode))
 			total_bytes += in->size;
 	}
+	/* the tar (device 1): its size in blocks; beyond 32 bits the
+	 * device slot needs the 48-bit layout's high halves */
+	if (b->p.tar_index) {
+		b->dev_blocks = (b->tar_bytes + b->blksz - 1) >> b->blkszbits;
+		if (b->dev_blocks > 0xFFFFFFFFull)
+			b->p.flags |= EZFS_BUILD_48BIT;
+	}
 	reserve_root(b, shared_end);
 	b->cursor = b->data_start;
 	buf = malloc(COPY_BUF);
@@ -481,6 +561,8 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 		err = write_packed(b, buf);
 	ezi_bld_packed_free(b);
 	ezi_bld_dedupe_free(b);
+	if (b->p.blobdev)
+		b->dev_blocks = b->blob_cursor;
 	b->st.bytes_in = bytes;
 	ezi_bld_progress(b, EZFS_BUILD_DATA, files, b->st.files, bytes,
 			 total_bytes);

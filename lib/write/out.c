@@ -2,7 +2,8 @@
 /*
  * out.c - what the builder puts out, called from every file of lib/write:
  * log lines and progress to the caller's callbacks, and image bytes to the
- * output file or device (zeroing a device's gaps, the final size).
+ * output file or device (zeroing a device's gaps, the final size), and
+ * chunk data to the blob (--blobdev).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -123,6 +124,17 @@ int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 	if (err)
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: write: %s",
 			    b->out_path ? b->out_path : "image",
+			    strerror(-err));
+	return err;
+}
+
+int ezi_bld_blob_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
+			uint64_t off)
+{
+	int err = write_all(b->blobfd, buf, len, off);
+
+	if (err)
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: write: %s", b->p.blobdev,
 			    strerror(-err));
 	return err;
 }

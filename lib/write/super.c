@@ -83,6 +83,25 @@ uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p)
 	return len;
 }
 
+/*
+ * The one device slot (4): an empty tag (the device is named at mount
+ * time), its blocks, and its place in the flat address space right after
+ * the primary device's `blocks` (an image with its tar or blob appended
+ * reads as one file).
+ */
+static void devslot_encode(const struct ezfs_builder *b, uint8_t *p,
+			   uint64_t blocks)
+{
+	put_le32(p + offsetof(struct erofs_deviceslot, blocks_lo),
+		 (uint32_t)b->dev_blocks);
+	put_le32(p + offsetof(struct erofs_deviceslot, uniaddr_lo),
+		 (uint32_t)blocks);
+	put_le16(p + offsetof(struct erofs_deviceslot, blocks_hi),
+		 (uint16_t)(b->dev_blocks >> 32));
+	put_le16(p + offsetof(struct erofs_deviceslot, uniaddr_hi),
+		 (uint16_t)(blocks >> 32));
+}
+
 int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 			uint64_t blocks)
 {
@@ -95,9 +114,13 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	ssize_t n;
 	int err;
 
-	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull)) {
+	/* the device's size (layout.c) and the end of the flat address
+	 * space must fit the slot's fields too */
+	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull) ||
+	    (b->devt_off && b->dev_blocks + blocks > (bit48 ? 0xFFFFFFFFFFFFull
+							    : 0xFFFFFFFFull))) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "image too large (%llu blocks)",
-			    (unsigned long long)blocks);
+			    (unsigned long long)(blocks + b->dev_blocks));
 		return -EFBIG;
 	}
 	buf = calloc(1, len);
@@ -128,6 +151,15 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	}
 	if (b->chunked)
 		incompat |= EROFS_FEATURE_INCOMPAT_CHUNKED_FILE;
+	if (b->devt_off) {
+		incompat |= EROFS_FEATURE_INCOMPAT_DEVICE_TABLE;
+		put_le16(sb + offsetof(struct erofs_super_block, extra_devices),
+			 1);
+		put_le16(sb + offsetof(struct erofs_super_block, devt_slotoff),
+			 (uint16_t)(b->devt_off /
+				    sizeof(struct erofs_deviceslot)));
+		devslot_encode(b, buf + b->devt_off, blocks);
+	}
 	put_le32(sb + 0, EROFS_SUPER_MAGIC);
 	put_le32(sb + 8, compat);
 	sb[12] = (uint8_t)b->blkszbits;

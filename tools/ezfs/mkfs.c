@@ -21,7 +21,7 @@
 
 static const char usage_text[] =
 	"usage: ezfs mkfs [OPTIONS] IMAGE SOURCEDIR\n"
-	"       ezfs mkfs [OPTIONS] --tar[=f] IMAGE [TARFILE|-]\n"
+	"       ezfs mkfs [OPTIONS] --tar[=f|=i] IMAGE [TARFILE|-]\n"
 	"Build an EROFS image of SOURCEDIR, or of a tar archive (plain, gzip "
 	"or\n"
 	"xz; standard input when TARFILE is - or missing).\n"
@@ -32,6 +32,12 @@ static const char usage_text[] =
 	"  --tar=f, --tar        SOURCE is a tar archive (--ungzip, --unxz: "
 	"the\n"
 	"                        same; the compression is detected anyway)\n"
+	"  --tar=i               a tar index: only metadata, every file's "
+	"data\n"
+	"                        stays in the plain tar, the image's device "
+	"1\n"
+	"                        (512-byte blocks; mount with -o device=TAR,\n"
+	"                        or append the tar to IMAGE)\n"
 	"  -z ALG[,level=N|,N][,dictsize=N][:ALG2...]\n"
 	"                        compress: lz4, lz4hc (levels 0..12), lzma "
 	"(0..9,\n"
@@ -76,6 +82,10 @@ static const char usage_text[] =
 	"                        >= block size): identical chunks stored "
 	"once,\n"
 	"                        all-zero chunks as holes\n"
+	"  --blobdev=FILE        with --chunksize: the chunk data goes to "
+	"FILE,\n"
+	"                        the image's device 1 (mount with "
+	"-o device=)\n"
 	"  --fsync               wait until the image is on disk before it\n"
 	"                        replaces IMAGE (default: not, as mkfs.erofs\n"
 	"                        and mksquashfs; --no-fsync)\n"
@@ -190,6 +200,14 @@ static void ignored(struct mkfs_ignored *ig, const char *what)
 		ig->what[ig->n++] = what;
 }
 
+/* What the mkfs.erofs spellings below leave for after the options */
+struct mkfs_compat {
+	int mtime;	   /* 1: --ignore-mtime, 2: --preserve-mtime */
+	char *mount_point; /* --mount-point without its slashes */
+	int blockmap;	   /* -E force-inode-blockmap was given */
+	int blksz;	   /* -b was given */
+};
+
 /* -E items that take no value: the flag they set (or clear) */
 static const struct e_flag {
 	const char *name;
@@ -216,7 +234,8 @@ static const struct e_flag {
 
 /* One -E item of len bytes at tok: 0, or 2 after a usage error */
 static int parse_E_item(const char *tok, size_t len,
-			struct ezfs_build_params *p, struct mkfs_ignored *ig)
+			struct ezfs_build_params *p, struct mkfs_ignored *ig,
+			struct mkfs_compat *cp)
 {
 	const char *eq = memchr(tok, '=', len);
 	size_t klen = eq ? (size_t)(eq - tok) : len, i;
@@ -230,6 +249,10 @@ static int parse_E_item(const char *tok, size_t len,
 			continue;
 		p->flags |= e_flags[i].set;
 		p->flags &= ~e_flags[i].clear;
+		if (e_flags[i].set & EZFS_BUILD_CHUNK_INDEXES)
+			cp->blockmap = 0;
+		if (e_flags[i].clear & EZFS_BUILD_CHUNK_INDEXES)
+			cp->blockmap = 1;
 		return 0;
 	}
 	if (IS("xattr-name-filter") && !eq) {
@@ -291,7 +314,7 @@ static int parse_E_item(const char *tok, size_t len,
 
 /* -E OPT[,OPT]...: 0, or 2 after a usage error naming the bad item */
 static int parse_E(const char *arg, struct ezfs_build_params *p,
-		   struct mkfs_ignored *ig)
+		   struct mkfs_ignored *ig, struct mkfs_compat *cp)
 {
 	const char *tok = arg;
 
@@ -304,7 +327,7 @@ static int parse_E(const char *arg, struct ezfs_build_params *p,
 					       "-E '%s': empty option "
 					       "(-E OPT[,OPT...])",
 					       arg);
-		ret = parse_E_item(tok, len, p, ig);
+		ret = parse_E_item(tok, len, p, ig, cp);
 		if (ret)
 			return ret;
 		if (!tok[len])
@@ -435,17 +458,73 @@ enum {
 	OPT_VERSION,
 };
 
-/* --tar[=f], --ungzip, --unxz: 0, or the usage error's exit status */
-static int parse_tar(int c, const char *arg)
+/* --tar[=f|=i], --ungzip, --unxz: 0 (*tar: 1 full, 2 index), or the
+ * usage error's exit status */
+static int parse_tar(int c, const char *arg, int *tar)
 {
+	/* "0" is mkfs.erofs' other spelling of "i" */
+	if (c == OPT_TAR && arg && (!strcmp(arg, "i") || !strcmp(arg, "0"))) {
+		*tar = 2;
+		return 0;
+	}
 	if (c == OPT_TAR && arg && strcmp(arg, "f"))
 		return cli_usage_error(CMD,
-				       "--tar=%s: not supported (only full "
-				       "images, --tar or --tar=f)",
+				       "--tar=%s: not supported (full images, "
+				       "--tar or --tar=f, and indexes, "
+				       "--tar=i)",
 				       arg);
 	if (c != OPT_TAR && arg)
 		return cli_usage_error(CMD, "--%s=FILE: not supported",
 				       c == OPT_UNGZIP ? "ungzip" : "unxz");
+	if (c == OPT_TAR || !*tar)
+		*tar = 1;
+	return 0;
+}
+
+/*
+ * --tar=i (index) and --blobdev, once all options are read: 0, or 2 after
+ * a usage error. A tar index has 512-byte blocks, the tar's own, and
+ * stores no data: -b, -z, --compress-hints, -C and --chunksize are
+ * accepted and ignored, as mkfs.erofs does (containerd passes its mkfs
+ * options to --tar=i too).
+ */
+static int check_devices(struct ezfs_build_params *p,
+			 const struct mkfs_compat *cp, struct mkfs_ignored *ig,
+			 int index, const char **hints, const char **pcluster)
+{
+	if (index) {
+		if (p->blobdev)
+			return cli_usage_error(
+				CMD, "--blobdev: not with --tar=i (the "
+				     "tar is the image's device)");
+		p->tar_index = 1;
+		if (cp->blksz && p->blksz != 512)
+			ignored(ig, "-b (a tar index has 512-byte blocks)");
+		p->blksz = 512;
+		if (p->alg >= 0 || p->n_more_algs || *hints || *pcluster)
+			ignored(ig, "-z, -C, --compress-hints (a tar index "
+				    "stores no file data)");
+		if (p->chunksize)
+			ignored(ig, "--chunksize (a tar index sizes each "
+				    "file's chunks)");
+		p->alg = -1;
+		p->n_more_algs = 0;
+		p->chunksize = 0;
+		*hints = NULL;
+		*pcluster = NULL;
+		return 0;
+	}
+	if (!p->blobdev)
+		return 0;
+	if (!p->chunksize)
+		return cli_usage_error(CMD,
+				       "--blobdev=%s: needs --chunksize "
+				       "(the chunk data goes to the blob)",
+				       p->blobdev);
+	if (cp->blockmap)
+		return cli_usage_error(CMD, "--blobdev: chunk indexes name the "
+					    "device; not with -E "
+					    "force-inode-blockmap");
 	return 0;
 }
 
@@ -478,12 +557,6 @@ static int check_options(struct ezfs_build_params *p, const char *pcluster)
 					    "other");
 	return 0;
 }
-
-/* What the mkfs.erofs spellings below leave for after the options */
-struct mkfs_compat {
-	int mtime;	   /* 1: --ignore-mtime, 2: --preserve-mtime */
-	char *mount_point; /* --mount-point without its slashes */
-};
 
 static int parse_size_opt(const char *opt, const char *arg, uint64_t *v)
 {
@@ -590,8 +663,8 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 		ignored(ig, "--max-extent-bytes (extents follow -C)");
 		return 0;
 	case OPT_BLOBDEV:
-		return cli_usage_error(CMD, "--blobdev: extra devices are not "
-					    "supported");
+		p->blobdev = arg;
+		return 0;
 	case 'm':
 		return cli_usage_error(CMD,
 				       "-m %s: metabox images are not "
@@ -731,6 +804,7 @@ int cmd_mkfs(int argc, char **argv)
 				goto out;
 			}
 			p.blksz = (unsigned)v;
+			cp.blksz = 1;
 			break;
 		case 'T':
 			if (parse_u64(optarg, &v)) {
@@ -783,7 +857,7 @@ int cmd_mkfs(int argc, char **argv)
 			}
 			break;
 		case 'E':
-			ret = parse_E(optarg, &p, &ig);
+			ret = parse_E(optarg, &p, &ig, &cp);
 			if (ret)
 				goto out;
 			break;
@@ -889,10 +963,9 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_TAR:
 		case OPT_UNGZIP:
 		case OPT_UNXZ:
-			ret = parse_tar(c, optarg);
+			ret = parse_tar(c, optarg, &tar);
 			if (ret)
 				goto out;
-			tar = 1;
 			break;
 		case 'h':
 		case OPT_HELP:
@@ -901,7 +974,9 @@ int cmd_mkfs(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = check_options(&p, pcluster);
+	ret = check_devices(&p, &cp, &ig, tar == 2, &hints, &pcluster);
+	if (!ret)
+		ret = check_options(&p, pcluster);
 	if (ret)
 		goto out;
 	if (argc - optind != 2 && !(tar && argc - optind == 1)) {

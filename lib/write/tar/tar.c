@@ -3,7 +3,8 @@
  * tar.c - a tar archive as the builder's source: read the members in
  * order into a tree (tar_tree.c; later members replace earlier ones,
  * missing parents are created). File data stays where it is (a seekable
- * plain archive) or goes to one unlinked spool file.
+ * plain archive) or goes to one unlinked spool file; a tar index
+ * (tar_index) only notes where each file's data is in the archive.
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
@@ -27,8 +28,20 @@ static int read_data(struct tctx *c, struct binode *in, uint64_t size)
 	uint8_t buf[65536];
 	int err;
 
+	if (c->b->p.tar_index) {
+		/* the archive is device 1: block n is its bytes n * blksz.. */
+		in->dataoff = c->s.pos;
+		if (size && (in->dataoff & (c->b->blksz - 1)))
+			return ezi_tar_err(
+				c, -EINVAL,
+				"data at byte %llu of the archive is "
+				"not aligned to the %u-byte blocks "
+				"of a tar index",
+				(unsigned long long)in->dataoff, c->b->blksz);
+	}
 	if (c->spool < 0) {
-		in->dataoff = c->s.base + c->s.pos;
+		if (!c->b->p.tar_index)
+			in->dataoff = c->s.base + c->s.pos;
 		err = ezi_tstream_skip(&c->s, size + pad);
 		return err == -EPIPE
 			       ? ezi_tar_err(c, -EPIPE, "truncated archive")
@@ -250,6 +263,26 @@ static int set_long(char **dst, char *data)
 	return 0;
 }
 
+/* Tar index: the archive's size, the rest of a stream read to its end
+ * (the device is the whole archive, as it is appended or attached). */
+static int archive_size(struct tctx *c)
+{
+	uint8_t buf[65536];
+	ssize_t n;
+
+	if (c->s.seekable) {
+		c->b->tar_bytes = c->s.fsize - c->s.base;
+		return 0;
+	}
+	while ((n = ezi_tstream_read(&c->s, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		return ezi_tar_err(c, (int)n, "%s",
+				   c->s.err ? c->s.err : strerror((int)-n));
+	c->b->tar_bytes = c->s.pos;
+	return 0;
+}
+
 /* Read members until the end-of-archive blocks. */
 static int read_archive(struct tctx *c)
 {
@@ -368,12 +401,22 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		ezi_tstream_close(&c.s);
 		return err;
 	}
-	if (!c.s.seekable)
+	if (b->p.tar_index && c.s.kind != TAR_PLAIN) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: a tar index needs the plain archive, not a %s "
+			    "one (decompress it first)",
+			    c.s.name, c.s.kind == TAR_GZIP ? "gzip" : "xz");
+		ezi_tstream_close(&c.s);
+		return -EINVAL;
+	}
+	if (!c.s.seekable && !b->p.tar_index)
 		err = open_spool(&c, tmpdir);
 	if (!err)
 		err = ezi_tar_tree_init(&c);
 	if (!err)
 		err = read_archive(&c);
+	if (!err && b->p.tar_index)
+		err = archive_size(&c);
 	/* missing parents: 0755, root, -T or the newest mtime */
 	for (i = 0; !err && i < c.nodes.n; i++) {
 		struct tnode *t = c.nodes.v[i];
@@ -383,7 +426,7 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 	}
 	if (!err)
 		err = ezi_tar_emit(&c);
-	if (!err) {
+	if (!err && !b->p.tar_index) {
 		b->datafd = c.spool >= 0 ? c.spool : dup(c.s.fd);
 		c.spool = -1;
 		if (b->datafd < 0)
