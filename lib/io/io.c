@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "io/android.h"
 #include "io/io.h"
 
 #ifndef EUCLEAN
@@ -76,7 +77,34 @@ static const struct ezfs_io_ops mem_ops = {
 	.close = free,
 };
 
-int ezi_io_open_file(const char *path, struct ezfs_io *io)
+/* A container that could not be read: its reason, told at the first read
+ * (when the image's logger is there). */
+struct failed_io {
+	int err;
+	char msg[512];
+};
+
+static ssize_t failed_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	return ((struct failed_io *)arg)->err;
+}
+
+static const struct ezfs_io_ops failed_ops = {
+	.pread = failed_pread,
+	.close = free,
+};
+
+/* The open's logger: keeps the first error line. */
+static void keep_first(void *arg, int level, const char *msg)
+{
+	struct failed_io *f = arg;
+
+	if (level == EZFS_LOG_ERROR && !f->msg[0])
+		snprintf(f->msg, sizeof(f->msg), "%s", msg);
+}
+
+/* path as a plain file or block device, nothing expanded */
+static int open_raw(const char *path, struct ezfs_io *io)
 {
 	struct file_io *f;
 	struct stat st;
@@ -173,6 +201,12 @@ int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 {
 	ssize_t n;
 
+	if (io->ops == &failed_ops) {
+		const struct failed_io *f = io->arg;
+
+		ezi_logf(io->lg, EZFS_LOG_ERROR, "%s", f->msg);
+		return f->err;
+	}
 	if (off > io->size || len > io->size - off) {
 		ezi_logf(io->lg, EZFS_LOG_ERROR,
 			 "read of %zu bytes at %llu is beyond the end of "
@@ -196,5 +230,150 @@ int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 			 (unsigned long long)off, n, len);
 		return -EIO;
 	}
+	return 0;
+}
+
+/* The name of piece k of the split set whose first file is path (which
+ * ends in ".0"); NULL on -ENOMEM. */
+static char *piece_name(const char *path, size_t stem, unsigned k)
+{
+	size_t len = stem + 12;
+	char *s = malloc(len);
+
+	if (s)
+		snprintf(s, len, "%.*s%u", (int)stem, path, k);
+	return s;
+}
+
+/* Path as a file, expanded when it is a sparse image or the first file of
+ * a split sparse set. */
+static int open_expanded(const char *path, const struct ezfs_logger *lg,
+			 struct ezfs_io *io)
+{
+	struct ezfs_io *pieces = NULL;
+	char **names = NULL;
+	size_t len = strlen(path);
+	unsigned n = 1, k;
+	int err;
+
+	err = open_raw(path, io);
+	if (err)
+		return err;
+	err = ezi_sparse_probe(io);
+	if (err <= 0) {
+		if (err)
+			ezi_io_close(io);
+		return err;
+	}
+	pieces = calloc(EZI_SPARSE_MAX_PIECES, sizeof(*pieces));
+	names = calloc(EZI_SPARSE_MAX_PIECES, sizeof(*names));
+	if (!pieces || !names) {
+		ezi_io_close(io);
+		free(pieces);
+		free(names);
+		return -ENOMEM;
+	}
+	pieces[0] = *io;
+	names[0] = strdup(path);
+	if (!names[0]) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	/* NAME.0: the first of a split set NAME.0, NAME.1... */
+	if (len >= 2 && !strcmp(path + len - 2, ".0")) {
+		for (; n < EZI_SPARSE_MAX_PIECES; n++) {
+			names[n] = piece_name(path, len - 1, n);
+			if (!names[n]) {
+				err = -ENOMEM;
+				goto fail;
+			}
+			err = open_raw(names[n], &pieces[n]);
+			if (err == -ENOENT) {
+				free(names[n]);
+				names[n] = NULL;
+				break;
+			}
+			if (!err) {
+				err = ezi_sparse_probe(&pieces[n]);
+				if (err > 0)
+					continue;
+				ezi_io_close(&pieces[n]);
+			}
+			if (!err) {
+				ezi_logf(lg, EZFS_LOG_ERROR,
+					 "%s: not a sparse image, but it "
+					 "follows %s",
+					 names[n], names[0]);
+				err = -EUCLEAN;
+			} else {
+				ezi_logf(lg, EZFS_LOG_ERROR, "%s: %s", names[n],
+					 strerror(-err));
+			}
+			goto fail;
+		}
+	}
+	err = ezi_sparse_open(pieces, n, (const char *const *)names, lg, io);
+	n = 0; /* taken by ezi_sparse_open */
+	goto out;
+fail:
+	for (k = 0; k < n; k++)
+		ezi_io_close(&pieces[k]);
+out:
+	if (names)
+		for (k = 0; k < EZI_SPARSE_MAX_PIECES; k++)
+			free(names[k]);
+	free(names);
+	free(pieces);
+	return err;
+}
+
+int ezi_io_open_path(const char *path, const struct ezfs_logger *lg,
+		     struct ezfs_io *io)
+{
+	const char *colon = strrchr(path, ':');
+	struct ezfs_io super;
+	char *prefix;
+	int err, e2;
+
+	err = open_expanded(path, lg, io);
+	if ((err != -ENOENT && err != -ENOTDIR) || !colon || colon == path ||
+	    !colon[1])
+		return err;
+	/* SUPER:PART, when no file has the whole name */
+	prefix = strndup(path, (size_t)(colon - path));
+	if (!prefix)
+		return -ENOMEM;
+	e2 = open_expanded(prefix, lg, &super);
+	free(prefix);
+	if (e2)
+		return e2 == -EUCLEAN || e2 == -EOPNOTSUPP || e2 == -ENOMEM
+			       ? e2
+			       : err;
+	e2 = ezi_lp_probe(&super);
+	if (e2 <= 0) {
+		ezi_io_close(&super);
+		return e2 ? e2 : err;
+	}
+	return ezi_lp_open_partition(&super, colon + 1, lg, io);
+}
+
+int ezi_io_open_file(const char *path, struct ezfs_io *io)
+{
+	struct failed_io *f = calloc(1, sizeof(*f));
+	struct ezfs_logger lg = { keep_first, f, 0 };
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	err = ezi_io_open_path(path, &lg, io);
+	if (!err || !f->msg[0]) {
+		free(f);
+		return err;
+	}
+	f->err = err;
+	memset(io, 0, sizeof(*io));
+	io->ops = &failed_ops;
+	io->arg = f;
+	io->size = UINT64_MAX / 2;
 	return 0;
 }

@@ -21,9 +21,22 @@ struct ezfs_io {
 /*
  * Open path read-only as a file or block device: fills ops, arg and size
  * (base 0). Errors: -errno of open, -EISDIR, -ESPIPE (a pipe or socket),
- * -ENOTBLK (another special file), -ENOMEM.
+ * -ENOTBLK (another special file), -ENOMEM. Android containers are
+ * expanded as ezi_io_open_path does; one that cannot be read (a corrupt
+ * sparse file, no such partition) has no logger here, so it opens as an io
+ * whose first read logs the reason to io->lg and returns its error.
  */
 int ezi_io_open_file(const char *path, struct ezfs_io *io);
+/*
+ * Open path as ezfs_image_open reads it: a file or block device, expanded
+ * when it is an Android sparse image (NAME.0 of a split set takes NAME.1,
+ * NAME.2... with it); when no file has the path, "SUPER:PART" is the
+ * partition PART of the super image SUPER (raw or sparse). Errors as
+ * ezi_io_open_file, and -EUCLEAN, -EOPNOTSUPP for a bad container (with a
+ * line to lg); a name that is no file and no partition stays -ENOENT.
+ */
+int ezi_io_open_path(const char *path, const struct ezfs_logger *lg,
+		     struct ezfs_io *io);
 /* An image held in memory (buf must outlive it). -ENOMEM. */
 int ezi_io_open_mem(const void *buf, size_t len, struct ezfs_io *io);
 /* Close through ops->close (if any). */

@@ -8,6 +8,7 @@
 #include "cmd.h"
 
 static int cmd_help(int argc, char **argv);
+int cmd_lpinfo(int argc, char **argv); /* lpinfo.c */
 
 static const struct {
 	const char *name;
@@ -21,6 +22,8 @@ static const struct {
 	{ "extract", cmd_extract,
 	  "restore the tree (or a part) into a directory" },
 	{ "fsck", cmd_fsck, "check an image, decoding every byte" },
+	{ "lpinfo", cmd_lpinfo,
+	  "list the partitions of an Android super image" },
 	{ "mkfs", cmd_mkfs, "build an image from a directory" },
 	{ "accel", cmd_accel,
 	  "list, benchmark and select decompression engines" },
