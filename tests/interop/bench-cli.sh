@@ -102,6 +102,99 @@ fi
 out=$("$EZFS" bench advise -q --runtime 0.1 "$IN/small.txt" 2>&1)
 has "advise on a file: DIR to fill in" "$out" "small.txt.erofs DIR"
 
+# 2b. advise's JSON: the whole table under the documented model; the pick
+# has the lowest score and is on the Pareto front; slow storage picks a
+# smaller image than fast storage for goal seq
+# (2 MiB of Python sources: the choice at 50 and 5000 MB/s must differ)
+ADV=$TMP/adv-in
+mkdir -p "$ADV"
+cat /usr/lib/python3*/*.py 2>/dev/null | head -c 2097152 >"$ADV/src.py"
+[ -s "$ADV/src.py" ] || cp "$IN/text.txt" "$ADV/src.py"
+advise_json() { # OUT ARGS...
+	local out=$1
+	shift
+	"$EZFS" bench advise -q --runtime 0.05 --levels "lz4hc:9 zstd:9" \
+		--clusters 4K,64K --json "$out" "$@" "$ADV" >"$out.txt" 2>&1
+}
+ADV_CHECK='
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+c = d["candidates"]
+st = d["storage"]
+rate, lat = st["rate_mb_s"] * 1e6, st["latency_us"] / 1e6
+req_min = d["model"]["seq_request_min_bytes"]
+bad = []
+for x in c:
+    req = max(x["seq_extent_bytes"], req_min)
+    s = x["ratio"] * 2**20 / rate + x["ratio"] * 2**20 / req * lat + \
+        2**20 / (x["decode_mib_s"] * 2**20)
+    r = lat + x["rand_fetch_bytes"] / rate + \
+        x["rand_decode_bytes"] / (x["decode_mib_s"] * 2**20)
+    if abs(1 / s - x["seq_mib_s"]) > 0.01 * x["seq_mib_s"] + 0.1:
+        bad.append("seq %s" % x)
+    if abs(r * 1e6 - x["rand4k_us"]) > 0.01 * x["rand4k_us"] + 0.1:
+        bad.append("rand %s" % x)
+dom = lambda a, b: (a["ratio"] <= b["ratio"] and a["seq_mib_s"] >= b["seq_mib_s"]
+    and a["rand4k_us"] <= b["rand4k_us"] and (a["ratio"] < b["ratio"] or
+    a["seq_mib_s"] > b["seq_mib_s"] or a["rand4k_us"] < b["rand4k_us"]))
+for x in c:
+    front = not any(dom(y, x) for y in c if y is not x)
+    if front != x["front"]:
+        bad.append("front %s" % x)
+p = [x for x in c if x["pick"]]
+if len(p) != 1 or p[0]["score"] > min(x["score"] for x in c) + 1e-9:
+    bad.append("pick is not the lowest score")
+if p and not p[0]["front"]:
+    bad.append("pick off the front")
+if not d["command"].startswith("ezfs mkfs -z %s," % p[0]["alg"]):
+    bad.append("command %s" % d["command"])
+print("\n".join(bad) if bad else "ok", p[0]["ratio"] if p else "")
+'
+for g in seq balanced; do
+	if advise_json "$TMP/adv-$g.json" --goal $g --storage-rate 50 &&
+	   r=$(python3 -c "$ADV_CHECK" "$TMP/adv-$g.json") && [ "${r%% *}" = ok ]; then
+		t_pass "advise --goal $g --json: the table, the model, the pick on the front"
+	else
+		t_fail "advise --goal $g --json: $r $(tail -3 "$TMP/adv-$g.json.txt")"
+	fi
+done
+if advise_json "$TMP/adv-fast.json" --goal seq --storage-rate 5000 &&
+   f=$(python3 -c "$ADV_CHECK" "$TMP/adv-fast.json") && [ "${f%% *}" = ok ] &&
+   s=$(python3 -c "$ADV_CHECK" "$TMP/adv-seq.json") &&
+   python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" \
+	"${s#* }" "${f#* }"; then
+	t_pass "advise: 50 MB/s picks a smaller ratio (${s#* }) than 5000 MB/s (${f#* })"
+else
+	t_fail "advise: 50 MB/s picks ${s#* }, 5000 MB/s ${f#* }"
+fi
+pick_cluster() { python3 -c 'import json,sys
+print([x for x in json.load(open(sys.argv[1]))["candidates"] if x["pick"]][0]["cluster"])' "$1"; }
+if advise_json "$TMP/adv-l0.json" --goal seq --storage-rate 50 --storage-latency 0 &&
+   advise_json "$TMP/adv-l20.json" --goal seq --storage-rate 50 --storage-latency 20ms &&
+   advise_json "$TMP/adv-r20.json" --goal random --storage-rate 50 --storage-latency 20ms &&
+   c0=$(pick_cluster "$TMP/adv-l0.json") && c20=$(pick_cluster "$TMP/adv-l20.json") &&
+   r20=$(pick_cluster "$TMP/adv-r20.json") &&
+   [ "$c20" -ge "$c0" ] && [ "$r20" -lt 65536 ]; then
+	t_pass "advise: 20 ms latency: seq picks $c20 >= $c0, random picks $r20 (not the largest)"
+else
+	t_fail "advise: latency: seq ${c20:-?} vs ${c0:-?}, random ${r20:-?}"
+fi
+t_run advprof "$EZFS" bench advise -q --runtime 0.05 --levels lz4hc:9 \
+	--clusters 4K --storage registry-20ms "$IN"
+if [ "$RC" = 0 ] && grep -q "^recommended for goal" "$OUT"; then
+	t_pass "advise --storage registry-20ms: a profile"
+else
+	t_fail "advise --storage registry-20ms: rc=$RC $(head -c 300 "$ERR")"
+fi
+t_run advbad "$EZFS" bench advise --storage nosuch-disk "$IN"
+t_check "advise --storage nosuch-disk: one line naming it" 1 \
+	stderr "nosuch-disk"
+t_run advlat "$EZFS" bench advise --storage-latency 20 "$IN"
+t_check "advise --storage-latency without a unit: usage error" 2 \
+	stderr "storage-latency"
+t_run advrd "$EZFS" bench read --storage-rate 50 "$IN"
+t_check "--storage-rate outside advise: usage error" 2 stderr "advise"
+
 # 3. a read of 150 KiB takes well under 50 ms: one warning line; --no-drop
 # is no cold cache
 err=$("$EZFS" bench read -q --runtime 1 --algs lz4 --clusters 16K \

@@ -48,6 +48,12 @@ struct bench_opts {
 	int nloads;
 	uint64_t window;  /* seq read: readahead window, 0 = none */
 	const char *goal; /* advise: size|seq|random|balanced */
+	/* advise: the storage the image will be read from: --storage
+	 * PATH|PROFILE, --storage-rate (MB/s), --storage-latency (s); < 0 =
+	 * not given */
+	const char *storage;
+	double storage_rate, storage_lat;
+	int levels_given, clusters_given;
 	uint32_t clusters[BENCH_MAX_CLUSTERS];
 	int nclusters;
 	uint32_t ratio_cluster;		       /* --cluster for ratio/latency */

@@ -55,6 +55,14 @@ static const char bench_usage_text[] =
 	"                      advise 16M)\n"
 	"  --repeat N          repeat each run, report the median (1)\n"
 	"  --goal G            advise: size, seq, random or balanced\n"
+	"  --storage S         advise: where the image will be read from: a\n"
+	"                      file or device to measure, or a profile:\n"
+	"                      cloud-hdd, cloud-ssd, nvme, emmc, "
+	"registry-20ms\n"
+	"                      (default: measure the disk SOURCE is on)\n"
+	"  --storage-rate R    advise: its read rate in MB/s (overrides S)\n"
+	"  --storage-latency T advise: its latency per request, e.g. 20ms,\n"
+	"                      150us (overrides S)\n"
 	"  --csv FILE          one row per measured cell\n"
 	"  --json FILE         one record per measured cell\n"
 	"  --plot DIR          PNG charts (gnuplot)\n"
@@ -195,6 +203,8 @@ static void set_defaults(struct bench_opts *o)
 	bench_parse_dispatch("inline,queue,percpu", o);
 	bench_parse_loads("none,busy", o);
 	o->window = 16ull << 20;
+	o->storage_rate = -1;
+	o->storage_lat = -1;
 }
 
 /* above the CLI_OPT_* values of common.h */
@@ -216,8 +226,49 @@ enum {
 	O_REPEAT,
 	O_NODROP,
 	O_LOAD,
-	O_WINDOW
+	O_WINDOW,
+	O_STORAGE,
+	O_STORAGE_RATE,
+	O_STORAGE_LAT
 };
+
+/* "50", "50M", "50MB/s", "1.5G" -> MB/s (10^6 bytes); -1 on error. */
+static double parse_rate(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || !(v > 0))
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		v /= 1000, end++;
+	else if (*end == 'M')
+		end++;
+	else if (*end == 'G')
+		v *= 1000, end++;
+	if (!strcmp(end, "B/s") || !strcmp(end, "/s"))
+		end += strlen(end);
+	return *end ? -1 : v;
+}
+
+/* "20ms", "150us", "0.02s", "0" -> seconds; -1 on error. */
+static double parse_time(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v < 0)
+		return -1;
+	if (!strcmp(end, "s"))
+		return v;
+	if (!strcmp(end, "ms"))
+		return v / 1e3;
+	if (!strcmp(end, "us"))
+		return v / 1e6;
+	if (!strcmp(end, "ns"))
+		return v / 1e9;
+	return !*end && v == 0 ? 0 : -1;
+}
 
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
@@ -241,6 +292,9 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		{ "load", 1, NULL, O_LOAD },
 		CLI_ENGINE_OPTS,
 		{ "window", 1, NULL, O_WINDOW },
+		{ "storage", 1, NULL, O_STORAGE },
+		{ "storage-rate", 1, NULL, O_STORAGE_RATE },
+		{ "storage-latency", 1, NULL, O_STORAGE_LAT },
 		{ "quiet", 0, NULL, 'q' },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -330,6 +384,32 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 				return cli_usage_error(
 					BENCH_CMD,
 					"--clusters: powers of two, 4K..1M");
+			o->clusters_given = 1;
+			break;
+		case O_STORAGE:
+			if (!*optarg)
+				return cli_usage_error(
+					BENCH_CMD,
+					"--storage: a file, a device or a "
+					"profile (cloud-hdd, cloud-ssd, "
+					"nvme, emmc, registry-20ms)");
+			o->storage = optarg;
+			break;
+		case O_STORAGE_RATE:
+			o->storage_rate = parse_rate(optarg);
+			if (o->storage_rate <= 0)
+				return cli_usage_error(
+					BENCH_CMD,
+					"--storage-rate: MB/s > 0, e.g. 50 "
+					"or 1.5G");
+			break;
+		case O_STORAGE_LAT:
+			o->storage_lat = parse_time(optarg);
+			if (o->storage_lat < 0 || o->storage_lat > 60)
+				return cli_usage_error(
+					BENCH_CMD,
+					"--storage-latency: a time up to 60s "
+					"with its unit, e.g. 20ms or 150us");
 			break;
 		case O_CLUSTER:
 			if (parse_clusters(optarg, one, &n) || n != 1)
@@ -350,6 +430,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 				return cli_usage_error(
 					BENCH_CMD,
 					"--levels: e.g. \"zstd:3,9 lzma:6\"");
+			o->levels_given = 1;
 			break;
 		case O_BS:
 			o->bs = (uint32_t)parse_size(optarg);
@@ -512,6 +593,11 @@ int cmd_bench(int argc, char **argv)
 				       argv[optind]);
 	if (o.path && strcmp(mode, "read"))
 		return cli_usage_error(BENCH_CMD, "--path works with read");
+	if ((o.storage || o.storage_rate > 0 || o.storage_lat >= 0) &&
+	    strcmp(mode, "advise"))
+		return cli_usage_error(BENCH_CMD,
+				       "--storage, --storage-rate and "
+				       "--storage-latency work with advise");
 	if (!source && !o.path)
 		return cli_usage_error(BENCH_CMD, "missing SOURCE");
 	if (!strcmp(mode, "advise") && !size_given(argc, argv))
@@ -544,7 +630,9 @@ int cmd_bench(int argc, char **argv)
 		err = run_modes(&o, mode, &src, &res);
 	if (o.csv && res.n && bench_write_csv(o.csv, &res))
 		err = err ? err : -EIO;
-	if (o.json && res.n && bench_write_json(o.json, &res))
+	/* advise writes its own JSON: the whole table and the pick */
+	if (o.json && res.n && strcmp(mode, "advise") &&
+	    bench_write_json(o.json, &res))
 		err = err ? err : -EIO;
 	if (o.plot && res.n)
 		bench_plot(o.plot, &res, o.quiet);
