@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+# Bash completion for ezfs: subcommands, each command's options (read from
+# `ezfs COMMAND --help` the first time they are asked for) and, for ls,
+# stat, cat and extract, paths inside the image (`ezfs ls -l IMAGE DIR` of
+# the directory typed so far). Installed as
+# share/bash-completion/completions/ezfs; works without bash-completion
+# too (source this file).
+
+# _ezfs_opt_tokens: the option names in a help text on stdin, one a line:
+# "--tar=f" gives --tar, "--[no-]xattrs" gives --xattrs and --no-xattrs,
+# "--ovlfs-strip[=0|1]" gives --ovlfs-strip.
+_ezfs_opt_tokens()
+{
+	local t
+	grep -oE "(^|[][[:space:](,|'\"])--?[A-Za-z[][][A-Za-z0-9_|[-]*" |
+		sed -E 's/^[^-]+//; s/\[=[^]]*\]//g; s/=.*//' |
+		while IFS= read -r t; do
+			_ezfs_expand "$t"
+		done | sort -u
+}
+
+# _ezfs_expand TOKEN: each spelling of TOKEN's first [A|B] group (A, B or
+# nothing), recursively; a bare "-x|--y" gives both.
+_ezfs_expand()
+{
+	local t=$1 head rest alt alts
+	while [[ $t == *']' && $t != *'['* ]]; do t=${t%]}; done
+	if [[ $t =~ ^([^[]*)\[([^]]*)\](.*)$ ]]; then
+		head=${BASH_REMATCH[1]} alts=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
+		_ezfs_expand "$head$rest"
+		IFS='|' read -ra alt <<<"$alts"
+		for alts in "${alt[@]}"; do
+			_ezfs_expand "$head$alts$rest"
+		done
+		return
+	fi
+	IFS='|' read -ra alt <<<"$t"
+	for t in "${alt[@]}"; do
+		t=${t%%[!A-Za-z0-9_-]*}
+		[[ $t == -[A-Za-z]* || $t == --[A-Za-z]* ]] && printf '%s\n' "$t"
+	done
+}
+
+# _ezfs_options EZFS CMD: the options of `EZFS CMD` (CMD empty: of EZFS
+# itself), cached for the shell's lifetime.
+declare -gA _ezfs_opt_cache 2>/dev/null || declare -A _ezfs_opt_cache
+_ezfs_options()
+{
+	local key="$1 $2"
+	if [ -z "${_ezfs_opt_cache[$key]+set}" ]; then
+		# shellcheck disable=SC2086  # CMD may be empty on purpose
+		_ezfs_opt_cache[$key]=$("$1" $2 --help 2>&1 </dev/null | _ezfs_opt_tokens)
+	fi
+	printf '%s\n' "${_ezfs_opt_cache[$key]}"
+}
+
+# _ezfs_commands EZFS: the subcommands listed under "Commands:" in its help.
+_ezfs_commands()
+{
+	"$1" --help 2>/dev/null </dev/null |
+		sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z0-9-]*\).*/\1/p'
+}
+
+# _ezfs_image_paths EZFS IMAGE CUR: COMPREPLY gets the entries of the
+# image's directory named by CUR's part up to its last '/' that start with
+# the rest; directories end in '/'. "/d" and "d" both mean the root's d.
+_ezfs_image_paths()
+{
+	local ezfs=$1 img=$2 cur=${3//\\/} dir= base line name
+	[ -f "$img" ] || [ -b "$img" ] || return 0
+	if [[ $cur == */* ]]; then
+		dir=${cur%/*}/
+	fi
+	base=${cur##*/}
+	while IFS= read -r line; do
+		# mode links uid gid size date time UTC name[ -> target]
+		[[ $line =~ ^([^[:space:]]+)([[:space:]]+[^[:space:]]+){6}[[:space:]]+UTC[[:space:]](.*)$ ]] ||
+			continue
+		name=${BASH_REMATCH[3]}
+		[[ ${BASH_REMATCH[1]} == l* ]] && name=${name% -> *}
+		[[ $name == "$base"* ]] || continue
+		[[ ${BASH_REMATCH[1]} == d* ]] && name+=/
+		COMPREPLY+=("$(printf '%q' "$dir$name")")
+	done < <("$ezfs" ls -l "$img" "${dir:-/}" 2>/dev/null </dev/null)
+	# a directory goes on to its entries: no space after it
+	if [[ ${COMPREPLY[*]} == */* ]] && type compopt &>/dev/null; then
+		compopt -o nospace 2>/dev/null
+	fi
+	return 0
+}
+
+# _ezfs_takes_value CMD WORD: WORD is an option of CMD whose value is the
+# next word.
+_ezfs_takes_value()
+{
+	case $2 in
+	--jobs | --workers | --accel | --dispatch | --log | --goal | --load | \
+		--algs | --levels | --engines | --clusters | --cluster | --bs | \
+		--size | --runtime | --repeat | --io-share | --window | --csv | \
+		--json | --plot | --path)
+		return 0
+		;;
+	esac
+	case $1:$2 in
+	mkfs:-[zCbTULxEdj] | fsck:-j | extract:-j | mount:-o | accel:-[ensr])
+		return 0
+		;;
+	esac
+	return 1
+}
+
+_ezfs()
+{
+	local cur prev words cword
+	if declare -F _get_comp_words_by_ref >/dev/null; then
+		_get_comp_words_by_ref -n =: cur prev words cword
+	else
+		words=("${COMP_WORDS[@]}") cword=$COMP_CWORD
+		cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	fi
+	COMPREPLY=()
+	local ezfs=${words[0]/#\~/$HOME} cmd= i n=0 args=()
+	command -v "$ezfs" >/dev/null 2>&1 || ezfs=ezfs
+
+	# The subcommand: the first word after ezfs' own options; then its
+	# operands (not options, nor the value after an option that takes one).
+	for ((i = 1; i < cword; i++)); do
+		if [[ -z $cmd ]]; then
+			[[ ${words[i]} == -* ]] || cmd=${words[i]}
+		elif _ezfs_takes_value "$cmd" "${words[i]}"; then
+			((i++))
+		elif [[ ${words[i]} != -* ]]; then
+			args+=("${words[i]}")
+		fi
+	done
+	if [[ -z $cmd ]]; then
+		if [[ $cur == -* ]]; then
+			mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_options "$ezfs" '')" -- "$cur")
+		else
+			mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_commands "$ezfs")" -- "$cur")
+		fi
+		return 0
+	fi
+	if [[ $cmd == help ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_commands "$ezfs")" -- "$cur")
+		return 0
+	fi
+	if [[ $cur == -* ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_options "$ezfs" "$cmd")" -- "$cur")
+		return 0
+	fi
+	# The value of an option: a file name where it names one, else nothing.
+	if _ezfs_takes_value "$cmd" "$prev"; then
+		case $prev in
+		--log | --csv | --json | --plot | --path)
+			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+			type compopt &>/dev/null && compopt -o filenames 2>/dev/null
+			;;
+		esac
+		return 0
+	fi
+	n=${#args[@]}
+	case $cmd in
+	accel)
+		if ((n == 0)); then
+			mapfile -t COMPREPLY < <(compgen -W "list stats set bench" -- "$cur")
+			return 0
+		fi
+		;;
+	bench)
+		if ((n == 0)); then
+			mapfile -t COMPREPLY < <(compgen -W "read ratio latency all advise" -- "$cur")
+			return 0
+		fi
+		;;
+	ls | stat)
+		if ((n == 1)); then
+			_ezfs_image_paths "$ezfs" "${args[0]}" "$cur"
+			return 0
+		fi
+		;;
+	cat)
+		if ((n >= 1)); then
+			_ezfs_image_paths "$ezfs" "${args[0]}" "$cur"
+			return 0
+		fi
+		;;
+	extract)
+		if ((n == 1)); then
+			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+			type compopt &>/dev/null && compopt -o filenames 2>/dev/null
+			return 0
+		elif ((n == 2)); then
+			_ezfs_image_paths "$ezfs" "${args[0]}" "$cur"
+			return 0
+		fi
+		;;
+	esac
+	# Images, directories, tar files: the file system's names.
+	mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+	type compopt &>/dev/null && compopt -o filenames 2>/dev/null
+	return 0
+}
+complete -F _ezfs ezfs

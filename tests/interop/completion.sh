@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# completion/ezfs.bash, sourced into a fresh bash (alone, and after
+# bash-completion's own script when it is installed): COMPREPLY for a
+# subcommand prefix, an option prefix of a command (read from its --help),
+# the image's directory entries after `ezfs ls IMG` and a path prefix inside
+# the image (`ezfs ls IMG DIR` of the typed directory), for ls, stat, cat
+# and extract's third operand, on a fixture image.
+#
+# usage: EZFS_BIN=build/tools/ezfs/ezfs tests/interop/completion.sh
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+t_init
+t_need_fixtures
+comp=$SRC/completion/ezfs.bash
+[ -f "$comp" ] || { t_fail "no $comp"; t_done; }
+
+fixture=${1:-lz4-4k}
+t_fixture_unpack "$fixture" || t_done
+img=$TMP/$fixture.img
+# An entry of the image's root that is a directory, and one of its entries.
+dir=$("$EZFS" ls -l "$img" / | awk '/^d/ { print $NF; exit }')
+sub=$("$EZFS" ls "$img" "/$dir" | head -n 1)
+[ -n "$dir" ] && [ -n "$sub" ] ||
+	{ t_fail "$fixture: no directory with an entry at the root"; t_done; }
+
+# complete PRELOAD WORD...: COMPREPLY, one a line, when the last WORD is
+# being completed in a bash that sourced PRELOAD (or nothing) then ezfs.bash.
+complete_words() {
+	local pre=$1
+	shift
+	PRE=$pre COMP=$comp EZFS_DIR=$(dirname "$EZFS") bash --norc --noprofile -c '
+		[ -n "$PRE" ] && . "$PRE"
+		. "$COMP" || exit 9
+		PATH=$EZFS_DIR:$PATH
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		COMP_LINE="$*"
+		COMP_POINT=${#COMP_LINE}
+		COMPREPLY=()
+		_ezfs ezfs "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		printf "%s\n" "${COMPREPLY[@]}"
+	' bash "$@" 2>"$TMP/comp.err"
+}
+
+# want WHAT EXPECTED GOT: EXPECTED (lines) are all in GOT, and GOT has
+# nothing that does not start with PREFIX ($4, optional).
+want() {
+	local what=$1 exp=$2 got=$3 prefix=${4:-} l ok=1
+	while IFS= read -r l; do
+		grep -qxF -- "$l" <<<"$got" || { ok=0; echo "  missing: $l"; }
+	done <<<"$exp"
+	if [ -n "$prefix" ]; then
+		while IFS= read -r l; do
+			[ -z "$l" ] || [[ $l == "$prefix"* ]] || { ok=0; echo "  not $prefix...: $l"; }
+		done <<<"$got"
+	fi
+	if [ $ok = 1 ]; then
+		t_pass "$what"
+	else
+		t_fail "$what; got: $(tr '\n' ' ' <<<"$got" | head -c 300) $(head -c 200 "$TMP/comp.err")"
+	fi
+}
+
+preloads=("")
+bc=/usr/share/bash-completion/bash_completion
+if [ -f "$bc" ]; then
+	preloads+=("$bc")
+else
+	echo "SKIP: with bash-completion loaded (not installed: $bc)"
+fi
+for pre in "${preloads[@]}"; do
+	w=${pre:+" (after bash-completion)"}
+	got=$(complete_words "$pre" ezfs ex)
+	want "subcommand prefix 'ex'$w" extract "$got" ex
+	got=$(complete_words "$pre" ezfs m)
+	want "subcommand prefix 'm'$w" "$(printf 'mkfs\nmount')" "$got" m
+	got=$(complete_words "$pre" ezfs --ver)
+	want "ezfs' own option prefix '--ver'$w" --version "$got" --ver
+	got=$(complete_words "$pre" ezfs ls --rec)
+	want "ls option prefix '--rec'$w" --recursive "$got" --rec
+	got=$(complete_words "$pre" ezfs mkfs --fs-config)
+	want "mkfs option prefix '--fs-config'$w" \
+		"$(printf -- '--fs-config-file\n--fs-config-missing')" "$got" --fs-config
+	got=$(complete_words "$pre" ezfs fsck --no)
+	want "fsck option prefix '--no'$w" "$(printf -- '--no-data\n--no-preserve')" "$got" --no
+	got=$(complete_words "$pre" ezfs ls "$img" "")
+	want "ls IMG <tab>: the root's entries$w" "$dir/" "$got"
+	got=$(complete_words "$pre" ezfs ls "$img" "/${dir:0:2}")
+	want "ls IMG /${dir:0:2}<tab>$w" "/$dir/" "$got" "/${dir:0:2}"
+	got=$(complete_words "$pre" ezfs stat -e "$img" "$dir/${sub:0:1}")
+	want "stat -e IMG $dir/${sub:0:1}<tab>$w" "$dir/$sub" "$got" "$dir/${sub:0:1}"
+	got=$(complete_words "$pre" ezfs cat "$img" /x /"$dir"/)
+	want "cat IMG /x /$dir/<tab>$w" "/$dir/$sub" "$got" "/$dir/"
+	got=$(complete_words "$pre" ezfs extract -j 2 "$img" "$TMP/out" "/$dir/")
+	want "extract -j 2 IMG DIR /$dir/<tab>$w" "/$dir/$sub" "$got" "/$dir/"
+	got=$(complete_words "$pre" ezfs ls "$img" /no-such-dir/)
+	want "ls IMG /no-such-dir/<tab>: nothing$w" "" "$got" /no-such-dir/
+	got=$(complete_words "$pre" ezfs accel s)
+	want "accel s<tab>$w" "$(printf 'set\nstats')" "$got" s
+done
+t_done

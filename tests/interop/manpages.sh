@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The manual pages (man/*.1.scd) against the commands they describe, both
+# read now, not at configure time:
+#  - every command has a page: ezfs (ezfs.1), each subcommand listed under
+#    "Commands:" in `ezfs --help` (ezfs-CMD.1) and the compat names beside
+#    the binary (ezfs-mkfs.erofs.1 ...);
+#  - scdoc turns each page into roff, and `man --warnings -l` renders it at
+#    80 columns with nothing on stderr;
+#  - the options a page names (tokens like -x, --foo, --[no-]bar, read from
+#    the rendered page) are the options its command's --help names, no more
+#    and no fewer. --help and -h are left out on both sides: every command
+#    takes them and ezfs(1) says so once.
+#
+# usage: EZFS_BIN=build/tools/ezfs/ezfs tests/interop/manpages.sh
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+t_init
+t_need_cmd scdoc man python3 col
+
+man_dir=$SRC/man
+bindir=$(dirname "$EZFS")
+
+# The option tokens of a text on stdin, one a line, sorted.
+tokens() {
+	python3 -c '
+import re, sys
+
+def expand(t):
+    """Each spelling of t: "[A|B]" groups give A, B or nothing."""
+    m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)$", t)
+    if not m:
+        return t.split("|")
+    out = []
+    for alt in [""] + m.group(2).split("|"):
+        out += expand(m.group(1) + alt + m.group(3))
+    return out
+
+text = sys.stdin.read()
+for c in "\u2010\u2011\u2012\u2013\u2212":
+    text = text.replace(c, "-")
+seen = set()
+pat = r"(?<![\w./=+-])(--[A-Za-z\[][\w\[\]|-]*|-[A-Za-z][A-Za-z0-9]*)"
+for m in re.finditer(pat, text):
+    t = m.group(1)
+    while t.endswith("]") and t.count("]") > t.count("["):
+        t = t[:-1]
+    t = re.sub(r"\[=[^\]]*\]", "", t).split("=")[0]
+    for s in expand(t):
+        s = s.rstrip("-")
+        if re.match(r"^(--[A-Za-z][\w-]*|-[A-Za-z][A-Za-z0-9]*)$", s):
+            seen.add(s)
+seen -= {"--help", "-h"}
+print("\n".join(sorted(seen)))
+'
+}
+
+# Render PAGE.1 (roff) at WIDTH columns as plain text; warnings to stderr.
+render() {
+	MANWIDTH=$2 LC_ALL=C.UTF-8 MAN_KEEP_FORMATTING= man --warnings -l "$1" | col -bx
+}
+
+cmds=()
+while IFS= read -r c; do
+	[ "$c" = help ] || cmds+=("$c")
+done < <("$EZFS" --help 2>&1 | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z0-9-]*\).*/\1/p')
+if [ ${#cmds[@]} -lt 5 ]; then
+	t_fail "ezfs --help lists ${#cmds[@]} commands under 'Commands:'"
+	t_done
+fi
+
+# page name -> the command line whose --help it documents
+declare -A runs=([ezfs]="$EZFS")
+for c in "${cmds[@]}"; do
+	runs[ezfs-$c]="$EZFS $c"
+done
+for n in mkfs.erofs fsck.erofs dump.erofs; do
+	if [ -x "$bindir/$n" ]; then
+		runs[ezfs-$n]="$bindir/$n"
+	else
+		t_fail "no $n beside $EZFS"
+	fi
+done
+
+for page in $(printf '%s\n' "${!runs[@]}" | sort); do
+	scd=$man_dir/$page.1.scd
+	if [ ! -f "$scd" ]; then
+		t_fail "$page: no man page (man/$page.1.scd)"
+		continue
+	fi
+	if ! scdoc <"$scd" >"$TMP/$page.1" 2>"$TMP/$page.scdoc"; then
+		t_fail "$page: scdoc: $(head -c 300 "$TMP/$page.scdoc")"
+		continue
+	fi
+	render "$TMP/$page.1" 80 >"$TMP/$page.txt" 2>"$TMP/$page.warn"
+	if [ -s "$TMP/$page.warn" ] || [ ! -s "$TMP/$page.txt" ]; then
+		t_fail "$page: man --warnings -l at 80 columns: $(head -c 300 "$TMP/$page.warn")"
+	else
+		t_pass "$page: renders at 80 columns without warnings"
+	fi
+	# Wide enough that no option name is broken across lines (groff breaks
+	# lines after a hyphen).
+	render "$TMP/$page.1" 3000 2>/dev/null | tokens >"$TMP/$page.man-opts"
+	# shellcheck disable=SC2086  # the command line is words on purpose
+	${runs[$page]} --help 2>&1 </dev/null | tokens >"$TMP/$page.help-opts"
+	if [ ! -s "$TMP/$page.help-opts" ] && [ "$page" != ezfs-cat ]; then
+		t_fail "$page: no options read from '${runs[$page]} --help'"
+		continue
+	fi
+	if cmp -s "$TMP/$page.help-opts" "$TMP/$page.man-opts"; then
+		t_pass "$page: the page names the $(wc -l <"$TMP/$page.man-opts") options of --help"
+	else
+		t_fail "$page: options differ between '${runs[$page]##*/} --help' and the page:"
+		comm -23 "$TMP/$page.help-opts" "$TMP/$page.man-opts" | sed 's/^/  only in --help: /'
+		comm -13 "$TMP/$page.help-opts" "$TMP/$page.man-opts" | sed 's/^/  only in the page: /'
+	fi
+done
+
+# Pages that document no command any more.
+for scd in "$man_dir"/*.1.scd; do
+	page=$(basename "$scd" .1.scd)
+	[ -n "${runs[$page]+set}" ] || [ "$page" = ezfs-mount ] || [ "$page" = ezfs-umount ] ||
+		t_fail "$page: a man page for a command ezfs does not have"
+done
+t_done
