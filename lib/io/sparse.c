@@ -150,7 +150,7 @@ int ezi_sparse_probe(const struct ezfs_io *io)
 	uint8_t m[4];
 	int err;
 
-	if (io->size < SPARSE_HDR_MIN)
+	if (io->size < sizeof(m))
 		return 0;
 	err = piece_read(io, m, sizeof(m), 0);
 	if (err)

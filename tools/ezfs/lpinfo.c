@@ -117,6 +117,7 @@ int cmd_lpinfo(int argc, char **argv)
 		return err;
 	img = argv[optind];
 	p.log = log_cb;
+	p.verbose = EZFS_LOG_WARN;
 	p.log_arg = &lg;
 	err = ezfs_lp_open(img, &p, &lp);
 	if (err) {
