@@ -16,10 +16,12 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ezfs cat IMG PATH...\n"
+	fprintf(f, "usage: ezfs cat [--skip N] [--length N] IMG PATH...\n"
 		   "Write the contents of files of the image to stdout\n"
-		   "(symbolic links are followed inside the "
-		   "image).\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
+		   "(symbolic links are followed inside the image).\n"
+		   "  --skip N           start at byte N of each file\n"
+		   "  --length N         at most N bytes of each "
+		   "file\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
 }
 
 /* Write all of buf; returns 0, or -errno. */
@@ -96,7 +98,10 @@ static int resolve_follow(ezfs_image *fs, const char *path, ezfs_inode **out)
 
 int cmd_cat(int argc, char **argv)
 {
+	enum { OPT_SKIP = 1, OPT_LENGTH };
 	static const struct option opts[] = {
+		{ "skip", required_argument, NULL, OPT_SKIP },
+		{ "length", required_argument, NULL, OPT_LENGTH },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -106,10 +111,24 @@ int cmd_cat(int argc, char **argv)
 	struct cli_log lg = { 0 };
 	ezfs_image *fs;
 	char *buf;
+	uint64_t skip = 0, length = UINT64_MAX;
 	int c, i, ret, status = 0;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == OPT_SKIP || c == OPT_LENGTH) {
+			uint64_t *v = c == OPT_SKIP ? &skip : &length;
+			char *end;
+
+			errno = 0;
+			*v = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end || *optarg == '-')
+				return cli_usage_error(
+					"cat", "invalid --%s '%s'",
+					c == OPT_SKIP ? "skip" : "length",
+					optarg);
+			continue;
+		}
 		ret = cli_opt_other("cat", c, argv, usage);
 		if (ret >= 0)
 			return ret;
@@ -129,7 +148,7 @@ int cmd_cat(int argc, char **argv)
 	for (i = optind + 1; i < argc; i++) {
 		struct ezfs_stat st;
 		ezfs_inode *ino = NULL;
-		uint64_t off = 0;
+		uint64_t off = skip, end;
 
 		ret = resolve_follow(fs, argv[i], &ino);
 		if (ret < 0) {
@@ -146,10 +165,12 @@ int cmd_cat(int argc, char **argv)
 			status = 1;
 			continue;
 		}
-		while (off < st.size) {
-			size_t want = st.size - off < CAT_BUF
-					      ? (size_t)(st.size - off)
-					      : CAT_BUF;
+		end = length < st.size - (off < st.size ? off : st.size)
+			      ? off + length
+			      : st.size;
+		while (off < end) {
+			size_t want = end - off < CAT_BUF ? (size_t)(end - off)
+							  : CAT_BUF;
 			ssize_t n = ezfs_pread(ino, buf, want, off);
 
 			if (n <= 0) {
