@@ -15,6 +15,8 @@
 #                       dump.erofs -> ezfs in $(PREFIX)/sbin (they shadow
 #                       erofs-utils' tools earlier in PATH)
 #   make fuzz           tests/fuzz/run.sh (clang/libFuzzer), when it exists
+#   make deb            the Debian packages of the committed tree (HEAD) in
+#                       build-pkg/ (dpkg-buildpackage -us -uc -b)
 #   make clean          remove build/, build-asan/ and build-fuzz-clang/
 #
 # Variables: PREFIX, JOBS (ctest parallelism, default: nproc), CMAKE_ARGS.
@@ -30,7 +32,7 @@ TSAN_BUILD := build-tsan
 TSAN_TESTS := fixture\.|interop\.engines|unit\.engine|interop\.mount-stress|interop\.cli-edges
 CTEST := ctest --output-on-failure --timeout 1800 -j$(JOBS) -O ctest.log
 
-.PHONY: all build deps tools-present configure demo check test asan asan-test tsan install install-compat fuzz clean
+.PHONY: all build deps tools-present configure demo check test asan asan-test tsan install install-compat fuzz deb clean
 
 all: build
 
@@ -123,6 +125,17 @@ fuzz:
 	else \
 		echo "make fuzz: tests/fuzz/run.sh does not exist yet"; \
 	fi
+
+# The .debs of HEAD, built in a copy (git archive) so that the source tree
+# and its build folders stay as they are.
+DEB_OUT := build-pkg
+deb: deps
+	rm -rf $(DEB_OUT)
+	mkdir -p $(DEB_OUT)/ezfs
+	git archive HEAD | tar -x -C $(DEB_OUT)/ezfs
+	cd $(DEB_OUT)/ezfs && dpkg-checkbuilddeps && \
+		DEB_BUILD_OPTIONS="parallel=$(JOBS) $(DEB_BUILD_OPTIONS)" dpkg-buildpackage -us -uc -b
+	@ls -1 $(DEB_OUT)/*.deb
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz-clang
