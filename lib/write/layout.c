@@ -862,6 +862,128 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 	return r < 0 ? r : 0;
 }
 
+/*
+ * Multi-device images (tar indexes: 512-byte blocks full of small
+ * inodes): after placement, the free tail of a metadata block and the
+ * free room of the next one become one run across their boundary (the
+ * next block's units move to its end), and the last units of the area,
+ * while they may cross a block boundary (compact, no inline data, not
+ * compressed: the core stays in one block, indexes and xattrs may
+ * straddle, as readers allow), move into such runs. *endp shrinks.
+ */
+struct punit {
+	uint64_t off;
+	uint32_t len;
+	struct binode *in;
+};
+
+static int cmp_punit(const void *x, const void *y)
+{
+	const struct punit *a = x, *c = y;
+
+	return a->off < c->off ? -1 : a->off > c->off;
+}
+
+static bool crossable(const struct ezfs_builder *b, const struct binode *in)
+{
+	return in != b->inodes[0] && !in->extended && !in->z &&
+	       !unit_in_one_block(in);
+}
+
+static int pair_tails(struct ezfs_builder *b, uint64_t lo, uint64_t base,
+		      uint64_t meta_blkaddr, uint64_t *endp)
+{
+	uint64_t bs = b->blksz, end = *endp, nblk, k, n = 0, *rs, *re, nr = 0;
+	uint64_t first = lo >> b->blkszbits, split = base >> b->blkszbits;
+	struct punit *u;
+	size_t i, j, *bi, total;
+	int err = 0;
+
+	if (end <= lo)
+		return 0;
+	nblk = ((end - 1) >> b->blkszbits) - first + 1;
+	u = malloc(b->ninodes * sizeof(*u));
+	bi = calloc(nblk + 1, sizeof(*bi));
+	rs = malloc((nblk / 2 + 1) * sizeof(*rs));
+	re = malloc((nblk / 2 + 1) * sizeof(*re));
+	if (!u || !bi || !rs || !re) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < b->ninodes; i++)
+		if (b->inodes[i]->meta_off >= lo)
+			u[n++] = (struct punit){
+				.off = b->inodes[i]->meta_off,
+				.len = (b->inodes[i]->unit_size + 31) & ~31u,
+				.in = b->inodes[i],
+			};
+	qsort(u, n, sizeof(*u), cmp_punit);
+	total = n;
+	/* bi[k]: the first unit starting at or after block first + k */
+	for (i = 0, k = 0; k <= nblk; k++) {
+		while (i < n && (u[i].off >> b->blkszbits) < first + k)
+			i++;
+		bi[k] = i;
+	}
+	for (k = 0; k + 1 < nblk; k++) {
+		uint64_t b0 = (first + k) * bs, b1 = b0 + bs, used0, used1;
+		size_t a = bi[k], z = bi[k + 1], y = bi[k + 2];
+
+		/* two blocks of one buffer (the early blocks end at base),
+		 * each holding units, none crossing into or out of them */
+		if (first + k + 1 == split || a == z || z == y)
+			continue;
+		if (u[z - 1].off + u[z - 1].len > b1 ||
+		    u[y - 1].off + u[y - 1].len > b1 + bs ||
+		    (a && u[a - 1].off + u[a - 1].len > b0))
+			continue;
+		used0 = u[z - 1].off + u[z - 1].len;
+		for (used1 = 0, j = z; j < y; j++)
+			used1 += u[j].len;
+		if (used0 == b1 || used1 == bs)
+			continue;
+		/* the next block's units to its end, in their order */
+		for (i = y, used1 = b1 + bs; i > z; i--) {
+			used1 -= u[i - 1].len;
+			u[i - 1].off = used1;
+		}
+		rs[nr] = used0;
+		re[nr++] = used1;
+		k++;
+	}
+	/* the area's last units into the runs while they fit */
+	while (n && nr && crossable(b, u[n - 1].in)) {
+		uint64_t best = nr;
+
+		for (k = 0; k < nr; k++)
+			if (re[k] - rs[k] >= u[n - 1].len &&
+			    rs[k] + u[n - 1].len <= u[n - 1].off &&
+			    (best == nr || re[k] - rs[k] < re[best] - rs[best]))
+				best = k;
+		if (best == nr)
+			break;
+		u[n - 1].off = rs[best];
+		rs[best] += u[n - 1].len;
+		n--;
+	}
+	/* u[keep..total) moved into runs; all get their new place */
+	for (i = 0, end = lo; i < total; i++) {
+		u[i].in->meta_off = u[i].off;
+		u[i].in->nid = (u[i].off - (meta_blkaddr << b->blkszbits)) >>
+			       EROFS_ISLOTBITS;
+		if (i < n && u[i].off + u[i].len > end)
+			end = u[i].off + u[i].len;
+	}
+	/* a moved unit's end is in a run, below the area's end */
+	*endp = end > base ? end : base;
+out:
+	free(u);
+	free(bi);
+	free(rs);
+	free(re);
+	return err;
+}
+
 int ezi_bld_write_meta(struct ezfs_builder *b)
 {
 	uint64_t shared_end = b->shared_start + b->shared_len;
@@ -897,6 +1019,9 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 		err = place_inodes(b, g, base, meta_blkaddr, &end);
 	gaps_free(g);
 	free(g);
+	if (!err && b->devt_off)
+		err = pair_tails(b, meta_blkaddr ? base : gap0, base,
+				 meta_blkaddr, &end);
 	if (err)
 		return err;
 	if (b->inodes[0]->nid > 0xFFFF && !(b->p.flags & EZFS_BUILD_48BIT)) {
