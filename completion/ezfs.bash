@@ -98,12 +98,13 @@ _ezfs_takes_value()
 	--jobs | --workers | --accel | --dispatch | --log | --goal | --load | \
 		--algs | --levels | --engines | --clusters | --cluster | --bs | \
 		--size | --runtime | --repeat | --io-share | --window | --csv | \
-		--json | --plot | --path)
+		--json | --plot | --path | --device | --offset | --skip | --length | \
+		--storage | --storage-rate | --storage-latency | --slot)
 		return 0
 		;;
 	esac
 	case $1:$2 in
-	mkfs:-[zCbTULxEdj] | fsck:-j | extract:-j | mount:-o | accel:-[ensr])
+	mkfs:-[zCbTULxEdj] | fsck:-j | extract:-j | mount:-o | accel:-[ensr] | lpinfo:-s)
 		return 0
 		;;
 	esac
@@ -153,7 +154,7 @@ _ezfs()
 	# The value of an option: a file name where it names one, else nothing.
 	if _ezfs_takes_value "$cmd" "$prev"; then
 		case $prev in
-		--log | --csv | --json | --plot | --path)
+		--log | --csv | --json | --plot | --path | --device | --storage)
 			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 			type compopt &>/dev/null && compopt -o filenames 2>/dev/null
 			;;
