@@ -240,10 +240,11 @@ int ezi_dev_addr(ezfs_image *img, uint64_t nid, unsigned devid, uint64_t blk,
 		if (blk > limit || nblk > limit - blk) {
 			ezfs_err(img,
 				 "nid %llu: blocks %llu+%llu are beyond "
-				 "device %u (%llu blocks)",
+				 "device %u (%s: %llu blocks)",
 				 (unsigned long long)nid,
 				 (unsigned long long)blk,
 				 (unsigned long long)nblk, devid,
+				 d->path ? d->path : "in the image",
 				 (unsigned long long)limit);
 			return -EUCLEAN;
 		}

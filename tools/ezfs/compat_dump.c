@@ -380,6 +380,17 @@ static int dump_extents(ezfs_image *fs, ezfs_inode *ino,
 			return ret;
 		if (!e.llen || e.la + e.llen <= la)
 			return -EUCLEAN;
+		/* erofs-utils, as the kernel, ends a chunk at a block end */
+		if (st->layout == EZFS_LAYOUT_CHUNK_BASED) {
+			struct ezfs_sb_info si;
+			uint64_t r;
+
+			ezfs_get_sb_info(fs, &si);
+			r = (si.blksz - (e.llen & (si.blksz - 1))) &
+			    (si.blksz - 1);
+			e.llen += r;
+			e.plen += r;
+		}
 		off = e.pa;
 		dev = 0;
 		if ((e.flags & EZFS_EXTENT_MAPPED) &&

@@ -1,0 +1,219 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Multi-device images. (1) Debian's mkfs.erofs --blobdev=BLOB
+# --chunksize=4096: ezfs ls/cat/extract/fsck/info with --device BLOB
+# against the source tree and the kernel's mount (device=LOOP of BLOB),
+# fsck.erofs and dump.erofs --device through the compat names; no device,
+# a missing, short or extra one: one error line, non-zero exit. (2) The
+# committed tar index (tests/assets/tarindex: mkfs.erofs 1.9.3 --tar=i and
+# its tar): the index followed by its tar as one file (flat mode, as
+# containerd mounts it) and the index with --device TAR read exactly as
+# the committed kernel manifest and a live kernel mount; --offset; the
+# index alone or the pair cut short: one error line.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+t_init
+t_need_cmd zstd python3
+
+BIN=$(dirname "$EZFS")
+FSCK=$BIN/fsck.erofs
+DUMP=$BIN/dump.erofs
+MANIFEST=$SHARED/tools/manifest.py
+[ -f "$MANIFEST" ] || t_skip "no $MANIFEST (the shared tools)"
+KM=0
+t_can_kmount && KM=1 || echo "SKIP: kernel comparison (needs root, loop devices and erofs)"
+
+# mount IMG at DIR with extra device FILE through a loop device of it
+kmount_dev() {
+	local img=$1 dev=$2 dir=$3 loop
+	loop=$(losetup -f --show -r "$dev" 2>/dev/null) || return 1
+	LOOPS+=("$loop")
+	mkdir -p "$dir"
+	mount -t erofs -o loop,ro,device="$loop" "$img" "$dir" 2>/dev/null || return 1
+	T_MOUNTS+=("$dir")
+}
+LOOPS=()
+drop_loops() {
+	local l
+	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || true; done
+	LOOPS=()
+}
+trap 'drop_loops; t_cleanup' EXIT
+
+# t_fails_once WHAT PATTERN: the last t_run failed with one error line
+# matching PATTERN (extended regex) and printed nothing on stdout.
+fails_once() {
+	t_check "$1" 1 stderr "$2"
+	t_one_line "$1: one line" "$ERR"
+}
+
+# --- (1) mkfs.erofs --blobdev ----------------------------------------------
+if ! command -v mkfs.erofs >/dev/null; then
+	echo "SKIP: mkfs.erofs --blobdev part (no mkfs.erofs in PATH)"
+else
+	S=$TMP/src
+	mkdir -p "$S/d/e"
+	python3 - "$S" <<'EOF'
+import os, sys
+s = sys.argv[1]
+def w(p, b):
+    with open(os.path.join(s, p), "wb") as f:
+        f.write(b)
+w("small", b"a small file\n")
+w("empty", b"")
+w("page", bytes(range(256)) * 16)
+w("d/odd", bytes((i * 13 + 5) & 255 for i in range(10000)))
+w("d/e/big", b"".join(b"%08d: chunked data over many blocks\n" % i for i in range(8000)))
+w("d/same1", b"x" * 12288)
+w("d/same2", b"x" * 12288)
+with open(os.path.join(s, "sparse"), "wb") as f:
+    f.write(b"head")
+    f.seek(5 * 4096 + 17)
+    f.write(b"tail")
+os.symlink("d/e/big", os.path.join(s, "link"))
+EOF
+	IMG=$TMP/blob.img
+	BLOB=$TMP/blob.dev
+	t_run mkfs mkfs.erofs --blobdev="$BLOB" --chunksize=4096 "$IMG" "$S"
+	if [ "$RC" != 0 ]; then
+		t_fail "mkfs.erofs --blobdev rc=$RC: $(head -c 300 "$ERR")"
+	else
+		t_manifest "$S" --no-times >"$TMP/src.json"
+
+		t_run fsck "$EZFS" fsck --device "$BLOB" "$IMG"
+		t_check "blobdev: ezfs fsck --device" 0 stdout "0 problems"
+		t_run ls "$EZFS" ls -R --device "$BLOB" "$IMG"
+		t_check "blobdev: ezfs ls -R --device" 0 stdout "^big$"
+		t_run cat "$EZFS" cat --device "$BLOB" "$IMG" /d/e/big
+		t_expect "blobdev: ezfs cat --device /d/e/big is the source file" cmp -s "$OUT" "$S/d/e/big"
+		t_run info "$EZFS" info --device "$BLOB" "$IMG"
+		t_check "blobdev: ezfs info lists the device" 0 \
+			stdout "device 1 +tag '.*', blocks [0-9]+, uniaddr [0-9]+, file .*blob.dev \([0-9]+ bytes\)"
+		rm -rf "$TMP/x"
+		t_run extract "$EZFS" extract -q --device "$BLOB" "$IMG" "$TMP/x"
+		t_check "blobdev: ezfs extract --device" 0
+		t_manifest "$TMP/x" --no-times >"$TMP/x.json"
+		t_same_manifest "blobdev: extract against the source" "$TMP/src.json" "$TMP/x.json"
+
+		# erofs-utils' names
+		t_run cfsck "$FSCK" --device="$BLOB" "$IMG"
+		t_check "blobdev: fsck.erofs --device=BLOB" 0
+		t_run cdump "$DUMP" --device="$BLOB" --path=/d/e/big -e "$IMG"
+		t_check "blobdev: dump.erofs --device=BLOB -e" 0 stdout "# device 1" \
+			stdout "extents found"
+		if command -v dump.erofs >/dev/null; then
+			# Debian's own dump.erofs, same extents
+			t_run deb dump.erofs --device="$BLOB" --path=/d/e/big -e "$IMG"
+			if [ "$RC" = 0 ]; then
+				grep -E '^ +[0-9]+:' "$OUT" | tr -s ' ' >"$TMP/deb.ext"
+				grep -E '^ +[0-9]+:' "$TMP/cdump.out" | tr -s ' ' >"$TMP/our.ext"
+				t_expect "blobdev: dump.erofs -e as Debian's" cmp -s "$TMP/deb.ext" "$TMP/our.ext"
+			else
+				echo "SKIP: Debian's dump.erofs --device rc=$RC"
+			fi
+		fi
+
+		# hostile: no device, a missing one, a short one, one too many
+		t_run nodev "$EZFS" ls "$IMG"
+		fails_once "blobdev: no --device" "blob.img: needs extra device 1 .*--device"
+		t_run missing "$EZFS" cat --device "$TMP/nonexistent" "$IMG" /small
+		fails_once "blobdev: a missing device file" "blob.img: device 1: .*nonexistent: No such file"
+		t_run extra "$EZFS" ls --device "$BLOB" --device "$BLOB" "$IMG"
+		fails_once "blobdev: two devices for one" "2 device file\(s\) given, the image has 1"
+		head -c 8192 "$BLOB" >"$TMP/short.dev"
+		t_run short "$EZFS" cat --device "$TMP/short.dev" "$IMG" /d/e/big
+		t_check "blobdev: a short device: an error naming it" 1 \
+			stderr "blob.img: nid [0-9]+: blocks [0-9]+\+[0-9]+ are beyond device 1 \(.*short.dev: 2 blocks\)"
+		t_run shortfsck "$EZFS" fsck --device "$TMP/short.dev" "$IMG"
+		t_check "blobdev: fsck of a short device" 1 \
+			stderr "nid [0-9]+ \(/[^)]*\): extent map at 0" \
+			stderr "are beyond device 1 \(.*short.dev: 2 blocks\)"
+
+		if [ $KM = 1 ]; then
+			if kmount_dev "$IMG" "$BLOB" "$TMP/km"; then
+				t_manifest "$TMP/km" >"$TMP/k.json"
+				t_kumount "$TMP/km"
+				t_manifest "$TMP/x" >"$TMP/x.json"
+				t_same_manifest "blobdev: extract against the kernel (device=LOOP)" "$TMP/k.json" "$TMP/x.json"
+			else
+				t_fail "blobdev: the kernel refused device=LOOP"
+			fi
+			drop_loops
+		fi
+		rm -rf "$TMP/x"
+	fi
+fi
+
+# --- (2) the tar index -------------------------------------------------------
+TI=$SRC/tests/assets/tarindex
+IDX=$TMP/idx.erofs
+TAR=$TMP/layer.tar
+BOTH=$TMP/both
+zstd -q -d -c "$TI/idx.erofs.zst" >"$IDX"
+zstd -q -d -c "$TI/layer.tar.zst" >"$TAR"
+cat "$IDX" "$TAR" >"$BOTH"
+WANT=$TI/idx.manifest.jsonl
+
+check_view() { # WHAT IMG [--device F...]: fsck, extract, manifest
+	local what=$1 img=$2
+	shift 2
+	t_run fsck "$EZFS" fsck "$@" "$img"
+	t_check "$what: ezfs fsck" 0 stdout "0 problems"
+	rm -rf "$TMP/x"
+	t_run extract "$EZFS" extract -q "$@" "$img" "$TMP/x"
+	t_check "$what: ezfs extract" 0
+	t_manifest "$TMP/x" >"$TMP/x.json"
+	t_same_manifest "$what: as the kernel shows it" "$WANT" "$TMP/x.json"
+	rm -rf "$TMP/x"
+}
+check_view "tar index + tar as one file (flat)" "$BOTH"
+check_view "tar index --device layer.tar" "$IDX" --device "$TAR"
+t_run cat "$EZFS" cat "$BOTH" /dir/lines.txt
+t_check "flat: ezfs cat" 0 stdout "^line 01999 of a file"
+t_run cfsck "$FSCK" "$BOTH"
+t_check "flat: fsck.erofs" 0
+t_run cfsck "$FSCK" --device="$TAR" "$IDX"
+t_check "tar index: fsck.erofs --device=layer.tar" 0
+t_run info "$EZFS" info "$BOTH"
+t_check "flat: ezfs info shows the device in the image" 0 \
+	stdout "device 1 +tag '', blocks [0-9]+, uniaddr 4, in the image \(flat\)"
+
+# the image at an offset: extra devices keep their own start
+head -c 3072 /dev/zero | cat - "$BOTH" >"$TMP/at3072"
+t_run off "$EZFS" cat --offset 3072 "$TMP/at3072" /hello.txt
+t_check "flat at --offset 3072: ezfs cat" 0 stdout "^hello, tar index$"
+head -c 1536 /dev/zero | cat - "$IDX" >"$TMP/idx3072"
+t_run offdev "$EZFS" cat --offset 1536 --device "$TAR" "$TMP/idx3072" /dir/odd.bin
+tar -xOf "$TAR" ./dir/odd.bin >"$TMP/odd.want"
+t_expect "--offset with --device: ezfs cat is the tar's file" cmp -s "$OUT" "$TMP/odd.want"
+t_run cdump "$DUMP" --offset=3072 "$TMP/at3072"
+t_check "dump.erofs --offset=3072" 0 stdout "Filesystem"
+
+# hostile: the index alone, the pair cut short, a short tar
+t_run alone "$EZFS" ls "$IDX"
+fails_once "tar index alone" "idx.erofs: extra device 1 .* should be at blocks 4\.\.[0-9]+ of the image, which ends at block 4: give it with --device"
+head -c $(($(stat -c %s "$BOTH") - 70000)) "$BOTH" >"$TMP/cut"
+t_run cut "$EZFS" fsck "$TMP/cut"
+fails_once "flat pair cut short" "cut: extra device 1 .* should be at blocks"
+head -c 20000 "$TAR" >"$TMP/short.tar"
+t_run shorttar "$EZFS" ls --device "$TMP/short.tar" "$IDX"
+fails_once "a short tar" "device 1: .*short.tar: 20000 bytes, the device table says [0-9]+ blocks of 512 bytes"
+
+if [ $KM = 1 ]; then
+	if t_kmount "$BOTH" "$TMP/km"; then
+		t_manifest "$TMP/km" >"$TMP/k.json"
+		t_kumount "$TMP/km"
+		t_same_manifest "flat: the kernel mount as the committed manifest" "$WANT" "$TMP/k.json"
+	else
+		t_fail "the kernel refused the index + tar"
+	fi
+	if kmount_dev "$IDX" "$TAR" "$TMP/km"; then
+		t_manifest "$TMP/km" >"$TMP/k.json"
+		t_kumount "$TMP/km"
+		t_same_manifest "tar index: the kernel mount with device=LOOP" "$WANT" "$TMP/k.json"
+	else
+		t_fail "the kernel refused the index with device=LOOP"
+	fi
+	drop_loops
+fi
+t_done
