@@ -40,7 +40,7 @@ text = sys.stdin.read()
 for c in "\u2010\u2011\u2012\u2013\u2212":
     text = text.replace(c, "-")
 seen = set()
-pat = r"(?<![\w./=+-])(--[A-Za-z\[][\w\[\]|-]*|-[A-Za-z][A-Za-z0-9]*)"
+pat = r"(?<![\w./=+-])(--[A-Za-z\[][\w\[\]|=-]*|-[A-Za-z][A-Za-z0-9]*)"
 for m in re.finditer(pat, text):
     t = m.group(1)
     while t.endswith("]") and t.count("]") > t.count("["):
