@@ -55,6 +55,11 @@ struct ezfs_mount_params {
 	ezfs_log_fn log;	   /* NULL: silent */
 	void *log_arg;
 	unsigned verbose; /* log level threshold: 0 = errors only */
+	/* The extra devices of a multi-device image (-o device=FILE, once
+	 * per device in device-table order): ndevices file names, each NUL
+	 * terminated, back to back; none: read from the image (flat). */
+	char devices[4096];
+	unsigned ndevices;
 };
 
 typedef struct ezfs_mount ezfs_mount;
@@ -69,11 +74,12 @@ EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
  * too), uid=N, gid=N, accel=SPEC (an engine spec of
  * include/ezfs/engine.h with '+' for ',': deflate=isal+libdeflate),
  * dispatch=inline|queue[:N]|percpu, prefetch=0|1, readahead=auto|0|SIZE,
- * ro. Anything else (rw included): -EINVAL and a one-line reason in err
- * (which may be NULL; errsize 0 leaves it untouched). Options before the
- * bad one are applied. opts NULL or "" is 0. Out of memory is -EINVAL too,
- * with "out of memory" in err. p must be a whole struct of this header,
- * from ezfs_mount_params_init (its size is not checked).
+ * device=FILE (repeatable: appended to p->devices), ro. Anything else (rw
+ * included): -EINVAL and a one-line reason in err (which may be NULL; errsize 0
+ * leaves it untouched). Options before the bad one are applied. opts NULL or ""
+ * is 0. Out of memory is -EINVAL too, with "out of memory" in err. p must be a
+ * whole struct of this header, from ezfs_mount_params_init (its size is not
+ * checked).
  */
 EZFS_API int ezfs_mount_parse_options(struct ezfs_mount_params *p,
 				      const char *opts, char *err,

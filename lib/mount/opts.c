@@ -122,6 +122,19 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 		if (parse_size(val, true, &v))
 			return fail(err, errsize, "bad offset '%s'", val);
 		p->offset = v;
+	} else if (!strcmp(opt, "device")) {
+		size_t used = 0, n;
+
+		NEED_VAL();
+		for (unsigned i = 0; i < p->ndevices; i++)
+			used += strlen(p->devices + used) + 1;
+		n = strlen(val) + 1;
+		if (n > sizeof(p->devices) - used || p->ndevices >= 256)
+			return fail(err, errsize,
+				    "too many or too long device= "
+				    "options");
+		memcpy(p->devices + used, val, n);
+		p->ndevices++;
 	} else if (!strcmp(opt, "uid") || !strcmp(opt, "gid")) {
 		NEED_VAL();
 		if (parse_size(val, false, &v) || v > 0xfffffffeULL)

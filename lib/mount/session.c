@@ -151,9 +151,17 @@ static int check_mountpoint(struct ezfs_mount *m, const char *path)
 static int open_image(struct ezfs_mount *m, const struct ezfs_mount_params *p)
 {
 	struct ezfs_open_params op;
+	const char *devs[256];
+	const char *d = p->devices;
 	int err;
 
 	ezfs_open_params_init(&op);
+	for (unsigned i = 0; i < p->ndevices && i < 256; i++) {
+		devs[i] = d;
+		d += strlen(d) + 1;
+	}
+	op.devices = devs;
+	op.ndevices = p->ndevices < 256 ? p->ndevices : 256;
 	op.log = img_log;
 	op.log_arg = m;
 	op.offset = p->offset;

@@ -199,6 +199,24 @@ head -c 20000 "$TAR" >"$TMP/short.tar"
 t_run shorttar "$EZFS" ls --device "$TMP/short.tar" "$IDX"
 fails_once "a short tar" "device 1: .*short.tar: 20000 bytes, the device table says [0-9]+ blocks of 512 bytes"
 
+# ezfs mount -o device=FILE (FUSE), where it can run
+if t_is_root && [ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null &&
+	! "$EZFS" mount --help 2>&1 | grep -q "without FUSE"; then
+	MP=$TMP/fm
+	if t_fuse_start "$IDX" "$TMP/fuse.log" -o device="$TAR"; then
+		t_manifest "$MP" >"$TMP/f.json"
+		t_fuse_stop || t_fail "ezfs umount"
+		T_PIDS=()
+		t_same_manifest "ezfs mount -o device=layer.tar" "$WANT" "$TMP/f.json"
+	else
+		t_fail "ezfs mount -o device=layer.tar: $(head -c 300 "$TMP/fuse.log")"
+	fi
+	t_run fm "$EZFS" mount -f -o device="$TAR",device="$TAR" "$IDX" "$MP"
+	fails_once "ezfs mount with two devices for one" "2 device file\(s\) given, the image has 1"
+else
+	echo "SKIP: ezfs mount -o device= (needs root, /dev/fuse and FUSE support)"
+fi
+
 if [ $KM = 1 ]; then
 	if t_kmount "$BOTH" "$TMP/km"; then
 		t_manifest "$TMP/km" >"$TMP/k.json"
