@@ -190,11 +190,23 @@ int ezi_devices_init(ezfs_image *img, const struct ezfs_open_params *p,
 		return -EINVAL;
 	if (!n)
 		return 0;
+	if ((uint64_t)slotoff * sizeof(struct erofs_deviceslot) +
+		    (uint64_t)n * sizeof(struct erofs_deviceslot) >
+	    img->io.size) {
+		ezfs_err(img,
+			 "device table (%u slots at byte %llu) beyond the end "
+			 "of the image",
+			 n,
+			 (unsigned long long)slotoff *
+				 sizeof(struct erofs_deviceslot));
+		return -EUCLEAN;
+	}
 	img->ndevs = n;
-	img->devmask = 1;
-	while (img->devmask < n + 1)
-		img->devmask <<= 1;
-	img->devmask--;
+	for (uint32_t m = 1;; m <<= 1)
+		if (m >= n + 1u) {
+			img->devmask = (uint16_t)(m - 1);
+			break;
+		}
 	err = read_slots(img, slotoff);
 	if (err)
 		return err;
