@@ -247,9 +247,10 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	bool allfrag = tail && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
 	bool frags = allfrag || (tail && (b->p.flags & EZFS_BUILD_FRAGMENTS));
 	bool ztail = tail && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
-	/* fragshare.c: keep a long fragment, or share the end of another */
+	/* fragshare.c: keep a long fragment, or share the end of another
+	 * (with all-fragments too: the head then goes to pclusters) */
 	uint64_t zkeep = frags && !allfrag ? in->zkeep : 0;
-	uint64_t share = frags && !allfrag && !zkeep ? in->zshare : 0;
+	uint64_t share = frags && !in->zkeep ? in->zshare : 0;
 	size_t room = ztail ? inline_room(b, in) : 0;
 	struct bzfile *z;
 	struct bsrc src = { .fd = -1 };
@@ -352,10 +353,10 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* fragments: the last <= 1 pcluster (or all) to the packed
 		 * inode */
 		if (frags &&
-		    (allfrag ? pos == 0
-		     : share ? rem <= share
-			     : rem <= pcap ||
-				       (zkeep && rem <= zkeep + blksz))) {
+		    (share     ? rem <= share
+		     : allfrag ? pos == 0
+			       : rem <= pcap ||
+					 (zkeep && rem <= zkeep + blksz))) {
 			err = take_frag(b, in, z, &src, win, wpos, wend, pos,
 					size, base);
 			if (err)

@@ -12,8 +12,12 @@
  * the earlier file keeps at least that much in its fragment (zkeep), the
  * later one compresses its head into pclusters and leaves only a part of
  * the common end as its fragment (zshare), which then points into the
- * earlier fragment. Only file contents decide, so the image does not
- * depend on the number of workers.
+ * earlier fragment. With -E all-fragments the later file's head goes to
+ * pclusters the same way. With zstd and lzma packed inodes only an
+ * earlier copy beyond the codec's window counts (its distance guessed
+ * from the decoded bytes the files between add to the packed inode): a
+ * nearer one costs little in the packed inode anyway. Only file contents
+ * decide, so the image does not depend on the number of workers.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,15 +27,28 @@
 #include "write/internal.h"
 #include "format/erofs_fs.h"
 #include "util/hash.h"
+#include "util/vec.h"
 
 #define SHARE_MIN  (32u << 10) /* shorter common ends are left alone */
 #define SHARE_HASH 64	       /* bytes of a file's end that are hashed */
 #define SHARE_CAND 8	       /* earlier files compared at most */
 #define SHARE_BUF  (64u << 10)
 
+/* A file visited, and where its bytes end in the packed inode (guessed) */
+struct shent {
+	struct binode *in;
+	uint64_t end;
+};
+
 struct shtab {
-	struct ezi_hash t; /* CRC of a file's end -> binode (multimap) */
+	struct ezi_hash t; /* CRC of a file's end -> 1 + index (multimap) */
+	EZI_VEC(struct shent) e;
 	uint8_t *b1, *b2;
+	uint64_t pos;	/* decoded packed bytes so far (guessed) */
+	uint64_t reach; /* how far back the packed inode's codec matches;
+			 * 0: share whatever the distance */
+	bool allfrag;
+	uint32_t pcap;
 };
 
 /* Read len bytes of in at off into buf; 0 or a negative errno. */
@@ -85,22 +102,33 @@ static int common_tail(const struct ezfs_builder *b, struct shtab *h,
 	return err;
 }
 
+/* Bytes the file adds to the packed inode unless its end is shared: all
+ * of it with all-fragments, else its tail (about a pcluster at most) */
+static uint64_t packed_add(const struct shtab *h, const struct binode *in)
+{
+	return h->allfrag || in->size < h->pcap ? in->size : h->pcap;
+}
+
 static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 {
 	struct shtab *h = arg;
-	struct binode *best = NULL;
-	uint64_t bestlen = 0;
+	struct shent *best = NULL, ne;
+	uint64_t bestlen = 0, nearlen = 0, add;
 	struct bsrc s = { .fd = -1 };
 	unsigned cand = 0;
 	uint32_t crc;
-	struct binode *c;
+	uintptr_t i;
 	size_t pos = 0;
 	int err;
 
-	if (in->zseen || in->size < SHARE_MIN ||
-	    !ezi_bld_compress_wanted(b, in))
+	if (in->zseen || !ezi_bld_compress_wanted(b, in))
 		return 0;
 	in->zseen = true;
+	add = packed_add(h, in);
+	if (in->size < SHARE_MIN) {
+		h->pos += add;
+		return 0;
+	}
 	err = ezi_bld_src_open(b, in, &s);
 	if (!err)
 		err = read_at(b, &s, h->b1, SHARE_HASH, in->size - SHARE_HASH);
@@ -108,49 +136,81 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 	if (err)
 		return 0; /* the compression pass reports it */
 	crc = ezi_crc32c(0, h->b1, SHARE_HASH);
-	while (cand < SHARE_CAND && (c = ezi_hash_next(&h->t, crc, &pos))) {
+	while (cand < SHARE_CAND &&
+	       (i = (uintptr_t)ezi_hash_next(&h->t, crc, &pos))) {
+		struct shent *c = &h->e.v[i - 1];
 		uint64_t l;
 
 		cand++;
-		if (common_tail(b, h, c, in, &l))
+		if (common_tail(b, h, c->in, in, &l))
 			continue;
-		if (l > bestlen) {
+		if (h->reach && l == in->size) {
+			/* the end of an earlier file: stored once anyway */
+			nearlen = l;
+			add = 0;
+			break;
+		}
+		if (h->reach && h->pos + add - c->end <= h->reach) {
+			/* the packed inode's codec sees the earlier copy */
+			if (l > nearlen)
+				nearlen = l;
+		} else if (l > bestlen) {
 			bestlen = l;
 			best = c;
 		}
 	}
-	if (best && bestlen >= SHARE_MIN) {
+	if (best && bestlen >= SHARE_MIN && bestlen >= nearlen + SHARE_MIN) {
 		in->zshare = bestlen;
-		if (best->zkeep < bestlen)
-			best->zkeep = bestlen;
+		if (best->in->zkeep < bestlen)
+			best->in->zkeep = bestlen;
+		add = 0;
 	}
-	return ezi_hash_add(&h->t, crc, in);
+	h->pos += add;
+	ne = (struct shent){ in, h->pos };
+	if (ezi_vec_push(&h->e, ne))
+		return -ENOMEM;
+	return ezi_hash_add(&h->t, crc, (void *)(uintptr_t)h->e.n);
+}
+
+/*
+ * How far back the packed inode's codec finds a match: with zstd and
+ * lzma, a near-copy within it costs much less in the packed inode than a
+ * head in pclusters of its own (linux tools/ zstd-3: +8 blocks when every
+ * near-copy was shared), but one further back costs as much as a file of
+ * its own. 0 (lz4: 64 KiB, deflate: 32 KiB, shorter than SHARE_MIN plus
+ * the file): share at any distance (lz4hc-12 and deflate-9 over amdgpu's
+ * register headers: -28 and -19 blocks).
+ */
+static uint64_t codec_reach(const struct ezfs_builder *b)
+{
+	switch (b->zalgs[0].alg) {
+	case EZFS_ALG_LZMA:
+		return ezi_bld_lzma_dict_size(b);
+	case EZFS_ALG_ZSTD:
+		return 1ull << ezi_bld_zstd_windowlog(b);
+	default:
+		return 0;
+	}
 }
 
 int ezi_bld_frags_share(struct ezfs_builder *b)
 {
-	struct shtab h = { .t = EZI_HASH_INIT };
+	struct shtab h = { .t = EZI_HASH_INIT, .e = EZI_VEC_INIT };
 	int err;
 
-	/*
-	 * Only when the packed inode's codec has a short window (lz4: 64 KiB,
-	 * deflate: 32 KiB): with zstd and lzma a fragment among similar ones
-	 * in the packed inode costs much less than alone, and the head in
-	 * pclusters of its own then makes the image larger (linux tools/
-	 * zstd-3: +8 blocks, lz4hc-12 and deflate-9 over amdgpu's register
-	 * headers: -28 and -19 blocks).
-	 */
-	if (!(b->p.flags & EZFS_BUILD_FRAGMENTS) ||
-	    (b->p.flags & (EZFS_BUILD_ALL_FRAGMENTS | EZFS_BUILD_48BIT)) ||
-	    b->zalgs[0].alg == EZFS_ALG_ZSTD ||
-	    b->zalgs[0].alg == EZFS_ALG_LZMA)
+	if (!(b->p.flags & (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS)) ||
+	    (b->p.flags & EZFS_BUILD_48BIT) || !b->nzalgs)
 		return 0;
+	h.allfrag = b->p.flags & EZFS_BUILD_ALL_FRAGMENTS;
+	h.reach = codec_reach(b);
+	h.pcap = b->pclusterblks << b->blkszbits;
 	h.b1 = malloc(SHARE_BUF);
 	h.b2 = malloc(SHARE_BUF);
 	err = !ezi_hash_reserve(&h.t, 512) && h.b1 && h.b2
 		      ? ezi_bld_files_dfs(b, visit, &h)
 		      : -ENOMEM;
 	ezi_hash_free(&h.t);
+	ezi_vec_free(&h.e);
 	free(h.b1);
 	free(h.b2);
 	return err;
