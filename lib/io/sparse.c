@@ -127,10 +127,16 @@ static ssize_t sparse_pread(void *arg, void *buf, size_t len, uint64_t off)
 				if (err)
 					return err;
 			} else {
-				uint64_t i;
+				uint8_t *d = dst + done;
+				uint64_t i, m;
 
-				for (i = 0; i < k; i++)
-					dst[done + i] = c->fill[(in + i) & 3];
+				/* four bytes in phase, then doubled */
+				for (i = 0; i < k && i < 4; i++)
+					d[i] = c->fill[(in + i) & 3];
+				for (; i < k; i += m) {
+					m = i < k - i ? i : k - i;
+					memcpy(d + i, d, (size_t)m);
+				}
 			}
 			if (in + k == c->len)
 				lo++;
@@ -373,18 +379,18 @@ int ezi_sparse_open(struct ezfs_io *pieces, unsigned n,
 	size_t k;
 	int err = 0;
 
-	memset(out, 0, sizeof(*out));
 	if (s)
 		s->pieces = calloc(n ? n : 1, sizeof(*s->pieces));
 	if (!s || !s->pieces) {
 		for (i = 0; i < n; i++)
 			ezi_io_close(&pieces[i]);
-		if (s)
-			free(s);
+		free(s);
+		memset(out, 0, sizeof(*out));
 		return -ENOMEM;
 	}
 	memcpy(s->pieces, pieces, n * sizeof(*pieces));
 	s->npieces = n;
+	memset(out, 0, sizeof(*out)); /* out may be one of the pieces */
 	for (i = 0; i < n && !err; i++) {
 		/* the first file is the one the caller named already */
 		const char *name = i && names && names[i] ? names[i] : NULL;

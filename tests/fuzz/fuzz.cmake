@@ -7,7 +7,7 @@
 # instrumentation and ASan/UBSan (ezfs_fuzzlib) and each target is a
 # libFuzzer binary; the ctest then runs the corpus once (-runs=0).
 # tests/fuzz/run.sh drives the fuzzers for a set time.
-set(EZFS_FUZZ_TARGETS super dir xattr zmap image codec tar encode)
+set(EZFS_FUZZ_TARGETS super dir xattr zmap image codec tar encode android)
 set(_fz ${CMAKE_SOURCE_DIR}/tests/fuzz)
 
 if(EZFS_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
