@@ -67,7 +67,7 @@ _ezfs_commands()
 # the rest; directories end in '/'. "/d" and "d" both mean the root's d.
 _ezfs_image_paths()
 {
-	local ezfs=$1 img=$2 cur=${3//\\/} dir= base line name
+	local ezfs=$1 img=$2 cur=${3//\\/} dir='' base line name
 	[ -f "$img" ] || [ -b "$img" ] || return 0
 	if [[ $cur == */* ]]; then
 		dir=${cur%/*}/
@@ -121,7 +121,7 @@ _ezfs()
 		cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	fi
 	COMPREPLY=()
-	local ezfs=${words[0]/#\~/$HOME} cmd= i n=0 args=()
+	local ezfs=${words[0]/#\~/$HOME} cmd='' i n=0 args=()
 	command -v "$ezfs" >/dev/null 2>&1 || ezfs=ezfs
 
 	# The subcommand: the first word after ezfs' own options; then its

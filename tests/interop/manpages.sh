@@ -57,7 +57,7 @@ print("\n".join(sorted(seen)))
 
 # Render PAGE.1 (roff) at WIDTH columns as plain text; warnings to stderr.
 render() {
-	MANWIDTH=$2 LC_ALL=C.UTF-8 MAN_KEEP_FORMATTING= man --warnings -l "$1" | col -bx
+	MANWIDTH=$2 LC_ALL=C.UTF-8 MAN_KEEP_FORMATTING='' man --warnings -l "$1" | col -bx
 }
 
 cmds=()
