@@ -7,11 +7,13 @@
       repeated 4-byte value as FILL, the rest as RAW (img2simg writes zeros
       as FILL); --crc adds a CRC32 chunk at the end
   android-img.py super OUT [--minor N] [--slots N] [--split NAME]
-                 [--suffixed NAME] NAME=IMAGE...
+                 [--suffixed NAME] [--max-size B] [--align B] NAME=IMAGE...
       a super image (liblp metadata 10.N, default 10.0) holding each IMAGE
       as partition NAME (LINEAR extents, group "main"); --split NAME puts
       that partition in two extents, its second half before its first;
-      --suffixed NAME marks it SLOT_SUFFIXED (named without _a/_b)
+      --suffixed NAME marks it SLOT_SUFFIXED (named without _a/_b);
+      --max-size: bytes per metadata copy (65536), --align: of the data
+      (1 MiB)
   android-img.py expand SPARSE... OUT
       the raw image a (split) sparse set describes, for comparisons
 """
@@ -116,9 +118,9 @@ def geometry(max_size, slots, lbs=4096):
 
 
 def super_image(out_path, parts, minor=0, slots=2, split=None,
-                suffixed=()):
-    max_size = 65536
-    first = ALIGN // SECTOR  # data from 1 MiB on
+                suffixed=(), max_size=65536, align=ALIGN):
+    meta_end = 4096 * 3 + 2 * slots * max_size
+    first = -(-meta_end // align) * align // SECTOR  # aligned data start
     # place the data: each image aligned to 1 MiB, in order; the split one
     # as two runs with its second half first
     runs = []  # (name, offset in image, length, sector)
@@ -136,8 +138,8 @@ def super_image(out_path, parts, minor=0, slots=2, split=None,
         for off, ln in pieces:
             runs.append((name, off, ln, sector))
             layout.append((sector, data[off:off + ln]))
-            sector += -(-ln // ALIGN) * (ALIGN // SECTOR)
-    dev_sectors = sector + ALIGN // SECTOR  # 1 MiB free at the end
+            sector += -(-ln // align) * (align // SECTOR)
+    dev_sectors = sector + align // SECTOR  # one free alignment unit
     extents, ptab = b"", b""
     next = 0
     for name, _ in parts:
@@ -151,7 +153,7 @@ def super_image(out_path, parts, minor=0, slots=2, split=None,
     groups = struct.pack("<36sIQ", name36("default"), 0, 0)
     groups += struct.pack("<36sIQ", name36("main"), 0,
                           dev_sectors * SECTOR)
-    bdevs = struct.pack("<QIIQ36sI", first, ALIGN, 0, dev_sectors * SECTOR,
+    bdevs = struct.pack("<QIIQ36sI", first, align, 0, dev_sectors * SECTOR,
                         name36("super"), 0)
     tables = ptab + extents + groups + bdevs
     desc = struct.pack("<III", 0, len(ptab) // 52, 52)
@@ -196,7 +198,7 @@ def main(argv):
         expand(argv[1:-1], argv[-1])
     elif len(argv) >= 3 and argv[0] == "super":
         out, minor, slots, split, parts = argv[1], 0, 2, None, []
-        suffixed = []
+        suffixed, opt = [], {}
         args = argv[2:]
         while args:
             a = args.pop(0)
@@ -208,10 +210,12 @@ def main(argv):
                 split = args.pop(0)
             elif a == "--suffixed":
                 suffixed.append(args.pop(0))
+            elif a in ("--max-size", "--align"):
+                opt[a[2:].replace("-", "_")] = int(args.pop(0))
             else:
                 n, p = a.split("=", 1)
                 parts.append((n, p))
-        super_image(out, parts, minor, slots, split, suffixed)
+        super_image(out, parts, minor, slots, split, suffixed, **opt)
     else:
         sys.stderr.write(__doc__)
         return 2
