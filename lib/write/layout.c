@@ -207,6 +207,65 @@ static int chunk_store(struct ezfs_builder *b, const uint8_t *buf,
 	return err;
 }
 
+/* The start block of entry i of a chunk array (unit 4 or 8 bytes). */
+static uint32_t chunk_addr(const uint8_t *idx, unsigned unit, uint32_t i)
+{
+	return get_le32(idx + (size_t)i * unit + (unit == 8 ? 4 : 0));
+}
+
+/*
+ * Fewer, larger chunks (as mkfs.erofs): the largest power of two 2^k
+ * such that every group of 2^k chunks is all holes or one contiguous run
+ * on one device; the chunk array keeps each group's first entry. Returns
+ * the new chunk bits (at most blksz << 31 bytes).
+ */
+static unsigned merge_chunks(const struct ezfs_builder *b, struct binode *in,
+			     unsigned cbits, unsigned unit, uint32_t n)
+{
+	uint32_t cblocks = 1u << (cbits - b->blkszbits), g, s, j, m;
+	unsigned k = 0;
+
+	for (;;) {
+		bool ok = true;
+
+		g = 2u << k;
+		if (cbits + k + 1 >
+			    b->blkszbits + EROFS_CHUNK_FORMAT_BLKBITS_MASK ||
+		    (g >> 1) >= n)
+			break;
+		for (s = 0; ok && s < n; s += g) {
+			uint32_t a = chunk_addr(in->chunkidx, unit, s);
+			const uint8_t *e = in->chunkidx + (size_t)s * unit;
+
+			for (j = s + 1; ok && j < s + g && j < n; j++) {
+				uint32_t c = chunk_addr(in->chunkidx, unit, j);
+
+				if (a == EROFS_NULL_ADDR32)
+					ok = c == EROFS_NULL_ADDR32;
+				else
+					ok = c != EROFS_NULL_ADDR32 &&
+					     c == a + (j - s) * cblocks &&
+					     !memcmp(e,
+						     in->chunkidx +
+							     (size_t)j * unit,
+						     unit == 8 ? 4 : 0);
+			}
+		}
+		if (!ok)
+			break;
+		k++;
+	}
+	if (!k)
+		return cbits;
+	g = 1u << k;
+	m = (n + g - 1) / g;
+	for (j = 1; j < m; j++)
+		memmove(in->chunkidx + (size_t)j * unit,
+			in->chunkidx + (size_t)j * g * unit, unit);
+	in->chunkidx_len = m * unit;
+	return cbits + k;
+}
+
 /*
  * CHUNK_BASED file (6.4): chunks of --chunksize bytes; all-zero chunks are
  * holes, identical chunks are stored once (dedupe.c), others at the cursor
@@ -283,6 +342,7 @@ out_nofd:
 	free(tmp);
 	if (err)
 		return err;
+	cbits = merge_chunks(b, in, cbits, unit, n);
 	in->datalayout = EROFS_INODE_CHUNK_BASED;
 	in->chunkfmt = (uint16_t)((cbits - b->blkszbits) |
 				  (idx8 ? EROFS_CHUNK_FORMAT_INDEXES : 0));
