@@ -5,7 +5,7 @@
 #  - every command has a page: ezfs (ezfs.1), each subcommand listed under
 #    "Commands:" in `ezfs --help` (ezfs-CMD.1) and the compat names beside
 #    the binary (ezfs-mkfs.erofs.1 ...);
-#  - scdoc turns each page into roff, and `man --warnings -l` renders it at
+#  - scdoc turns each page into roff (man/page.sh, as the build does), and `man --warnings -l` renders it at
 #    80 columns with nothing on stderr;
 #  - the options a page names (tokens like -x, --foo, --[no-]bar, read from
 #    the rendered page) are the options its command's --help names, no more
@@ -88,7 +88,7 @@ for page in $(printf '%s\n' "${!runs[@]}" | sort); do
 		t_fail "$page: no man page (man/$page.1.scd)"
 		continue
 	fi
-	if ! scdoc <"$scd" >"$TMP/$page.1" 2>"$TMP/$page.scdoc"; then
+	if ! sh "$man_dir/page.sh" scdoc "$scd" "$TMP/$page.1" 2>"$TMP/$page.scdoc"; then
 		t_fail "$page: scdoc: $(head -c 300 "$TMP/$page.scdoc")"
 		continue
 	fi
