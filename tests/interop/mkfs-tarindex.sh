@@ -224,6 +224,9 @@ if [ "$EZDEV" = 1 ]; then
 	cat "$TMP/idx.img" "$TAR" >"$TMP/both.img"
 	t_run efsck2 "$EZFS" fsck "$TMP/both.img"
 	t_check "ezfs fsck [index][tar] (flat)" 0
+	t_run istat "$EZFS" stat -e --device "$TAR" "$TMP/idx.img" /big
+	t_check "ezfs stat -e: the index's /big is one chunk on device 1" 0 \
+		stdout "^Data: *1 extents" stdout "mapped,device=1"
 	t_run els "$EZFS" ls -l --device "$TAR" "$TMP/idx.img" /d
 	t_check "ezfs ls --device: whiteout and hard link" 0 stdout "gone" \
 		stdout "hard"
@@ -339,6 +342,14 @@ fi
 if [ "$EZDEV" = 1 ]; then
 	t_run bfsck "$EZFS" fsck --device "$TMP/blob.bin" "$TMP/bimg.img"
 	t_check "ezfs fsck --device BLOB" 0
+	# stored in one piece, the file is one chunk (its chunk size raised)
+	t_run bstat "$EZFS" stat -e --device "$TMP/blob.bin" "$TMP/bimg.img" /big
+	n=$(grep -c "mapped,device=1" "$OUT")
+	if [ "$RC" = 0 ] && [ "$n" = 1 ] && grep -q "^Data: *1 extents" "$OUT"; then
+		t_pass "--blobdev: /big is one chunk on device 1"
+	else
+		t_fail "--blobdev: /big in $n chunks on device 1, rc=$RC: $(grep -m1 "^Data" "$OUT")"
+	fi
 fi
 # a blob that cannot be made: one line, neither file left
 t_run blobbad "$EZFS" mkfs -q --blobdev="$TMP/no/such/blob" --chunksize=4096 \
