@@ -258,7 +258,10 @@ EZFS_API int ezfs_builder_scan(ezfs_builder *b, const char *srcdir);
  * temporary file in tmpdir (NULL: the current directory), kept open until
  * the builder is freed. Parent directories missing from the archive get
  * mode 0755, owner 0 and the -T timestamp (else the archive's newest
- * mtime). A later entry for a path replaces an earlier one.
+ * mtime). A later entry for a path replaces an earlier one. With
+ * tar_index the data is skipped, not copied (standard input is read to
+ * its end: the device is the whole input); a gzip or xz archive, or a
+ * member's data not at a multiple of blksz, is -EINVAL.
  * Once per builder, as ezfs_builder_scan (-EINVAL). Returns 0 or a negative
  * errno, logged: -EUCLEAN (a malformed header or field), -EPIPE (a
  * truncated archive), -ERANGE (a number field out of range), -EOPNOTSUPP
@@ -285,7 +288,9 @@ EZFS_API char *ezfs_build_image_target(const char *path);
  * A new file gets 0666 less the umask, a replaced one keeps its mode and
  * owner. A block device is written in place (-EFBIG when the image does
  * not fit); other special files are refused (-EINVAL, a directory
- * -EISDIR).
+ * -EISDIR). With blobdev, the blob is made the same way (a temporary file
+ * beside it, renamed just before the image is; a block device in place)
+ * and removed again if the image fails; it must not be the image.
  * Returns 0 or a negative errno, logged with the path: -EINVAL (no scan
  * yet, or a special file), -EISDIR, -EFBIG, the errno of resolving path,
  * of open (a block device in use: -EBUSY), write, fsync, close or rename
