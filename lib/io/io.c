@@ -17,6 +17,9 @@
 #ifndef EUCLEAN
 #define EUCLEAN 117
 #endif
+#ifndef EMEDIUMTYPE
+#define EMEDIUMTYPE 124
+#endif
 
 struct file_io {
 	int fd;
@@ -82,17 +85,34 @@ static const struct ezfs_io_ops mem_ops = {
 struct failed_io {
 	int err;
 	char msg[512];
+	/* a super image opened whole: its bytes, for reads from an offset
+	 * past its reserved first 4096 bytes (--offset); else ops NULL */
+	struct ezfs_io whole;
 };
 
 static ssize_t failed_pread(void *arg, void *buf, size_t len, uint64_t off)
 {
-	return ((struct failed_io *)arg)->err;
+	const struct failed_io *f = arg;
+
+	if (f->whole.ops)
+		return f->whole.ops->pread(f->whole.arg, buf, len, off);
+	return f->err;
+}
+
+static void failed_close(void *arg)
+{
+	struct failed_io *f = arg;
+
+	ezi_io_close(&f->whole);
+	free(f);
 }
 
 static const struct ezfs_io_ops failed_ops = {
 	.pread = failed_pread,
-	.close = free,
+	.close = failed_close,
 };
+
+#define LP_RESERVED_BYTES 4096
 
 /* The open's logger: keeps the first error line. */
 static void keep_first(void *arg, int level, const char *msg)
@@ -204,8 +224,10 @@ int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 	if (io->ops == &failed_ops) {
 		const struct failed_io *f = io->arg;
 
-		ezi_logf(io->lg, EZFS_LOG_ERROR, "%s", f->msg);
-		return f->err;
+		if (!f->whole.ops || io->base < LP_RESERVED_BYTES) {
+			ezi_logf(io->lg, EZFS_LOG_ERROR, "%s", f->msg);
+			return f->err;
+		}
 	}
 	if (off > io->size || len > io->size - off) {
 		ezi_logf(io->lg, EZFS_LOG_ERROR,
@@ -366,6 +388,20 @@ int ezi_io_open_file(const char *path, struct ezfs_io *io)
 	if (!f)
 		return -ENOMEM;
 	err = ezi_io_open_path(path, &lg, io);
+	if (!err && ezi_lp_probe(io) > 0) {
+		/* never an EROFS image at its start: say what it is */
+		snprintf(f->msg, sizeof(f->msg),
+			 "an Android super image: name one of its partitions "
+			 "as %.200s:NAME ('ezfs lpinfo' lists them)",
+			 path);
+		f->err = -EMEDIUMTYPE;
+		f->whole = *io;
+		memset(io, 0, sizeof(*io));
+		io->ops = &failed_ops;
+		io->arg = f;
+		io->size = f->whole.size;
+		return 0;
+	}
 	if (!err || !f->msg[0]) {
 		free(f);
 		return err;

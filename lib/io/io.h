@@ -24,7 +24,9 @@ struct ezfs_io {
  * -ENOTBLK (another special file), -ENOMEM. Android containers are
  * expanded as ezi_io_open_path does; one that cannot be read (a corrupt
  * sparse file, no such partition) has no logger here, so it opens as an io
- * whose first read logs the reason to io->lg and returns its error.
+ * whose first read logs the reason to io->lg and returns its error; so
+ * does a super image opened whole (-EMEDIUMTYPE, naming SUPER:NAME),
+ * unless the image starts past its reserved first 4096 bytes (base).
  */
 int ezi_io_open_file(const char *path, struct ezfs_io *io);
 /*

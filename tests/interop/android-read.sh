@@ -162,8 +162,12 @@ check "super.img:system_a" "$TMP/super.img:system_a" "$wantA" "$imgA"
 check "super.img:system_b (2 extents)" "$TMP/super.img:system_b" "$wantB" "$imgB"
 bad "no such partition" "no partition 'vendor_a' .*system_a, system_b" \
 	"$EZFS" ls "$TMP/super.img:vendor_a" /
-bad "a super image without a partition" "not an EROFS image" \
+bad "a super image without a partition" "an Android super image: name one of its partitions as .*super\.img:NAME" \
 	"$EZFS" ls "$TMP/super.img" /
+sec=$(grep -m1 '^super: system_a' "$TMP/super.log" | sed 's/.*at sector //')
+t_run offs "$EZFS" ls -l --offset $((sec * 512)) "$TMP/super.img" /
+t_run lsraw "$EZFS" ls -l "$imgA" /
+t_expect "ezfs ls --offset of system_a's first sector in the super image" cmp -s "$TMP/offs.out" "$TMP/lsraw.out"
 bad "lpinfo of an EROFS image" "not a super image" "$EZFS" lpinfo "$imgA"
 t_run lpinfo1 "$EZFS" lpinfo -s 1 "$TMP/super.img"
 t_check "ezfs lpinfo -s 1" 0 stdout "slot 1 of 2" stdout "^system_b "
