@@ -15,7 +15,12 @@ t_need_fixtures
 comp=$SRC/completion/ezfs.bash
 [ -f "$comp" ] || { t_fail "no $comp"; t_done; }
 
+# lz4-4k (a root of directories with files), else the first fixture there.
 fixture=${1:-lz4-4k}
+if [ ! -f "$SHARED/fixtures/$fixture.img.zst" ] && [ $# = 0 ]; then
+	t_fixture_names
+	fixture=${names[0]}
+fi
 t_fixture_unpack "$fixture" || t_done
 img=$TMP/$fixture.img
 # An entry of the image's root that is a directory, and one of its entries.
