@@ -209,6 +209,22 @@ if [ "$KMOUNT" = 1 ]; then
 	else
 		t_fail "kernel: file-backed -o device=FILE refused: $(head -c 200 "$TMP/kmount.err")"
 	fi
+	# --ovlfs-strip=1: no whiteouts, no overlay xattrs
+	t_run strip "$EZFS" mkfs --tar=i --aufs --ovlfs-strip=1 --quiet "$TMP/strip.img" "$TAR"
+	cat "$TMP/strip.img" "$TAR" >"$TMP/sboth.img"
+	if [ "$RC" = 0 ] && t_kmount "$TMP/sboth.img" "$TMP/ms"; then
+		n=$(cd "$TMP/ms/d" && printf "%s " *)
+		o=$(getfattr -n trusted.overlay.opaque "$TMP/ms/opq" 2>/dev/null)
+		k=$(cat "$TMP/ms/opq/keep")
+		umount "$TMP/ms"
+		if [ "$n" = "hard owned sub sym " ] && [ -z "$o" ] && [ "$k" = keep ]; then
+			t_pass "--tar=i --ovlfs-strip=1: no whiteout, no opaque xattr"
+		else
+			t_fail "--tar=i --ovlfs-strip=1: d/ holds '$n', opaque '$o', keep '$k'"
+		fi
+	else
+		t_fail "--tar=i --ovlfs-strip=1: rc=$RC $(head -c 200 "$ERR")"
+	fi
 fi
 
 # ---- ezfs reads the images (where it has --device) ----
