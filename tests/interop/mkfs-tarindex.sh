@@ -408,6 +408,18 @@ if [ -n "${MKFS_EROFS2:-}" ] && [ -x "$MKFS_EROFS2" ]; then
 	"$MKFS_EROFS2" --quiet -U "$UUID" --blobdev="$TMP/pblob.bin" --chunksize=4096 \
 		"$TMP/pbimg.img" "$SRC" >/dev/null 2>&1 || RC=$?
 	echo "  --blobdev sizes: ezfs image $(stat -c %s "$TMP/bimg.img") + blob $(stat -c %s "$TMP/blob.bin"), 1.9.3 image $(stat -c %s "$TMP/pbimg.img" 2>/dev/null) + blob $(stat -c %s "$TMP/pblob.bin" 2>/dev/null) (rc=$RC)"
+	if [ "$KMOUNT" = 1 ] && [ "$RC" = 0 ]; then
+		if kmount_loopdev "$TMP/pbimg.img" "$TMP/pblob.bin" "$TMP/mpb"; then
+			# 1.9.3 marks a directory holding a whiteout (origin)
+			t_manifest "$TMP/mpb" |
+				sed -e 's/, "xattrs": {"trusted.overlay.origin": ""}//' >"$TMP/pb.json"
+			umount "$TMP/mpb"
+			t_same_manifest "1.9.3's --blobdev image: the same tree (origin xattrs aside)" \
+				"$WANT" "$TMP/pb.json"
+		else
+			t_fail "kernel: 1.9.3's --blobdev image refused: $(head -c 200 "$TMP/kmount.err")"
+		fi
+	fi
 else
 	echo "SKIP: comparison with mkfs.erofs 1.9.3 (set MKFS_EROFS2 to its mkfs.erofs)"
 fi
