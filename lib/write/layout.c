@@ -1026,15 +1026,15 @@ static int pair_tails(struct ezfs_builder *b, uint64_t lo, uint64_t base,
 		rs[best] += u[n - 1].len;
 		n--;
 	}
-	/* u[keep..total) moved into runs; all get their new place */
+	/* u[n..total) moved into runs; all get their new place, and the
+	 * area ends after the last of them */
 	for (i = 0, end = lo; i < total; i++) {
 		u[i].in->meta_off = u[i].off;
 		u[i].in->nid = (u[i].off - (meta_blkaddr << b->blkszbits)) >>
 			       EROFS_ISLOTBITS;
-		if (i < n && u[i].off + u[i].len > end)
+		if (u[i].off + u[i].len > end)
 			end = u[i].off + u[i].len;
 	}
-	/* a moved unit's end is in a run, below the area's end */
 	*endp = end > base ? end : base;
 out:
 	free(u);
