@@ -872,6 +872,19 @@ static size_t *place_order(const struct ezfs_builder *b)
 	return ord;
 }
 
+/*
+ * In images with a device (tar indexes: 512-byte blocks of small inodes,
+ * as mkfs.erofs packs them) a unit without inline data that is not
+ * compressed may cross a block boundary: an extended core, its xattrs
+ * and chunk indexes may straddle two blocks, which the kernel, erofs-utils
+ * and ezfs read (a compact core never does: it is one 32-byte slot).
+ */
+static bool crossable(const struct ezfs_builder *b, const struct binode *in)
+{
+	return b->devt_off && in != b->inodes[0] && !in->z &&
+	       !unit_in_one_block(in);
+}
+
 /* Assign meta_off/nid to every inode; returns the end of the area. */
 static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 			uint64_t meta_blkaddr, uint64_t *endp)
@@ -893,13 +906,15 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 			break;
 		if (!r) {
 			if (inblk && inblk + need > blksz &&
+			    !crossable(b, in) &&
 			    (need <= blksz || unit_in_one_block(in))) {
 				r = gap_push(g, pos >> b->blkszbits,
 					     (unsigned)((blksz - inblk) >> 5));
 				if (r < 0)
 					break;
 				pos += blksz - inblk;
-			} else if (in->extended && inblk + 64 > blksz) {
+			} else if (in->extended && inblk + 64 > blksz &&
+				   !crossable(b, in)) {
 				pos += 32;
 			}
 			/* a ztailpacking tail must not cross a block */
@@ -927,9 +942,8 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
  * inodes): after placement, the free tail of a metadata block and the
  * free room of the next one become one run across their boundary (the
  * next block's units move to its end), and the last units of the area,
- * while they may cross a block boundary (compact, no inline data, not
- * compressed: the core stays in one block, indexes and xattrs may
- * straddle, as readers allow), move into such runs. *endp shrinks.
+ * while they may cross a block boundary (crossable()), move into such
+ * runs. *endp shrinks.
  */
 struct punit {
 	uint64_t off;
@@ -942,12 +956,6 @@ static int cmp_punit(const void *x, const void *y)
 	const struct punit *a = x, *c = y;
 
 	return a->off < c->off ? -1 : a->off > c->off;
-}
-
-static bool crossable(const struct ezfs_builder *b, const struct binode *in)
-{
-	return in != b->inodes[0] && !in->extended && !in->z &&
-	       !unit_in_one_block(in);
 }
 
 static int pair_tails(struct ezfs_builder *b, uint64_t lo, uint64_t base,

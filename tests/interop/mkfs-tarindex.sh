@@ -306,6 +306,43 @@ else
 	echo "SKIP: 48-bit tar index (no 2 TiB sparse file here: $(head -c 100 "$TMP/huge.err"))"
 fi
 
+# ---- a make_tree.py tree through GNU tar: per-file mtimes (extended
+# inodes), xattrs, devices, long names; against 1.9.3 where it is there ----
+if [ "$KMOUNT" = 1 ] && command -v tar >/dev/null &&
+   python3 "$SHARED/tools/make_tree.py" 2 "$TMP/mt" --small >/dev/null 2>&1; then
+	t_manifest "$TMP/mt" | grep -v '"type": "s"' >"$TMP/mt.json"
+	(cd "$TMP/mt" && tar --xattrs --xattrs-include='*' --format=pax \
+		--numeric-owner -cf "$TMP/mt.tar" . 2>/dev/null)
+	t_run mt "$EZFS" mkfs --tar=i --quiet -U "$UUID" "$TMP/mt.img" "$TMP/mt.tar"
+	cat "$TMP/mt.img" "$TMP/mt.tar" >"$TMP/mtboth.img"
+	if [ "$RC" = 0 ] && t_kmount "$TMP/mtboth.img" "$TMP/mmt"; then
+		t_manifest "$TMP/mmt" >"$TMP/mk.json"
+		umount "$TMP/mmt"
+		t_same_manifest "kernel: the index of a make_tree.py tar" "$TMP/mt.json" "$TMP/mk.json"
+	else
+		t_fail "make_tree.py tar index: rc=$RC $(head -c 200 "$ERR")"
+	fi
+	if [ "$EZDEV" = 1 ]; then
+		t_run mtfsck "$EZFS" fsck "$TMP/mtboth.img"
+		t_check "ezfs fsck: the make_tree.py tar index, flat" 0
+	fi
+	if [ -n "${MKFS_EROFS2:-}" ] && [ -x "$MKFS_EROFS2" ]; then
+		RC=0
+		"$MKFS_EROFS2" --tar=i --quiet -U "$UUID" "$TMP/mtp.img" "$TMP/mt.tar" \
+			>/dev/null 2>&1 || RC=$?
+		ez=$(stat -c %s "$TMP/mt.img")
+		pe=$(stat -c %s "$TMP/mtp.img" 2>/dev/null || echo 0)
+		echo "  make_tree.py tar index sizes: ezfs $ez bytes, mkfs.erofs 1.9.3 $pe bytes"
+		if [ "$RC" = 0 ] && [ "$pe" -gt 0 ] && [ "$ez" -le "$pe" ]; then
+			t_pass "make_tree.py tar: ezfs's index ($ez) is no larger than 1.9.3's ($pe)"
+		else
+			t_fail "make_tree.py tar: ezfs $ez bytes, 1.9.3 $pe (rc=$RC)"
+		fi
+	fi
+else
+	echo "SKIP: make_tree.py tar index (needs the kernel mount, GNU tar and make_tree.py)"
+fi
+
 # ---- --blobdev=X --chunksize=N ----
 SRC=$TMP/tree
 if [ -n "$WANT" ]; then
