@@ -342,15 +342,16 @@ static int open_output(struct ezfs_builder *b, const char *target, mode_t mode,
 	return err;
 }
 
-/* Give the complete O_TMPFILE output its name: target, or a temporary
- * name (*tmp) renamed over an existing target. */
-static int link_output(struct ezfs_builder *b, const char *target, char **tmp)
+/* Give the complete O_TMPFILE file fd (the image, or the blob) its name:
+ * target, or a temporary name (*tmp) renamed over an existing target. */
+static int link_output(struct ezfs_builder *b, int fd, const char *name,
+		       const char *target, char **tmp)
 {
 	char proc[64];
 	unsigned i;
 	int err;
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", b->fd);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (!linkat(AT_FDCWD, proc, AT_FDCWD, target, AT_SYMLINK_FOLLOW))
 		return 0;
 	if (errno != EEXIST)
@@ -372,7 +373,7 @@ static int link_output(struct ezfs_builder *b, const char *target, char **tmp)
 fail:
 	err = -errno;
 out:
-	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: cannot link: %s", b->out_path,
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: cannot link: %s", name,
 		    strerror(-err));
 	return err;
 }
@@ -404,32 +405,42 @@ fail:
 	return err;
 }
 
+/* The blob being written (blobdev) */
+struct blobout {
+	char *target; /* its path, symlinks followed */
+	char *tmp;    /* its temporary name, while it has one */
+	bool anon;    /* O_TMPFILE: no name until it is complete */
+	bool placed;  /* target is the new blob now */
+};
+
 /*
- * The blob (blobdev): a block device is written in place; a file is
- * written as a temporary file beside its target (*tmp), renamed over it
- * once the image is complete (finish_blob). Not the image itself.
+ * Open the blob: a block device is written in place; a file is written
+ * as the image is, an O_TMPFILE file in its directory (or a temporary
+ * ".NAME.XXXXXX" beside it where that is not possible), named only once
+ * complete (finish_blob). Not the image itself.
  */
-static int open_blob(struct ezfs_builder *b, const char *image, char **target,
-		     char **tmp)
+static int open_blob(struct ezfs_builder *b, const char *image,
+		     struct blobout *bo)
 {
-	const char *name = b->p.blobdev;
+	const char *name = b->p.blobdev, *slash;
 	struct stat st, ist;
+	mode_t mode;
 	unsigned i;
+	char *dir;
 	int err;
 
-	*tmp = NULL;
-	*target = ezfs_build_image_target(name);
-	if (!*target) {
+	bo->target = ezfs_build_image_target(name);
+	if (!bo->target) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", name, strerror(errno));
 		return err;
 	}
-	if (stat(*target, &st)) {
+	if (stat(bo->target, &st)) {
 		if (errno != ENOENT)
 			goto fail;
 		st.st_mode = 0;
 	}
-	if (!strcmp(*target, image) ||
+	if (!strcmp(bo->target, image) ||
 	    (st.st_mode && !stat(image, &ist) && ist.st_dev == st.st_dev &&
 	     ist.st_ino == st.st_ino)) {
 		ezi_bld_log(b, EZFS_LOG_ERROR,
@@ -437,39 +448,51 @@ static int open_blob(struct ezfs_builder *b, const char *image, char **target,
 		return -EINVAL;
 	}
 	if (S_ISBLK(st.st_mode)) {
-		b->blobfd = open(*target, O_RDWR | O_EXCL | O_CLOEXEC);
+		b->blobfd = open(bo->target, O_RDWR | O_EXCL | O_CLOEXEC);
 		if (b->blobfd < 0)
 			goto fail;
 		return 0;
 	}
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto fail;
+	}
 	if (st.st_mode && !S_ISREG(st.st_mode)) {
-		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-		if (errno == EINVAL) {
-			ezi_bld_log(b, EZFS_LOG_ERROR,
-				    "%s: not a regular file or a block device",
-				    name);
-			return -EINVAL;
-		}
-		goto fail;
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: not a regular file or a block device", name);
+		return -EINVAL;
 	}
-	*tmp = temp_name(*target);
-	if (!*tmp)
+	/* a replaced blob keeps its mode, set once it is open */
+	mode = st.st_mode ? 0600 : 0666;
+	slash = strrchr(bo->target, '/');
+	dir = slash ? strndup(bo->target, (size_t)(slash - bo->target + 1))
+		    : strdup(".");
+	if (!dir)
 		return -ENOMEM;
-	for (i = 0; i < 100 && b->blobfd < 0; i++) {
-		temp_randomize(*tmp, i);
-		b->blobfd = open(*tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC,
-				 st.st_mode ? 0600 : 0666);
-		if (b->blobfd < 0 && errno != EEXIST)
-			break;
+	if (!access("/proc/self/fd", X_OK))
+		b->blobfd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	free(dir);
+	bo->anon = b->blobfd >= 0;
+	if (!bo->anon) {
+		bo->tmp = temp_name(bo->target);
+		if (!bo->tmp)
+			return -ENOMEM;
+		for (i = 0; i < 100 && b->blobfd < 0; i++) {
+			temp_randomize(bo->tmp, i);
+			b->blobfd = open(bo->tmp,
+					 O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC,
+					 mode);
+			if (b->blobfd < 0 && errno != EEXIST)
+				break;
+		}
+		if (b->blobfd < 0) {
+			free(bo->tmp);
+			bo->tmp = NULL;
+			goto fail;
+		}
 	}
-	if (b->blobfd < 0) {
-		free(*tmp);
-		*tmp = NULL;
-		goto fail;
-	}
-	/* a replaced blob keeps its mode */
 	if (st.st_mode)
-		(void)fchmod(b->blobfd, st.st_mode & 0777);
+		(void)fchmod(b->blobfd, st.st_mode & 07777);
 	return 0;
 fail:
 	err = -errno;
@@ -477,9 +500,8 @@ fail:
 	return err;
 }
 
-/* The blob is complete: synced (unless NO_FSYNC), closed, named. */
-static int finish_blob(struct ezfs_builder *b, const char *target,
-		       const char *tmp)
+/* The blob is complete: synced (unless NO_FSYNC), named, closed. */
+static int finish_blob(struct ezfs_builder *b, struct blobout *bo)
 {
 	const char *name = b->p.blobdev;
 	int err = 0;
@@ -489,16 +511,26 @@ static int finish_blob(struct ezfs_builder *b, const char *target,
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: fsync: %s", name,
 			    strerror(errno));
 	}
+	if (!err && bo->anon) {
+		err = link_output(b, b->blobfd, name, bo->target, &bo->tmp);
+		bo->placed = !err && !bo->tmp;
+	}
 	if (close(b->blobfd) && !err) {
 		err = -errno;
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: close: %s", name,
 			    strerror(errno));
 	}
 	b->blobfd = -1;
-	if (!err && tmp && rename(tmp, target)) {
-		err = -errno;
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", name,
-			    strerror(errno));
+	if (!err && bo->tmp) {
+		if (rename(bo->tmp, bo->target)) {
+			err = -errno;
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", name,
+				    strerror(errno));
+		} else {
+			free(bo->tmp);
+			bo->tmp = NULL;
+			bo->placed = true;
+		}
 	}
 	return err;
 }
@@ -617,8 +649,9 @@ out:
 
 int ezfs_builder_write(ezfs_builder *b, const char *path)
 {
-	bool named = false, blob_named = false;
-	char *target, *tmp = NULL, *btarget = NULL, *btmp = NULL;
+	struct blobout bo = { .target = NULL };
+	bool named = false;
+	char *target, *tmp = NULL;
 	struct stat old;
 	int err, kind;
 
@@ -655,7 +688,7 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		err = -EINVAL;
 	}
 	if (!err && b->p.blobdev)
-		err = open_blob(b, target, &btarget, &btmp);
+		err = open_blob(b, target, &bo);
 	if (!err)
 		err = ezi_bld_write_data(b);
 	if (!err)
@@ -672,11 +705,10 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 			    strerror(errno));
 	}
 	if (!err && b->blobfd >= 0) {
-		err = finish_blob(b, btarget, btmp);
-		blob_named = !err && btmp;
+		err = finish_blob(b, &bo);
 	}
 	if (!err && !tmp && !b->device) {
-		err = link_output(b, target, &tmp);
+		err = link_output(b, b->fd, b->out_path, target, &tmp);
 		named = !err && !tmp;
 	}
 	if (close(b->fd) && !err) {
@@ -698,10 +730,12 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		close(b->blobfd);
 		b->blobfd = -1;
 	}
-	if (err && btmp)
-		unlink(blob_named ? btarget : btmp);
-	free(btarget);
-	free(btmp);
+	if (err && bo.tmp)
+		unlink(bo.tmp);
+	if (err && bo.placed)
+		unlink(bo.target);
+	free(bo.target);
+	free(bo.tmp);
 	if (b->device)
 		pthread_mutex_destroy(&b->devlock);
 	b->device = false;
