@@ -63,6 +63,8 @@ enum ezfs_build_flags {
 	EZFS_BUILD_CHUNK_INDEXES = 1 << 11, /* chunk indexes, not block map */
 	EZFS_BUILD_48BIT = 1 << 12,	    /* 48-bit layout (Linux 6.15):
 					     * encoded extent records */
+	EZFS_BUILD_SPARSE = 1 << 13, /* write an Android sparse image (RAW
+				      * and DONT_CARE chunks of 4096 bytes) */
 };
 
 /* At most this many compression configurations (-z A:B:...). */

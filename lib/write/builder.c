@@ -697,6 +697,8 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		err = shift_image(b, target, old.st_mode != 0);
 	if (!err)
 		err = ezi_bld_block_list(b);
+	if (!err && (b->p.flags & EZFS_BUILD_SPARSE))
+		err = ezi_bld_sparse(b);
 	if (!err && old.st_mode && !b->device)
 		err = keep_owner_mode(b, &old);
 	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(b->fd)) {

@@ -205,6 +205,9 @@ int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 /* The image is size bytes: truncate the file (or zero the rest of the
  * device's part and check that it fits). */
 int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size);
+/* --sparse: turn the finished image in b->fd into an Android sparse
+ * image (RAW and DONT_CARE chunks); 0 or -errno, logged */
+int ezi_bld_sparse(struct ezfs_builder *b);
 /* pwrite to the blob (b->blobfd); 0 or -errno, logged */
 int ezi_bld_blob_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 			uint64_t off);

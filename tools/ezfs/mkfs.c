@@ -112,6 +112,8 @@ static const char usage_text[] =
 	"                        a path the fs_config lacks (default: error)\n"
 	"  --file-contexts=F     SELinux labels (text or compiled)\n"
 	"  --block-list-file=F   list each file's data blocks into F\n"
+	"  --sparse              write an Android sparse image (simg2img\n"
+	"                        gives back the plain one)\n"
 	"Containers:\n"
 	"  --aufs                .wh.NAME whiteouts become overlayfs ones\n"
 	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* xattrs\n";
@@ -457,6 +459,7 @@ enum {
 	OPT_SORT,
 	OPT_BLOBDEV,
 	OPT_VERSION,
+	OPT_SPARSE,
 };
 
 /* --tar[=f|=i], --ungzip, --unxz: 0 (*tar: 1 full, 2 index), or the
@@ -739,6 +742,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "aufs", no_argument, NULL, OPT_AUFS },
 		{ "ovlfs-strip", optional_argument, NULL, OPT_OVLFS_STRIP },
 		{ "sort", required_argument, NULL, OPT_SORT },
+		{ "sparse", no_argument, NULL, OPT_SPARSE },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -961,6 +965,9 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_FSYNC:
 			p.flags &= ~(unsigned)EZFS_BUILD_NO_FSYNC;
 			break;
+		case OPT_SPARSE:
+			p.flags |= EZFS_BUILD_SPARSE;
+			break;
 		case OPT_TAR:
 		case OPT_UNGZIP:
 		case OPT_UNXZ:
@@ -1015,6 +1022,11 @@ int cmd_mkfs(int argc, char **argv)
 		p.time_mode = EZFS_TIME_FIXED;
 	} else if (cp.mtime == 2) {
 		p.time_mode = EZFS_TIME_SOURCE;
+	}
+	if ((p.flags & EZFS_BUILD_SPARSE) && p.image_offset) {
+		ret = cli_usage_error(CMD, "--sparse and --offset exclude "
+					   "each other");
+		goto out;
 	}
 	for (unsigned i = 0; !s.quiet && i < ig.n; i++)
 		cli_error(CMD, "warning: %s: accepted and ignored", ig.what[i]);
