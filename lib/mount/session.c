@@ -146,6 +146,38 @@ static int check_mountpoint(struct ezfs_mount *m, const char *path)
 	return 0;
 }
 
+/*
+ * realpath(3) of the image: a super image's partition, SUPER:NAME, is no
+ * file, so when the whole path does not exist and holds a ':', the part
+ * before the last ':' is resolved and ":NAME" put back after it. NULL with
+ * errno set (the whole path's) on failure.
+ */
+static char *image_realpath(const char *image)
+{
+	const char *colon = strrchr(image, ':');
+	char *dir, *abs, *out;
+	size_t n;
+
+	out = realpath(image, NULL);
+	if (out || errno != ENOENT || !colon || colon == image || !colon[1])
+		return out;
+	dir = strndup(image, (size_t)(colon - image));
+	if (!dir)
+		return NULL;
+	abs = realpath(dir, NULL);
+	free(dir);
+	if (!abs) {
+		errno = ENOENT;
+		return NULL;
+	}
+	n = strlen(abs) + strlen(colon) + 1;
+	out = malloc(n);
+	if (out)
+		snprintf(out, n, "%s%s", abs, colon);
+	free(abs);
+	return out;
+}
+
 /* Open the image (and start its dispatch workers); one log line naming
  * the image on failure, with the library's own reason. */
 static int open_image(struct ezfs_mount *m, const struct ezfs_mount_params *p)
@@ -207,7 +239,7 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	pthread_mutex_init(&m->st_lock, NULL);
 	/* Absolute paths: daemonizing changes the directory to /. Each is
 	 * checked on its own: errno is not kept by a realpath that worked. */
-	m->image_path = realpath(p->image, NULL);
+	m->image_path = image_realpath(p->image);
 	if (!m->image_path) {
 		err = -errno;
 		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
