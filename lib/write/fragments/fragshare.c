@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "write/internal.h"
+#include "codec/codec.h"
 #include "format/erofs_fs.h"
 #include "util/hash.h"
 #include "util/vec.h"
@@ -37,7 +38,7 @@
 /* A file visited, and where its bytes end in the packed inode (guessed) */
 struct shent {
 	struct binode *in;
-	uint64_t end;
+	uint64_t end, add; /* add: its bytes in the packed inode (guessed) */
 };
 
 struct shtab {
@@ -49,6 +50,7 @@ struct shtab {
 			 * 0: share whatever the distance */
 	bool allfrag;
 	uint32_t pcap;
+	void *zc; /* zstd at level 3: cost estimates for far near-copies */
 };
 
 /* Read len bytes of in at off into buf; 0 or a negative errno. */
@@ -102,6 +104,94 @@ static int common_tail(const struct ezfs_builder *b, struct shtab *h,
 	return err;
 }
 
+#define EST_MAX (4u << 20) /* larger files: no estimate, their head pays */
+#define EST_CTX (1u << 20) /* zstd's window at most */
+
+/* zstd-3's stream size of p[0, n), or a negative errno */
+static int zsize(struct shtab *h, const uint8_t *p, size_t n, uint8_t *out,
+		 size_t cap)
+{
+	size_t in = n;
+	int r;
+
+	if (!n)
+		return 0;
+	r = ezi_codec_zstd.compress_destsize(h->zc, p, &in, out, cap);
+	return r < 0 || in == n ? r : -ENOSPC;
+}
+
+/*
+ * Does a head of its own pay for `in`, whose last l bytes repeat an
+ * earlier file beyond the codec's window? In the packed inode the file
+ * costs what it adds after its neighbours (the bytes before it there,
+ * as far back as the window), which for alike neighbours (a font after
+ * its sister fonts) is much less than it alone: DejaVuSerifCondensed-
+ * Bold.ttf costs 116 KB after DejaVuSerif.ttf, its head alone 134 KB
+ * (lzma-6, 512 KiB). zstd-3 with the same window stands in for the
+ * packed inode's codec (some ms a candidate).
+ */
+static bool head_pays(const struct ezfs_builder *b, struct shtab *h,
+		      struct binode *in, uint64_t l)
+{
+	size_t want = h->reach < EST_CTX ? (size_t)h->reach : EST_CTX;
+	size_t have = 0, n, cap;
+	struct bsrc s = { .fd = -1 };
+	uint8_t *buf = NULL, *out = NULL;
+	size_t k = h->e.n;
+	int z1, z2, zh, err = 0;
+	bool pays = true;
+
+	if (in->size > EST_MAX)
+		return true;
+	if (!h->zc) {
+		struct ezfs_codec_cfg cfg = { 0 };
+		unsigned wl = 10;
+
+		while (wl < 20 && (1ull << wl) < want)
+			wl++;
+		cfg.zstd_windowlog = wl - 10;
+		h->zc = ezi_codec_zstd.cctx_new(3, &cfg, &err);
+		if (!h->zc)
+			return true;
+	}
+	n = want + (size_t)in->size;
+	cap = n + n / 8 + 4096;
+	buf = malloc(n);
+	out = malloc(cap);
+	if (!buf || !out)
+		goto out;
+	/* the packed bytes before the file, newest last */
+	while (k-- && have < want && !err) {
+		const struct shent *c = &h->e.v[k];
+		uint64_t m = c->add < want - have ? c->add : want - have;
+
+		if (!m)
+			continue;
+		err = ezi_bld_src_open(b, c->in, &s);
+		if (!err)
+			err = read_at(b, &s, buf + want - have - m, (size_t)m,
+				      c->in->size - m);
+		ezi_bld_src_close(&s);
+		have += (size_t)m;
+	}
+	if (!err)
+		err = ezi_bld_src_open(b, in, &s);
+	if (!err)
+		err = read_at(b, &s, buf + want, (size_t)in->size, 0);
+	ezi_bld_src_close(&s);
+	if (err)
+		goto out;
+	z1 = zsize(h, buf + want - have, have, out, cap);
+	z2 = zsize(h, buf + want - have, have + (size_t)in->size, out, cap);
+	zh = zsize(h, buf + want, (size_t)(in->size - l), out, cap);
+	if (z1 >= 0 && z2 >= 0 && zh >= 0)
+		pays = zh + (int)b->blksz < z2 - z1;
+out:
+	free(buf);
+	free(out);
+	return pays;
+}
+
 /* Bytes the file adds to the packed inode unless its end is shared: all
  * of it with all-fragments, else its tail (about a pcluster at most) */
 static uint64_t packed_add(const struct shtab *h, const struct binode *in)
@@ -127,7 +217,9 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 	add = packed_add(h, in);
 	if (in->size < SHARE_MIN) {
 		h->pos += add;
-		return 0;
+		ne = (struct shent){ in, h->pos, add };
+		/* (kept for head_pays' context) */
+		return h->reach && ezi_vec_push(&h->e, ne) ? -ENOMEM : 0;
 	}
 	err = ezi_bld_src_open(b, in, &s);
 	if (!err)
@@ -159,14 +251,15 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 			best = c;
 		}
 	}
-	if (best && bestlen >= SHARE_MIN && bestlen >= nearlen + SHARE_MIN) {
+	if (best && bestlen >= SHARE_MIN && bestlen >= nearlen + SHARE_MIN &&
+	    (!h->reach || head_pays(b, h, in, bestlen))) {
 		in->zshare = bestlen;
 		if (best->in->zkeep < bestlen)
 			best->in->zkeep = bestlen;
 		add = 0;
 	}
 	h->pos += add;
-	ne = (struct shent){ in, h->pos };
+	ne = (struct shent){ in, h->pos, add };
 	if (ezi_vec_push(&h->e, ne))
 		return -ENOMEM;
 	return ezi_hash_add(&h->t, crc, (void *)(uintptr_t)h->e.n);
@@ -211,6 +304,8 @@ int ezi_bld_frags_share(struct ezfs_builder *b)
 		      : -ENOMEM;
 	ezi_hash_free(&h.t);
 	ezi_vec_free(&h.e);
+	if (h.zc)
+		ezi_codec_zstd.cctx_free(h.zc);
 	free(h.b1);
 	free(h.b2);
 	return err;
