@@ -17,6 +17,15 @@
 
 #define X_MAX_DEPTH 4096
 
+enum {
+	X_OPT_KEEP_GOING = 0x200,
+	X_OPT_ERRORS,
+	X_OPT_FS_CONFIG,
+	X_OPT_FILE_CONTEXTS,
+	X_OPT_MOUNT_POINT,
+	X_OPT_ANDROID,
+};
+
 /*
  * SIGINT, SIGTERM, SIGHUP: the walker and the workers stop at their next
  * step (x_failed), the directories made so far get their modes and times,
@@ -58,7 +67,8 @@ static void x_signals_start(struct xctx *x)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezfs extract [-q] [-f|--force] [-j N] IMG DIR [PATH]\n"
+		"usage: ezfs extract [-q] [-f|--force] [-j N] [--keep-going] "
+		"[--android] IMG DIR [PATH]\n"
 		"Restore the image's tree (or the directory or file PATH) "
 		"into\n"
 		"DIR with contents, modes, owners (as root), times, xattrs,\n"
@@ -69,7 +79,23 @@ static void usage(FILE *f)
 		"  -j, --jobs N, --workers=N\n"
 		"                 data threads (default: online CPUs)\n"
 		"  -q, --quiet    no progress bar and no "
-		"summary\n" CLI_ENGINE_HELP CLI_IMAGE_HELP
+		"summary\n"
+		"  --keep-going   a damaged inode, extent or directory is "
+		"named\n"
+		"                 and skipped; the rest comes out (exit 1)\n"
+		"  --errors FILE  the damaged paths, one a line\n"
+		"Android (for ezfs mkfs --fs-config-file/--file-contexts):\n"
+		"  --fs-config FILE      owners, modes and capabilities, "
+		"canned\n"
+		"                        fs_config lines\n"
+		"  --file-contexts FILE  SELinux labels, file_contexts "
+		"lines\n"
+		"  --mount-point MP      the keys' prefix (default: none)\n"
+		"  --android      both, into DIR.fs_config and "
+		"DIR.file_contexts,\n"
+		"                 MP the partition's name, and DIR.mkfs: the\n"
+		"                 ezfs mkfs line that builds the image "
+		"again\n" CLI_ENGINE_HELP CLI_IMAGE_HELP
 		"Interrupted (SIGINT, SIGTERM, SIGHUP), it stops, gives the\n"
 		"directories made so far their modes and times, and says "
 		"so.\n");
@@ -178,14 +204,15 @@ static int extract_entry(struct walker *w, int dirfd, const char *name,
 	ret = ezfs_inode_get(x->fs, nid, &ino);
 	if (ret < 0) {
 		x_error(x, path, "reading the inode", ret);
-		return ret;
+		return x_skip_damaged(x, path, ret);
 	}
 	ezfs_inode_stat(ino, &st);
 	if (st.mtime_nsec >= 1000000000) {
 		ezfs_inode_put(ino);
 		x_error(x, path, "mtime nanoseconds out of range", -EUCLEAN);
-		return -EUCLEAN;
+		return x_skip_damaged(x, path, -EUCLEAN);
 	}
+	x_sidecar_entry(x, ino, &st, path);
 	if (!S_ISDIR(st.mode) && st.nlink > 1) {
 		void **slot = cli_nidmap_slot(&w->links, nid, &added);
 
@@ -211,6 +238,7 @@ static int extract_entry(struct walker *w, int dirfd, const char *name,
 		ret = do_dir(w, dirfd, name, ino, &st, path, depth);
 		break;
 	case S_IFREG:
+		x_android_file(x, ino, &st);
 		ret = x_do_file(x, dirfd, name, &ino, &st, path);
 		break;
 	case S_IFLNK:
@@ -223,8 +251,8 @@ static int extract_entry(struct walker *w, int dirfd, const char *name,
 		ret = x_do_special(x, dirfd, name, ino, &st, path);
 		break;
 	default:
-		ret = -EUCLEAN;
-		x_error(x, path, "unknown file type", ret);
+		x_error(x, path, "unknown file type", -EUCLEAN);
+		ret = x_skip_damaged(x, path, -EUCLEAN);
 		break;
 	}
 	if (!ret && !S_ISREG(st.mode))
@@ -281,11 +309,17 @@ static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
 	} else if (ret < 0) {
 		x_error(x, path, "reading the directory", ret);
 	}
+	/* --keep-going: the directory is listed, its entries that could be
+	 * read and have fit names come out */
+	if (ret < 0 && ret != -ENOMEM)
+		ret = x_skip_damaged(x, path, ret);
 	for (i = 0; !ret && i < dl.n; i++) {
 		struct ezfs_dirent *e = &dl.ents[i];
 		char *child;
 
-		if (cli_is_dots(e->name, e->namelen))
+		if (cli_is_dots(e->name, e->namelen) || !e->namelen ||
+		    memchr(e->name, '/', e->namelen) ||
+		    memchr(e->name, '\0', e->namelen))
 			continue;
 		child = join(path, e->name);
 		if (!child) {
@@ -414,6 +448,7 @@ static int run(struct xctx *x, struct walker *w, const char *subpath,
 			w->dirs[0].path = strdup("");
 			w->dirs[0].nid = nid;
 			w->ndirs = 1;
+			x_sidecar_entry(x, ino, &st, "");
 			ret = walk_dir(w, x->rootfd, ino, "", 0);
 		} else {
 			ret = -ENOMEM;
@@ -448,7 +483,13 @@ static int run(struct xctx *x, struct walker *w, const char *subpath,
 	if (!ret)
 		ret = x_dir_phase(w);
 	cli_progress_end(&x->prog, x->bytes_done, x->entries_done);
-	if (!ret && x->read_errors) {
+	if (!ret && x->keep_going && x->damaged) {
+		cli_error("extract",
+			  "%s: %u damaged entr%s skipped (see above); "
+			  "everything else extracted",
+			  x->img, x->damaged, x->damaged == 1 ? "y" : "ies");
+		ret = -EIO;
+	} else if (!ret && x->read_errors) {
 		cli_error("extract",
 			  "%s: %u file%s not extracted: unreadable "
 			  "data (see above)",
@@ -512,6 +553,8 @@ int x_extract(const struct x_opts *o)
 	x.no_xattrs = o->no_xattrs;
 	x.img = o->img;
 	x.dest = o->dest;
+	x.keep_going = o->keep_going;
+	pthread_mutex_init(&x.errlock, NULL);
 	x.is_root = geteuid() == 0 && !o->no_owner;
 	x.euid = geteuid();
 	x.egid = getegid();
@@ -524,6 +567,11 @@ int x_extract(const struct x_opts *o)
 	lg.max = XREAD_NAMED;
 	if (cli_open("extract", x.img, &lg, &x.fs) < 0)
 		return 1;
+	if (x_sidecars_open(&x, o) < 0) {
+		x_sidecars_close(&x, 0);
+		ezfs_image_close(x.fs);
+		return 1;
+	}
 	if (o->by_nid) {
 		/* "#N" names a file extracted by nid alone */
 		snprintf(nidpath, sizeof(nidpath), "#%llu",
@@ -538,6 +586,14 @@ int x_extract(const struct x_opts *o)
 	x_signals_start(&x);
 	ret = run(&x, &w, sub, o->by_nid ? &o->nid : NULL);
 	cli_progress_clear(&x.prog);
+	{
+		int ok = ret >= 0 || (x.keep_going && !x_failed(&x));
+		int sc = x_sidecars_close(&x, ok);
+
+		if (sc && ret >= 0)
+			ret = -EIO;
+	}
+	pthread_mutex_destroy(&x.errlock);
 	free_walker(&w);
 	if (x.rootfd >= 0)
 		close(x.rootfd);
@@ -561,6 +617,13 @@ int cmd_extract(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "workers", required_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "keep-going", no_argument, NULL, X_OPT_KEEP_GOING },
+		{ "errors", required_argument, NULL, X_OPT_ERRORS },
+		{ "fs-config", required_argument, NULL, X_OPT_FS_CONFIG },
+		{ "file-contexts", required_argument, NULL,
+		  X_OPT_FILE_CONTEXTS },
+		{ "mount-point", required_argument, NULL, X_OPT_MOUNT_POINT },
+		{ "android", no_argument, NULL, X_OPT_ANDROID },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -583,6 +646,24 @@ int cmd_extract(int argc, char **argv)
 			break;
 		case 'q':
 			o.quiet = 1;
+			break;
+		case X_OPT_KEEP_GOING:
+			o.keep_going = 1;
+			break;
+		case X_OPT_ERRORS:
+			o.errors = optarg;
+			break;
+		case X_OPT_FS_CONFIG:
+			o.fs_config = optarg;
+			break;
+		case X_OPT_FILE_CONTEXTS:
+			o.file_contexts = optarg;
+			break;
+		case X_OPT_MOUNT_POINT:
+			o.mount_point = optarg;
+			break;
+		case X_OPT_ANDROID:
+			o.android = 1;
 			break;
 		default:
 			ret = cli_opt_other("extract", c, argv, usage);

@@ -54,6 +54,23 @@ struct xctx {
 
 	uint64_t bytes_done, entries_done; /* atomics */
 	struct cli_progress prog;
+
+	/* --keep-going: damaged entries are skipped and listed */
+	int keep_going;
+	pthread_mutex_t errlock;
+	unsigned damaged; /* under errlock */
+	FILE *errs;	  /* --errors FILE */
+
+	/* --fs-config, --file-contexts, --android (extract_droid.c) */
+	FILE *fsc, *fcx;
+	char *fsc_path, *fcx_path, *mkfs_path, *mp_owned;
+	const char *mp; /* the mount point, without a leading '/' */
+	unsigned sidecar_errors;
+	int android;
+	uint64_t max_pcluster;
+	uint64_t alg_extents[EZFS_ALG_MAX];
+	struct cli_nidset pas; /* pcluster addresses seen (dedupe) */
+	int deduped;
 };
 
 struct xdir {
@@ -79,6 +96,9 @@ struct walker {
 /* Print "ezfs extract: DEST/path: what[: reason]" (path quoted). */
 void x_error(struct xctx *x, const char *path, const char *what, int err);
 int x_failed(struct xctx *x);
+/* An entry the image cannot give (already reported): with --keep-going
+ * listed and skipped (0), else err. */
+int x_skip_damaged(struct xctx *x, const char *path, int err);
 void x_set_failed(struct xctx *x);
 
 /* Remove an existing entry name in dirfd when --force (never following a
@@ -134,7 +154,23 @@ struct x_opts {
 	int by_nid;
 	unsigned threads;
 	int force, quiet, no_owner, no_xattrs;
+	/* ezfs extract only (zero for fsck.erofs --extract) */
+	int keep_going, android;
+	const char *errors, *fs_config, *file_contexts, *mount_point;
 };
 int x_extract(const struct x_opts *o);
+
+/* extract_droid.c: the sidecar files (opened once the image is open;
+ * x_sidecars_close returns 0, 1 when some lines could not be written, or
+ * -EIO; ok = 0 removes them), one entry's lines (walker thread only), the
+ * pcluster sizes and algorithms of a regular file (--android), and a
+ * damaged entry (--keep-going: counted and listed in --errors FILE). */
+int x_sidecars_open(struct xctx *x, const struct x_opts *o);
+int x_sidecar_entry(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
+		    const char *path);
+void x_android_file(struct xctx *x, ezfs_inode *ino,
+		    const struct ezfs_stat *st);
+int x_sidecars_close(struct xctx *x, int ok);
+void x_damaged(struct xctx *x, const char *path);
 
 #endif

@@ -31,6 +31,14 @@ int x_failed(struct xctx *x)
 	return __atomic_load_n(&x->failed, __ATOMIC_ACQUIRE);
 }
 
+int x_skip_damaged(struct xctx *x, const char *path, int err)
+{
+	if (!x->keep_going)
+		return err;
+	x_damaged(x, path);
+	return 0;
+}
+
 void x_set_failed(struct xctx *x)
 {
 	__atomic_store_n(&x->failed, 1, __ATOMIC_RELEASE);
@@ -348,6 +356,8 @@ static void discard(struct xctx *x, struct xjob *j)
 static void read_failed(struct xctx *x, struct xjob *j)
 {
 	unsigned k = __atomic_add_fetch(&x->read_errors, 1, __ATOMIC_RELAXED);
+
+	x_damaged(x, j->path);
 
 	if (k <= XREAD_NAMED)
 		x_error(x, j->path,

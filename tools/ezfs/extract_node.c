@@ -56,7 +56,7 @@ int x_do_symlink(struct xctx *x, int dirfd, const char *name, ezfs_inode *ino,
 	if (n < 0) {
 		x_error(x, path, "reading the link target", (int)n);
 		free(target);
-		return (int)n;
+		return n == -ENOMEM ? (int)n : x_skip_damaged(x, path, (int)n);
 	}
 	while ((ret = symlinkat(target, dirfd, name) < 0 ? -errno : 0) ==
 		       -EEXIST &&
