@@ -34,7 +34,20 @@
 #   WORKERS    threads for every tool (default: nproc)
 # Output: a markdown table on stdout (MiB and wall seconds per tool, the
 # ratio of ezfs's image to the input); images are deleted after use.
+#
+# LINES=pipelines (or the argument --lines): instead of the matrix, the
+# mkfs.erofs command lines of real pipelines (Android's build_image.py,
+# a vendor's, systemd-repart, dracut, osbuild, Fedora CoreOS, kiwi,
+# archiso, Flatcar, kata, containerd's tar on stdin), each run as written
+# by ezfs under its mkfs.erofs name and by $MKFS_EROFS2 (required), on
+# every directory of TREES (default: the linux tree, or SUBSET of it).
+# One row per line and tree: image bytes of each, ezfs / MKFS_EROFS2,
+# wall seconds of each, and (as root, with manifest.py: MANIFEST, default
+# ../shared/tools/manifest.py) whether the kernel mounts both images as
+# the same tree ("same"; "DIFF" keeps both manifests under $WORK).
+# PIPES="kiwi fcos ..." runs only those lines.
 set -u
+case " $* " in *" --lines "*) LINES=pipelines ;; esac
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/tmp/ezfs-mkfs-bench}
@@ -48,6 +61,122 @@ DATASETS=${DATASETS:-"tree text"}
 SQUASHFS=${SQUASHFS:-1}
 command -v mksquashfs >/dev/null || SQUASHFS=0
 WORKERS=${WORKERS:-$(nproc)}
+now() { date +%s.%N; }
+
+# The pipelines' lines: NAME|OPTIONS, with @IMG and @SRC where the
+# pipeline puts them, @UUID, @TS, @HINTS (a compress-hints file), @EXCL
+# (a path of the tree) and @TAR (the tree as a tar on standard input).
+PIPELINES=(
+	"android|-z lz4hc --compress-hints @HINTS -b 4096 -T @TS -U @UUID -C 262144 @IMG @SRC"
+	"android-chunk|-z lz4hc --compress-hints @HINTS -b 4096 -T @TS -U @UUID -C 262144 --chunksize 4096 @IMG @SRC"
+	"android-legacy|-z lz4hc --compress-hints @HINTS -b 4096 -T @TS -U @UUID -C 262144 -E legacy-compress @IMG @SRC"
+	"vendor|-z lz4hc,9 -b 4096 -T @TS -U @UUID -E dedupe,ztailpacking @IMG @SRC"
+	"repart|-U @UUID @IMG @SRC --quiet"
+	"repart-z|-zlz4hc,level=12 -b 4096 -U @UUID @IMG @SRC --quiet"
+	"dracut|--exclude-path=@EXCL -C 65536 -E fragments -x -1 -U 00000000-0000-0000-0000-000000000000 -T 0 -z lz4hc @IMG @SRC"
+	"osbuild|-z lzma,6 -E ztailpacking,force-inode-blockmap @IMG @SRC"
+	"fcos|-Eall-fragments,fragdedupe=inode -C131072 --quiet @IMG @SRC"
+	"fcos-lzma|-zlzma -Efragments -C131072 @IMG @SRC"
+	"kiwi|-Eall-fragments -C524288 -z lzma,level=6,dictsize=524288 @IMG @SRC"
+	"archiso|-U @UUID -- @IMG @SRC"
+	"flatcar|--all-root -zlz4hc,12 @IMG @SRC"
+	"kata|-Enoinline_data @IMG @SRC"
+	"containerd|--tar=f --aufs -Enoinline_data -b4096 -T0 --mkfs-time @IMG @TAR"
+)
+
+# pline TOOL OPTIONS SRC IMG TAR: run one line; prints "bytes | seconds"
+# (or "error: ... | -")
+pline() {
+	local tool=$1 opts=$2 src=$3 img=$4 tar=$5 a args=() t0 t1 in=/dev/null
+	for a in $opts; do
+		case $a in
+		@IMG) a=$img ;;
+		@SRC) a=$src ;;
+		@TAR) in=$tar; continue ;;
+		*) a=${a//@HINTS/$WORK/hints}; a=${a//@UUID/$P_UUID}
+		   a=${a//@TS/1700000000}; a=${a//@EXCL/$P_EXCL} ;;
+		esac
+		args+=("$a")
+	done
+	rm -f "$img"
+	t0=$(now)
+	if ! "$tool" "${args[@]}" <"$in" >/dev/null 2>"$WORK/err" ||
+		[ ! -s "$img" ]; then
+		echo "error: $(head -c 60 "$WORK/err" | tr '\n|' '  ') | -"
+		return
+	fi
+	t1=$(now)
+	awk -v sz="$(stat -c %s "$img")" -v t0="$t0" -v t1="$t1" \
+		'BEGIN { printf "%d | %.2f", sz, t1 - t0 }'
+}
+
+# kview IMG OUT: the kernel's view of IMG (manifest.py of a loop mount)
+kview() {
+	local mnt=$WORK/mnt rc
+	mkdir -p "$mnt"
+	mount -t erofs -o loop,ro "$1" "$mnt" 2>/dev/null || return 1
+	python3 "$MANIFEST" "$mnt" >"$2"
+	rc=$?
+	umount "$mnt"
+	return $rc
+}
+
+pipelines_main() {
+	local tr ln name opts e m re rm_ ratio k src tar
+	[ -n "$MKFS_EROFS2" ] || { echo "LINES=pipelines needs MKFS_EROFS2" >&2; exit 1; }
+	MANIFEST=${MANIFEST:-$ROOT/../shared/tools/manifest.py}
+	P_UUID=3f2c1a4e-5b6d-4e7f-8a9b-0c1d2e3f4a5b
+	mkdir -p "$WORK/bin" && ln -sf "$EZFS" "$WORK/bin/mkfs.erofs" || exit 1
+	# Android's hints: compressed formats stored, libraries in 16K
+	printf '%s\n' '0 \.(apk|jar|zip|png|jpg|webp|ttf|gz|xz)$' \
+		'16384 \.so(\.[0-9.]+)?$' >"$WORK/hints"
+	echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "# ezfs: $EZFS (as mkfs.erofs); mkfs.erofs2: $MKFS_EROFS2 ($("$MKFS_EROFS2" -V 2>&1 | head -n 1))"
+	echo
+	echo "| tree | line | ezfs bytes | mkfs.erofs2 bytes | ratio | ezfs s | mkfs.erofs2 s | kernel |"
+	echo "|---|---|---:|---:|---:|---:|---:|---|"
+	for tr in $TREES; do
+		src=$(cd "$tr" && pwd) || exit 1
+		# dracut leaves one path out: the last of the tree's second level
+		P_EXCL=$(cd "$src" && find . -mindepth 1 -maxdepth 2 | LC_ALL=C sort |
+			tail -n 1 | cut -c3-)
+		tar=$WORK/tree.tar
+		tar -C "$src" -cf "$tar" . || exit 1
+		for ln in "${PIPELINES[@]}"; do
+			name=${ln%%|*} opts=${ln#*|}
+			if [ -n "${PIPES:-}" ]; then
+				case " $PIPES " in *" $name "*) ;; *) continue ;; esac
+			fi
+			e=$(pline "$WORK/bin/mkfs.erofs" "$opts" "$src" "$WORK/e.img" "$tar")
+			m=$(pline "$MKFS_EROFS2" "$opts" "$src" "$WORK/m.img" "$tar")
+			ratio=-
+			re=${e%% |*} rm_=${m%% |*}
+			case $re$rm_ in *[!0-9]*) ;; *)
+				ratio=$(awk -v a="$re" -v b="$rm_" 'BEGIN { printf "%.4f", a / b }') ;;
+			esac
+			k=-
+			if [ "$(id -u)" = 0 ] && [ -f "$MANIFEST" ] && [ "$ratio" != - ]; then
+				if kview "$WORK/e.img" "$WORK/$name.ezfs.json" &&
+					kview "$WORK/m.img" "$WORK/$name.m2.json"; then
+					if cmp -s "$WORK/$name.ezfs.json" "$WORK/$name.m2.json"; then
+						k=same
+						rm -f "$WORK/$name.ezfs.json" "$WORK/$name.m2.json"
+					else
+						k=DIFF
+					fi
+				else
+					k="no mount"
+				fi
+			fi
+			rm -f "$WORK/e.img" "$WORK/m.img"
+			printf '| %s | %s | %s | %s | %s | %s |\n' "$(basename "$src")" \
+				"$name" "${e%% |*} | ${m%% |*}" "$ratio" \
+				"${e#* | } | ${m#* | }" "$k"
+		done
+		rm -f "$tar"
+	done
+}
+
 if [ -z "${EZFS:-}" ]; then
 	# build/ first; never a sanitizer build (build-asan sorts first)
 	for c in "$ROOT"/build/tools/ezfs/ezfs "$ROOT"/build*/tools/ezfs/ezfs; do
@@ -58,6 +187,10 @@ fi
 [ -x "${EZFS:-}" ] || { echo "no ezfs binary: set EZFS" >&2; exit 1; }
 
 mkdir -p "$WORK" || exit 1
+if [ "${LINES:-}" = pipelines ] && [ -n "${TREES:-}" ]; then
+	pipelines_main
+	exit
+fi
 TARBALL=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1)
 if [ -z "$TARBALL" ]; then
 	echo "installing linux-source-6.1 (apt)..." >&2
@@ -79,6 +212,11 @@ if [ ! -d "$TREE" ]; then
 	fi || exit 1
 fi
 [ -d "$TREE" ] || { echo "no $TREE" >&2; exit 1; }
+if [ "${LINES:-}" = pipelines ]; then
+	TREES=$TREE
+	pipelines_main
+	exit
+fi
 # a directory holding the text file: mkfs.erofs wants a directory
 if [ -n "${TEXT:-}" ]; then
 	TEXTDIR=$WORK/text-$(basename "$TEXT")-$TEXT_MAX
@@ -97,7 +235,7 @@ if [ ! -f "$TEXTDIR/text.txt" ]; then
 	fi >"$TEXTDIR/text.txt"
 fi
 
-now() { date +%s.%N; }
+
 # run IMG CMD...: prints "MiB | wall" of one run (or the error), the
 # image bytes go to $WORK/size (it runs in a subshell)
 run() {
