@@ -7,7 +7,8 @@
 #          tests use (zstd, xz-utils, python3, erofs-utils, squashfs-tools, attr,
 #          gnuplot-nox for ezfs bench --plot, procps for pgrep, clang-format
 #          for the layout check, img2simg/simg2img/simg2simg for the
-#          Android sparse tests, dpkg-dev/debhelper/fakeroot/lintian for
+#          Android sparse tests, libarchive-dev for ezfs export and
+#          libarchive-tools (bsdtar) for its tests, dpkg-dev/debhelper/fakeroot/lintian for
 #          the Debian packages, scdoc and man-db for the man pages,
 #          bash-completion)
 #   fuzz   clang and its libFuzzer runtime (make fuzz)
@@ -19,7 +20,7 @@ set -euo pipefail
 core=(build-essential cmake ninja-build pkg-config liblz4-dev libdeflate-dev zlib1g-dev
       libzstd-dev liblzma-dev libisal-dev libfuse3-dev fuse3 zstd xz-utils python3 erofs-utils
       squashfs-tools attr gnuplot-nox procps clang-format libselinux1-dev selinux-utils
-      python3-selinux libcap2-bin android-sdk-libsparse-utils
+      python3-selinux libcap2-bin android-sdk-libsparse-utils libarchive-dev libarchive-tools
       dpkg-dev debhelper fakeroot lintian scdoc man-db bash-completion)
 fuzz=(clang libclang-rt-14-dev)
 bench=(fio linux-source-6.1 xz-utils squashfuse)

@@ -9,6 +9,7 @@
 
 static int cmd_help(int argc, char **argv);
 int cmd_lpinfo(int argc, char **argv); /* lpinfo.c */
+int cmd_export(int argc, char **argv); /* export.c */
 
 static const struct {
 	const char *name;
@@ -21,6 +22,8 @@ static const struct {
 	{ "cat", cmd_cat, "write file contents to stdout" },
 	{ "extract", cmd_extract,
 	  "restore the tree (or a part) into a directory" },
+	{ "export", cmd_export,
+	  "write the tree as a tar, cpio or zip archive" },
 	{ "fsck", cmd_fsck, "check an image, decoding every byte" },
 	{ "lpinfo", cmd_lpinfo,
 	  "list the partitions of an Android super image" },
