@@ -174,6 +174,14 @@ t_run cfsck "$FSCK" "$BOTH"
 t_check "flat: fsck.erofs" 0
 t_run cfsck "$FSCK" --device="$TAR" "$IDX"
 t_check "tar index: fsck.erofs --device=layer.tar" 0
+rm -rf "$TMP/fx"
+t_run cfsckx "$FSCK" --device="$TAR" --extract="$TMP/fx" "$IDX"
+t_check "tar index: fsck.erofs --device --extract" 0
+if t_is_root; then # owners are restored as root only
+	t_manifest "$TMP/fx" >"$TMP/fx.json"
+	t_same_manifest "tar index: fsck.erofs --device --extract" "$WANT" "$TMP/fx.json"
+fi
+rm -rf "$TMP/fx"
 t_run info "$EZFS" info "$BOTH"
 t_check "flat: ezfs info shows the device in the image" 0 \
 	stdout "device 1 +tag '', blocks [0-9]+, uniaddr 4, in the image \(flat\)"
