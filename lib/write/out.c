@@ -167,7 +167,9 @@ int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size)
  * Android sparse image (format 1.0, 28-byte header, 12-byte chunk headers,
  * 4096-byte blocks): runs of all-zero blocks are DONT_CARE chunks, the
  * rest RAW chunks; no FILL and no CRC32 chunks, and no image checksum.
- * A last partial block (block sizes below 4096) is padded with zeros.
+ * An image whose size is no multiple of 4096 (block sizes below 4096)
+ * gets sparse blocks of its own block size, so that simg2img gives back
+ * exactly its bytes.
  *
  * The sparse file is written beside the raw one: when b->fd is an
  * unnamed O_TMPFILE file, into a new one in the same folder that then
@@ -175,7 +177,6 @@ int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size)
  * have named the raw image; else (a named temporary file) into an
  * unnamed scratch file whose bytes are then copied back over b->fd.
  */
-#define SPARSE_BLK	 4096u
 #define SPARSE_RAW	 0xCAC1u
 #define SPARSE_DONT_CARE 0xCAC3u
 
@@ -217,21 +218,23 @@ static int sp_chunk(struct sparse_out *o, uint16_t type, uint32_t blocks,
 
 static int sp_zero(const uint8_t *p, size_t n)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i])
-			return 0;
-	return 1;
+	/* each byte equal to the next, and the first zero */
+	return !p[0] && !memcmp(p, p + 1, n - 1);
 }
 
 /* Write the sparse form of the raw image (size bytes in rawfd) to o. */
 static int sp_convert(int rawfd, uint64_t size, struct sparse_out *o)
 {
 	const size_t bufblks = 256;
-	uint64_t blocks = (size + SPARSE_BLK - 1) / SPARSE_BLK, i = 0;
-	uint8_t *buf = malloc(bufblks * SPARSE_BLK), hdr[28];
+	uint32_t blk = 4096;
+	uint64_t blocks, i = 0;
+	uint8_t *buf, hdr[28];
 	int err = 0;
+
+	while (blk > 512 && size % blk)
+		blk /= 2;
+	blocks = (size + blk - 1) / blk;
+	buf = malloc(bufblks * blk);
 
 	if (!buf)
 		return -ENOMEM;
@@ -243,14 +246,14 @@ static int sp_convert(int rawfd, uint64_t size, struct sparse_out *o)
 	while (!err && i < blocks) {
 		size_t n =
 			blocks - i < bufblks ? (size_t)(blocks - i) : bufblks;
-		size_t want = n * SPARSE_BLK, got = 0, k = 0;
+		size_t want = n * blk, got = 0, k = 0;
 
-		if (i * SPARSE_BLK + want > size)
-			want = (size_t)(size - i * SPARSE_BLK);
-		memset(buf, 0, n * SPARSE_BLK);
+		if (i * blk + want > size)
+			want = (size_t)(size - i * blk);
+		memset(buf, 0, n * blk);
 		while (got < want) {
 			ssize_t r = pread(rawfd, buf + got, want - got,
-					  (off_t)(i * SPARSE_BLK + got));
+					  (off_t)(i * blk + got));
 
 			if (r < 0 && errno == EINTR)
 				continue;
@@ -263,23 +266,21 @@ static int sp_convert(int rawfd, uint64_t size, struct sparse_out *o)
 		/* one chunk per run of like blocks within the buffer; a run
 		 * cut by the buffer's end goes on as a second chunk */
 		while (!err && k < n) {
-			int zero = sp_zero(buf + k * SPARSE_BLK, SPARSE_BLK);
+			int zero = sp_zero(buf + k * blk, blk);
 			size_t e = k + 1;
 
-			while (e < n && sp_zero(buf + e * SPARSE_BLK,
-						SPARSE_BLK) == zero)
+			while (e < n && sp_zero(buf + e * blk, blk) == zero)
 				e++;
 			if (zero) {
 				err = sp_chunk(o, SPARSE_DONT_CARE,
 					       (uint32_t)(e - k), 0);
 			} else {
-				uint32_t len = (uint32_t)((e - k) * SPARSE_BLK);
+				uint32_t len = (uint32_t)((e - k) * blk);
 
 				err = sp_chunk(o, SPARSE_RAW, (uint32_t)(e - k),
 					       len);
 				if (!err)
-					err = write_all(o->fd,
-							buf + k * SPARSE_BLK,
+					err = write_all(o->fd, buf + k * blk,
 							len, o->pos);
 				o->pos += len;
 			}
@@ -295,7 +296,7 @@ static int sp_convert(int rawfd, uint64_t size, struct sparse_out *o)
 	sp_le16(hdr + 6, 0); /* minor */
 	sp_le16(hdr + 8, 28);
 	sp_le16(hdr + 10, 12);
-	sp_le32(hdr + 12, SPARSE_BLK);
+	sp_le32(hdr + 12, blk);
 	sp_le32(hdr + 16, (uint32_t)blocks);
 	sp_le32(hdr + 20, o->chunks);
 	sp_le32(hdr + 24, 0); /* no image checksum */
