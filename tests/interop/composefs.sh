@@ -37,7 +37,7 @@ if t_is_root && mkdir -p "$TMP/tmpfs" && mount -t tmpfs -o size=256m tmpfs "$TMP
 	T_MOUNTS+=("$TMP/tmpfs")
 	XROOT=$TMP/tmpfs
 else
-	echo "SKIP: extraction of the 8 PiB files (needs root for a tmpfs)"
+	echo "SKIP: ezfs extract (device nodes, owners and a tmpfs for the 8 PiB files need root)"
 fi
 
 # paths of "ezfs ls -R" output, as manifest.py names them
@@ -126,8 +126,9 @@ for l in open(sys.argv[1]):
 		fi
 	done <<<"$huge"
 
-	if [ -n "$XROOT" ] || [ -z "$huge" ]; then
-		x=${XROOT:-$TMP}/x
+	# the images hold device nodes and owners: extraction needs root
+	if [ -n "$XROOT" ]; then
+		x=$XROOT/x
 		rm -rf "$x"
 		t_run extract "$EZFS" extract -q "$img" "$x"
 		manifest "$x" >"$TMP/x.json"

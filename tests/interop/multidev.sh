@@ -154,6 +154,17 @@ zstd -q -d -c "$TI/layer.tar.zst" >"$TAR"
 cat "$IDX" "$TAR" >"$BOTH"
 WANT=$TI/idx.manifest.jsonl
 
+# owners are restored as root only: compare without them otherwise
+MOPT=()
+if t_is_root; then
+	cp "$WANT" "$TMP/want.json"
+else
+	MOPT=(--no-owner)
+	python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l); e.pop("uid", None); e.pop("gid", None)
+    print(json.dumps(e, sort_keys=True, ensure_ascii=False))' "$WANT" >"$TMP/want.json"
+fi
 check_view() { # WHAT IMG [--device F...]: fsck, extract, manifest
 	local what=$1 img=$2
 	shift 2
@@ -162,8 +173,8 @@ check_view() { # WHAT IMG [--device F...]: fsck, extract, manifest
 	rm -rf "$TMP/x"
 	t_run extract "$EZFS" extract -q "$@" "$img" "$TMP/x"
 	t_check "$what: ezfs extract" 0
-	t_manifest "$TMP/x" >"$TMP/x.json"
-	t_same_manifest "$what: as the kernel shows it" "$WANT" "$TMP/x.json"
+	t_manifest "$TMP/x" "${MOPT[@]}" >"$TMP/x.json"
+	t_same_manifest "$what: as the kernel shows it" "$TMP/want.json" "$TMP/x.json"
 	rm -rf "$TMP/x"
 }
 check_view "tar index + tar as one file (flat)" "$BOTH"
@@ -209,7 +220,7 @@ fails_once "a short tar" "device 1: .*short.tar: 20000 bytes, the device table s
 
 # ezfs mount -o device=FILE (FUSE), where it can run
 if t_is_root && [ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null &&
-	! "$EZFS" mount --help 2>&1 | grep -q "without FUSE"; then
+	! "$EZFS" mount --help 2>&1 | grep "without FUSE" >/dev/null; then
 	MP=$TMP/fm
 	if t_fuse_start "$IDX" "$TMP/fuse.log" -o device="$TAR"; then
 		t_manifest "$MP" >"$TMP/f.json"
