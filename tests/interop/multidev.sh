@@ -9,7 +9,9 @@
 # its tar): the index followed by its tar as one file (flat mode, as
 # containerd mounts it) and the index with --device TAR read exactly as
 # the committed kernel manifest and a live kernel mount; --offset; the
-# index alone or the pair cut short: one error line.
+# index alone or the pair cut short: one error line. The same index with
+# its chunks moved to device 0 at uniaddr + block: found on the tar by
+# its range, as the kernel does.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
@@ -196,6 +198,66 @@ rm -rf "$TMP/fx"
 t_run info "$EZFS" info "$BOTH"
 t_check "flat: ezfs info shows the device in the image" 0 \
 	stdout "device 1 +tag '', blocks [0-9]+, uniaddr 4, in the image \(flat\)"
+
+# the same chunks addressed as device 0 at uniaddr + block (the unified
+# address space): with --device they go to the tar by its range, flat
+# they are in the file; the kernel agrees
+python3 - "$IDX" "$TMP/idx0.erofs" >"$TMP/patch.out" <<'EOF'
+import struct, sys
+def crc32c(crc, data):
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc
+d = bytearray(open(sys.argv[1], 'rb').read())
+sb = 1024
+bits = d[sb + 12]; bs = 1 << bits
+meta = struct.unpack_from('<I', d, sb + 40)[0] * bs
+so = struct.unpack_from('<H', d, sb + 88)[0] * 128
+uni = struct.unpack_from('<I', d, so + 68)[0]
+n = 0
+for pos in range(meta, len(d) - 64, 32):
+    fmt, xic, mode = struct.unpack_from('<HHH', d, pos)
+    if (fmt >> 1) & 7 != 4 or (mode & 0o170000) != 0o100000:
+        continue
+    ext = fmt & 1
+    size = struct.unpack_from('<Q' if ext else '<I', d, pos + 8)[0]
+    cf = struct.unpack_from('<I', d, pos + 16)[0] & 0xffff
+    if not cf & 0x20:
+        continue
+    core = 64 if ext else 32
+    xs = 0 if not xic else 12 + (xic - 1) * 4
+    a = (pos + core + xs + 7) & ~7
+    cb = bits + (cf & 31)
+    for i in range((size + (1 << cb) - 1) >> cb):
+        hi, dev, lo = struct.unpack_from('<HHI', d, a + 8 * i)
+        if dev == 1 and lo != 0xffffffff:
+            struct.pack_into('<HHI', d, a + 8 * i, 0, 0, lo + uni)
+            n += 1
+if struct.unpack_from('<I', d, sb + 8)[0] & 1:
+    ln = bs - 1024 if bs > 1024 else bs
+    buf = bytearray(d[1024:1024 + ln]); buf[4:8] = b'\0\0\0\0'
+    struct.pack_into('<I', d, sb + 4, crc32c(0xffffffff, buf))
+open(sys.argv[2], 'wb').write(d)
+print(n, 'chunks moved to device 0')
+EOF
+t_expect "device-0 chunks: patched $(cat "$TMP/patch.out")" grep -q '^[1-9][0-9]* chunks' "$TMP/patch.out"
+cat "$TMP/idx0.erofs" "$TAR" >"$TMP/both0"
+check_view "device-0 chunks, flat" "$TMP/both0"
+check_view "device-0 chunks --device layer.tar" "$TMP/idx0.erofs" --device "$TAR"
+t_run stat0 "$EZFS" stat -e --device "$TAR" "$TMP/idx0.erofs" /dir/odd.bin
+t_check "device-0 chunks: stat -e shows the device" 0 stdout "mapped,device=1"
+if [ $KM = 1 ]; then
+	if kmount_dev "$TMP/idx0.erofs" "$TAR" "$TMP/km"; then
+		t_manifest "$TMP/km" >"$TMP/k.json"
+		t_kumount "$TMP/km"
+		t_same_manifest "device-0 chunks: the kernel with device=LOOP" "$WANT" "$TMP/k.json"
+	else
+		t_fail "the kernel refused the device-0 index with device=LOOP"
+	fi
+	drop_loops
+fi
 
 # the image at an offset: extra devices keep their own start
 head -c 3072 /dev/zero | cat - "$BOTH" >"$TMP/at3072"
