@@ -259,6 +259,16 @@ if [ $KM = 1 ]; then
 	drop_loops
 fi
 
+# ezfs mkfs's own tar index of the same tar, read both ways
+t_run ezmk "$EZFS" mkfs --tar=i "$TMP/ez.idx" "$TAR"
+if [ "$RC" = 0 ]; then
+	cat "$TMP/ez.idx" "$TAR" >"$TMP/ez.both"
+	check_view "ezfs mkfs --tar=i + tar (flat)" "$TMP/ez.both"
+	check_view "ezfs mkfs --tar=i --device layer.tar" "$TMP/ez.idx" --device "$TAR"
+else
+	echo "SKIP: ezfs mkfs --tar=i (rc=$RC: $(head -c 200 "$ERR"))"
+fi
+
 # the image at an offset: extra devices keep their own start
 head -c 3072 /dev/zero | cat - "$BOTH" >"$TMP/at3072"
 t_run off "$EZFS" cat --offset 3072 "$TMP/at3072" /hello.txt
