@@ -13,10 +13,12 @@
  *                  block - 1 so that the root NID is small and non-zero
  *   after meta     full blocks of directories (they need the NIDs)
  */
+#define _GNU_SOURCE /* mremap */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,6 +84,45 @@ static void plan_flat(const struct ezfs_builder *b, struct binode *in,
 		in->tail_len = 0;
 	}
 	in->unit_size = meta + in->tail_len;
+}
+
+/*
+ * --zD (compressed directories, as mkfs.erofs 1.9.3): a directory of at
+ * least 8 bytes is one whole-file fragment of the packed inode (FULL
+ * layout, only the 8-byte map header); the packed inode is compressed
+ * with the default configuration. Needs compression.
+ */
+static bool zdirs(const struct ezfs_builder *b)
+{
+	return b->p.compress_dir && b->nzalgs && !b->p.tar_index;
+}
+
+#define ZDIR_HDR 8 /* Z_EROFS_LEGACY_MAP_HEADER_SIZE */
+
+/* A directory's size and layout (its entries need the NIDs: later). */
+static int plan_dir(const struct ezfs_builder *b, struct binode *in)
+{
+	in->size = dir_size(b, in);
+	if (in->size > 0xFFFFFFFFull)
+		in->extended = true;
+	if (!zdirs(b) || in->size < ZDIR_HDR) {
+		plan_flat(b, in, true);
+		return 0;
+	}
+	if (!in->z) {
+		in->z = calloc(1, sizeof(*in->z));
+		if (!in->z)
+			return -ENOMEM;
+	}
+	in->z->wholefrag = true;
+	in->z->idx_size = ZDIR_HDR;
+	in->z->frag_len = in->size;
+	in->datalayout = EROFS_INODE_COMPRESSED_FULL;
+	in->nblocks = 0;
+	in->tail_len = 0;
+	in->unit_size =
+		((core_size(in) + in->xattr_isize + 7) & ~7u) + ZDIR_HDR;
+	return 0;
 }
 
 /* Copy a regular file as a flat inode: full blocks at the cursor, tail. */
@@ -441,6 +482,10 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 		b->st.compressed_files++;
 		return err;
 	}
+	if (b->nrdevs) { /* rebuild.c made its chunk indexes */
+		in->unit_size = chunk_hdr(in, 8) + in->chunkidx_len;
+		return 0;
+	}
 	if (b->p.tar_index)
 		return write_tarindex_file(b, in);
 	if (b->p.chunksize && in != b->packed_inode)
@@ -512,26 +557,27 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
  * meta_blkaddr stays 0, the root NID small, and block 0 and the rest of
  * the root's block still take other inodes.
  */
-static void reserve_root(struct ezfs_builder *b, uint64_t shared_end)
+static int reserve_root(struct ezfs_builder *b, uint64_t shared_end)
 {
 	struct binode *root = b->inodes[0];
 	uint64_t gap0 = (shared_end + 31) & ~31ull, nb;
+	int err;
 
 	b->root_blk = 0;
 	if (!S_ISDIR(root->mode))
-		return;
-	root->size = dir_size(b, root);
-	if (root->size > 0xFFFFFFFFull)
-		root->extended = true;
-	plan_flat(b, root, true);
+		return 0;
+	err = plan_dir(b, root);
+	if (err)
+		return err;
 	if (gap0 + ((root->unit_size + 31) & ~31u) <= b->blksz)
-		return;
+		return 0;
 	nb = (root->unit_size + b->blksz - 1) >> b->blkszbits;
 	/* the root NID must fit in 16 bits */
 	if ((b->data_start << b->blkszbits) >> EROFS_ISLOTBITS > 0xFFFF)
-		return;
+		return 0;
 	b->root_blk = b->data_start;
 	b->data_start += nb;
+	return 0;
 }
 
 int ezi_bld_write_data(struct ezfs_builder *b)
@@ -560,7 +606,9 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 		if (b->dev_blocks > 0xFFFFFFFFull)
 			b->p.flags |= EZFS_BUILD_48BIT;
 	}
-	reserve_root(b, shared_end);
+	err = reserve_root(b, shared_end);
+	if (err)
+		return err;
 	b->cursor = b->data_start;
 	buf = malloc(COPY_BUF);
 	if (!buf)
@@ -606,10 +654,7 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 					       in->tail_len);
 			}
 		} else if (S_ISDIR(in->mode)) {
-			in->size = dir_size(b, in);
-			if (in->size > 0xFFFFFFFFull)
-				in->extended = true;
-			plan_flat(b, in, true);
+			err = plan_dir(b, in);
 		} else {
 			plan_flat(b, in, false);
 		}
@@ -617,9 +662,12 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 	ezi_bld_zjobs_stop(b);
 	if (!err)
 		err = ezi_bld_frags_place(b);
-	if (!err && b->packed_len)
+	/* --zD: the directories join the packed inode once NIDs are known
+	 * (ezi_bld_write_meta) */
+	if (!err && b->packed_len && !zdirs(b))
 		err = write_packed(b, buf);
-	ezi_bld_packed_free(b);
+	if (err || !zdirs(b))
+		ezi_bld_packed_free(b);
 	ezi_bld_dedupe_free(b);
 	if (b->p.blobdev)
 		b->dev_blocks = b->blob_cursor;
@@ -1052,11 +1100,106 @@ out:
 	return err;
 }
 
-int ezi_bld_write_meta(struct ezfs_builder *b)
+/* Room for need bytes in the packed inode's anonymous mapping. */
+static int packed_room(struct ezfs_builder *b, uint64_t need)
+{
+	uint64_t cap = b->packed_cap ? b->packed_cap : (2u << 20);
+	void *np;
+
+	while (cap < need)
+		cap *= 2;
+	if (cap == b->packed_cap)
+		return 0;
+	if (cap > SIZE_MAX)
+		return -ENOMEM;
+	np = b->packed ? mremap(b->packed, (size_t)b->packed_cap, (size_t)cap,
+				MREMAP_MAYMOVE)
+		       : mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (np == MAP_FAILED)
+		return -ENOMEM;
+	b->packed = np;
+	b->packed_cap = cap;
+	return 0;
+}
+
+/*
+ * --zD, once every other inode has its NID: the directories' contents
+ * are appended to the packed inode in inode (breadth-first) order, after
+ * the files' fragments (as mkfs.erofs 1.9.3 groups them); the packed
+ * inode is compressed and written after the metadata area, its unit
+ * placed into the smallest gap it fits (the area's last block too), else
+ * in a block of its own after its data. *endp: the metadata area's end,
+ * *nextblk: the first block after all of it.
+ */
+static int pack_dirs(struct ezfs_builder *b, struct gaps *g,
+		     uint64_t meta_blkaddr, uint64_t *endp, uint64_t *nextblk)
+{
+	uint64_t total = b->packed_len, end = *endp, off;
+	struct binode *pk;
+	unsigned slots;
+	size_t i;
+	int r;
+
+	ezi_bld_zsegs_free(b);
+	for (i = 0; i < b->ninodes; i++)
+		if (S_ISDIR(b->inodes[i]->mode) && b->inodes[i]->z)
+			total += b->inodes[i]->size;
+	r = packed_room(b, total);
+	if (r)
+		return r;
+	for (i = 0; i < b->ninodes; i++) {
+		struct binode *in = b->inodes[i];
+
+		if (!S_ISDIR(in->mode) || !in->z)
+			continue;
+		memset(b->packed + b->packed_len, 0, (size_t)in->size);
+		build_dir(b, in, b->packed + b->packed_len);
+		in->z->fragoff = b->packed_len;
+		b->packed_len += in->size;
+	}
+	b->cursor = (end + b->blksz - 1) >> b->blkszbits;
+	r = write_packed(b, NULL);
+	if (r)
+		return r;
+	pk = b->packed_inode;
+	pk->ino32 = (uint32_t)b->ninodes;
+	if (end & (b->blksz - 1)) {
+		r = gap_push(
+			g, end >> b->blkszbits,
+			(unsigned)((b->blksz - (end & (b->blksz - 1))) >> 5));
+		if (r)
+			return r;
+	}
+	slots = (pk->unit_size + 31) >> 5;
+	r = slots <= g->nslots ? gap_take(g, b->blkszbits, slots, &off) : 0;
+	if (r < 0)
+		return r;
+	if (!r) {
+		off = b->cursor << b->blkszbits;
+		/* a ztailpacking tail must not cross a block */
+		while (pk->z && pk->z->idata_len &&
+		       ((off + pk->unit_size - pk->z->idata_len) >>
+			b->blkszbits) !=
+			       ((off + pk->unit_size - 1) >> b->blkszbits))
+			off += 32;
+		b->cursor =
+			(off + pk->unit_size + b->blksz - 1) >> b->blkszbits;
+	} else if (off >= end && off < b->cursor << b->blkszbits) {
+		end = (off + pk->unit_size + 31) & ~31ull;
+	}
+	pk->meta_off = off;
+	pk->nid = (off - (meta_blkaddr << b->blkszbits)) >> EROFS_ISLOTBITS;
+	*endp = end;
+	*nextblk = b->cursor;
+	return 0;
+}
+
+static int write_meta(struct ezfs_builder *b)
 {
 	uint64_t shared_end = b->shared_start + b->shared_len;
-	uint64_t base, meta_blkaddr, blk, end = 0, gap0, early;
-	uint8_t *meta = NULL, *dbuf = NULL, *blk0buf = NULL;
+	uint64_t base, meta_blkaddr, blk, end = 0, gap0, early, after = 0;
+	uint8_t *meta = NULL, *dbuf = NULL, *blk0buf = NULL, *xbuf = NULL;
 	struct gaps *g;
 	bool blk0;
 	size_t i;
@@ -1085,6 +1228,8 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 		err = place_root(b, g);
 	if (!err)
 		err = place_inodes(b, g, base, meta_blkaddr, &end);
+	if (!err && zdirs(b))
+		err = pack_dirs(b, g, meta_blkaddr, &end, &after);
 	gaps_free(g);
 	free(g);
 	if (!err && b->devt_off)
@@ -1100,6 +1245,8 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 
 	/* 2. directory blocks after the metadata */
 	blk = (end + b->blksz - 1) >> b->blkszbits;
+	if (blk < after)
+		blk = after;
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
 
@@ -1119,16 +1266,34 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 	}
 	for (i = 0; i < b->ninodes && !err; i++) {
 		struct binode *in = b->inodes[i];
+		bool beyond = in->meta_off >= end && in->meta_off >= base;
 		uint8_t *p = in->meta_off < base
 				     ? blk0buf + (in->meta_off - gap0)
 				     : meta + (in->meta_off - base);
 		uint32_t hdr = core_size(in) + in->xattr_isize;
 
+		if (beyond) {
+			/* --zD: the packed inode after its data */
+			free(xbuf);
+			p = xbuf = calloc(1, in->unit_size);
+			if (!xbuf) {
+				err = -ENOMEM;
+				break;
+			}
+		}
 		err = encode_core(b, in, p);
 		if (err)
 			break;
 		if (in->xattr_isize)
 			ezi_bld_xattrs_encode(in, p + core_size(in));
+		if (S_ISDIR(in->mode) && in->z) {
+			/* --zD: the whole directory in the packed inode */
+			uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
+
+			put_le64(p + (h - in->meta_off),
+				 in->z->fragoff | 1ull << 63);
+			continue;
+		}
 		if (in->z) {
 			uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
 
@@ -1138,6 +1303,16 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 			if (in->z->idata_len)
 				memcpy(hp + in->z->idx_size, in->z->idata,
 				       in->z->idata_len);
+			if (!err && beyond)
+				err = ezi_bld_pwrite(b, xbuf, in->unit_size,
+						     in->meta_off);
+			continue;
+		}
+		if (beyond) {
+			if (in->tail_len)
+				memcpy(p + hdr, in->tail, in->tail_len);
+			err = ezi_bld_pwrite(b, xbuf, in->unit_size,
+					     in->meta_off);
 			continue;
 		}
 		if (in->chunkidx) {
@@ -1175,6 +1350,7 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 					 0);
 	}
 	free(dbuf);
+	free(xbuf);
 	if (!err && end > base)
 		err = ezi_bld_pwrite(b, meta, end - base, base);
 	if (!err && !meta_blkaddr && early > gap0)
@@ -1184,4 +1360,12 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 	if (err)
 		return err;
 	return ezi_bld_write_super(b, meta_blkaddr, blk);
+}
+
+int ezi_bld_write_meta(struct ezfs_builder *b)
+{
+	int err = write_meta(b);
+
+	ezi_bld_packed_free(b); /* --zD: kept until the directories joined */
+	return err;
 }

@@ -192,7 +192,7 @@ fi
 
 # --- refused: one line naming the option, exit 2 ---
 refused metabox "-m" -m 4096
-refused zD "--zD" --zD=1
+refused zD "--zD" --zD=2
 refused blobdev "--blobdev" --blobdev=/dev/null
 refused lz4-dict "dictsize" -z lz4hc,dictsize=65536
 refused lzma-dict "dictsize" -z lzma,dictsize=100

