@@ -486,10 +486,6 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 		in->unit_size = chunk_hdr(in, 8) + in->chunkidx_len;
 		return 0;
 	}
-	if (b->nrdevs) { /* rebuild.c made its chunk indexes */
-		in->unit_size = chunk_hdr(in, 8) + in->chunkidx_len;
-		return 0;
-	}
 	if (b->p.tar_index)
 		return write_tarindex_file(b, in);
 	if (b->p.chunksize && in != b->packed_inode)
