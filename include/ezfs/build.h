@@ -281,6 +281,28 @@ EZFS_API int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
 				   const char *tmpdir);
 
 /*
+ * Instead of ezfs_builder_scan: rebuild mode (mkfs.erofs IMAGE LAYER...).
+ * The tree is merged from n EROFS images, layers[n - 1] the uppermost,
+ * with overlayfs' rules: an upper name hides the lower ones, directories
+ * merge unless the upper one is opaque (trusted.overlay.opaque=y) or a
+ * layer between holds a non-directory of that name; whiteouts (0/0
+ * character devices) stay unless ovlfs_strip drops them and the
+ * trusted.overlay.* xattrs (aufs names are taken as they are). The image
+ * holds only metadata: layer k is device k (its tag the layer's UUID in
+ * hex, its blocks the layer's), every regular file chunk indexes into its
+ * layer. The block size is the layers' (blksz is ignored). Once per
+ * builder, as ezfs_builder_scan (-EINVAL, also with compression, a chunk
+ * size, blobdev or tar_index). The paths must stay valid until
+ * ezfs_builder_write returns. Returns 0 or a negative errno, logged with
+ * the layer: -EMEDIUMTYPE (not an EROFS image), what ezfs_image_open
+ * returns, -EINVAL (a block size unlike the first layer's), -EOPNOTSUPP
+ * (a compressed file, or an inline tail: data another image cannot
+ * reference), -EUCLEAN, -ENOMEM.
+ */
+EZFS_API int ezfs_builder_scan_images(ezfs_builder *b,
+				      const char *const *layers, size_t n);
+
+/*
  * The file ezfs_builder_write(b, path) writes: path with its symlinks
  * followed (at most 40), which need not exist yet (a dangling link names
  * the file to create). Malloc'd (free it), or NULL with errno set (ELOOP,

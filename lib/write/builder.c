@@ -180,6 +180,7 @@ void ezfs_builder_free(ezfs_builder *b)
 		close(b->datafd);
 	if (b->blobfd >= 0)
 		close(b->blobfd);
+	free(b->rdevs);
 	free(b);
 }
 
@@ -193,9 +194,11 @@ static int scanned(ezfs_builder *b)
 		(EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE + b->cfgs_len + 3) &
 		~3u;
 	/* the device table (128-byte slots) before the shared xattrs */
-	if (b->p.tar_index || b->p.blobdev) {
+	if (b->p.tar_index || b->p.blobdev || b->nrdevs) {
 		b->devt_off = (b->shared_start + 127) & ~127u;
-		b->shared_start = b->devt_off + sizeof(struct erofs_deviceslot);
+		b->shared_start =
+			b->devt_off + (b->nrdevs ? b->nrdevs : 1) *
+					      sizeof(struct erofs_deviceslot);
 	}
 	return ezi_bld_xattrs_share(b);
 }
@@ -215,6 +218,31 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 	}
 	b->scanned = true;
 	err = ezi_bld_scan(b, srcdir);
+	return err ? err : scanned(b);
+}
+
+int ezfs_builder_scan_images(ezfs_builder *b, const char *const *layers,
+			     size_t n)
+{
+	const struct ezfs_build_params *p = &b->p;
+	const char *why = NULL;
+	int err;
+
+	if (b->scanned || !n)
+		return -EINVAL;
+	if (p->tar_index)
+		why = "a tar index is made from a tar archive";
+	else if (p->alg >= 0 || p->n_more_algs)
+		why = "a rebuild references the layers' data: no compression";
+	else if (p->chunksize || p->blobdev)
+		why = "a rebuild references the layers' data: no chunk size or "
+		      "blob device";
+	if (why) {
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s", why);
+		return -EINVAL;
+	}
+	b->scanned = true;
+	err = ezi_bld_scan_images(b, layers, n);
 	return err ? err : scanned(b);
 }
 

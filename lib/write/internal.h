@@ -120,6 +120,12 @@ struct binode {
 	bool listed;	   /* droid.c: in the block list */
 };
 
+/* A device slot of a rebuild: a layer image, its blocks and tag. */
+struct bldev {
+	uint64_t blocks;
+	char tag[64 + 1];
+};
+
 struct ezfs_builder {
 	struct ezfs_build_params p;
 	unsigned blksz, blkszbits;
@@ -192,6 +198,10 @@ struct ezfs_builder {
 	uint64_t tar_bytes;   /* tar index: the archive's bytes */
 	int blobfd;	      /* blob: chunk data; -1: none */
 	uint64_t blob_cursor; /* blob: next free block */
+	/* rebuild (rebuild.c): one device slot per layer image, in order;
+	 * dev_blocks is their sum */
+	struct bldev *rdevs;
+	unsigned nrdevs;
 };
 
 /* out.c */
@@ -249,6 +259,12 @@ void ezi_bld_src_close(struct bsrc *s);
  * (inode, size, mtime); else one error line and -EAGAIN. */
 int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 		      const struct bsrc *s);
+
+/* rebuild.c: the tree merged from EROFS layer images (the last is the
+ * uppermost), every file's data chunk indexes into its layer (device k
+ * for layers[k - 1]); sets rdevs and dev_blocks, the block size. */
+int ezi_bld_scan_images(struct ezfs_builder *b, const char *const *layers,
+			size_t n);
 
 /* tar.c */
 int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,

@@ -102,6 +102,29 @@ static void devslot_encode(const struct ezfs_builder *b, uint8_t *p,
 		 (uint16_t)(blocks >> 32));
 }
 
+/* A rebuild's slots (rebuild.c), one per layer: its tag and blocks, the
+ * flat address space the image's blocks, then each layer in turn. */
+static void rdevs_encode(const struct ezfs_builder *b, uint8_t *p,
+			 uint64_t uniaddr)
+{
+	unsigned i;
+
+	for (i = 0; i < b->nrdevs; i++, p += sizeof(struct erofs_deviceslot)) {
+		const struct bldev *d = &b->rdevs[i];
+
+		memcpy(p, d->tag, strnlen(d->tag, 64));
+		put_le32(p + offsetof(struct erofs_deviceslot, blocks_lo),
+			 (uint32_t)d->blocks);
+		put_le32(p + offsetof(struct erofs_deviceslot, uniaddr_lo),
+			 (uint32_t)uniaddr);
+		put_le16(p + offsetof(struct erofs_deviceslot, blocks_hi),
+			 (uint16_t)(d->blocks >> 32));
+		put_le16(p + offsetof(struct erofs_deviceslot, uniaddr_hi),
+			 (uint16_t)(uniaddr >> 32));
+		uniaddr += d->blocks;
+	}
+}
+
 int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 			uint64_t blocks)
 {
@@ -154,11 +177,14 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	if (b->devt_off) {
 		incompat |= EROFS_FEATURE_INCOMPAT_DEVICE_TABLE;
 		put_le16(sb + offsetof(struct erofs_super_block, extra_devices),
-			 1);
+			 (uint16_t)(b->nrdevs ? b->nrdevs : 1));
 		put_le16(sb + offsetof(struct erofs_super_block, devt_slotoff),
 			 (uint16_t)(b->devt_off /
 				    sizeof(struct erofs_deviceslot)));
-		devslot_encode(b, buf + b->devt_off, blocks);
+		if (b->nrdevs)
+			rdevs_encode(b, buf + b->devt_off, blocks);
+		else
+			devslot_encode(b, buf + b->devt_off, blocks);
 	}
 	put_le32(sb + 0, EROFS_SUPER_MAGIC);
 	put_le32(sb + 8, compat);

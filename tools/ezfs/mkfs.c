@@ -22,6 +22,9 @@
 static const char usage_text[] =
 	"usage: ezfs mkfs [OPTIONS] IMAGE SOURCEDIR\n"
 	"       ezfs mkfs [OPTIONS] --tar[=f|=i] IMAGE [TARFILE|-]\n"
+	"       ezfs mkfs [OPTIONS] IMAGE LAYER.erofs... (rebuild: the "
+	"layers\n"
+	"       merged, the last uppermost, data left in them as devices)\n"
 	"Build an EROFS image of SOURCEDIR, or of a tar archive (plain, gzip "
 	"or\n"
 	"xz; standard input when TARFILE is - or missing).\n"
@@ -365,6 +368,33 @@ static int parse_jobs(const char *opt, const char *arg, unsigned *n)
 		return 0;
 	return cli_usage_error(CMD, "%s: bad thread count '%s' (1..1024)", opt,
 			       arg);
+}
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+/* Rebuild mode: SOURCE is a file holding an EROFS superblock (magic). */
+static int is_erofs_image(const char *path)
+{
+	unsigned char m[4];
+	struct stat st;
+	FILE *f;
+	int r = 0;
+
+	if (stat(path, &st) || S_ISDIR(st.st_mode))
+		return 0;
+	f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	if (!fseek(f, 1024, SEEK_SET) && fread(m, 1, 4, f) == 4)
+		r = m[0] == 0xE2 && m[1] == 0xE1 && m[2] == 0xF5 &&
+		    m[3] == 0xE0;
+	fclose(f);
+	return r;
 }
 
 /*
@@ -759,7 +789,7 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_z zs = { .nhints = 0 };
 	struct mkfs_ignored ig = { .n = 0 };
 	struct mkfs_compat cp = { .mtime = 0 };
-	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0;
+	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0, rebuild = 0;
 	char *tmpdir = NULL, *target = NULL;
 	const char *pcluster = NULL;
 	ezfs_builder *b = NULL;
@@ -994,7 +1024,12 @@ int cmd_mkfs(int argc, char **argv)
 		ret = check_options(&p, pcluster);
 	if (ret)
 		goto out;
-	if (argc - optind != 2 && !(tar && argc - optind == 1)) {
+	/* IMAGE LAYER...: an EROFS image, or several sources that do not
+	 * start with a directory */
+	rebuild = !tar && argc - optind >= 2 &&
+		  (is_erofs_image(argv[optind + 1]) ||
+		   (argc - optind > 2 && !is_dir(argv[optind + 1])));
+	if (argc - optind != 2 && !(tar && argc - optind == 1) && !rebuild) {
 		ret = cli_usage_error(CMD,
 				      tar ? "need IMAGE and at most one TARFILE"
 					  : "need IMAGE and SOURCEDIR");
@@ -1071,7 +1106,11 @@ int cmd_mkfs(int argc, char **argv)
 		goto out;
 	}
 	err = ezfs_builder_new(&p, &b);
-	if (!err && tar)
+	if (!err && rebuild)
+		err = ezfs_builder_scan_images(
+			b, (const char *const *)argv + optind + 1,
+			(size_t)(argc - optind - 1));
+	else if (!err && tar)
 		err = ezfs_builder_scan_tar(b, argv[optind + 1], tmpdir);
 	else if (!err)
 		err = ezfs_builder_scan(b, argv[optind + 1]);
