@@ -778,7 +778,10 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 			    bit48 ? 48 : 32);
 		return -EFBIG;
 	}
-	put_le16(p, fmt);
+	/* the same bit as NLINK_1, for directories: no "." entry */
+	put_le16(p, S_ISDIR(in->mode) && b->p.dot_omitted && bit48
+			    ? fmt | EROFS_I_DOT_OMITTED_BIT
+			    : fmt);
 	put_le16(p + 2, icount);
 	put_le16(p + 4, (uint16_t)in->mode);
 	if (in->extended) {

@@ -417,12 +417,16 @@ int ezi_bld_scan_finish(struct ezfs_builder *b)
 	err = ezi_bld_tree_fixup(b);
 	if (err)
 		return err;
+	if (b->p.dot_omitted) /* DOT_OMITTED needs the 48-bit layout */
+		b->p.flags |= EZFS_BUILD_48BIT;
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
 
 		if (!S_ISDIR(in->mode))
 			continue;
-		err = ezi_bld_add_dentry(in, ".", in);
+		/* -E dot-omitted: no ".", the directory's DOT_OMITTED bit
+		 * says so (layout.c) */
+		err = b->p.dot_omitted ? 0 : ezi_bld_add_dentry(in, ".", in);
 		if (!err)
 			err = ezi_bld_add_dentry(in, "..", in->parent);
 		if (err)

@@ -112,4 +112,29 @@ build zd-none --zD -T 0 &&
 	t_expect "--zD without -z: no packed inode" \
 		bash -c "! '$EZFS' info '$TMP/zd-none.img' | grep -q fragments"
 
+# --- -E dot-omitted: no "." entries (DOT_OMITTED, 48BIT) ---
+# the root's size: its entries without ".": "..", then the tree's names
+want=14
+for f in "$TREE"/*; do
+	f=${f##*/}
+	want=$((want + 12 + ${#f}))
+done
+size_of() { "$EZFS" stat "$1" "$2" 2>/dev/null | sed -n 's/^Size: *//p'; }
+for dl in "lz4:-zlz4" "plain:" "zd:-zlz4hc --zD" "b512:-b512"; do
+	n=dot-${dl%%:*}
+	read -ra a <<<"${dl#*:}"
+	build "$n" "${a[@]}" -Edot-omitted -T 0 || continue
+	feat=$("$EZFS" info "$TMP/$n.img" | sed -n 's/^Features: *//p')
+	sz=$(size_of "$TMP/$n.img" /)
+	if [ "$sz" = "$want" ] && [[ "$feat" == *48bit* ]]; then
+		t_pass "$n: the root's entries without \".\" ($sz bytes; $feat)"
+	else
+		t_fail "$n: root size $sz, want $want; features '$feat'"
+	fi
+	peer "$n" "$TMP/src.json" "${a[@]}" -Edot-omitted -T 0
+done
+build dot-off -zlz4 -E48bit -T 0 &&
+	t_expect "-E48bit alone keeps \".\" ($(size_of "$TMP/dot-off.img" /) bytes)" \
+		test "$(size_of "$TMP/dot-off.img" /)" = $((want + 13))
+
 t_done
