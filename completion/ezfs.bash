@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 # Bash completion for ezfs: subcommands, each command's options (read from
 # `ezfs COMMAND --help` the first time they are asked for) and, for ls,
-# stat, cat and extract, paths inside the image (`ezfs ls -l IMAGE DIR` of
+# stat, cat, extract and export, paths inside the image (`ezfs ls -l IMAGE DIR` of
 # the directory typed so far). Installed as
 # share/bash-completion/completions/ezfs; works without bash-completion
 # too (source this file).
@@ -99,12 +99,14 @@ _ezfs_takes_value()
 		--algs | --levels | --engines | --clusters | --cluster | --bs | \
 		--size | --runtime | --repeat | --io-share | --window | --csv | \
 		--json | --plot | --path | --device | --offset | --skip | --length | \
-		--storage | --storage-rate | --storage-latency | --slot)
+		--storage | --storage-rate | --storage-latency | --slot | \
+		--errors | --fs-config | --file-contexts | --mount-point | \
+		--output | --format | --compress)
 		return 0
 		;;
 	esac
 	case $1:$2 in
-	mkfs:-[zCbTULxEdj] | fsck:-j | extract:-j | mount:-o | accel:-[ensr] | lpinfo:-s)
+	mkfs:-[zCbTULxEdj] | fsck:-j | extract:-j | export:-o | mount:-o | accel:-[ensr] | lpinfo:-s)
 		return 0
 		;;
 	esac
@@ -154,9 +156,16 @@ _ezfs()
 	# The value of an option: a file name where it names one, else nothing.
 	if _ezfs_takes_value "$cmd" "$prev"; then
 		case $prev in
-		--log | --csv | --json | --plot | --path | --device | --storage)
+		--log | --csv | --json | --plot | --path | --device | --storage | \
+			--errors | --fs-config | --file-contexts | --output | -o)
 			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 			type compopt &>/dev/null && compopt -o filenames 2>/dev/null
+			;;
+		--format)
+			mapfile -t COMPREPLY < <(compgen -W "pax gnu cpio zip" -- "$cur")
+			;;
+		--compress)
+			mapfile -t COMPREPLY < <(compgen -W "gzip xz zstd" -- "$cur")
 			;;
 		esac
 		return 0
@@ -176,6 +185,12 @@ _ezfs()
 		fi
 		;;
 	ls | stat)
+		if ((n == 1)); then
+			_ezfs_image_paths "$ezfs" "${args[0]}" "$cur"
+			return 0
+		fi
+		;;
+	export)
 		if ((n == 1)); then
 			_ezfs_image_paths "$ezfs" "${args[0]}" "$cur"
 			return 0
