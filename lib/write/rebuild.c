@@ -49,8 +49,7 @@ struct rctx {
 	struct ezi_hash ents; /* hash(dir, name) -> struct rent */
 	struct rent **all;    /* every rent, to free */
 	size_t nall, capall;
-	unsigned lines;	   /* error lines the read API logged */
-	const char *cur;   /* the layer being opened, for its log lines */
+	char line[512];	   /* the read API's first error line at open */
 	const char *first; /* the first layer: its block size is the image's */
 };
 
@@ -110,15 +109,13 @@ static int ent_add(struct rctx *c, struct binode *dir, const char *name,
 	return err;
 }
 
-/* The read API's lines while a layer is opened: "LAYER: reason". */
+/* The read API's first error line while a layer is opened. */
 static void open_log(void *arg, int level, const char *msg)
 {
 	struct rctx *c = arg;
 
-	if (level != EZFS_LOG_ERROR)
-		return;
-	c->lines++;
-	ezi_bld_log(c->b, EZFS_LOG_ERROR, "%s: %s", c->cur, msg);
+	if (level == EZFS_LOG_ERROR && !c->line[0])
+		snprintf(c->line, sizeof(c->line), "%s", msg);
 }
 
 static bool is_whiteout(const struct ezfs_stat *st)
@@ -555,21 +552,24 @@ static int open_layer(struct rctx *c, struct rlayer *L)
 	struct ezfs_open_params op;
 	struct ezfs_sb_info si;
 	struct bldev *d = &b->rdevs[L->dev - 1];
-	unsigned j, lines = c->lines;
+	unsigned j;
 	int err;
 
 	ezfs_open_params_init(&op);
 	op.log = open_log;
 	op.log_arg = c;
-	c->cur = L->path;
+	c->line[0] = '\0';
 	err = ezfs_image_open(L->path, &op, &L->img);
-	if (err) {
-		if (c->lines == lines)
-			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", L->path,
-				    err == -EMEDIUMTYPE ? "not an EROFS image"
-							: ezfs_strerror(err));
+	if (err == -ENODEV) /* a device slot the file does not hold */
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: its extra device does not follow it in the "
+			    "file (a tar index: append its tar)",
+			    L->path);
+	else if (err)
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", L->path,
+			    c->line[0] ? c->line : ezfs_strerror(err));
+	if (err)
 		return err;
-	}
 	ezfs_get_sb_info(L->img, &si);
 	if (L->dev == 1) {
 		b->blksz = si.blksz;

@@ -18,8 +18,8 @@
 # images (lowerdir=l3:l2:l1), and, with MKFS_EROFS2 (mkfs.erofs 1.9.3),
 # its meta image of the plain layers: the same kernel view, no smaller.
 # Refused: a layer that is not an EROFS image, a missing layer, a layer
-# of another block size, a layer with inline tails, a compressed one: one
-# line, exit 1, no image.
+# of another block size, a layer with inline tails, a compressed one, a
+# tar index without its tar, -z: one line, exit 1, no image.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 t_init
@@ -281,6 +281,8 @@ refused "a layer with inline tails" "inl.erofs: /f: inline data" \
 	"$TMP/p1.erofs" "$TMP/inl.erofs"
 refused "a compressed layer" "lz4.erofs: /z: compressed" \
 	"$TMP/p1.erofs" "$TMP/lz4.erofs"
+refused "a tar index without its tar" "i1.idx: its extra device does not follow it" \
+	"$TMP/i1.idx" "$TMP/i2.erofs"
 refused "-z with layers" "no compression" -z lz4 \
 	"$TMP/p1.erofs" "$TMP/p2.erofs"
 
