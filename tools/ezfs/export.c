@@ -95,7 +95,7 @@ static int damaged(struct ectx *x, const char *path, int err)
 		return err;
 	x->damaged++;
 	if (x->errs)
-		fprintf(x->errs, "/%s\n", path);
+		fprintf(x->errs, "%s\n", *path ? path : ".");
 	return 0;
 }
 
