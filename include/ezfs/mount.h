@@ -60,6 +60,13 @@ struct ezfs_mount_params {
 	 * terminated, back to back; none: read from the image (flat). */
 	char devices[4096];
 	unsigned ndevices;
+	/* The image read through these ops (a remote source of
+	 * include/ezfs/remote.h) instead of opening image, which is then only
+	 * its name: ezfs_mount_create passes them to ezfs_image_open_io, and
+	 * their close runs with the image's (or when the create fails). */
+	const struct ezfs_io_ops *io_ops;
+	void *io_arg;
+	uint64_t io_size;
 };
 
 typedef struct ezfs_mount ezfs_mount;

@@ -202,7 +202,12 @@ static int open_image(struct ezfs_mount *m, const struct ezfs_mount_params *p)
 	op.accel = p->accel[0] ? p->accel : NULL;
 	m->open_error[0] = '\0';
 	m->opening = true;
-	err = ezfs_image_open(m->image_path, &op, &m->img);
+	if (m->p.io_ops) {
+		err = ezfs_image_open_io(m->p.io_ops, m->p.io_arg, m->p.io_size,
+					 &op, &m->img);
+	} else {
+		err = ezfs_image_open(m->image_path, &op, &m->img);
+	}
 	if (!err && p->dispatch >= 0)
 		err = ezfs_image_set_dispatch(m->img, p->dispatch,
 					      p->dispatch_threads);
@@ -222,6 +227,7 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct ezfs_mount *m;
 	struct mnode *root;
+	bool io_taken = false;
 	int err;
 
 	*out = NULL;
@@ -239,7 +245,9 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	pthread_mutex_init(&m->st_lock, NULL);
 	/* Absolute paths: daemonizing changes the directory to /. Each is
 	 * checked on its own: errno is not kept by a realpath that worked. */
-	m->image_path = image_realpath(p->image);
+	/* an image read through ops is only a name */
+	m->image_path =
+		m->p.io_ops ? strdup(p->image) : image_realpath(p->image);
 	if (!m->image_path) {
 		err = -errno;
 		ezi_mnt_log(m, EZFS_LOG_ERROR, "%s: %s", p->image,
@@ -252,6 +260,7 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	m->p.image = m->image_path;
 	m->p.mountpoint = m->mountpoint;
 
+	io_taken = true; /* ezfs_image_open_io closes them on failure */
 	err = open_image(m, p);
 	if (err)
 		goto fail;
@@ -293,6 +302,8 @@ int ezfs_mount_create(const struct ezfs_mount_params *p, ezfs_mount **out)
 	*out = m;
 	return 0;
 fail:
+	if (m->p.io_ops && !io_taken && m->p.io_ops->close)
+		m->p.io_ops->close(m->p.io_arg);
 	ezfs_mount_destroy(m);
 	return err;
 }

@@ -24,7 +24,7 @@ rank() {
 	case $1 in
 	util) echo 0 ;; format) echo 1 ;; io) echo 2 ;; codec) echo 3 ;;
 	engine) echo 4 ;; read) echo 5 ;; check | write) echo 6 ;;
-	mount) echo 7 ;; tools) echo 8 ;; *) echo -1 ;;
+	mount | remote) echo 7 ;; tools) echo 8 ;; *) echo -1 ;;
 	esac
 }
 

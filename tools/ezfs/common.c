@@ -252,6 +252,8 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
 		engine_opts.strict = 1;
 		return -1;
 	}
+	if (c >= CLI_OPT_CACHE_DIR && c <= CLI_OPT_REMOTE_LAST)
+		return cli_remote_opt(cmd, c, optarg);
 	return cli_opt_default(cmd, c, argv, usage);
 }
 
@@ -312,7 +314,10 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	p.ndevices = image_opts.ndevices;
 	lg->opening = 1;
 	lg->first_error[0] = '\0';
-	ret = ezfs_image_open(img, &p, out);
+	if (cli_is_remote(img))
+		ret = cli_remote_open_image(img, &p, out);
+	else
+		ret = ezfs_image_open(img, &p, out);
 	lg->opening = 0;
 	/* one line: the library's own reason beats the bare errno text */
 	if (ret < 0 && lg->first_error[0])

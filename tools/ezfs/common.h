@@ -88,17 +88,48 @@ enum { CLI_OPT_ACCEL = 0x100, CLI_OPT_DISPATCH, CLI_OPT_STRICT_ACCEL };
  * cli_opt_other() records them and cli_open() applies them.
  */
 enum { CLI_OPT_DEVICE = 0x180, CLI_OPT_OFFSET };
+/* Options of remote images (IMAGE a URL; tools/ezfs/cache.c). */
+enum {
+	CLI_OPT_CACHE_DIR = 0x1c0,
+	CLI_OPT_NO_CACHE,
+	CLI_OPT_CACHE_MAX,
+	CLI_OPT_REMOTE_TIMEOUT,
+	CLI_OPT_REMOTE_RETRIES,
+	CLI_OPT_REMOTE_STATS,
+	CLI_OPT_REMOTE_LAST = 0x1ff
+};
 /* clang-format off */
 #define CLI_IMAGE_OPTS                                                     \
 	{ "device", required_argument, NULL, CLI_OPT_DEVICE },             \
-	{ "offset", required_argument, NULL, CLI_OPT_OFFSET }
+	{ "offset", required_argument, NULL, CLI_OPT_OFFSET },             \
+	CLI_REMOTE_OPTS
+#define CLI_REMOTE_OPTS                                                    \
+	{ "cache-dir", required_argument, NULL, CLI_OPT_CACHE_DIR },       \
+	{ "no-cache", no_argument, NULL, CLI_OPT_NO_CACHE },               \
+	{ "cache-max", required_argument, NULL, CLI_OPT_CACHE_MAX },       \
+	{ "remote-timeout", required_argument, NULL, CLI_OPT_REMOTE_TIMEOUT }, \
+	{ "remote-retries", required_argument, NULL, CLI_OPT_REMOTE_RETRIES }, \
+	{ "remote-stats", no_argument, NULL, CLI_OPT_REMOTE_STATS }
 /* clang-format on */
 #define CLI_IMAGE_HELP                                                         \
 	"  --device FILE      an extra device of a multi-device image "        \
 	"(again\n"                                                             \
 	"                     for each, in device-table order); none: the\n"   \
 	"                     devices are read from IMAGE itself (flat)\n"     \
-	"  --offset N         the image starts at byte N of IMAGE\n"
+	"  --offset N         the image starts at byte N of "                  \
+	"IMAGE\n" CLI_REMOTE_HELP
+#define CLI_REMOTE_HELP                                                        \
+	"  IMAGE may be an http:// or https:// URL (docs/remote.md):\n"        \
+	"  --cache-dir DIR    its persistent cache (default "                  \
+	"$XDG_CACHE_HOME/ezfs\n"                                               \
+	"                     or ~/.cache/ezfs); --no-cache: memory only\n"    \
+	"  --cache-max SIZE   all cached images together (default 10G)\n"      \
+	"  --remote-timeout S a request that gets nothing for S seconds "      \
+	"fails\n"                                                              \
+	"                     (default 10)\n"                                  \
+	"  --remote-retries N retries with backoff, then EIO (default 3)\n"    \
+	"  --remote-stats     print requests and bytes fetched vs read at "    \
+	"exit\n"
 /* Record one more --device (for options of the compat names too);
  * returns 0, or 2 after a usage error. */
 int cli_add_device(const char *cmd, const char *path);
@@ -111,6 +142,19 @@ int cli_set_offset(const char *cmd, const char *arg);
  * else is cli_opt_default() (0 for --help, else 2).
  */
 int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f));
+
+/* Remote images (tools/ezfs/cache.c): is img a URL? cli_remote_opt
+ * handles CLI_OPT_CACHE_DIR..CLI_OPT_REMOTE_LAST (-1: recorded, 2: usage
+ * error, 0: not one of them); cli_remote_source opens the URL as io ops
+ * for ezfs_image_open_io (log lines do not name it), and
+ * cli_remote_open_image does both. */
+int cli_is_remote(const char *img);
+int cli_remote_opt(const char *cmd, int c, const char *arg);
+int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
+		      unsigned verbose, const struct ezfs_io_ops **ops,
+		      void **arg, uint64_t *size);
+int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
+			  ezfs_image **out);
 
 /* Resolve path and get its inode; prints an error naming path on failure. */
 int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,

@@ -10,6 +10,7 @@
 static int cmd_help(int argc, char **argv);
 int cmd_lpinfo(int argc, char **argv); /* lpinfo.c */
 int cmd_export(int argc, char **argv); /* export.c */
+int cmd_cache(int argc, char **argv);  /* cache.c */
 
 static const struct {
 	const char *name;
@@ -28,6 +29,7 @@ static const struct {
 	{ "lpinfo", cmd_lpinfo,
 	  "list the partitions of an Android super image" },
 	{ "mkfs", cmd_mkfs, "build an image from a directory" },
+	{ "cache", cmd_cache, "list or trim the cache of remote images" },
 	{ "accel", cmd_accel,
 	  "list, benchmark and select decompression engines" },
 	{ "bench", cmd_bench,

@@ -19,6 +19,7 @@
 
 #include "ezfs/ezfs.h"
 #include "cmd.h"
+#include "common.h"
 #ifdef EZFS_HAVE_FUSE
 #include "ezfs/mount.h"
 #endif
@@ -205,12 +206,22 @@ static void log_choose(int foreground)
 	}
 }
 
+/* Log lines of a remote source (arg: its URL), which do not name it. */
+static void remote_log(void *arg, int level, const char *msg)
+{
+	char line[1024];
+
+	snprintf(line, sizeof(line), "%s: %s", (const char *)arg, msg);
+	log_line(NULL, level, line);
+}
+
 int cmd_mount(int argc, char **argv)
 {
 	enum { OPT_LOG = 0x100 };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "log", required_argument, NULL, OPT_LOG },
+		CLI_REMOTE_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_mount_params p;
@@ -252,6 +263,12 @@ int cmd_mount(int argc, char **argv)
 			mount_usage(stdout);
 			return 0;
 		default:
+			if (c >= CLI_OPT_CACHE_DIR &&
+			    c <= CLI_OPT_REMOTE_LAST) {
+				if (cli_remote_opt("mount", c, optarg) == 2)
+					return 2;
+				break;
+			}
 			if (optopt == 'o')
 				fprintf(stderr, "ezfs mount: -o needs "
 						"OPTIONS\n");
@@ -298,6 +315,11 @@ int cmd_mount(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* a URL: the image is read through libezfs-remote */
+	if (cli_is_remote(p.image) &&
+	    cli_remote_source(p.image, remote_log, (void *)p.image, p.verbose,
+			      &p.io_ops, &p.io_arg, &p.io_size))
+		return 1;
 	ret = ezfs_mount_create(&p, &m);
 	if (ret)
 		return 1;

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote.h - images read from where they live (libezfs-remote).
+ *
+ * A remote source turns a URL into the struct ezfs_io_ops that
+ * ezfs_image_open_io() reads through:
+ *
+ *   http://HOST[:PORT]/PATH, https://...   a plain image served with Range
+ *
+ * Bytes are fetched in blocks with libcurl's multi interface: the blocks a
+ * read misses, adjacent ones in one range, several ranges in flight, more
+ * ahead of a sequential reader. They are kept in memory and, with a cache
+ * directory, in a sparse file per image that later runs reuse (validated
+ * with one conditional request at open). Every request has bounded
+ * timeouts and is retried with backoff; then the read fails with -EIO and
+ * one log line naming the URL and the reason. Only this library needs
+ * libcurl; it uses libezfs through its public API only.
+ */
+#ifndef EZFS_REMOTE_H
+#define EZFS_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ezfs/ezfs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ezfs_remote ezfs_remote;
+
+struct ezfs_remote_stats {
+	uint64_t requests;	/* HTTP requests sent (retries included) */
+	uint64_t retries;	/* of those, retries after a failure */
+	uint64_t bytes_fetched; /* body bytes received */
+	uint64_t bytes_read;	/* bytes handed to the reader */
+	uint64_t reads;		/* pread calls */
+	uint64_t reads_hit;	/* of those, answered without a request */
+	uint64_t redirects;	/* redirects followed and remembered */
+	uint64_t cache_bytes;	/* bytes present in the cache now */
+	uint64_t size;		/* the image's size */
+	uint64_t fetch_us_p50;	/* request latency (microseconds) */
+	uint64_t fetch_us_p99;
+};
+
+struct ezfs_remote_params {
+	size_t size;	 /* sizeof(struct ezfs_remote_params), set by _init */
+	ezfs_log_fn log; /* NULL: silent; messages do not name the URL */
+	void *log_arg;
+	unsigned verbose; /* log level threshold: 0 = errors only */
+	/* The persistent cache: NULL = no persistent cache (memory only). */
+	const char *cache_dir;
+	uint64_t cache_max; /* bytes all images may take; 0 = 10 GiB */
+	/* A request that receives nothing for timeout_ms is given up and
+	 * retried up to retries times (backoff from 100 ms, doubling). */
+	unsigned timeout_ms; /* 0 = 10000 */
+	int retries;	     /* -1 = 3 */
+	unsigned block_size; /* fetch unit, a power of two; 0 = 64 KiB */
+	size_t mem_bytes;    /* memory block cache; 0 = 256 MiB */
+	/* Called once from ezfs_remote_close() with the final counters. */
+	void (*on_close)(void *arg, const char *url,
+			 const struct ezfs_remote_stats *st);
+	void *on_close_arg;
+	/* A server that ignores Range: an image of at most this many bytes
+	 * is taken whole from the first answer, a larger one refused; 0 =
+	 * 64 MiB. */
+	uint64_t whole_max;
+};
+
+/* Defaults; size set. */
+EZFS_API void ezfs_remote_params_init(struct ezfs_remote_params *p);
+
+/* Is s a URL this library opens (http://, https://)? */
+EZFS_API int ezfs_remote_is_url(const char *s);
+
+/*
+ * Open url: one request learns the size and fetches the image's head (the
+ * superblock and the metadata after it). Errors: -EINVAL (bad URL or
+ * params), -ENOENT (404), -EACCES (401/403), -EIO (anything else: the log
+ * says), -ENOMEM.
+ */
+EZFS_API int ezfs_remote_open(const char *url,
+			      const struct ezfs_remote_params *p,
+			      ezfs_remote **out);
+/* The ops to pass to ezfs_image_open_io() with the source as arg; their
+ * close is ezfs_remote_close(). */
+EZFS_API const struct ezfs_io_ops *ezfs_remote_io_ops(void);
+EZFS_API uint64_t ezfs_remote_size(const ezfs_remote *r);
+/* Fetch [off, off + len) into the cache now (errors are ignored). */
+EZFS_API void ezfs_remote_prefetch(ezfs_remote *r, uint64_t off, uint64_t len);
+EZFS_API void ezfs_remote_get_stats(ezfs_remote *r,
+				    struct ezfs_remote_stats *st);
+/* Write what is cached to disk, call on_close, free r (NULL is fine). */
+EZFS_API void ezfs_remote_close(ezfs_remote *r);
+
+/*
+ * The persistent cache directory: one entry per image (its URL, size and
+ * the bytes present). ezfs_remote_cache_list calls fn per entry;
+ * ezfs_remote_cache_gc removes the least recently used entries until all
+ * together take at most max bytes (0: remove all). Both return 0 or a
+ * negative errno.
+ */
+struct ezfs_remote_cache_entry {
+	const char *key; /* its file names' stem */
+	const char *url;
+	uint64_t size;	  /* the image's size */
+	uint64_t present; /* bytes of it in the cache */
+	int64_t used;	  /* last use, seconds since the epoch */
+};
+EZFS_API int ezfs_remote_cache_list(
+	const char *dir,
+	int (*fn)(void *arg, const struct ezfs_remote_cache_entry *e),
+	void *arg);
+EZFS_API int ezfs_remote_cache_gc(const char *dir, uint64_t max,
+				  uint64_t *freed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache.c - remote images on the command line: the options every reading
+ * command takes for them (CLI_IMAGE_OPTS), the open of a URL through
+ * libezfs-remote, and `ezfs cache ls|gc`, the persistent cache's listing
+ * and eviction.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ezfs/ezfs.h"
+#include "common.h"
+#ifdef EZFS_HAVE_REMOTE
+#include "ezfs/remote.h"
+#endif
+
+int cmd_cache(int argc, char **argv);
+
+static struct {
+	const char *cache_dir;
+	int no_cache;
+	unsigned timeout_ms;
+	int retries;
+	int stats;
+	uint64_t cache_max;
+} ropts = { .retries = -1 };
+
+int cli_is_remote(const char *img)
+{
+	return img && (!strncasecmp(img, "http://", 7) ||
+		       !strncasecmp(img, "https://", 8));
+}
+
+/* SIZE with K/M/G/T suffixes (powers of 1024); 0 on success. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case 'T':
+	case 't':
+		v <<= 10; /* fall through */
+	case 'G':
+	case 'g':
+		v <<= 10; /* fall through */
+	case 'M':
+	case 'm':
+		v <<= 10; /* fall through */
+	case 'K':
+	case 'k':
+		v <<= 10;
+		end++;
+		break;
+	case '\0':
+		break;
+	default:
+		return -1;
+	}
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cli_remote_opt(const char *cmd, int c, const char *arg)
+{
+	char *end;
+	unsigned long v;
+
+	switch (c) {
+	case CLI_OPT_CACHE_DIR:
+		if (!*arg)
+			return cli_usage_error(cmd,
+					       "--cache-dir needs a folder");
+		ropts.cache_dir = arg;
+		return -1;
+	case CLI_OPT_NO_CACHE:
+		ropts.no_cache = 1;
+		return -1;
+	case CLI_OPT_REMOTE_TIMEOUT:
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || !v || v > 3600)
+			return cli_usage_error(cmd,
+					       "invalid --remote-timeout '%s' "
+					       "(seconds, 1..3600)",
+					       arg);
+		ropts.timeout_ms = (unsigned)v * 1000u;
+		return -1;
+	case CLI_OPT_REMOTE_RETRIES:
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || v > 100)
+			return cli_usage_error(cmd,
+					       "invalid --remote-retries '%s' "
+					       "(0..100)",
+					       arg);
+		ropts.retries = (int)v;
+		return -1;
+	case CLI_OPT_REMOTE_STATS:
+		ropts.stats = 1;
+		return -1;
+	case CLI_OPT_CACHE_MAX:
+		if (parse_size(arg, &ropts.cache_max) || !ropts.cache_max)
+			return cli_usage_error(cmd,
+					       "invalid --cache-max '%s' "
+					       "(SIZE, K/M/G/T suffixes)",
+					       arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The cache folder: --cache-dir, EZFS_CACHE_DIR, $XDG_CACHE_HOME/ezfs,
+ * ~/.cache/ezfs; NULL with --no-cache (or nowhere to put it). */
+static const char *cache_dir(char *buf, size_t size)
+{
+	const char *v;
+
+	if (ropts.no_cache)
+		return NULL;
+	if (ropts.cache_dir)
+		return ropts.cache_dir;
+	v = getenv("EZFS_CACHE_DIR");
+	if (v && *v)
+		return v;
+	v = getenv("XDG_CACHE_HOME");
+	if (v && *v) {
+		snprintf(buf, size, "%s/ezfs", v);
+		return buf;
+	}
+	v = getenv("HOME");
+	if (v && *v) {
+		snprintf(buf, size, "%s/.cache", v);
+		/* ~/.cache may not exist yet */
+		(void)mkdir(buf, 0700);
+		snprintf(buf, size, "%s/.cache/ezfs", v);
+		return buf;
+	}
+	return NULL;
+}
+
+#ifdef EZFS_HAVE_REMOTE
+static void print_stats(void *arg, const char *url,
+			const struct ezfs_remote_stats *st)
+{
+	const char *path = getenv("EZFS_REMOTE_STATS");
+	FILE *f = stderr;
+	char line[512];
+
+	snprintf(line, sizeof(line),
+		 "remote: %s: requests=%" PRIu64 " retries=%" PRIu64
+		 " fetched=%" PRIu64 " read=%" PRIu64 " reads=%" PRIu64
+		 " hits=%" PRIu64 " redirects=%" PRIu64 " cached=%" PRIu64
+		 " size=%" PRIu64 " p50_us=%" PRIu64 " p99_us=%" PRIu64 "\n",
+		 url, st->requests, st->retries, st->bytes_fetched,
+		 st->bytes_read, st->reads, st->reads_hit, st->redirects,
+		 st->cache_bytes, st->size, st->fetch_us_p50, st->fetch_us_p99);
+	(void)arg;
+	if (path && *path && strcmp(path, "1")) {
+		f = fopen(path, "ae");
+		if (!f)
+			return;
+	}
+	fputs(line, f);
+	if (f != stderr)
+		fclose(f);
+}
+
+int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
+		      unsigned verbose, const struct ezfs_io_ops **ops,
+		      void **arg, uint64_t *size)
+{
+	struct ezfs_remote_params rp;
+	const char *v = getenv("EZFS_REMOTE_STATS");
+	char buf[4096];
+	ezfs_remote *r;
+	int err;
+
+	ezfs_remote_params_init(&rp);
+	rp.log = log;
+	rp.log_arg = log_arg;
+	rp.verbose = verbose;
+	rp.cache_dir = cache_dir(buf, sizeof(buf));
+	rp.cache_max = ropts.cache_max;
+	rp.timeout_ms = ropts.timeout_ms;
+	if (!rp.timeout_ms && (v = getenv("EZFS_REMOTE_TIMEOUT")) && *v)
+		rp.timeout_ms = (unsigned)strtoul(v, NULL, 10) * 1000u;
+	rp.retries = ropts.retries;
+	if (rp.retries < 0 && (v = getenv("EZFS_REMOTE_RETRIES")) && *v)
+		rp.retries = atoi(v);
+	v = getenv("EZFS_REMOTE_STATS");
+	if (ropts.stats || (v && *v))
+		rp.on_close = print_stats;
+	err = ezfs_remote_open(url, &rp, &r);
+	if (err)
+		return err;
+	*ops = ezfs_remote_io_ops();
+	*arg = r;
+	*size = ezfs_remote_size(r);
+	return 0;
+}
+#else
+int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
+		      unsigned verbose, const struct ezfs_io_ops **ops,
+		      void **arg, uint64_t *size)
+{
+	(void)url;
+	(void)verbose;
+	(void)ops;
+	(void)arg;
+	(void)size;
+	if (log)
+		log(log_arg, EZFS_LOG_ERROR,
+		    "remote images need libcurl; this ezfs was built "
+		    "without it");
+	return -EPROTONOSUPPORT;
+}
+#endif
+
+int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
+			  ezfs_image **out)
+{
+	const struct ezfs_io_ops *ops;
+	uint64_t size;
+	void *arg;
+	int err;
+
+	*out = NULL;
+	err = cli_remote_source(url, p->log, p->log_arg, p->verbose, &ops, &arg,
+				&size);
+	if (err)
+		return err;
+	return ezfs_image_open_io(ops, arg, size, p, out);
+}
+
+/* ------------------------------------------------------------------ */
+/* ezfs cache ls|gc                                                    */
+
+static void cache_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ezfs cache [--cache-dir DIR] ls\n"
+		"       ezfs cache [--cache-dir DIR] gc [--max SIZE]\n"
+		"The persistent cache of remote images (http://, https://):\n"
+		"  ls    one line per image: the bytes cached, its size, last "
+		"use, URL\n"
+		"  gc    remove the least recently used images until the "
+		"cache takes\n"
+		"        at most SIZE (K/M/G/T suffixes; default 0: remove "
+		"all)\n"
+		"  --cache-dir DIR   the cache (default: EZFS_CACHE_DIR, "
+		"else\n"
+		"                    $XDG_CACHE_HOME/ezfs, else "
+		"~/.cache/ezfs)\n");
+}
+
+#ifdef EZFS_HAVE_REMOTE
+static int ls_one(void *arg, const struct ezfs_remote_cache_entry *e)
+{
+	char a[32], b[32], t[32];
+
+	(void)arg;
+	printf("%s %10s %10s  %s  %s\n", e->key,
+	       cli_fmt_size(e->present, a, sizeof(a)),
+	       cli_fmt_size(e->size, b, sizeof(b)),
+	       cli_fmt_time(e->used, t, sizeof(t)), e->url);
+	return 0;
+}
+#endif
+
+int cmd_cache(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "max", required_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = "cache", *dir, *sub;
+	uint64_t max = 0;
+	char buf[4096];
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			cache_usage(stdout);
+			return 0;
+		case 'C':
+			ropts.cache_dir = optarg;
+			break;
+		case 'm':
+			if (parse_size(optarg, &max))
+				return cli_usage_error(
+					cmd, "invalid --max '%s'", optarg);
+			break;
+		default:
+			return cli_usage_error(cmd, "unknown option '%s'",
+					       argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error(cmd, "need ls or gc");
+	sub = argv[optind++];
+	/* gc's --max may follow it */
+	while (optind < argc) {
+		if (!strcmp(argv[optind], "--max") && optind + 1 < argc) {
+			if (parse_size(argv[optind + 1], &max))
+				return cli_usage_error(cmd,
+						       "invalid --max '%s'",
+						       argv[optind + 1]);
+			optind += 2;
+		} else if (!strncmp(argv[optind], "--max=", 6)) {
+			if (parse_size(argv[optind] + 6, &max))
+				return cli_usage_error(cmd,
+						       "invalid --max '%s'",
+						       argv[optind] + 6);
+			optind++;
+		} else {
+			return cli_usage_error(cmd, "unexpected '%s'",
+					       argv[optind]);
+		}
+	}
+	dir = cache_dir(buf, sizeof(buf));
+	if (!dir) {
+		fprintf(stderr, "ezfs cache: no cache folder (set "
+				"--cache-dir or HOME)\n");
+		return 1;
+	}
+#ifdef EZFS_HAVE_REMOTE
+	if (!strcmp(sub, "ls")) {
+		int err = ezfs_remote_cache_list(dir, ls_one, NULL);
+
+		if (err) {
+			fprintf(stderr, "ezfs cache: %s: %s\n", dir,
+				strerror(-err));
+			return 1;
+		}
+		return 0;
+	}
+	if (!strcmp(sub, "gc")) {
+		uint64_t freed = 0;
+		char a[32];
+		int err = ezfs_remote_cache_gc(dir, max, &freed);
+
+		if (err) {
+			fprintf(stderr, "ezfs cache: %s: %s\n", dir,
+				strerror(-err));
+			return 1;
+		}
+		printf("freed %s\n", cli_fmt_size(freed, a, sizeof(a)));
+		return 0;
+	}
+	return cli_usage_error(cmd, "unknown subcommand '%s' (ls or gc)", sub);
+#else
+	(void)max;
+	(void)sub;
+	fprintf(stderr, "ezfs cache: this ezfs was built without libcurl "
+			"(no remote images)\n");
+	return 1;
+#endif
+}
