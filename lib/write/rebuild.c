@@ -270,9 +270,13 @@ static int map_file(struct rctx *c, const struct rlayer *L, ezfs_inode *ino,
 		while ((r[i].la & ((1ull << cbits) - 1)) && cbits > bits)
 			cbits--;
 	n = (in->size + (1ull << cbits) - 1) >> cbits;
+	if (n > 0x1FFFFFF) { /* the unit would not fit any inode slot */
+		err = layer_err(c, L, path, -EFBIG, "too many chunks");
+		goto out;
+	}
 	in->chunkidx_len = (uint32_t)(n * 8);
-	in->chunkidx = calloc(1, in->chunkidx_len ? in->chunkidx_len : 1);
-	if (!in->chunkidx || n > 0xFFFFFFF) {
+	in->chunkidx = calloc(1, in->chunkidx_len);
+	if (!in->chunkidx) {
 		err = -ENOMEM;
 		goto out;
 	}

@@ -102,7 +102,7 @@ merge() {
 	local s=$1
 	DEVS=(--device "$TMP/${s}1.erofs" --device "$TMP/${s}2.erofs"
 		--device "$TMP/${s}3.erofs")
-	t_run merge$s "${MKFS[@]}" --aufs --ovlfs-strip=1 --quiet \
+	t_run "merge$s" "${MKFS[@]}" --aufs --ovlfs-strip=1 --quiet \
 		"$TMP/$s.meta" "$TMP/${s}1.erofs" "$TMP/${s}2.erofs" \
 		"$TMP/${s}3.erofs"
 	if [ "$RC" = 0 ] && [ ! -s "$ERR" ]; then
@@ -115,16 +115,16 @@ merge() {
 # ezfs' view of SET.meta with the layers as devices
 ezfs_view() {
 	local s=$1 img=$TMP/$1.meta
-	t_run fsck$s "$EZFS" fsck "${DEVS[@]}" "$img"
+	t_run "fsck$s" "$EZFS" fsck "${DEVS[@]}" "$img"
 	t_check "$s: ezfs fsck --device x3" 0
-	t_run info$s "$EZFS" info "${DEVS[@]}" "$img"
+	t_run "info$s" "$EZFS" info "${DEVS[@]}" "$img"
 	t_check "$s: three device slots, tags the layers' UUIDs" 0 \
 		stdout "Extra devices: *3" \
 		stdout "device 3 +tag '[0-9a-f]{32}'"
-	t_run cat$s "$EZFS" cat "${DEVS[@]}" "$img" /rep
+	t_run "cat$s" "$EZFS" cat "${DEVS[@]}" "$img" /rep
 	t_check "$s: cat /rep: the upper layer's file" 0 \
 		stdout "^replaced in layer 2$"
-	t_run catb$s "$EZFS" cat "${DEVS[@]}" "$img" /d/b
+	t_run "catb$s" "$EZFS" cat "${DEVS[@]}" "$img" /d/b
 	t_check "$s: cat /d/b: layer 3's" 0 stdout "^b again in 3$"
 	"$EZFS" cat "${DEVS[@]}" "$img" /big >"$TMP/big.$s" 2>"$TMP/big.err"
 	python3 - "$TMP/l1.tar" "$TMP/big.$s" <<'EOF' ||
@@ -134,17 +134,17 @@ with tarfile.open(sys.argv[1]) as tf:
 sys.exit(open(sys.argv[2], "rb").read() != want)
 EOF
 		t_fail "$s: cat /big differs from layer 1's"
-	t_run ls$s "$EZFS" ls -R "${DEVS[@]}" "$img" /
+	t_run "ls$s" "$EZFS" ls -R "${DEVS[@]}" "$img" /
 	if grep -qE '(^|/| )(gone|rmdir|keep|x|deep|\.wh\.[^ ]*)$' "$OUT"; then
 		t_fail "$s: ls shows what a whiteout or an opaque dir hides: $(grep -E '(gone|rmdir|keep|x|deep|wh)$' "$OUT" | head -5 | tr '\n' ' ')"
 	else
 		t_pass "$s: ls: whiteouts applied, opaque opq, no .wh. names"
 	fi
-	t_run st$s "$EZFS" stat -e "${DEVS[@]}" "$img" /new/n
+	t_run "st$s" "$EZFS" stat -e "${DEVS[@]}" "$img" /new/n
 	t_check "$s: stat -e /new/n: one chunk on device 2" 0 \
 		stdout "^Layout: *chunk_based" stdout "mapped,device=2"
 	rm -rf "$TMP/x$s"
-	t_run x$s "$EZFS" extract "${DEVS[@]}" "$img" "$TMP/x$s"
+	t_run "x$s" "$EZFS" extract "${DEVS[@]}" "$img" "$TMP/x$s"
 	t_check "$s: ezfs extract --device x3" 0
 }
 
@@ -159,9 +159,9 @@ fi
 
 # ---- the kernel: meta with -o device= against overlayfs of the layers ----
 KMOUNT=0
-if t_can_kmount && grep -qw overlay /proc/filesystems 2>/dev/null ||
-	modprobe overlay 2>/dev/null; then
-	t_can_kmount && KMOUNT=1
+if t_can_kmount &&
+	{ grep -qw overlay /proc/filesystems || modprobe overlay; } 2>/dev/null; then
+	KMOUNT=1
 fi
 LOOPS=()
 loop() { # loop FILE: a read-only loop device (in $LD), freed at exit
