@@ -318,6 +318,32 @@ if [ -f "$SHARED/fixtures/$dmg.img.zst" ]; then
 			t_expect "(d) ... nor its temporary file" [ -z "$(ls "$TMP" | grep '^en\.tar')" ]
 		fi
 	fi
+	# a damaged block of a directory: the directory is named once, the
+	# entries of its other blocks and everything outside come out
+	t_fixture_unpack $dmg
+	read -r pa plen < <("$EZFS" stat -e "$img" /manydir 2>/dev/null |
+		awk '$NF == "mapped" && $2 ~ /^[0-9]+$/ { print $2, $3; exit }')
+	total=$("$EZFS" ls "$img" /manydir 2>/dev/null | grep -c .)
+	if [ -n "${pa:-}" ] && [ "$plen" -gt 4096 ] && t_is_root; then
+		head -c 64 /dev/zero | tr '\0' '\377' |
+			dd of="$img" bs=1 seek="$pa" conv=notrunc status=none
+		t_run dd "$EZFS" extract -q --keep-going --errors "$TMP/dd.list" "$img" "$TMP/ddx"
+		t_check "(d) a damaged directory block: exit 1" 1 stderr 'manydir'
+		t_expect "(d) ... --errors names the directory alone" [ "$(cat "$TMP/dd.list")" = manydir ]
+		got=$(find "$TMP/ddx/manydir" -mindepth 1 -maxdepth 1 | grep -c .)
+		t_expect "(d) ... the entries of its other blocks come out ($got of $total)" \
+			[ "$got" -gt 0 ] && [ "$got" -lt "$total" ]
+		t_manifest "$TMP/ddx" | grep -v '"path": "manydir' >"$TMP/ddx.json"
+		grep -v '"path": "manydir' "$want" >"$TMP/ddw.json"
+		t_same_manifest "(d) ... everything outside it exact" "$TMP/ddw.json" "$TMP/ddx.json"
+		if [ "$HAVE_EXPORT" = 1 ]; then
+			"$EZFS" export -q --keep-going --errors "$TMP/de.list" "$img" >"$TMP/de.tar" 2>/dev/null
+			rc=$?
+			n=$(tar -tf "$TMP/de.tar" 2>/dev/null | grep -c '^manydir/.')
+			t_expect "(d) export --keep-going of it: rc=$rc, the directory named, $n of $total entries" \
+				[ "$rc" = 1 ] && [ "$(cat "$TMP/de.list")" = manydir ] && [ "$n" = "$got" ]
+		fi
+	fi
 	rm -f "$img"
 else
 	echo "SKIP: (d) no fixture $dmg"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "extract.h" /* x_readdir_tolerant */
 
 int cmd_export(int argc, char **argv);
 
@@ -381,10 +382,19 @@ static int walk(struct ectx *x, ezfs_inode *dir, const char *path,
 	size_t n = 0, i;
 	int ret;
 
-	ret = ezfs_readdir_all(dir, &ents, &n);
+	if (x->keep_going) {
+		struct ezfs_stat dst;
+		unsigned nbad;
+
+		ezfs_inode_stat(dir, &dst);
+		ret = x_readdir_tolerant(x->fs, dir, dst.size, &ents, &n,
+					 &nbad);
+	} else {
+		ret = ezfs_readdir_all(dir, &ents, &n);
+	}
 	if (ret < 0) {
 		e_error(x, path, "reading the directory", ret);
-		/* --keep-going: the entries read before the error go on */
+		/* --keep-going: the entries of its other blocks go on */
 		ret = ret == -ENOMEM ? ret : damaged(x, path, ret);
 	}
 	for (i = 0; !ret && i < n; i++) {
@@ -422,6 +432,11 @@ static int set_format(struct ectx *x, const char *fmt, const char *comp)
 	switch (x->format) {
 	case E_PAX:
 		r = archive_write_set_format_pax(x->a);
+		/* SCHILY.xattr only, as GNU tar writes and reads them (it
+		 * warns about each LIBARCHIVE.xattr record) */
+		if (r == ARCHIVE_OK)
+			r = archive_write_set_format_option(
+				x->a, "pax", "xattrheader", "SCHILY");
 		break;
 	case E_GNU:
 		r = archive_write_set_format_gnutar(x->a);

@@ -298,8 +298,18 @@ static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
 	size_t i;
 	int ret;
 
-	/* entries before a read error are checked as if read one by one */
-	ret = ezfs_readdir_all(dir, &dl.ents, &dl.n);
+	/* entries before a read error are checked as if read one by one;
+	 * with --keep-going, those after a damaged block too */
+	if (x->keep_going) {
+		struct ezfs_stat dst;
+		unsigned nbad;
+
+		ezfs_inode_stat(dir, &dst);
+		ret = x_readdir_tolerant(x->fs, dir, dst.size, &dl.ents, &dl.n,
+					 &nbad);
+	} else {
+		ret = ezfs_readdir_all(dir, &dl.ents, &dl.n);
+	}
 	if (bad_name(&dl, bad, sizeof(bad))) {
 		char what[900];
 

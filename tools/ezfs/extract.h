@@ -172,5 +172,10 @@ void x_android_file(struct xctx *x, ezfs_inode *ino,
 		    const struct ezfs_stat *st);
 int x_sidecars_close(struct xctx *x, int ok);
 void x_damaged(struct xctx *x, const char *path);
+/* --keep-going: a directory's entries, its damaged blocks skipped (each
+ * counted in *bad): 0, the first block's error (the entries of the other
+ * blocks read all the same), or -ENOMEM. Free with ezfs_dirents_free. */
+int x_readdir_tolerant(ezfs_image *fs, ezfs_inode *dir, uint64_t size,
+		       struct ezfs_dirent **out, size_t *n, unsigned *bad);
 
 #endif

@@ -422,3 +422,67 @@ void x_damaged(struct xctx *x, const char *path)
 		fprintf(x->errs, "%s\n", *path ? path : ".");
 	pthread_mutex_unlock(&x->errlock);
 }
+
+struct tolerant {
+	struct ezfs_dirent *v;
+	size_t n, cap;
+	uint64_t pos; /* where the next entry starts */
+};
+
+static int tolerant_cb(void *arg, const char *name, size_t namelen,
+		       uint64_t nid, unsigned ftype, uint64_t next_pos)
+{
+	struct tolerant *t = arg;
+	struct ezfs_dirent *d;
+
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		struct ezfs_dirent *nv = realloc(t->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		t->v = nv;
+		t->cap = ncap;
+	}
+	d = &t->v[t->n];
+	d->name = malloc(namelen + 1);
+	if (!d->name)
+		return -ENOMEM;
+	memcpy(d->name, name, namelen);
+	d->name[namelen] = '\0';
+	d->namelen = namelen;
+	d->nid = nid;
+	d->ftype = ftype;
+	t->n++;
+	t->pos = next_pos;
+	return 0;
+}
+
+int x_readdir_tolerant(ezfs_image *fs, ezfs_inode *dir, uint64_t size,
+		       struct ezfs_dirent **out, size_t *n, unsigned *bad)
+{
+	struct ezfs_sb_info si;
+	struct tolerant t = { .v = NULL };
+	int err, first = 0;
+
+	ezfs_get_sb_info(fs, &si);
+	*bad = 0;
+	for (;;) {
+		err = ezfs_readdir(dir, t.pos, tolerant_cb, &t);
+		if (!err || err == -ENOMEM || err == -ENOTDIR)
+			break;
+		if (!first)
+			first = err;
+		(*bad)++;
+		/* the block holding the position after the last good entry
+		 * is the damaged one: go on after it */
+		t.pos = (t.pos / si.blksz + 1) * si.blksz;
+		if (t.pos >= size) {
+			err = 0;
+			break;
+		}
+	}
+	*out = t.v;
+	*n = t.n;
+	return err ? err : first;
+}
