@@ -218,6 +218,15 @@ struct ezfs_build_params {
 	int compress_dir;
 	/* Directories without their "." entry (-E dot-omitted, 48BIT). */
 	int dot_omitted;
+	/* Metabox (mkfs.erofs -m#[:X], Linux 6.17): the tree's inodes (with
+	 * their xattrs, indexes and inline data) are stored inside the
+	 * metabox inode (NIDs with bit 63), compressed in pclusters of
+	 * metabox_pcluster bytes (a multiple of blksz, at most the largest
+	 * pcluster) with configuration metabox_zalg (0: alg/hc/level, k:
+	 * more_algs[k - 1]); without compression it is stored plain.
+	 * 0 = no metabox. Implies 48BIT. */
+	uint32_t metabox_pcluster;
+	unsigned metabox_zalg;
 };
 
 struct ezfs_build_stats {

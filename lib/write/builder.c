@@ -190,9 +190,10 @@ static int scanned(ezfs_builder *b)
 	/* config records follow the superblock; shared xattrs follow them */
 	if (b->big_pcluster)
 		b->cfgs_len = ezi_bld_cfgs_encode(b, NULL);
-	b->shared_start =
-		(EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE + b->cfgs_len + 3) &
-		~3u;
+	/* -m: the superblock has one 16-byte extension slot */
+	b->shared_start = (EROFS_SUPER_OFFSET + EROFS_SB_BASE_SIZE +
+			   (b->p.metabox_pcluster ? 16 : 0) + b->cfgs_len + 3) &
+			  ~3u;
 	/* the device table (128-byte slots) before the shared xattrs */
 	if (b->p.tar_index || b->p.blobdev || b->nrdevs) {
 		b->devt_off = (b->shared_start + 127) & ~127u;

@@ -118,6 +118,8 @@ struct binode {
 	bool fixed;	   /* droid.c: fs_config/labels applied */
 	bool gone;	   /* droid.c: no longer in the tree */
 	bool listed;	   /* droid.c: in the block list */
+	bool mbox;	   /* -m: the unit is in the metabox inode (meta_off:
+			    * in its contents) */
 };
 
 /* A device slot of a rebuild: a layer image, its blocks and tag. */
@@ -171,6 +173,7 @@ struct ezfs_builder {
 	void *fragtab;
 	void *fragcctx; /* writer's codec contexts (fragnear.c) */
 	struct binode *packed_inode;
+	struct binode *mbox_inode; /* -m: the metabox inode */
 	void *dedupe; /* dedupe.c table */
 	bool deduped; /* some pcluster is shared (DEDUPE bit) */
 	bool chunked; /* some inode is CHUNK_BASED */

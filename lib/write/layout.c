@@ -569,7 +569,9 @@ static int reserve_root(struct ezfs_builder *b, uint64_t shared_end)
 	err = plan_dir(b, root);
 	if (err)
 		return err;
-	if (gap0 + ((root->unit_size + 31) & ~31u) <= b->blksz)
+	/* -m: the root is in the metabox */
+	if (b->p.metabox_pcluster ||
+	    gap0 + ((root->unit_size + 31) & ~31u) <= b->blksz)
 		return 0;
 	nb = (root->unit_size + b->blksz - 1) >> b->blkszbits;
 	/* the root NID must fit in 16 bits */
@@ -936,9 +938,21 @@ static bool crossable(const struct ezfs_builder *b, const struct binode *in)
 	       !unit_in_one_block(in);
 }
 
-/* Assign meta_off/nid to every inode; returns the end of the area. */
+/* -m: does the inode's unit go into the metabox (all but the packed and
+ * metabox inodes)? */
+static bool in_mbox(const struct ezfs_builder *b, const struct binode *in)
+{
+	return b->p.metabox_pcluster && in != b->packed_inode &&
+	       in != b->mbox_inode;
+}
+
+/*
+ * Assign meta_off/nid to every inode (want < 0), or only to those that
+ * in_mbox() says go (want 1) or do not go (want 0) into the metabox;
+ * returns the end of the area.
+ */
 static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
-			uint64_t meta_blkaddr, uint64_t *endp)
+			uint64_t meta_blkaddr, uint64_t *endp, int want)
 {
 	uint64_t pos = base, blksz = b->blksz;
 	size_t k, *ord = place_order(b);
@@ -950,6 +964,9 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 		struct binode *in = b->inodes[ord[k]];
 		uint32_t need = (in->unit_size + 31) & ~31u;
 		uint64_t inblk = pos & (blksz - 1), off;
+
+		if (want >= 0 && in_mbox(b, in) != (want > 0))
+			continue;
 
 		r = need <= blksz ? gap_take(g, b->blkszbits, need >> 5, &off)
 				  : 0;
@@ -981,6 +998,10 @@ static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 		in->nid = (off - (meta_blkaddr << b->blkszbits)) >>
 			  EROFS_ISLOTBITS;
 		in->ino32 = (uint32_t)(ord[k] + 1);
+		if (want > 0) {
+			in->mbox = true;
+			in->nid |= EROFS_NID_METABOX;
+		}
 		r = 0;
 	}
 	free(ord);
@@ -1127,6 +1148,38 @@ static int packed_room(struct ezfs_builder *b, uint64_t need)
 }
 
 /*
+ * A unit placed after the others (the packed inode with --zD, the
+ * metabox inode): into the smallest gap it fits, else at the cursor (a
+ * block of its own after its data), which moves past it.
+ */
+static int place_late(struct ezfs_builder *b, struct gaps *g, struct binode *in,
+		      uint64_t meta_blkaddr)
+{
+	unsigned slots = (in->unit_size + 31) >> 5;
+	uint64_t off;
+	int r;
+
+	r = slots <= g->nslots ? gap_take(g, b->blkszbits, slots, &off) : 0;
+	if (r < 0)
+		return r;
+	if (!r) {
+		off = b->cursor << b->blkszbits;
+		/* a ztailpacking tail must not cross a block */
+		while (in->z && in->z->idata_len &&
+		       ((off + in->unit_size - in->z->idata_len) >>
+			b->blkszbits) !=
+			       ((off + in->unit_size - 1) >> b->blkszbits))
+			off += 32;
+		b->cursor =
+			(off + in->unit_size + b->blksz - 1) >> b->blkszbits;
+	}
+	in->meta_off = off;
+	in->nid = (off - (meta_blkaddr << b->blkszbits)) >> EROFS_ISLOTBITS;
+	in->ino32 = (uint32_t)b->ninodes;
+	return 0;
+}
+
+/*
  * --zD, once every other inode has its NID: the directories' contents
  * are appended to the packed inode in inode (breadth-first) order, after
  * the files' fragments (as mkfs.erofs 1.9.3 groups them); the packed
@@ -1138,9 +1191,8 @@ static int packed_room(struct ezfs_builder *b, uint64_t need)
 static int pack_dirs(struct ezfs_builder *b, struct gaps *g,
 		     uint64_t meta_blkaddr, uint64_t *endp, uint64_t *nextblk)
 {
-	uint64_t total = b->packed_len, end = *endp, off;
+	uint64_t total = b->packed_len, end = *endp;
 	struct binode *pk;
-	unsigned slots;
 	size_t i;
 	int r;
 
@@ -1166,7 +1218,6 @@ static int pack_dirs(struct ezfs_builder *b, struct gaps *g,
 	if (r)
 		return r;
 	pk = b->packed_inode;
-	pk->ino32 = (uint32_t)b->ninodes;
 	if (end & (b->blksz - 1)) {
 		r = gap_push(
 			g, end >> b->blkszbits,
@@ -1174,76 +1225,318 @@ static int pack_dirs(struct ezfs_builder *b, struct gaps *g,
 		if (r)
 			return r;
 	}
-	slots = (pk->unit_size + 31) >> 5;
-	r = slots <= g->nslots ? gap_take(g, b->blkszbits, slots, &off) : 0;
-	if (r < 0)
+	r = place_late(b, g, pk, meta_blkaddr);
+	if (r)
 		return r;
-	if (!r) {
-		off = b->cursor << b->blkszbits;
-		/* a ztailpacking tail must not cross a block */
-		while (pk->z && pk->z->idata_len &&
-		       ((off + pk->unit_size - pk->z->idata_len) >>
-			b->blkszbits) !=
-			       ((off + pk->unit_size - 1) >> b->blkszbits))
-			off += 32;
-		b->cursor =
-			(off + pk->unit_size + b->blksz - 1) >> b->blkszbits;
-	} else if (off >= end && off < b->cursor << b->blkszbits) {
-		end = (off + pk->unit_size + 31) & ~31ull;
-	}
-	pk->meta_off = off;
-	pk->nid = (off - (meta_blkaddr << b->blkszbits)) >> EROFS_ISLOTBITS;
+	/* in the area's last block: the area takes all of that block, so
+	 * that a later unit in the rest of it lies inside too */
+	if (pk->meta_off >= end && pk->meta_off < b->cursor << b->blkszbits)
+		end = (end + b->blksz - 1) & ~(uint64_t)(b->blksz - 1);
 	*endp = end;
 	*nextblk = b->cursor;
 	return 0;
+}
+
+/* Encode in's unit at p (unit_size bytes, zeroed); a directory's full
+ * blocks are written (dbuf: scratch). */
+static int encode_unit(struct ezfs_builder *b, struct binode *in, uint8_t *p,
+		       uint8_t **dbuf)
+{
+	uint32_t hdr = core_size(in) + in->xattr_isize;
+	uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
+	int err;
+
+	err = encode_core(b, in, p);
+	if (err)
+		return err;
+	if (in->xattr_isize)
+		ezi_bld_xattrs_encode(in, p + core_size(in));
+	if (S_ISDIR(in->mode) && in->z) {
+		/* --zD: the whole directory in the packed inode */
+		put_le64(p + (h - in->meta_off), in->z->fragoff | 1ull << 63);
+		return 0;
+	}
+	if (in->z) {
+		uint8_t *hp = p + (h - in->meta_off);
+
+		err = ezi_bld_zindex_encode(b, in, hp);
+		if (in->z->idata_len)
+			memcpy(hp + in->z->idx_size, in->z->idata,
+			       in->z->idata_len);
+		return err;
+	}
+	if (in->chunkidx) {
+		memcpy(p + chunk_hdr(in,
+				     (in->chunkfmt & EROFS_CHUNK_FORMAT_INDEXES)
+					     ? 8
+					     : 4),
+		       in->chunkidx, in->chunkidx_len);
+		return 0;
+	}
+	if (S_ISDIR(in->mode)) {
+		free(*dbuf);
+		/* whole blocks: a FLAT_PLAIN directory writes its last block
+		 * in full, padding included */
+		*dbuf = calloc(1, (in->size + b->blksz - 1) &
+					  ~(uint64_t)(b->blksz - 1));
+		if (!*dbuf)
+			return -ENOMEM;
+		build_dir(b, in, *dbuf);
+		if (in->nblocks)
+			err = ezi_bld_pwrite(b, *dbuf,
+					     in->nblocks << b->blkszbits,
+					     in->startblk << b->blkszbits);
+		if (in->tail_len)
+			memcpy(p + hdr, *dbuf + (in->nblocks << b->blkszbits),
+			       in->tail_len);
+		return err;
+	}
+	if (in->tail_len)
+		memcpy(p + hdr, in->tail, in->tail_len);
+	return 0;
+}
+
+/*
+ * -m: compress the metabox contents as a file (its tail inline with
+ * ztailpacking), read from a memory file as a tar source's data is; no
+ * fragments or dedupe for it (as 1.9.3). *z = NULL: store it plain.
+ */
+static int mbox_compress(struct ezfs_builder *b, struct binode *in,
+			 const uint8_t *mbox, uint64_t mlen, struct bzfile **z)
+{
+	int fd, datafd = b->datafd, err = 0;
+	uint64_t done = 0;
+	struct bzfile *s = NULL;
+	void *cctx;
+
+	*z = NULL;
+	cctx = ezi_bld_cctx_new(b, &err);
+	if (!cctx)
+		return err ? err : -ENOMEM;
+	fd = memfd_create("ezfs-metabox", MFD_CLOEXEC);
+	while (fd >= 0 && done < mlen) {
+		ssize_t n = pwrite(fd, mbox + done, (size_t)(mlen - done),
+				   (off_t)done);
+
+		if (n <= 0) {
+			close(fd);
+			fd = -1;
+			break;
+		}
+		done += (uint64_t)n;
+	}
+	if (fd >= 0) {
+		b->datafd = fd;
+		in->dataoff = 0;
+		err = ezi_bld_compress_file(b, in, cctx, z);
+		b->datafd = datafd;
+		close(fd);
+		ezi_bld_cctx_free(b, cctx);
+		return err;
+	}
+	/* no memory file: from memory, without an inline tail */
+	err = ezi_bld_compress_mem(b, in, cctx, mbox, mlen, &s);
+	ezi_bld_cctx_free(b, cctx);
+	if (err)
+		return err;
+	/* keep it only if it saves space (9.14 step 7) */
+	if (s->datalen + s->idx_size >= mlen) {
+		ezi_bld_zfile_free(s);
+		s = NULL;
+	}
+	*z = s;
+	return 0;
+}
+
+/*
+ * -m: the metabox inode, a regular file holding mlen bytes of units at
+ * mbox (compressed with the metabox's configuration and pcluster size
+ * when that saves space), its data at the cursor, its unit placed late.
+ */
+static int write_mbox(struct ezfs_builder *b, struct gaps *g,
+		      const uint8_t *mbox, uint64_t mlen, uint64_t meta_blkaddr)
+{
+	const unsigned nofrag = EZFS_BUILD_FRAGMENTS |
+				EZFS_BUILD_ALL_FRAGMENTS | EZFS_BUILD_DEDUPE;
+	struct binode *in, **ni;
+	struct bzfile *z = NULL;
+	int err = 0;
+
+	if (b->ninodes == b->capinodes) {
+		ni = realloc(b->inodes, (b->capinodes + 1) * sizeof(*ni));
+		if (!ni)
+			return -ENOMEM;
+		b->inodes = ni;
+		b->capinodes++;
+	}
+	in = calloc(1, sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	b->inodes[b->ninodes++] = in;
+	b->mbox_inode = in;
+	in->srcpath = strdup("(metabox inode)");
+	if (!in->srcpath)
+		return -ENOMEM;
+	in->mode = S_IFREG | 0644;
+	in->nlink = 1;
+	in->mtime = b->epoch;
+	in->size = mlen;
+	in->startblk = EROFS_NULL_ADDR32;
+	in->extended = need_extended(b, in);
+	in->zalg = (uint8_t)b->p.metabox_zalg;
+	in->zblks = (uint16_t)(b->p.metabox_pcluster >> b->blkszbits);
+	if (in->zblks > b->pclusterblks)
+		in->zblks = (uint16_t)b->pclusterblks;
+	if (in->zalg >= b->nzalgs)
+		in->zalg = 0;
+	if (b->nzalgs && mlen) {
+		unsigned flags = b->p.flags;
+
+		b->p.flags &= ~nofrag;
+		err = mbox_compress(b, in, mbox, mlen, &z);
+		b->p.flags = flags;
+		if (err)
+			return err;
+	}
+	if (z) {
+		unsigned flags = b->p.flags;
+		uint32_t c;
+
+		/* as 1.9.3: no dedupe for the metabox (nor fragments) */
+		b->p.flags &= ~(unsigned)EZFS_BUILD_DEDUPE;
+		err = place_file(b, in, z, NULL);
+		b->p.flags = flags;
+		/* -E48bit's extent records, where compact indexes take less
+		 * room (the unit is to fit a gap of the metadata) */
+		c = ezi_bld_zindex_size(b, in, true);
+		if (!err && z->extents && !z->plen && z->compact == false &&
+		    !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) &&
+		    c < z->idx_size) {
+			z->extents = false;
+			z->compact = true;
+			z->idx_size = c;
+			in->datalayout = EROFS_INODE_COMPRESSED_COMPACT;
+			in->unit_size =
+				((core_size(in) + in->xattr_isize + 7) & ~7u) +
+				c + z->idata_len;
+		}
+	} else {
+		plan_flat(b, in, true);
+		if (in->nblocks) {
+			in->startblk = b->cursor;
+			err = ezi_bld_pwrite(b, mbox,
+					     in->nblocks << b->blkszbits,
+					     b->cursor << b->blkszbits);
+			b->cursor += in->nblocks;
+		}
+		if (!err && in->tail_len) {
+			in->tail = malloc(in->tail_len);
+			if (!in->tail)
+				return -ENOMEM;
+			memcpy(in->tail, mbox + (in->nblocks << b->blkszbits),
+			       in->tail_len);
+		}
+	}
+	if (err)
+		return err;
+	return place_late(b, g, in, meta_blkaddr);
+}
+
+/* The buffer that holds in's unit: the early blocks, the area, or the
+ * metabox contents; NULL: after the area (a unit placed late). */
+struct mbufs {
+	uint8_t *blk0, *meta, *mbox;
+	uint64_t gap0, base, end;
+};
+
+static uint8_t *unit_buf(const struct mbufs *m, const struct binode *in)
+{
+	if (in->mbox)
+		return m->mbox + in->meta_off;
+	if (in->meta_off < m->base)
+		return m->blk0 + (in->meta_off - m->gap0);
+	if (in->meta_off < m->end)
+		return m->meta + (in->meta_off - m->base);
+	return NULL;
+}
+
+/* Encode in's unit into its buffer, or write it (a unit placed late). */
+static int put_unit(struct ezfs_builder *b, const struct mbufs *m,
+		    struct binode *in, uint8_t **dbuf)
+{
+	uint8_t *p = unit_buf(m, in), *x;
+	int err;
+
+	if (p)
+		return encode_unit(b, in, p, dbuf);
+	x = calloc(1, in->unit_size);
+	if (!x)
+		return -ENOMEM;
+	err = encode_unit(b, in, x, dbuf);
+	if (!err)
+		err = ezi_bld_pwrite(b, x, in->unit_size, in->meta_off);
+	free(x);
+	return err;
 }
 
 static int write_meta(struct ezfs_builder *b)
 {
 	uint64_t shared_end = b->shared_start + b->shared_len;
 	uint64_t base, meta_blkaddr, blk, end = 0, gap0, early, after = 0;
-	uint8_t *meta = NULL, *dbuf = NULL, *blk0buf = NULL, *xbuf = NULL;
-	struct gaps *g;
-	bool blk0;
+	uint64_t mend = 0;
+	uint8_t *dbuf = NULL;
+	bool mb = b->p.metabox_pcluster, blk0;
+	struct mbufs m = { 0 };
+	struct gaps *g, *gm = NULL;
 	size_t i;
 	int err = 0;
 
 	/*
 	 * 1. NIDs: block 0 after the superblock when the root fits there,
-	 * or the root's own block before the data (reserve_root)
+	 * or the root's own block before the data (reserve_root); with -m,
+	 * the tree's units in the metabox first
 	 */
 	base = b->cursor << b->blkszbits;
 	gap0 = (shared_end + 31) & ~31ull;
 	early = b->data_start << b->blkszbits;
-	blk0 = b->root_blk ||
+	blk0 = mb || b->root_blk ||
 	       gap0 + ((b->inodes[0]->unit_size + 31) & ~31u) <= b->blksz;
 	meta_blkaddr = blk0 ? 0 : (base - 1) >> b->blkszbits;
 	g = calloc(1, sizeof(*g));
-	if (!g)
+	if (mb)
+		gm = calloc(1, sizeof(*gm));
+	if (!g || (mb && !gm)) {
+		free(g);
 		return -ENOMEM;
+	}
 	g->nslots = b->blksz >> 5;
+	if (mb) {
+		gm->nslots = g->nslots;
+		err = place_inodes(b, gm, 0, 0, &mend, 1);
+		gaps_free(gm);
+		free(gm);
+	}
 	/* the early blocks take inodes whenever NIDs can address them */
-	if (!meta_blkaddr && (gap0 & (b->blksz - 1)))
+	if (!err && !meta_blkaddr && (gap0 & (b->blksz - 1)))
 		err = gap_push(
 			g, gap0 >> b->blkszbits,
 			(unsigned)((b->blksz - (gap0 & (b->blksz - 1))) >> 5));
 	if (!err && b->root_blk)
 		err = place_root(b, g);
 	if (!err)
-		err = place_inodes(b, g, base, meta_blkaddr, &end);
+		err = place_inodes(b, g, base, meta_blkaddr, &end, mb ? 0 : -1);
 	if (!err && zdirs(b))
 		err = pack_dirs(b, g, meta_blkaddr, &end, &after);
-	gaps_free(g);
-	free(g);
 	if (!err && b->devt_off)
 		err = pair_tails(b, meta_blkaddr ? base : gap0, base,
 				 meta_blkaddr, &end);
 	if (err)
-		return err;
+		goto out;
 	if (b->inodes[0]->nid > 0xFFFF && !(b->p.flags & EZFS_BUILD_48BIT)) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "root nid %llu beyond 16 bits",
 			    (unsigned long long)b->inodes[0]->nid);
-		return -EFBIG;
+		err = -EFBIG;
+		goto out;
 	}
 
 	/* 2. directory blocks after the metadata */
@@ -1259,110 +1552,46 @@ static int write_meta(struct ezfs_builder *b)
 		}
 	}
 
-	/* 3. encode inodes into one metadata buffer, directory blocks */
-	meta = calloc(1, end - base ? end - base : 1);
-	blk0buf = calloc(1, early > gap0 ? early - gap0 : 1);
-	if (!meta || !blk0buf) {
-		free(meta);
-		free(blk0buf);
-		return -ENOMEM;
+	/* 3. encode inodes into the metadata buffers, directory blocks */
+	m.gap0 = gap0;
+	m.base = base;
+	m.end = end;
+	m.meta = calloc(1, end - base ? end - base : 1);
+	m.blk0 = calloc(1, early > gap0 ? early - gap0 : 1);
+	m.mbox = calloc(1, mend ? mend : 1);
+	if (!m.meta || !m.blk0 || !m.mbox) {
+		err = -ENOMEM;
+		goto out;
 	}
 	for (i = 0; i < b->ninodes && !err; i++) {
-		struct binode *in = b->inodes[i];
-		bool beyond = in->meta_off >= end && in->meta_off >= base;
-		uint8_t *p = in->meta_off < base
-				     ? blk0buf + (in->meta_off - gap0)
-				     : meta + (in->meta_off - base);
-		uint32_t hdr = core_size(in) + in->xattr_isize;
-
-		if (beyond) {
-			/* --zD: the packed inode after its data */
-			free(xbuf);
-			p = xbuf = calloc(1, in->unit_size);
-			if (!xbuf) {
-				err = -ENOMEM;
-				break;
-			}
-		}
-		err = encode_core(b, in, p);
-		if (err)
-			break;
-		if (in->xattr_isize)
-			ezi_bld_xattrs_encode(in, p + core_size(in));
-		if (S_ISDIR(in->mode) && in->z) {
-			/* --zD: the whole directory in the packed inode */
-			uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
-
-			put_le64(p + (h - in->meta_off),
-				 in->z->fragoff | 1ull << 63);
-			continue;
-		}
-		if (in->z) {
-			uint64_t h = (in->meta_off + hdr + 7) & ~7ull;
-
-			uint8_t *hp = p + (h - in->meta_off);
-
-			err = ezi_bld_zindex_encode(b, in, hp);
-			if (in->z->idata_len)
-				memcpy(hp + in->z->idx_size, in->z->idata,
-				       in->z->idata_len);
-			if (!err && beyond)
-				err = ezi_bld_pwrite(b, xbuf, in->unit_size,
-						     in->meta_off);
-			continue;
-		}
-		if (beyond) {
-			if (in->tail_len)
-				memcpy(p + hdr, in->tail, in->tail_len);
-			err = ezi_bld_pwrite(b, xbuf, in->unit_size,
-					     in->meta_off);
-			continue;
-		}
-		if (in->chunkidx) {
-			memcpy(p + chunk_hdr(in, (in->chunkfmt &
-						  EROFS_CHUNK_FORMAT_INDEXES)
-							 ? 8
-							 : 4),
-			       in->chunkidx, in->chunkidx_len);
-			continue;
-		}
-		if (S_ISDIR(in->mode)) {
-			free(dbuf);
-			/* whole blocks: a FLAT_PLAIN directory writes its
-			 * last block in full, padding included */
-			dbuf = calloc(1, (in->size + b->blksz - 1) &
-						 ~(uint64_t)(b->blksz - 1));
-			if (!dbuf) {
-				err = -ENOMEM;
-				break;
-			}
-			build_dir(b, in, dbuf);
-			if (in->nblocks)
-				err = ezi_bld_pwrite(
-					b, dbuf, in->nblocks << b->blkszbits,
-					in->startblk << b->blkszbits);
-			if (in->tail_len)
-				memcpy(p + hdr,
-				       dbuf + (in->nblocks << b->blkszbits),
-				       in->tail_len);
-		} else if (in->tail_len) {
-			memcpy(p + hdr, in->tail, in->tail_len);
-		}
+		err = put_unit(b, &m, b->inodes[i], &dbuf);
 		if ((i & 1023) == 0)
 			ezi_bld_progress(b, EZFS_BUILD_META, i, b->ninodes, 0,
 					 0);
 	}
-	free(dbuf);
-	free(xbuf);
+	/* -m: the metabox inode after the directory blocks, its unit in
+	 * the device's metadata */
+	if (!err && mb) {
+		b->cursor = blk;
+		err = write_mbox(b, g, m.mbox, mend, meta_blkaddr);
+		if (!err)
+			err = put_unit(b, &m, b->mbox_inode, &dbuf);
+		blk = b->cursor;
+	}
 	if (!err && end > base)
-		err = ezi_bld_pwrite(b, meta, end - base, base);
+		err = ezi_bld_pwrite(b, m.meta, end - base, base);
 	if (!err && !meta_blkaddr && early > gap0)
-		err = ezi_bld_pwrite(b, blk0buf, early - gap0, gap0);
-	free(meta);
-	free(blk0buf);
-	if (err)
-		return err;
-	return ezi_bld_write_super(b, meta_blkaddr, blk);
+		err = ezi_bld_pwrite(b, m.blk0, early - gap0, gap0);
+	if (!err)
+		err = ezi_bld_write_super(b, meta_blkaddr, blk);
+out:
+	gaps_free(g);
+	free(g);
+	free(dbuf);
+	free(m.meta);
+	free(m.blk0);
+	free(m.mbox);
+	return err;
 }
 
 int ezi_bld_write_meta(struct ezfs_builder *b)

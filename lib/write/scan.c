@@ -417,7 +417,9 @@ int ezi_bld_scan_finish(struct ezfs_builder *b)
 	err = ezi_bld_tree_fixup(b);
 	if (err)
 		return err;
-	if (b->p.dot_omitted) /* DOT_OMITTED needs the 48-bit layout */
+	/* DOT_OMITTED and a root NID in the metabox (bit 63) need the
+	 * 48-bit layout */
+	if (b->p.dot_omitted || b->p.metabox_pcluster)
 		b->p.flags |= EZFS_BUILD_48BIT;
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];

@@ -167,7 +167,9 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		if (b->big_pcluster) {
 			incompat |= EROFS_FEATURE_INCOMPAT_COMPR_CFGS;
 			u1 = (uint16_t)b->algmask;
-			ezi_bld_cfgs_encode(b, sb + EROFS_SB_BASE_SIZE);
+			ezi_bld_cfgs_encode(b,
+					    sb + EROFS_SB_BASE_SIZE +
+						    (b->mbox_inode ? 16 : 0));
 		} else {
 			u1 = b->lz4_maxdist;
 		}
@@ -189,7 +191,13 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	put_le32(sb + 0, EROFS_SUPER_MAGIC);
 	put_le32(sb + 8, compat);
 	sb[12] = (uint8_t)b->blkszbits;
-	sb[13] = 0;
+	/* -m: one extension slot (a 144-byte superblock) for metabox_nid */
+	sb[13] = b->mbox_inode ? 1 : 0;
+	if (b->mbox_inode) {
+		incompat |= EROFS_FEATURE_INCOMPAT_METABOX;
+		put_le64(sb + offsetof(struct erofs_super_block, metabox_nid),
+			 b->mbox_inode->nid);
+	}
 	/* 2.4: a 64-bit root NID frees offset 14 for blocks_hi (48BIT) */
 	if (bit48 && (rootnid > 0xFFFF || blocks > 0xFFFFFFFFull)) {
 		put_le16(sb + 14, (uint16_t)(blocks >> 32));

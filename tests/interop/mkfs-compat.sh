@@ -191,7 +191,7 @@ else
 fi
 
 # --- refused: one line naming the option, exit 2 ---
-refused metabox "-m" -m 4096
+refused metabox "-m" -m 1000
 refused zD "--zD" --zD=2
 refused blobdev "--blobdev" --blobdev=/dev/null
 refused lz4-dict "dictsize" -z lz4hc,dictsize=65536

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # mkfs-options.sh - mkfs.erofs 1.9.3 options that change what goes into
 # the image: --zD (compressed directories, in the packed inode),
-# -E dot-omitted (directories without "."), --aufs whiteouts from a
-# directory and a tar. Each line: ezfs fsck passes and the kernel shows
+# -E dot-omitted (directories without "."), -m (inodes in the metabox),
+# --aufs whiteouts from a directory and a tar. Each line: ezfs fsck passes and the kernel shows
 # the source tree; the image has what the option asks for (ezfs dump of
 # the layout and features). With MKFS_EROFS2 (mkfs.erofs 1.9.3) the same
 # line is built by it too: the kernel shows the same tree, and its image
@@ -133,6 +133,27 @@ for dl in "lz4:-zlz4" "plain:" "zd:-zlz4hc --zD" "b512:-b512"; do
 	fi
 	peer "$n" "$TMP/src.json" "${a[@]}" -Edot-omitted -T 0
 done
+# --- -m#[:X]: the tree's inodes inside the metabox inode (bit 63) ---
+for ml in "lz4hc:-zlz4hc -m4096" "plain:-m4096" "big:-zlz4hc -C65536 -m65536" \
+	"zd:-zlz4 --zD -m4096" "frag:-zlz4hc -Efragments -m4096" \
+	"alg:-zlzma -m4096:lz4hc" "b1k:-zlz4hc -Eztailpacking -b1024 -m1024" \
+	"dedupe:-zdeflate -m4096 -Ededupe"; do
+	n=mbox-${ml%%:*}
+	read -ra a <<<"${ml#*:}"
+	build "$n" "${a[@]}" -T 0 || continue
+	feat=$("$EZFS" info "$TMP/$n.img" | sed -n 's/^Features: *//p')
+	root=$("$EZFS" info "$TMP/$n.img" | sed -n 's/^Root nid: *//p')
+	mnid=$("$EZFS" info "$TMP/$n.img" | sed -n 's/^Metabox nid: *//p')
+	# bit 63: 9223372036854775808 and up (19 digits starting with 9)
+	if [[ "$feat" == *metabox* ]] && [[ "$root" == 9[0-9]* ]] &&
+	   [ "${#root}" = 19 ] && [ -n "$mnid" ] && [ "${#mnid}" -lt 19 ]; then
+		t_pass "$n: root nid $root in the metabox (nid $mnid; $feat)"
+	else
+		t_fail "$n: features '$feat', root nid '$root', metabox nid '$mnid'"
+	fi
+	peer "$n" "$TMP/src.json" "${a[@]}" -T 0
+done
+
 build dot-off -zlz4 -E48bit -T 0 &&
 	t_expect "-E48bit alone keeps \".\" ($(size_of "$TMP/dot-off.img" /) bytes)" \
 		test "$(size_of "$TMP/dot-off.img" /)" = $((want + 13))

@@ -104,6 +104,10 @@ static const char usage_text[] =
 	"  -d N                  message level (accepted)\n"
 	"  --zD[=0|1]            compressed directories (in the packed "
 	"inode)\n"
+	"  -m BYTES[:X]          inodes inside the metabox inode, compressed "
+	"in\n"
+	"                        BYTES pclusters with -z configuration or\n"
+	"                        algorithm X (Linux 6.17)\n"
 	"  -E dot-omitted        directories without \".\" entries "
 	"(48bit)\n"
 	"  -E fragdedupe=off|inode|full, force-inode-blockmap,\n"
@@ -216,6 +220,7 @@ struct mkfs_compat {
 	char *mount_point; /* --mount-point without its slashes */
 	int blockmap;	   /* -E force-inode-blockmap was given */
 	int blksz;	   /* -b was given */
+	const char *mbox;  /* -m's argument */
 };
 
 /* -E items that take no value: the flag they set (or clear) */
@@ -596,6 +601,79 @@ static int check_options(struct ezfs_build_params *p, const char *pcluster)
 	return 0;
 }
 
+/*
+ * -m#[:X] (metabox): # the pcluster size in bytes (a multiple of the
+ * block size, at most -C), X a configuration index (0: the first -z
+ * algorithm) or an algorithm (one of -z's, else it becomes another
+ * configuration, as 1.9.3 adds it): 0, or 2 after a usage error.
+ */
+static int check_mbox(struct ezfs_build_params *p, const char *arg,
+		      struct mkfs_z *zs)
+{
+	unsigned blksz = p->blksz ? p->blksz : 4096;
+	unsigned nalgs = p->alg < 0 ? 0 : 1 + (unsigned)p->n_more_algs, k;
+	uint32_t maxpc = p->pcluster_size ? p->pcluster_size : blksz;
+	const char *x = strchr(arg, ':');
+	struct ezfs_build_params t;
+	struct mkfs_z tz = { .nhints = 0 };
+	char num[32];
+	size_t n = x ? (size_t)(x - arg) : strlen(arg);
+	uint64_t v;
+
+	if (n >= sizeof(num))
+		n = sizeof(num) - 1;
+	memcpy(num, arg, n);
+	num[n] = 0;
+	if (parse_u64(num, &v) || !v || v % blksz || v > maxpc)
+		return cli_usage_error(CMD,
+				       "-m %s: the metabox pcluster size must "
+				       "be a multiple of the block size (%u) "
+				       "up to the largest pcluster (%u, -C)",
+				       arg, blksz, maxpc);
+	p->metabox_pcluster = (uint32_t)v;
+	p->metabox_zalg = 0;
+	if (!x)
+		return 0;
+	x++;
+	if (*x >= '0' && *x <= '9') {
+		if (parse_u64(x, &v) || v >= nalgs)
+			return cli_usage_error(CMD,
+					       "-m %s: no compression "
+					       "configuration %s (-z gives %u)",
+					       arg, x, nalgs);
+		p->metabox_zalg = (unsigned)v;
+		return 0;
+	}
+	if (!nalgs)
+		return cli_usage_error(CMD, "-m %s: an algorithm needs -z",
+				       arg);
+	ezfs_build_params_init(&t);
+	if (mkfs_z_parse(CMD, x, &t, &tz))
+		return 2;
+	mkfs_z_free(&tz);
+	if (t.alg < 0 || t.n_more_algs)
+		return cli_usage_error(CMD, "-m %s: one algorithm after ':'",
+				       arg);
+	if (t.alg == p->alg && t.hc == p->hc && t.level == p->level)
+		return 0;
+	for (k = 0; k < p->n_more_algs; k++)
+		if (t.alg == p->more_algs[k].alg &&
+		    t.hc == p->more_algs[k].hc &&
+		    t.level == p->more_algs[k].level) {
+			p->metabox_zalg = k + 1;
+			return 0;
+		}
+	if (nalgs >= EZFS_BUILD_MAX_ZALGS)
+		return cli_usage_error(CMD, "-m %s: more than %d algorithms",
+				       arg, EZFS_BUILD_MAX_ZALGS);
+	zs->more[p->n_more_algs] =
+		(struct ezfs_build_zalg){ t.alg, t.hc, t.level };
+	p->more_algs = zs->more;
+	p->metabox_zalg = nalgs;
+	p->n_more_algs++;
+	return 0;
+}
+
 static int parse_size_opt(const char *opt, const char *arg, uint64_t *v)
 {
 	if (!parse_u64(arg, v))
@@ -707,10 +785,8 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 		p->blobdev = arg;
 		return 0;
 	case 'm':
-		return cli_usage_error(CMD,
-				       "-m %s: metabox images are not "
-				       "supported",
-				       arg);
+		cp->mbox = arg; /* check_mbox, after -z, -b and -C */
+		return 0;
 	case OPT_AUFS:
 		p->aufs = 1;
 		return 0;
@@ -1022,6 +1098,8 @@ int cmd_mkfs(int argc, char **argv)
 	ret = check_devices(&p, &cp, &ig, tar == 2, &hints, &pcluster);
 	if (!ret)
 		ret = check_options(&p, pcluster);
+	if (!ret && cp.mbox)
+		ret = check_mbox(&p, cp.mbox, &zs);
 	if (ret)
 		goto out;
 	/* IMAGE LAYER...: an EROFS image, or several sources that do not
