@@ -17,6 +17,8 @@
 # with -o device= (loop devices) against overlayfs' mount of the layer
 # images (lowerdir=l3:l2:l1), and, with MKFS_EROFS2 (mkfs.erofs 1.9.3),
 # its meta image of the plain layers: the same kernel view, no smaller.
+# Chunk-based layers (a block map with a hole and chunks stored once,
+# 8-byte indexes) merge too: ezfs cat and the kernel give the files.
 # Refused: a layer that is not an EROFS image, a missing layer, a layer
 # of another block size, a layer with inline tails, a compressed one, a
 # tar index without its tar, -z: one line, exit 1, no image.
@@ -252,6 +254,53 @@ if [ -n "${MKFS_EROFS2:-}" ] && [ -x "$MKFS_EROFS2" ]; then
 	fi
 else
 	echo "SKIP: comparison with mkfs.erofs 1.9.3 (set MKFS_EROFS2 to its mkfs.erofs)"
+fi
+
+# ---- chunk-based layers: holes, chunks stored once, block maps ----
+mkdir -p "$TMP/c1" "$TMP/c2"
+python3 - "$TMP" <<'EOF'
+import random, sys
+t, r = sys.argv[1], random.Random(3)
+a = r.randbytes(8192)
+with open(f"{t}/c1/sparse", "wb") as f:
+    f.write(a)
+    f.seek(3 * 4096 * 8)
+    f.write(a + b"tail")
+with open(f"{t}/c1/dup", "wb") as f:
+    f.write(a + r.randbytes(4096) + a[:4096] + a + b"x" * 100)
+open(f"{t}/c2/up", "wb").write(r.randbytes(20000))
+EOF
+"$EZFS" mkfs -q --chunksize=4096 "$TMP/c1.erofs" "$TMP/c1"
+"$EZFS" mkfs -q --chunksize=8192 -Eforce-chunk-indexes -Enoinline_data \
+	"$TMP/c2.erofs" "$TMP/c2"
+t_run mc "${MKFS[@]}" --quiet "$TMP/c.meta" "$TMP/c1.erofs" "$TMP/c2.erofs"
+t_check "chunk-based layers merged" 0
+CD=(--device "$TMP/c1.erofs" --device "$TMP/c2.erofs")
+t_run fc "$EZFS" fsck "${CD[@]}" "$TMP/c.meta"
+t_check "chunk-based layers: ezfs fsck" 0
+for f in c1/sparse c1/dup c2/up; do
+	"$EZFS" cat "${CD[@]}" "$TMP/c.meta" "/${f#*/}" >"$TMP/cat.out"
+	t_expect "chunk-based layers: ezfs cat /${f#*/}" cmp -s "$TMP/cat.out" "$TMP/$f"
+done
+t_run sc "$EZFS" stat -e "${CD[@]}" "$TMP/c.meta" /sparse
+t_check "chunk-based layers: /sparse keeps its hole" 0 stdout " hole$"
+if [ "$KMOUNT" = 1 ]; then
+	o=ro
+	for n in 1 2; do
+		loop "$TMP/c$n.erofs" && o=$o,device=$LD
+	done
+	if loop "$TMP/c.meta" && mkdir -p "$TMP/mc" &&
+		mount -t erofs -o "$o" "$LD" "$TMP/mc" 2>"$TMP/kmount.err"; then
+		T_MOUNTS+=("$TMP/mc")
+		for f in c1/sparse c1/dup c2/up; do
+			t_expect "chunk-based layers: kernel /${f#*/}" \
+				cmp -s "$TMP/mc/${f#*/}" "$TMP/$f"
+		done
+		umount "$TMP/mc"
+	else
+		t_fail "chunk-based layers: kernel refused: $(head -c 200 "$TMP/kmount.err")"
+	fi
+	free_loops
 fi
 
 # ---- refused layers: one line, exit 1, no image ----
