@@ -220,6 +220,19 @@ if [ "$KMOUNT" = 1 ]; then
 		fi
 		free_loops
 	done
+	# the meta image with the layers appended reads as one file
+	cat "$TMP/p.meta" "$TMP/p1.erofs" "$TMP/p2.erofs" "$TMP/p3.erofs" \
+		>"$TMP/pall.erofs"
+	if t_kmount "$TMP/pall.erofs" "$TMP/mall"; then
+		t_manifest "$TMP/mall" >"$TMP/kall.json"
+		t_kumount "$TMP/mall"
+		t_same_manifest "p: [meta][l1][l2][l3] as one file (flat devices)" \
+			"$TMP/kp.json" "$TMP/kall.json"
+	else
+		t_fail "p: the kernel refused [meta][l1][l2][l3]"
+	fi
+	t_run fall "$EZFS" fsck "$TMP/pall.erofs"
+	t_check "p: ezfs fsck of [meta][l1][l2][l3] (flat)" 0
 else
 	echo "SKIP: kernel checks (no root, loop devices, erofs or overlay)"
 fi
