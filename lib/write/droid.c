@@ -626,6 +626,32 @@ static void blist_add(struct blist *l, const char *mp, const char *rel,
 	l->next = blk + n;
 }
 
+/*
+ * A chunk-based file's stored chunks, as runs of image blocks (holes
+ * and chunks on another device, the blob or a tar, are not listed); the
+ * last chunk only up to the file's last block.
+ */
+static void blist_chunks(const struct ezfs_builder *b, struct blist *l,
+			 const char *rel, const struct binode *in)
+{
+	bool idx8 = in->chunkfmt & EROFS_CHUNK_FORMAT_INDEXES;
+	unsigned unit = idx8 ? 8 : 4;
+	unsigned cbits = (in->chunkfmt & EROFS_CHUNK_FORMAT_BLKBITS_MASK);
+	uint64_t cblks = 1ull << cbits;
+	uint64_t fblks = (in->size + b->blksz - 1) >> b->blkszbits, i;
+
+	for (i = 0; i * unit < in->chunkidx_len && i * cblks < fblks; i++) {
+		const uint8_t *e = in->chunkidx + i * unit;
+		uint64_t n =
+			fblks - i * cblks < cblks ? fblks - i * cblks : cblks;
+		uint32_t addr = get_le32(idx8 ? e + 4 : e);
+
+		if (addr == EROFS_NULL_ADDR32 || (idx8 && get_le16(e + 2)))
+			continue;
+		blist_add(l, b->p.mount_point, rel, addr, n);
+	}
+}
+
 static int blist_visit(struct ezfs_builder *b, struct fixup *f, struct blist *l,
 		       struct binode *in, size_t off)
 {
@@ -644,12 +670,14 @@ static int blist_visit(struct ezfs_builder *b, struct fixup *f, struct blist *l,
 					blist_add(l, mp, f->path, e->blkaddr,
 						  e->blocks);
 			}
-		} else if (in->datalayout != EROFS_INODE_CHUNK_BASED &&
-			   in->startblk != EROFS_NULL_ADDR32) {
+		} else if (in->datalayout == EROFS_INODE_CHUNK_BASED) {
+			blist_chunks(b, l, f->path, in);
+		} else if (in->startblk != EROFS_NULL_ADDR32) {
 			blist_add(l, mp, f->path, in->startblk, in->nblocks);
 		}
-		/* an inline tail is in the inode's block */
-		if (in->tail_len || (in->z && in->z->idata_len))
+		/* an inline tail is in the inode's block (with -m: inside
+		 * the metabox, no block of the image) */
+		if ((in->tail_len || (in->z && in->z->idata_len)) && !in->mbox)
 			blist_add(l, mp, f->path, in->meta_off >> b->blkszbits,
 				  1);
 		blist_flush(l);
@@ -678,8 +706,8 @@ static int blist_visit(struct ezfs_builder *b, struct fixup *f, struct blist *l,
 
 /*
  * --block-list-file (Android): "/MOUNTPOINT/relpath RANGE..." for each
- * regular file with data: its plain or compressed blocks and the block
- * of its inline tail (not fragments, nor chunk-based files), in
+ * regular file with data: its plain or compressed blocks, its stored
+ * chunks, and the block of its inline tail (not fragments), in
  * depth-first name order, once the image is laid out.
  */
 int ezi_bld_block_list(struct ezfs_builder *b)

@@ -3,7 +3,8 @@
 # mkfs-options.sh - mkfs.erofs 1.9.3 options that change what goes into
 # the image: --zD (compressed directories, in the packed inode),
 # -E dot-omitted (directories without "."), -m (inodes in the metabox),
-# --aufs whiteouts from a directory and a tar. Each line: ezfs fsck passes and the kernel shows
+# --block-list-file of chunk-based files, --aufs whiteouts from a
+# directory and a tar. Each line: ezfs fsck passes and the kernel shows
 # the source tree; the image has what the option asks for (ezfs dump of
 # the layout and features). With MKFS_EROFS2 (mkfs.erofs 1.9.3) the same
 # line is built by it too: the kernel shows the same tree, and its image
@@ -153,6 +154,50 @@ for ml in "lz4hc:-zlz4hc -m4096" "plain:-m4096" "big:-zlz4hc -C65536 -m65536" \
 	fi
 	peer "$n" "$TMP/src.json" "${a[@]}" -T 0
 done
+
+# --- --block-list-file: chunk-based files are listed by their stored
+# chunks; the listed blocks, in order, hold each file's bytes ---
+blist_holds() { # IMG MAP MOUNTPOINT: every listed file's blocks hold it
+	python3 - "$1" "$2" "$3" "$TREE" <<'EOF'
+import os, sys
+img, mp, mnt, tree = sys.argv[1:5]
+bs, bad, n = 4096, [], 0
+data = open(img, 'rb').read()
+for line in open(mp):
+    w = line.split()
+    rel = w[0][len('/' + mnt + '/'):]
+    got = b''
+    for r in w[1:]:
+        a, _, z = r.partition('-')
+        a = int(a)
+        z = int(z) if z else a
+        got += data[a * bs:(z + 1) * bs]
+    want = open(os.path.join(tree, rel), 'rb').read()
+    n += 1
+    if got[:len(want)] != want:
+        bad.append(rel)
+print(n, 'files', 'bad:', ' '.join(bad[:5]) if bad else 'none')
+sys.exit(1 if bad or not n else 0)
+EOF
+}
+cp "$TREE/etc/lines" "$TREE/etc/lines.copy"
+head -c 20000 /dev/zero >"$TREE/etc/zeros"
+t_manifest "$TREE" --no-times >"$TMP/src.json"
+for bl in "chunk:--chunksize 8192" "chunk-idx:--chunksize 4096 -Eforce-chunk-indexes" \
+	"plain:-Enoinline_data"; do
+	n=blist-${bl%%:*}
+	read -ra a <<<"${bl#*:}"
+	build "$n" "${a[@]}" --mount-point system \
+		--block-list-file "$TMP/$n.map" -T 0 || continue
+	if out=$(blist_holds "$TMP/$n.img" "$TMP/$n.map" system) &&
+	   grep -q '^/system/etc/lines.copy [0-9]' "$TMP/$n.map"; then
+		t_pass "$n: the listed blocks hold the files ($out)"
+	else
+		t_fail "$n: $out: $(head -3 "$TMP/$n.map")"
+	fi
+done
+rm -f "$TREE/etc/lines.copy" "$TREE/etc/zeros"
+t_manifest "$TREE" --no-times >"$TMP/src.json"
 
 build dot-off -zlz4 -E48bit -T 0 &&
 	t_expect "-E48bit alone keeps \".\" ($(size_of "$TMP/dot-off.img" /) bytes)" \
