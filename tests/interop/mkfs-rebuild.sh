@@ -159,6 +159,20 @@ if [ -f "$TMP/p.meta" ]; then
 	t_expect "p: meta image is metadata only ($n bytes)" [ "$n" -le 8192 ]
 fi
 
+# ---- without --ovlfs-strip the whiteouts and opaque marks stay ----
+t_run m0 "${MKFS[@]}" --aufs --quiet "$TMP/p0.meta" "$TMP/p1.erofs" \
+	"$TMP/p2.erofs" "$TMP/p3.erofs"
+t_check "p: merged without --ovlfs-strip" 0
+P0=(--device "$TMP/p1.erofs" --device "$TMP/p2.erofs" --device "$TMP/p3.erofs")
+t_run w0 "$EZFS" ls -l "${P0[@]}" "$TMP/p0.meta" /d
+t_check "no strip: /d/gone a 0:0 whiteout" 0 stdout "^c.* 0, 0 .* gone$"
+t_run w1 "$EZFS" ls -l "${P0[@]}" "$TMP/p0.meta" /
+t_check "no strip: /keep and /rmdir whiteouts" 0 \
+	stdout "^c.* 0, 0 .* keep$" stdout "^c.* 0, 0 .* rmdir$"
+t_run w2 "$EZFS" stat "${P0[@]}" "$TMP/p0.meta" /opq
+t_check "no strip: /opq keeps trusted.overlay.opaque" 0 \
+	stdout 'trusted.overlay.opaque="y"'
+
 # ---- the kernel: meta with -o device= against overlayfs of the layers ----
 KMOUNT=0
 if t_can_kmount &&
