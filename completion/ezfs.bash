@@ -101,7 +101,8 @@ _ezfs_takes_value()
 		--json | --plot | --path | --device | --offset | --skip | --length | \
 		--storage | --storage-rate | --storage-latency | --slot | \
 		--errors | --fs-config | --file-contexts | --mount-point | \
-		--output | --format | --compress)
+		--output | --format | --compress | --cache-dir | --cache-max | \
+		--remote-timeout | --remote-retries | --max)
 		return 0
 		;;
 	esac
@@ -157,7 +158,10 @@ _ezfs()
 	if _ezfs_takes_value "$cmd" "$prev"; then
 		case $prev in
 		--log | --csv | --json | --plot | --path | --device | --storage | \
-			--errors | --fs-config | --file-contexts | --output | -o)
+			--errors | --fs-config | --file-contexts | --output | -o | \
+			--cache-dir)
+			# mount -o takes mount options, not a file
+			[[ $prev == -o && $cmd == mount ]] && return 0
 			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 			type compopt &>/dev/null && compopt -o filenames 2>/dev/null
 			;;
@@ -175,6 +179,12 @@ _ezfs()
 	accel)
 		if ((n == 0)); then
 			mapfile -t COMPREPLY < <(compgen -W "list stats set bench" -- "$cur")
+			return 0
+		fi
+		;;
+	cache)
+		if ((n == 0)); then
+			mapfile -t COMPREPLY < <(compgen -W "ls gc" -- "$cur")
 			return 0
 		fi
 		;;
