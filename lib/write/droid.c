@@ -430,10 +430,15 @@ static bool is_whiteout(const struct binode *in)
 }
 
 /*
- * aufs: ".wh.NAME" becomes a whiteout NAME (a 0/0 character device, owner
- * 0:0), ".wh..wh..opq" the opaque xattr of its directory, other ".wh..wh."
- * entries (aufs' own) are dropped; --ovlfs-strip: whiteouts and
- * trusted.overlay.* xattrs are dropped. Before "." and ".." are added.
+ * aufs: ".wh.NAME" becomes a whiteout NAME (a 0/0 character device, mode
+ * 0, the entry's owner, as 1.9.3), ".wh..wh..opq" the opaque xattr of
+ * its directory, other ".wh..wh." entries (aufs' own) are dropped;
+ * --ovlfs-strip: whiteouts and trusted.overlay.* xattrs are dropped.
+ * Otherwise a directory holding a whiteout (one made from ".wh.", or in
+ * a directory scan a 0/0 character device) gets an empty
+ * trusted.overlay.origin, as 1.9.3 marks it copied up (overlayfs then
+ * never lists its whiteouts: kernel commit b79e05aaa166). Before "." and
+ * ".." are added.
  */
 static int overlay_fixup(struct ezfs_builder *b)
 {
@@ -444,6 +449,7 @@ static int overlay_fixup(struct ezfs_builder *b)
 	for (i = 0; i < cnt && !err; i++) {
 		struct binode *dir = b->inodes[i];
 		unsigned k, n = 0;
+		bool wh = false;
 
 		if (b->p.ovlfs_strip)
 			xattr_drop(b, dir, "trusted.overlay.", true);
@@ -493,12 +499,14 @@ static int overlay_fixup(struct ezfs_builder *b)
 					b->st.symlinks--;
 					b->st.specials++;
 				}
-				c->mode = S_IFCHR | (c->mode & 07777);
+				c->mode = S_IFCHR;
 				c->rdev = 0;
 				c->size = 0;
-				c->uid = c->gid = 0;
 				free(c->symlink);
 				c->symlink = NULL;
+				wh = true;
+			} else if (!b->tar_src && is_whiteout(c)) {
+				wh = true; /* 1.9.3 marks them in scans */
 			}
 			if (!drop && b->p.ovlfs_strip && is_whiteout(c))
 				drop = true;
@@ -513,6 +521,12 @@ static int overlay_fixup(struct ezfs_builder *b)
 			dir->dents[n++] = *d;
 		}
 		dir->ndents = n;
+		if (wh && !err && !b->p.ovlfs_strip &&
+		    b->p.xattr_tolerance >= 0) {
+			xattr_drop(b, dir, "trusted.overlay.origin", false);
+			err = ezi_bld_xattr_add(
+				b, dir, "trusted.overlay.origin", "", 0);
+		}
 		if (b->p.aufs && !err) {
 			/* a whiteout beside the name it hides */
 			qsort(dir->dents, dir->ndents, sizeof(*dir->dents),
@@ -543,7 +557,8 @@ int ezi_bld_tree_fixup(struct ezfs_builder *b)
 
 	if (!b->ninodes)
 		return 0;
-	if (b->p.aufs || b->p.ovlfs_strip) {
+	/* a directory scan marks the directories of 0/0 devices too */
+	if (b->p.aufs || b->p.ovlfs_strip || !b->tar_src) {
 		err = overlay_fixup(b);
 		if (err)
 			return err;

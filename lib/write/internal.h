@@ -174,6 +174,7 @@ struct ezfs_builder {
 	void *fragcctx; /* writer's codec contexts (fragnear.c) */
 	struct binode *packed_inode;
 	struct binode *mbox_inode; /* -m: the metabox inode */
+	bool tar_src;		   /* the tree came from a tar */
 	void *dedupe; /* dedupe.c table */
 	bool deduped; /* some pcluster is shared (DEDUPE bit) */
 	bool chunked; /* some inode is CHUNK_BASED */

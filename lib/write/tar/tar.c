@@ -394,6 +394,7 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 	size_t i;
 	int err;
 
+	b->tar_src = true;
 	err = ezi_tstream_open(&c.s, path);
 	if (err) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s",
