@@ -21,7 +21,8 @@
 # 8-byte indexes) merge too: ezfs cat and the kernel give the files.
 # Refused: a layer that is not an EROFS image, a missing layer, a layer
 # of another block size, a layer with inline tails, a compressed one, a
-# tar index without its tar, -z: one line, exit 1, no image.
+# tar index without its tar: one line, exit 1, no image. -z, -C, -b and
+# --chunksize are warned about and ignored (as 1.9.3 ignores them).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 t_init
@@ -359,7 +360,17 @@ refused "a compressed layer" "lz4.erofs: /z: compressed" \
 	"$TMP/p1.erofs" "$TMP/lz4.erofs"
 refused "a tar index without its tar" "i1.idx: its extra device does not follow it" \
 	"$TMP/i1.idx" "$TMP/i2.erofs"
-refused "-z with layers" "no compression" -z lz4 \
-	"$TMP/p1.erofs" "$TMP/p2.erofs"
+
+# -z, -C, -b, --chunksize: warned and ignored, as 1.9.3 ignores them
+t_run zb "${MKFS[@]}" -z lz4hc -C 65536 -b 1024 --chunksize=8192 \
+	"$TMP/z.meta" "$TMP/p1.erofs" "$TMP/p2.erofs" "$TMP/p3.erofs"
+t_check "-z -C -b --chunksize with layers: warned and ignored" 0 \
+	stderr "warning: -z.*accepted and ignored" \
+	stderr "warning: -b .*accepted and ignored"
+t_run zf "$EZFS" fsck "${P0[@]}" "$TMP/z.meta"
+t_check "... and the image is the same merge (fsck, block size 4096)" 0
+t_run zi "$EZFS" info "${P0[@]}" "$TMP/z.meta"
+t_check "... block size 4096, uncompressed" 0 stdout "^Block size: *4096" \
+	stdout "^Algorithms: *none"
 
 t_done

@@ -1107,6 +1107,23 @@ int cmd_mkfs(int argc, char **argv)
 	rebuild = !tar && argc - optind >= 2 &&
 		  (is_erofs_image(argv[optind + 1]) ||
 		   (argc - optind > 2 && !is_dir(argv[optind + 1])));
+	if (rebuild) {
+		/* as 1.9.3: the layers' data and block size stay theirs */
+		if (p.alg >= 0 || p.n_more_algs || hints || p.pcluster_size)
+			ignored(&ig, "-z, -C, --compress-hints (a rebuild "
+				     "stores no file data)");
+		if (p.chunksize)
+			ignored(&ig, "--chunksize (a rebuild keeps the "
+				     "layers' chunks)");
+		if (cp.blksz)
+			ignored(&ig, "-b (a rebuild has the layers' block "
+				     "size)");
+		p.alg = -1;
+		p.n_more_algs = 0;
+		p.pcluster_size = 0;
+		p.chunksize = 0;
+		hints = NULL;
+	}
 	if (argc - optind != 2 && !(tar && argc - optind == 1) && !rebuild) {
 		ret = cli_usage_error(CMD,
 				      tar ? "need IMAGE and at most one TARFILE"
