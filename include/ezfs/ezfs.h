@@ -519,6 +519,35 @@ EZFS_API char *ezfs_quote(const char *s, size_t n, char *buf, size_t size);
  * strerror. */
 EZFS_API const char *ezfs_strerror(int err);
 
+/*
+ * The features of the format with the oldest mainline Linux that mounts
+ * an image using them (docs/kernels.md). Versions are EZFS_KVER(major,
+ * minor). One table for ezfs info (ezfs_min_kernel) and ezfs mkfs
+ * (--max-kernel).
+ */
+#define EZFS_KVER(major, minor) ((unsigned)(major) << 8 | (unsigned)(minor))
+#define EZFS_KVER_MAJOR(v)	((v) >> 8)
+#define EZFS_KVER_MINOR(v)	((v)&0xff)
+struct ezfs_feature_desc {
+	const char *name;   /* "ztailpacking": static, stable */
+	unsigned kernel;    /* EZFS_KVER of the oldest Linux that mounts it */
+	const char *what;   /* a few words on it */
+	const char *option; /* the mkfs option that produces it, or "" */
+};
+/* Number of rows of the table; row i (< count) into *d (0), else -EINVAL. */
+EZFS_API unsigned ezfs_feature_count(void);
+EZFS_API int ezfs_feature_get(unsigned i, struct ezfs_feature_desc *d);
+/* The row named name (0), or -ENOENT. */
+EZFS_API int ezfs_feature_find(const char *name, struct ezfs_feature_desc *d);
+/*
+ * The oldest Linux that mounts an image with this superblock: the greatest
+ * version over its features (the base format, 5.4, when nothing raises
+ * it). *feature (may be NULL) gets the name of the first feature that
+ * needs that version. Cannot fail.
+ */
+EZFS_API unsigned ezfs_min_kernel(const struct ezfs_sb_info *si,
+				  const char **feature);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "cmd.h"
+#include "json.h"
 
 #define NBUCKETS 66
 #define NALGS	 16
@@ -39,11 +40,14 @@ static const char *const ftype_names[8] = {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezfs info [-S] IMG\n"
-		"Show the superblock, features, algorithms and sizes.\n"
+		"usage: ezfs info [-S] [--json] IMG\n"
+		"Show the superblock, features, algorithms, sizes and the\n"
+		"oldest Linux that mounts the image.\n"
 		"  -S, --stats   also show statistics: files by type, a size\n"
 		"                histogram, bytes per compression "
-		"algorithm\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
+		"algorithm\n"
+		"  --json        one JSON document "
+		"(docs/json.md)\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
 }
 
 static int bucket_of(uint64_t size)
@@ -245,6 +249,14 @@ static void print_sb(const char *img, ezfs_image *fs)
 	printf("%-20s %s\n", "Features:", *feat ? feat : "(none)");
 	printf("%-20s compat 0x%08x, incompat 0x%08x\n",
 	       "Feature bits:", si.feature_compat, si.feature_incompat);
+	{
+		const char *why;
+		unsigned k = ezfs_min_kernel(&si, &why);
+
+		printf("%-20s %u.%u (%s)\n",
+		       "Minimum Linux:", EZFS_KVER_MAJOR(k), EZFS_KVER_MINOR(k),
+		       why);
+	}
 	printf("%-20s %u\n", "Superblock size:", si.sb_size);
 	printf("%-20s %" PRIu64 "\n", "Inodes:", si.inos);
 	printf("%-20s %" PRIu64 "\n", "Root nid:", si.root_nid);
@@ -354,6 +366,211 @@ static void print_stats(const struct info_stats *s)
 		       cli_fmt_size(s->dedup_bytes, b2, sizeof(b2)));
 }
 
+/* --json (docs/schemas/info.json) */
+static void json_algs(struct cj *j, const struct ezfs_sb_info *si)
+{
+	cj_arr(j, "algorithms");
+	for (int a = 0; (si->feature_incompat & 0x3) && a < EZFS_ALG_MAX; a++) {
+		if (!(si->available_algs & (1u << a)))
+			continue;
+		cj_obj(j, NULL);
+		cj_str(j, "name", ezfs_alg_name(a));
+		switch (a) {
+		case EZFS_ALG_LZ4:
+			cj_u64(j, "max_distance", si->lz4_max_distance);
+			cj_u64(j, "max_pcluster_blocks",
+			       si->lz4_max_pclusterblks
+				       ? si->lz4_max_pclusterblks
+				       : 1);
+			break;
+		case EZFS_ALG_LZMA:
+			cj_u64(j, "dict_size", si->lzma_dict_size);
+			break;
+		case EZFS_ALG_DEFLATE:
+			cj_u64(j, "windowbits", si->deflate_windowbits);
+			break;
+		case EZFS_ALG_ZSTD:
+			cj_u64(j, "windowlog", si->zstd_windowlog + 10u);
+			break;
+		}
+		cj_end(j);
+	}
+	cj_end(j);
+}
+
+static void json_devices(struct cj *j, ezfs_image *fs)
+{
+	unsigned n = ezfs_device_count(fs);
+	struct ezfs_device d;
+
+	cj_arr(j, "devices");
+	for (unsigned i = 1; i <= n; i++) {
+		if (ezfs_device_get(fs, i, &d))
+			continue;
+		cj_obj(j, NULL);
+		cj_u64(j, "slot", i);
+		cj_bytes(j, "tag", d.tag, strlen(d.tag));
+		cj_u64(j, "blocks", d.blocks);
+		cj_u64(j, "uniaddr", d.uniaddr);
+		if (d.path) {
+			cj_bytes(j, "file", d.path, strlen(d.path));
+			cj_u64(j, "file_bytes", d.bytes);
+		} else {
+			cj_null(j, "file");
+		}
+		cj_end(j);
+	}
+	cj_end(j);
+}
+
+static void json_stats(struct cj *j, const struct info_stats *s)
+{
+	static const char *const keys[8] = {
+		"unknown",  "regular", "directory", "chardev",
+		"blockdev", "fifo",    "socket",    "symlink",
+	};
+	uint64_t tp = 0, tl = 0;
+	int i;
+
+	cj_obj(j, "stats");
+	cj_obj(j, "types");
+	for (i = 0; i < 8; i++)
+		cj_u64(j, keys[i], s->ntype[i]);
+	cj_end(j);
+	cj_arr(j, "sizes");
+	for (i = 0; i < NBUCKETS; i++) {
+		if (!s->hist_n[i])
+			continue;
+		cj_obj(j, NULL);
+		/* [min, max): sizes 0 are the bucket [0, 1) */
+		cj_u64(j, "min", i ? 1ull << (i - 1) : 0);
+		if (i < 65)
+			cj_u64(j, "max", i ? 1ull << (i - 1) << 1 : 1);
+		else
+			cj_null(j, "max");
+		cj_u64(j, "files", s->hist_n[i]);
+		cj_u64(j, "bytes", s->hist_bytes[i]);
+		cj_end(j);
+	}
+	cj_end(j);
+	cj_arr(j, "algorithms");
+	for (i = 0; i < NALGS; i++) {
+		const struct alg_stat *a = &s->alg[i];
+
+		if (!a->extents)
+			continue;
+		tp += a->plen;
+		tl += a->llen;
+		cj_obj(j, NULL);
+		cj_str(j, "name", ezfs_alg_name(i));
+		cj_u64(j, "extents", a->extents);
+		cj_u64(j, "pclusters", a->pclusters);
+		cj_u64(j, "stored_bytes", a->plen);
+		cj_u64(j, "original_bytes", a->llen);
+		cj_end(j);
+	}
+	cj_end(j);
+	cj_obj(j, "inline");
+	cj_u64(j, "extents", s->inline_n);
+	cj_u64(j, "bytes", s->inline_bytes);
+	cj_end(j);
+	cj_obj(j, "fragments");
+	cj_u64(j, "extents", s->frag_n);
+	cj_u64(j, "bytes", s->frag_bytes);
+	cj_end(j);
+	cj_u64(j, "hole_bytes", s->hole_bytes);
+	cj_u64(j, "deduplicated_bytes", s->dedup_bytes);
+	cj_u64(j, "stored_bytes", tp);
+	cj_u64(j, "original_bytes", tl);
+	cj_end(j);
+}
+
+static void print_json(const char *img, ezfs_image *fs,
+		       const struct info_stats *s)
+{
+	struct ezfs_sb_info si;
+	char feat[512], uuid[40];
+	const char *why;
+	unsigned k;
+	struct cj j;
+	int i, zero = 1;
+	size_t n = 0;
+
+	ezfs_get_sb_info(fs, &si);
+	ezfs_feature_string(fs, feat, sizeof(feat));
+	k = ezfs_min_kernel(&si, &why);
+	cj_init(&j, stdout);
+	cj_obj(&j, NULL);
+	cj_bytes(&j, "image", img, strlen(img));
+	cj_u64(&j, "image_bytes", si.image_bytes);
+	cj_u64(&j, "block_size", si.blksz);
+	cj_u64(&j, "blocks", si.blocks);
+	cj_arr(&j, "features");
+	for (char *p = feat, *e; *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ',');
+		if (!e)
+			e = p + strlen(p);
+		{
+			char c = *e;
+
+			*e = '\0';
+			cj_str(&j, NULL, p);
+			*e = c;
+		}
+	}
+	cj_end(&j);
+	cj_u64(&j, "feature_compat", si.feature_compat);
+	cj_u64(&j, "feature_incompat", si.feature_incompat);
+	cj_obj(&j, "min_kernel");
+	snprintf(uuid, sizeof(uuid), "%u.%u", EZFS_KVER_MAJOR(k),
+		 EZFS_KVER_MINOR(k));
+	cj_str(&j, "version", uuid);
+	cj_u64(&j, "major", EZFS_KVER_MAJOR(k));
+	cj_u64(&j, "minor", EZFS_KVER_MINOR(k));
+	cj_str(&j, "feature", why);
+	cj_end(&j);
+	cj_u64(&j, "sb_size", si.sb_size);
+	cj_u64(&j, "inodes", si.inos);
+	cj_u64(&j, "root_nid", si.root_nid);
+	cj_i64(&j, "build_time", si.epoch + (int64_t)si.build_time);
+	cj_i64(&j, "epoch", si.epoch);
+	cj_u64(&j, "fixed_nsec", si.fixed_nsec);
+	for (i = 0; i < 16; i++)
+		zero &= !si.uuid[i];
+	for (i = 0; i < 16; i++)
+		n += (size_t)snprintf(
+			uuid + n, sizeof(uuid) - n, "%s%02x",
+			(i == 4 || i == 6 || i == 8 || i == 10) ? "-" : "",
+			si.uuid[i]);
+	if (zero)
+		cj_null(&j, "uuid");
+	else
+		cj_str(&j, "uuid", uuid);
+	if (*si.volume_name)
+		cj_bytes(&j, "label", si.volume_name, strlen(si.volume_name));
+	else
+		cj_null(&j, "label");
+	cj_u64(&j, "meta_blkaddr", si.meta_blkaddr);
+	cj_u64(&j, "xattr_blkaddr", si.xattr_blkaddr);
+	cj_u64(&j, "xattr_prefixes", si.xattr_prefix_count);
+	cj_u64(&j, "extra_devices", si.extra_devices);
+	json_devices(&j, fs);
+	if (si.packed_nid)
+		cj_u64(&j, "packed_nid", si.packed_nid);
+	else
+		cj_null(&j, "packed_nid");
+	if (si.metabox_nid)
+		cj_u64(&j, "metabox_nid", si.metabox_nid);
+	else
+		cj_null(&j, "metabox_nid");
+	json_algs(&j, &si);
+	cj_u64(&j, "files", s->nfiles);
+	cj_u64(&j, "file_bytes", s->file_bytes);
+	if (s->detailed)
+		json_stats(&j, s);
+	cj_end(&j);
+}
+
 /* The walk starts below the root; the root counts as a directory too (as
  * in fsck's totals). */
 static int count_root(ezfs_image *fs, struct info_stats *s)
@@ -374,6 +591,7 @@ int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "stats", no_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'J' },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -384,13 +602,16 @@ int cmd_info(int argc, char **argv)
 	struct ezfs_sb_info si;
 	ezfs_image *fs;
 	char b[32];
-	int c, ret, detailed = 0;
+	int c, ret, detailed = 0, json = 0;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":Sh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'S':
 			detailed = 1;
+			break;
+		case 'J':
+			json = 1;
 			break;
 		default:
 			ret = cli_opt_other("info", c, argv, usage);
@@ -410,13 +631,16 @@ int cmd_info(int argc, char **argv)
 	}
 	s->detailed = detailed;
 	s->img = argv[optind];
-	print_sb(argv[optind], fs);
+	if (!json)
+		print_sb(argv[optind], fs);
 	ret = count_root(fs, s);
 	if (!ret)
 		ret = cli_walk(fs, ezfs_root_nid(fs), stats_cb, s);
 	if (ret < 0) {
 		if (!s->err_reported)
 			cli_fail("info", argv[optind], "walking the tree", ret);
+	} else if (json) {
+		print_json(argv[optind], fs, s);
 	} else {
 		ezfs_get_sb_info(fs, &si);
 		printf("%-20s %" PRIu64 " in %" PRIu64 " files (%s)\n",
