@@ -175,9 +175,9 @@ struct ezfs_builder {
 	struct binode *packed_inode;
 	struct binode *mbox_inode; /* -m: the metabox inode */
 	bool tar_src;		   /* the tree came from a tar */
-	void *dedupe; /* dedupe.c table */
-	bool deduped; /* some pcluster is shared (DEDUPE bit) */
-	bool chunked; /* some inode is CHUNK_BASED */
+	void *dedupe;		   /* dedupe.c table */
+	bool deduped;		   /* some pcluster is shared (DEDUPE bit) */
+	bool chunked;		   /* some inode is CHUNK_BASED */
 
 	uint64_t data_start;	 /* first data block */
 	uint64_t root_blk;	 /* root inode's own block(s) before the
