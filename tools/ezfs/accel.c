@@ -18,6 +18,43 @@
 #include "accel.h"
 #include "cmd.h"
 #include "common.h"
+#include "json.h"
+
+/* accel list --json (docs/schemas/accel-list.json) */
+static int accel_list_json(int all)
+{
+	struct ezfs_engine_info info;
+	struct cj j;
+
+	cj_init(&j, stdout);
+	cj_obj(&j, NULL);
+	cj_arr(&j, "engines");
+	for (unsigned i = 0; i < ezfs_engine_count(); i++) {
+		if (ezfs_engine_get_info(i, &info))
+			continue;
+		if ((info.flags & EZFS_ENGINE_TEST) && !all)
+			continue;
+		cj_obj(&j, NULL);
+		cj_str(&j, "name", info.name);
+		cj_str(&j, "alg", ezfs_alg_name(info.alg));
+		cj_bool(&j, "usable", !info.probe);
+		if (info.probe)
+			cj_str(&j, "unusable_reason",
+			       ezfs_strerror(info.probe));
+		if (info.default_pos >= 0)
+			cj_u64(&j, "default_pos",
+			       (unsigned)info.default_pos + 1);
+		else
+			cj_null(&j, "default_pos");
+		cj_bool(&j, "partial", info.flags & EZFS_ENGINE_PARTIAL);
+		cj_bool(&j, "reference", info.reference);
+		cj_bool(&j, "test_only", info.flags & EZFS_ENGINE_TEST);
+		cj_end(&j);
+	}
+	cj_end(&j);
+	cj_end(&j);
+	return 0;
+}
 
 static int accel_list(int all)
 {
@@ -56,22 +93,25 @@ static int accel_list_cmd(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "all", no_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, all = 0;
+	int c, all = 0, json = 0;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":ah", opts, NULL)) != -1) {
 		if (c == 'a')
 			all = 1;
+		else if (c == 'J')
+			json = 1;
 		else
 			return cli_opt_default("accel", c, argv, accel_usage);
 	}
 	if (cli_nargs("accel", argc - optind, 0, 0, ""))
 		return 2;
-	return accel_list(all);
+	return json ? accel_list_json(all) : accel_list(all);
 }
 
 struct walk {
@@ -123,6 +163,7 @@ static int accel_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		CLI_ENGINE_OPTS,
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -134,13 +175,17 @@ static int accel_stats(int argc, char **argv)
 	struct stat sb;
 	ezfs_image *img;
 	const char *path;
-	int c, n, err;
+	int c, n, err, json = 0;
 	double t0, t;
 	char order[256];
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == 'J') {
+			json = 1;
+			continue;
+		}
 		err = cli_opt_other("accel", c, argv, accel_usage);
 		if (err >= 0)
 			return err;
@@ -149,7 +194,7 @@ static int accel_stats(int argc, char **argv)
 		return 2;
 	path = argv[optind];
 	if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
-		return accel_mount_stats(path);
+		return accel_mount_stats(path, json);
 	if (cli_open("accel", path, &lg, &img) < 0)
 		return 1;
 	w.img = img;
@@ -167,6 +212,42 @@ static int accel_stats(int argc, char **argv)
 	}
 	ezfs_image_get_accel(img, order, sizeof(order));
 	ezfs_image_dispatch_info(img, &di);
+	n = ezfs_image_engine_stats(img, est, 32);
+	ezfs_image_latency_stats(img, &ls);
+	if (json) {
+		struct cj j;
+
+		cj_init(&j, stdout);
+		cj_obj(&j, NULL);
+		cj_bytes(&j, "image", path, strlen(path));
+		cj_str(&j, "order", order);
+		cj_u64(&j, "bytes", w.bytes);
+		cj_dbl(&j, "seconds", t);
+		snprintf(order, sizeof(order), "%016llx",
+			 (unsigned long long)w.digest);
+		cj_str(&j, "digest", order);
+		cj_obj(&j, "dispatch");
+		cj_str(&j, "mode", ezfs_dispatch_name(di.mode));
+		cj_u64(&j, "workers", di.workers);
+		cj_u64(&j, "pinned", di.pinned);
+		cj_str(&j, "policy", di.policy ? "SCHED_FIFO" : "SCHED_OTHER");
+		cj_i64(&j, "nice", di.nice);
+		cj_u64(&j, "batches", di.batches);
+		cj_end(&j);
+		accel_json_counters(&j, est, n < 32 ? n : 32);
+		cj_obj(&j, "latency_us");
+		cj_u64(&j, "total", ls.total);
+		cj_u64(&j, "count", ls.count);
+		cj_dbl(&j, "avg", ls.avg);
+		cj_dbl(&j, "median", ls.median);
+		cj_dbl(&j, "min", ls.min);
+		cj_dbl(&j, "max", ls.max);
+		cj_dbl(&j, "stddev", ls.stddev);
+		cj_end(&j);
+		cj_end(&j);
+		ezfs_image_close(img);
+		return 0;
+	}
 	printf("order: %s\n", order);
 	printf("read %llu bytes in %.3f s (%.1f MB/s), dispatch %s, "
 	       "%u workers (%u pinned, %s, nice %d), %llu batches\n",
@@ -175,9 +256,7 @@ static int accel_stats(int argc, char **argv)
 	       di.policy ? "SCHED_FIFO" : "SCHED_OTHER", di.nice,
 	       (unsigned long long)di.batches);
 	printf("digest: %016llx\n", (unsigned long long)w.digest);
-	n = ezfs_image_engine_stats(img, est, 32);
 	accel_print_counters(est, n < 32 ? n : 32);
-	ezfs_image_latency_stats(img, &ls);
 	printf("latency (us, last %llu of %llu): avg %.1f median %.1f "
 	       "min %.1f max %.1f stddev %.1f\n",
 	       (unsigned long long)ls.count, (unsigned long long)ls.total,

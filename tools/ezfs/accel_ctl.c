@@ -15,6 +15,7 @@
 
 #include "accel.h"
 #include "common.h"
+#include "json.h"
 
 /* Open the mount root and issue one control ioctl; prints errors. */
 static int ctl_call(const char *mnt, unsigned long cmd, void *arg)
@@ -113,7 +114,7 @@ int accel_set(int argc, char **argv)
 	return 0;
 }
 
-int accel_mount_stats(const char *mnt)
+int accel_mount_stats(const char *mnt, int json)
 {
 	struct ezfs_engine_stats st[EZFS_CTL_ENGINES];
 	struct ezfs_ctl_stats s;
@@ -137,6 +138,42 @@ int accel_mount_stats(const char *mnt)
 		st[i].bytes_out = s.engine[i].bytes_out;
 		st[i].fallbacks = s.engine[i].fallbacks;
 		st[i].errors = s.engine[i].errors;
+	}
+	if (json) {
+		struct cj j;
+
+		cj_init(&j, stdout);
+		cj_obj(&j, NULL);
+		cj_bytes(&j, "mount", mnt, strlen(mnt));
+		cj_str(&j, "order", s.order);
+		cj_obj(&j, "dispatch");
+		cj_str(&j, "mode", ezfs_dispatch_name(s.dispatch));
+		cj_u64(&j, "workers", s.workers);
+		cj_u64(&j, "batches", s.batches);
+		cj_bool(&j, "strict", s.strict);
+		cj_end(&j);
+		accel_json_counters(&j, st, (int)s.nengines);
+		cj_obj(&j, "latency_us");
+		cj_u64(&j, "total", s.lat_total);
+		cj_dbl(&j, "avg", s.lat_avg);
+		cj_dbl(&j, "median", s.lat_median);
+		cj_dbl(&j, "max", s.lat_max);
+		cj_end(&j);
+		cj_obj(&j, "mount_reads");
+		cj_u64(&j, "reads", s.reads);
+		cj_u64(&j, "reads_direct", s.reads_direct);
+		cj_u64(&j, "stored_bytes", s.stored_bytes);
+		cj_u64(&j, "edge_pages", s.edge_pages);
+		cj_u64(&j, "jobs_dropped", s.jobs_dropped);
+		cj_end(&j);
+		cj_obj(&j, "cache");
+		cj_u64(&j, "hits", s.cache_hits);
+		cj_u64(&j, "misses", s.cache_misses);
+		cj_u64(&j, "evictions", s.cache_evictions);
+		cj_u64(&j, "dropped", s.cache_dropped);
+		cj_end(&j);
+		cj_end(&j);
+		return 0;
 	}
 	accel_print_counters(st, (int)s.nengines);
 	printf("latency (us, recent): avg %.1f median %.1f max %.1f, %llu "

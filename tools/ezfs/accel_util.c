@@ -11,14 +11,15 @@
 
 #include "accel.h"
 #include "common.h"
+#include "json.h"
 
 void accel_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezfs accel list [--all]\n"
+		"usage: ezfs accel list [--all] [--json]\n"
 		"       ezfs accel stats [--accel SPEC] [--dispatch MODE] "
-		"[--strict-accel] IMG\n"
-		"       ezfs accel stats MOUNTPOINT\n"
+		"[--strict-accel] [--json] IMG\n"
+		"       ezfs accel stats [--json] MOUNTPOINT\n"
 		"       ezfs accel set [--dispatch MODE] "
 		"[--[no-]strict-accel] MOUNTPOINT [SPEC]\n"
 		"       ezfs accel bench [-e ENGINE] [-n ITERS] [-s MIB] [-r "
@@ -34,6 +35,8 @@ void accel_usage(FILE *f)
 		"  (IMG's data or text) in -r MIB reads (4), per pcluster "
 		"size\n"
 		"  list --all also shows the test engine 'fail'\n"
+		"  --json: list and stats as one JSON document "
+		"(docs/json.md)\n"
 		"  stats IMG reads every file and prints the engine counters;\n"
 		"  stats/set MOUNTPOINT talk to a running 'ezfs mount' (set: "
 		"its owner\n"
@@ -102,4 +105,23 @@ void accel_print_counters(const struct ezfs_engine_stats *st, int n)
 			       (unsigned long long)st[i].bytes_out,
 			       (unsigned long long)st[i].fallbacks,
 			       (unsigned long long)st[i].errors);
+}
+
+void accel_json_counters(struct cj *j, const struct ezfs_engine_stats *st,
+			 int n)
+{
+	cj_arr(j, "engines");
+	for (int i = 0; i < n; i++) {
+		if (!st[i].requests)
+			continue;
+		cj_obj(j, NULL);
+		cj_str(j, "name", st[i].name);
+		cj_str(j, "alg", ezfs_alg_name(st[i].alg));
+		cj_u64(j, "requests", st[i].requests);
+		cj_u64(j, "bytes_out", st[i].bytes_out);
+		cj_u64(j, "fallbacks", st[i].fallbacks);
+		cj_u64(j, "errors", st[i].errors);
+		cj_end(j);
+	}
+	cj_end(j);
 }

@@ -3,23 +3,34 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "cmd.h"
+#include "json.h"
 
 #define FSCK_MAX_SHOWN 100 /* problems printed; the rest are counted */
+
+struct fsck_problem {
+	uint64_t nid;
+	char *path; /* NULL: none */
+	char *msg;
+};
 
 struct fsck_cli {
 	const char *img;
 	struct cli_progress prog;
 	uint64_t shown;
+	int json;
+	struct fsck_problem list[FSCK_MAX_SHOWN]; /* --json */
+	unsigned nlist;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezfs fsck [-q] [-j N] [--no-data] IMG\n"
+		"usage: ezfs fsck [-q] [-j N] [--no-data] [--json] IMG\n"
 		"       ezfs fsck --extract=DIR [fsck.erofs options] IMG\n"
 		"Check an image: every inode, directory, xattr and extent\n"
 		"map, and decode every byte of file data.\n"
@@ -28,7 +39,9 @@ static void usage(FILE *f)
 		"CPUs)\n"
 		"  --no-data      check metadata only\n"
 		"  -q, --quiet    no progress bar; the summary only when\n"
-		"                 problems are found\n" CLI_ENGINE_HELP
+		"                 problems are found\n"
+		"  --json         the summary and the problems as one JSON\n"
+		"                 document (docs/json.md)\n" CLI_ENGINE_HELP
 			CLI_IMAGE_HELP
 		"fsck.erofs' options (--extract=DIR, --overwrite, --xattrs,\n"
 		"--[no-]preserve[-owner|-perms], --nid, --path, -p, -d) work\n"
@@ -44,6 +57,17 @@ static void problem_cb(void *arg, uint64_t nid, const char *path,
 
 	if (++f->shown > FSCK_MAX_SHOWN)
 		return;
+	if (f->json) {
+		struct fsck_problem *pr = &f->list[f->nlist];
+
+		pr->nid = nid;
+		pr->path = path ? strdup(path) : NULL;
+		pr->msg = strdup(msg);
+		if (pr->msg)
+			f->nlist++;
+		else
+			free(pr->path);
+	}
 	cli_progress_clear(&f->prog);
 	if (path) {
 		ezfs_quote(path, strlen(path), q, sizeof(q));
@@ -59,6 +83,47 @@ static void progress_cb(void *arg, uint64_t inodes, uint64_t bytes)
 	struct fsck_cli *f = arg;
 
 	cli_progress_update(&f->prog, bytes, inodes, 0);
+}
+
+/* --json (docs/schemas/fsck.json) */
+static void print_json(struct fsck_cli *f, const struct ezfs_fsck_result *r,
+		       int skip_data, int ret)
+{
+	struct cj j;
+
+	cj_init(&j, stdout);
+	cj_obj(&j, NULL);
+	cj_bytes(&j, "image", f->img, strlen(f->img));
+	cj_bool(&j, "clean", ret == 0 && !r->problems);
+	cj_bool(&j, "data_checked", !skip_data);
+	if (ret < 0 && ret != -EUCLEAN)
+		cj_str(&j, "error", ezfs_strerror(ret));
+	else
+		cj_null(&j, "error");
+	cj_u64(&j, "inodes", r->inodes);
+	cj_u64(&j, "dirs", r->dirs);
+	cj_u64(&j, "files", r->files);
+	cj_u64(&j, "symlinks", r->symlinks);
+	cj_u64(&j, "specials", r->specials);
+	cj_u64(&j, "xattrs", r->xattrs);
+	cj_u64(&j, "data_bytes", r->data_bytes);
+	cj_u64(&j, "problem_count", r->problems);
+	cj_arr(&j, "problems");
+	for (unsigned i = 0; i < f->nlist; i++) {
+		cj_obj(&j, NULL);
+		cj_u64(&j, "nid", f->list[i].nid);
+		if (f->list[i].path)
+			cj_bytes(&j, "path", f->list[i].path,
+				 strlen(f->list[i].path));
+		else
+			cj_null(&j, "path");
+		cj_str(&j, "message", f->list[i].msg);
+		cj_end(&j);
+		free(f->list[i].path);
+		free(f->list[i].msg);
+	}
+	cj_end(&j);
+	cj_end(&j);
 }
 
 /* Spellings of fsck.erofs that ezfs fsck hands to its front end. */
@@ -92,6 +157,7 @@ int cmd_fsck(int argc, char **argv)
 		{ "workers", required_argument, NULL, 'j' },
 		{ "no-data", no_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "json", no_argument, NULL, 'J' },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -100,7 +166,7 @@ int cmd_fsck(int argc, char **argv)
 	struct ezfs_fsck_params p;
 	struct ezfs_fsck_result r;
 	struct ezfs_sb_info si;
-	struct fsck_cli f;
+	static struct fsck_cli f;
 	struct cli_log lg = { .max = 20 };
 	ezfs_image *fs;
 	char b[32];
@@ -124,6 +190,10 @@ int cmd_fsck(int argc, char **argv)
 			p.skip_data = 1;
 			break;
 		case 'q':
+			quiet = 1;
+			break;
+		case 'J':
+			f.json = 1;
 			quiet = 1;
 			break;
 		default:
@@ -150,7 +220,9 @@ int cmd_fsck(int argc, char **argv)
 	if (f.shown > FSCK_MAX_SHOWN)
 		cli_error("fsck", "%s: %" PRIu64 " more problems not shown",
 			  f.img, f.shown - FSCK_MAX_SHOWN);
-	if (!quiet || r.problems || ret < 0)
+	if (f.json)
+		print_json(&f, &r, p.skip_data, ret);
+	else if (!quiet || r.problems || ret < 0)
 		printf("%s: %" PRIu64 " inodes (%" PRIu64 " dirs, %" PRIu64
 		       " files, %" PRIu64 " symlinks, %" PRIu64
 		       " special), %" PRIu64 " xattrs, %s decoded, %" PRIu64

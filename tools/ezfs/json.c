@@ -2,6 +2,7 @@
 /* json.c - the JSON writer of the --json outputs (json.h). */
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "json.h"
 
@@ -200,4 +201,26 @@ void cj_null(struct cj *j, const char *key)
 {
 	member(j, key);
 	fputs("null", j->f);
+}
+
+const char *cli_json_type(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "file";
+	case S_IFDIR:
+		return "dir";
+	case S_IFLNK:
+		return "symlink";
+	case S_IFCHR:
+		return "chardev";
+	case S_IFBLK:
+		return "blockdev";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
+	default:
+		return "unknown";
+	}
 }

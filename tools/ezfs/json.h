@@ -37,6 +37,9 @@ void cj_i64(struct cj *j, const char *key, int64_t v);
 void cj_dbl(struct cj *j, const char *key, double v);
 void cj_bool(struct cj *j, const char *key, int v);
 void cj_null(struct cj *j, const char *key);
+/* The type word of a mode: "file", "dir", "symlink", "chardev",
+ * "blockdev", "fifo", "socket" or "unknown". */
+const char *cli_json_type(uint32_t mode);
 /* Is s[0..n) valid UTF-8 (no overlong forms, surrogates or > U+10FFFF)? */
 int cj_utf8_valid(const char *s, size_t n);
 

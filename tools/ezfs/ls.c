@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "cmd.h"
+#include "json.h"
 
 #define LS_MAX_DEPTH 4096
 
@@ -17,6 +18,7 @@ struct ls_ctx {
 	ezfs_image *fs;
 	int longfmt, recursive;
 	int status;
+	struct cj *j;		  /* --json */
 	struct cli_nidset active; /* directories on the current path */
 };
 
@@ -29,12 +31,60 @@ static void usage(FILE *f)
 		"  -l, --long        mode, links, owner, size, mtime (UTC), "
 		"target\n"
 		"  -R, --recursive   list subdirectories "
-		"recursively\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
+		"recursively\n"
+		"  --json            one JSON document, every entry in "
+		"detail\n"
+		"                    (docs/json.md)\n" CLI_ENGINE_HELP
+			CLI_IMAGE_HELP);
+}
+
+/* One entry of --json (docs/schemas/ls.json). */
+static void json_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
+		       const char *fullpath)
+{
+	struct ezfs_stat st;
+
+	ezfs_inode_stat(ino, &st);
+	cj_obj(c->j, NULL);
+	cj_bytes(c->j, "path", fullpath, strlen(fullpath));
+	cj_bytes(c->j, "name", name, strlen(name));
+	cj_u64(c->j, "nid", st.nid);
+	cj_str(c->j, "type", cli_json_type(st.mode));
+	cj_u64(c->j, "mode", st.mode & 07777);
+	cj_u64(c->j, "nlink", st.nlink);
+	cj_u64(c->j, "uid", st.uid);
+	cj_u64(c->j, "gid", st.gid);
+	cj_u64(c->j, "size", st.size);
+	cj_i64(c->j, "mtime", st.mtime);
+	cj_u64(c->j, "mtime_nsec", st.mtime_nsec);
+	if (S_ISCHR(st.mode) || S_ISBLK(st.mode)) {
+		cj_u64(c->j, "rdev_major", st.rdev_major);
+		cj_u64(c->j, "rdev_minor", st.rdev_minor);
+	}
+	if (S_ISLNK(st.mode)) {
+		char *target = malloc(st.size + 1);
+		ssize_t n = target ? ezfs_readlink(ino, target, st.size + 1)
+				   : -ENOMEM;
+
+		if (n < 0) {
+			cli_fail("ls", c->img, fullpath, (int)n);
+			c->status = 1;
+			cj_null(c->j, "target");
+		} else {
+			cj_bytes(c->j, "target", target, (size_t)n);
+		}
+		free(target);
+	}
+	cj_end(c->j);
 }
 
 static void print_entry(struct ls_ctx *c, const char *name, ezfs_inode *ino,
 			const char *fullpath)
 {
+	if (c->j) {
+		json_entry(c, name, ino, fullpath);
+		return;
+	}
 	struct ezfs_stat st;
 	char mode[11], t[40], size[48];
 	char *target = NULL;
@@ -112,7 +162,7 @@ static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
 			ret = -ENOMEM;
 			break;
 		}
-		if (c->longfmt) {
+		if (c->longfmt || c->j) {
 			ret = ezfs_inode_get(c->fs, dl.ents[i].nid, &ino);
 			if (ret < 0) {
 				cli_fail("ls", c->img, full, ret);
@@ -147,7 +197,7 @@ static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
 		}
 		ret = ezfs_inode_get(c->fs, dl.ents[i].nid, &ino);
 		if (ret < 0) {
-			if (c->longfmt) /* already reported above */
+			if (c->longfmt || c->j) /* already reported above */
 				ret = 0;
 			else
 				cli_fail("ls", c->img, full, ret);
@@ -167,8 +217,10 @@ static int list_dir(struct ls_ctx *c, ezfs_inode *dir, const char *path,
 				cli_nidset_add(&c->active, dl.ents[i].nid);
 				char *q;
 
-				printf("\n%s:\n", cli_qname(full, &q));
-				free(q);
+				if (!c->j) {
+					printf("\n%s:\n", cli_qname(full, &q));
+					free(q);
+				}
 				list_dir(c, ino, full, depth + 1);
 				/* leave it in "active": a dir seen twice is a
 				 * loop */
@@ -191,12 +243,14 @@ int cmd_ls(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "long", no_argument, NULL, 'l' },
 		{ "recursive", no_argument, NULL, 'R' },
+		{ "json", no_argument, NULL, 'J' },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ls_ctx c = { 0 };
+	struct cj j;
 	struct cli_log lg = { 0 };
 	struct ezfs_stat st;
 	const char *path;
@@ -211,6 +265,9 @@ int cmd_ls(int argc, char **argv)
 			break;
 		case 'R':
 			c.recursive = 1;
+			break;
+		case 'J':
+			c.j = &j;
 			break;
 		default:
 			ret = cli_opt_other("ls", ch, argv, usage);
@@ -229,9 +286,17 @@ int cmd_ls(int argc, char **argv)
 		return 1;
 	}
 	ezfs_inode_stat(ino, &st);
+	if (c.j) {
+		cj_init(&j, stdout);
+		cj_obj(&j, NULL);
+		cj_bytes(&j, "image", c.img, strlen(c.img));
+		cj_bytes(&j, "path", path, strlen(path));
+		cj_bool(&j, "recursive", c.recursive);
+		cj_arr(&j, "entries");
+	}
 	if (S_ISDIR(st.mode)) {
 		cli_nidset_add(&c.active, st.nid);
-		if (c.recursive) {
+		if (c.recursive && !c.j) {
 			char *q;
 
 			printf("%s:\n", cli_qname(path, &q));
@@ -240,6 +305,10 @@ int cmd_ls(int argc, char **argv)
 		list_dir(&c, ino, path, 0);
 	} else {
 		print_entry(&c, path, ino, path);
+	}
+	if (c.j) {
+		cj_end(&j);
+		cj_end(&j);
 	}
 	ezfs_inode_put(ino);
 	cli_nidset_free(&c.active);
