@@ -590,6 +590,12 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 	size_t i;
 	int err = 0;
 
+	if (b->p.metabox_pcluster && b->devt_off) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "a metabox image cannot have a device table "
+			    "(tar index, blob, rebuild)");
+		return -EINVAL;
+	}
 	b->data_start = (shared_end + b->blksz - 1) >> b->blkszbits;
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];

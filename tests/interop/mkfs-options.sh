@@ -275,6 +275,14 @@ else
 	echo "SKIP: --aufs trees (mknod, chown and trusted.* xattrs need root and setfattr)"
 fi
 
+# -m with a device table (1.9.3 refuses --tar=i too): exit 2, one line
+t_run mtar "$EZFS" mkfs -q --tar=i -m512 "$TMP/r.img" /dev/null
+t_check "-m with --tar=i: refused" 2 stderr "-m: not with --tar=i"
+t_expect "-m with --tar=i: no image" test ! -e "$TMP/r.img"
+t_run mblob "$EZFS" mkfs -q -m4096 --chunksize 4096 \
+	--blobdev="$TMP/blob.bin" "$TMP/r.img" "$TREE"
+t_check "-m with --blobdev: refused" 2 stderr "-m: not with --blobdev"
+
 build dot-off -zlz4 -E48bit -T 0 &&
 	t_expect "-E48bit alone keeps \".\" ($(size_of "$TMP/dot-off.img" /) bytes)" \
 		test "$(size_of "$TMP/dot-off.img" /)" = $((want + 13))

@@ -620,6 +620,11 @@ static int check_mbox(struct ezfs_build_params *p, const char *arg,
 	size_t n = x ? (size_t)(x - arg) : strlen(arg);
 	uint64_t v;
 
+	if (p->tar_index || p->blobdev)
+		return cli_usage_error(CMD,
+				       "-m: not with %s (a metabox image "
+				       "has no device table)",
+				       p->tar_index ? "--tar=i" : "--blobdev");
 	if (n >= sizeof(num))
 		n = sizeof(num) - 1;
 	memcpy(num, arg, n);
