@@ -93,6 +93,8 @@ static const char usage_text[] =
 	"  --fsync               wait until the image is on disk before it\n"
 	"                        replaces IMAGE (default: not, as mkfs.erofs\n"
 	"                        and mksquashfs; --no-fsync)\n"
+	"  --max-kernel=X.Y      refuse what Linux X.Y cannot mount "
+	"(docs/kernels.md)\n"
 	"  -q, --quiet           no progress, no summary\n"
 	"  -V, --version         print the version\n"
 	"mkfs.erofs compatibility:\n"
@@ -499,6 +501,7 @@ enum {
 	OPT_BLOBDEV,
 	OPT_VERSION,
 	OPT_SPARSE,
+	OPT_MAX_KERNEL,
 };
 
 /* --tar[=f|=i], --ungzip, --unxz: 0 (*tar: 1 full, 2 index), or the
@@ -677,6 +680,143 @@ static int check_mbox(struct ezfs_build_params *p, const char *arg,
 	p->metabox_zalg = nalgs;
 	p->n_more_algs++;
 	return 0;
+}
+
+/* --max-kernel X.Y (or X, X.Y.Z): 0 and *v = EZFS_KVER, or -1. */
+static int parse_kver(const char *arg, unsigned *v)
+{
+	unsigned long a, b = 0;
+	char *end;
+
+	if (*arg < '0' || *arg > '9')
+		return -1;
+	a = strtoul(arg, &end, 10);
+	if (*end == '.') {
+		if (end[1] < '0' || end[1] > '9')
+			return -1;
+		b = strtoul(end + 1, &end, 10);
+		if (*end == '.' && end[1] >= '0' && end[1] <= '9')
+			strtoul(end + 1, &end, 10); /* the patch level */
+	}
+	if (*end || !a || a > 255 || b > 255)
+		return -1;
+	*v = EZFS_KVER(a, b);
+	return 0;
+}
+
+/* One line if feature needs more than max (what: the option): 1, else 0. */
+static int too_new(const char *feature, const char *what, unsigned max)
+{
+	struct ezfs_feature_desc d;
+
+	if (ezfs_feature_find(feature, &d) || d.kernel <= max)
+		return 0;
+	cli_error(CMD,
+		  "--max-kernel=%u.%u: %s needs Linux %u.%u (%s); not "
+		  "written",
+		  EZFS_KVER_MAJOR(max), EZFS_KVER_MINOR(max), what,
+		  EZFS_KVER_MAJOR(d.kernel), EZFS_KVER_MINOR(d.kernel), d.name);
+	return 1;
+}
+
+/*
+ * The features the options ask for, against --max-kernel (the table of
+ * lib/format/names.c): 1 after one line naming the first too new, else 0.
+ * What the build alone decides (hints' pcluster sizes, fragments of
+ * compressed directories, a rebuild's layers) is image_refused's.
+ */
+static int kernel_refuses(const struct ezfs_build_params *p, unsigned max)
+{
+	unsigned blksz = p->blksz ? p->blksz : 4096;
+	int algs[1 + EZFS_BUILD_MAX_ZALGS], n = 0;
+
+	if (p->alg >= 0)
+		algs[n++] = p->alg;
+	for (size_t k = 0;
+	     k < p->n_more_algs && n < (int)(sizeof(algs) / sizeof(algs[0]));
+	     k++)
+		algs[n++] = p->more_algs[k].alg;
+	for (int i = 0; i < n; i++) {
+		static const char *const what[] = {
+			[EZFS_ALG_LZMA] = "-z lzma",
+			[EZFS_ALG_DEFLATE] = "-z deflate",
+			[EZFS_ALG_ZSTD] = "-z zstd",
+		};
+
+		if (algs[i] > EZFS_ALG_LZ4 && algs[i] < EZFS_ALG_MAX &&
+		    too_new(ezfs_alg_name(algs[i]), what[algs[i]], max))
+			return 1;
+		if (algs[i] != EZFS_ALG_LZ4 &&
+		    too_new("compr_cfgs", "-z other than lz4", max))
+			return 1;
+	}
+	if (n && p->pcluster_size > blksz &&
+	    too_new("big_pcluster", "-C larger than the block size", max))
+		return 1;
+	if (blksz < 4096 &&
+	    too_new(n ? "subpage_compressed" : "subpage_blocks",
+		    n ? "-b under 4096 with -z" : "-b under 4096", max))
+		return 1;
+	if (p->chunksize && too_new("chunked_file", "--chunksize", max))
+		return 1;
+	if ((p->blobdev || p->tar_index) &&
+	    too_new("device_table", p->blobdev ? "--blobdev" : "--tar=i", max))
+		return 1;
+	/* asked for without -z too: refused, not quietly dropped */
+	if ((p->flags & EZFS_BUILD_ZTAILPACKING) &&
+	    too_new("ztailpacking", "-E ztailpacking", max))
+		return 1;
+	if ((p->flags & (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS)) &&
+	    too_new("fragments",
+		    p->flags & EZFS_BUILD_ALL_FRAGMENTS ? "-E all-fragments"
+							: "-E fragments",
+		    max))
+		return 1;
+	if ((p->flags & EZFS_BUILD_DEDUPE) &&
+	    too_new("dedupe", "-E dedupe", max))
+		return 1;
+	if (n && p->compress_dir && too_new("fragments", "--zD", max))
+		return 1;
+	if ((p->flags & EZFS_BUILD_48BIT) &&
+	    too_new("48bit", "-E 48bit (or dot-omitted)", max))
+		return 1;
+	if (p->metabox_pcluster && too_new("metabox", "-m", max))
+		return 1;
+	return 0;
+}
+
+/*
+ * After the build: the image's own features against --max-kernel. Too
+ * new: one line, the image removed, 1. An image that does not open alone
+ * (its devices elsewhere) was checked by its options only.
+ */
+static int image_refused(const char *path, uint64_t offset, unsigned max)
+{
+	struct ezfs_open_params op;
+	struct ezfs_sb_info si;
+	struct ezfs_feature_desc d;
+	const char *why;
+	ezfs_image *fs;
+	unsigned k;
+
+	ezfs_open_params_init(&op);
+	op.offset = offset;
+	if (ezfs_image_open(path, &op, &fs))
+		return 0;
+	ezfs_get_sb_info(fs, &si);
+	k = ezfs_min_kernel(&si, &why);
+	ezfs_image_close(fs);
+	if (k <= max)
+		return 0;
+	if (ezfs_feature_find(why, &d))
+		d.what = why;
+	cli_error(CMD,
+		  "--max-kernel=%u.%u: the image needs Linux %u.%u (%s: "
+		  "%s); removed",
+		  EZFS_KVER_MAJOR(max), EZFS_KVER_MINOR(max),
+		  EZFS_KVER_MAJOR(k), EZFS_KVER_MINOR(k), why, d.what);
+	unlink(path);
+	return 1;
 }
 
 static int parse_size_opt(const char *opt, const char *arg, uint64_t *v)
@@ -861,6 +1001,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "ovlfs-strip", optional_argument, NULL, OPT_OVLFS_STRIP },
 		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "sparse", no_argument, NULL, OPT_SPARSE },
+		{ "max-kernel", required_argument, NULL, OPT_MAX_KERNEL },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -871,6 +1012,7 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_ignored ig = { .n = 0 };
 	struct mkfs_compat cp = { .mtime = 0 };
 	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0, rebuild = 0;
+	unsigned max_kernel = 0; /* --max-kernel, EZFS_KVER; 0: any */
 	char *tmpdir = NULL, *target = NULL;
 	const char *pcluster = NULL;
 	ezfs_builder *b = NULL;
@@ -1086,6 +1228,15 @@ int cmd_mkfs(int argc, char **argv)
 		case OPT_SPARSE:
 			p.flags |= EZFS_BUILD_SPARSE;
 			break;
+		case OPT_MAX_KERNEL:
+			if (parse_kver(optarg, &max_kernel)) {
+				ret = cli_usage_error(CMD,
+						      "--max-kernel=%s: not a "
+						      "version like 5.15",
+						      optarg);
+				goto out;
+			}
+			break;
 		case OPT_TAR:
 		case OPT_UNGZIP:
 		case OPT_UNXZ:
@@ -1139,6 +1290,10 @@ int cmd_mkfs(int argc, char **argv)
 		ret = mkfs_z_hints(CMD, hints, &p, &zs);
 		if (ret)
 			goto out;
+	}
+	if (max_kernel && kernel_refuses(&p, max_kernel)) {
+		ret = 2;
+		goto out;
 	}
 	sde = getenv("SOURCE_DATE_EPOCH");
 	if (p.has_timestamp) {
@@ -1224,6 +1379,9 @@ int cmd_mkfs(int argc, char **argv)
 			cli_error(CMD, "%s: %s", argv[optind], strerror(-err));
 		goto out;
 	}
+	if (max_kernel && !device &&
+	    image_refused(argv[optind], p.image_offset, max_kernel))
+		goto out;
 	ezfs_builder_stats(b, &st);
 	if (!s.quiet) {
 		char in[32], img[32];
