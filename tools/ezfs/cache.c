@@ -202,6 +202,9 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	rp.retries = ropts.retries;
 	if (rp.retries < 0 && (v = getenv("EZFS_REMOTE_RETRIES")) && *v)
 		rp.retries = atoi(v);
+	/* a server ignoring Range: the largest image taken whole */
+	if ((v = getenv("EZFS_REMOTE_WHOLE_MAX")) && *v)
+		rp.whole_max = strtoull(v, NULL, 10);
 	v = getenv("EZFS_REMOTE_STATS");
 	if (ropts.stats || (v && *v))
 		rp.on_close = print_stats;

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Hostile HTTP servers for tests/interop/remote.sh.
+
+usage: remote-srv.py MODE PORTFILE DIR [LOG]
+  stall    accept connections and never answer
+  503      answer every request with 503
+  flaky    serve DIR with Range, but the first request for each range
+           gets 503
+  norange  serve DIR ignoring Range (200, whole body)
+  lie      serve DIR with Range, but each 206 holds the range one byte
+           later than asked (and says so in Content-Range)
+The port it listens on (127.0.0.1, chosen by the kernel) is written to
+PORTFILE; each request's line is appended to LOG.
+"""
+import http.server
+import os
+import re
+import socket
+import sys
+import threading
+import time
+
+mode, portfile, root = sys.argv[1], sys.argv[2], sys.argv[3]
+logpath = sys.argv[4] if len(sys.argv) > 4 else os.devnull
+count = 0
+seen = set()
+lock = threading.Lock()
+
+
+def log(line):
+    with open(logpath, "a") as f:
+        f.write(line + "\n")
+
+
+def publish(port):
+    tmp = portfile + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(port))
+    os.rename(tmp, portfile)
+
+
+if mode == "stall":
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    publish(s.getsockname()[1])
+    held = []
+    while True:
+        c, _ = s.accept()
+        log("accepted")
+        held.append(c)
+
+
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        global count
+        key = (self.path, self.headers.get("Range", "-"))
+        with lock:
+            count += 1
+            n = count
+            first = key not in seen
+            seen.add(key)
+        log("%d %s %s" % (n, key[0], key[1]))
+        if mode == "503" or (mode == "flaky" and first):
+            body = b"busy\n"
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        path = os.path.join(root, self.path.lstrip("/"))
+        try:
+            data = open(path, "rb").read()
+        except OSError:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        m = re.match(r"bytes=(\d+)-(\d+)$", self.headers.get("Range", ""))
+        if mode == "norange" or not m:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        a, b = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
+        if a >= len(data):
+            self.send_response(416)
+            self.send_header("Content-Range", "bytes */%d" % len(data))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if mode == "lie" and b + 1 < len(data):
+            a, b = a + 1, b + 1  # honest about it, but not what was asked
+        part = data[a:b + 1]
+        self.send_response(206)
+        self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))
+        self.send_header("Content-Length", str(len(part)))
+        self.end_headers()
+        self.wfile.write(part)
+
+
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+publish(srv.server_address[1])
+srv.serve_forever()

@@ -1,0 +1,273 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Remote images (libezfs-remote, docs/remote.md): every fixture served by
+# nginx (its own config on a free port of 127.0.0.1, this test's folder as
+# its root) and read as http://...: ezfs fsck, ls -R against the local
+# image's, extract against the manifest (root), ezfs mount where /dev/fuse
+# is usable; bytes fetched vs read from --remote-stats; a warm rerun from
+# the persistent cache fetches 0 bytes; ezfs cache ls|gc. Then hostile
+# servers (tests/interop/remote-srv.py): one that ignores Range (taken
+# whole when small, refused in one line when not), one that accepts and
+# never answers (fails within the bound, one line), 503 always (retried,
+# then one line), 503 every other request (retried, reads right), and one
+# that answers another range than asked (refused).
+#
+# usage: tests/interop/remote.sh [NAME...]     (default: every fixture)
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+t_init
+t_need_fixtures
+t_need_cmd python3 zstd
+if "$EZFS" cache --cache-dir "$TMP/probe" ls 2>&1 | grep -q "without libcurl"; then
+	t_skip "ezfs was built without libcurl (remote images)"
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || t_skip "nginx is not installed (scripts/deps.sh installs nginx-light)"
+t_fixture_names "$@"
+SRV=$SRC/tests/interop/remote-srv.py
+# the servers are stopped here, before lib.sh's cleanup
+SRV_PIDS=()
+stop_servers() {
+	local p
+	for p in "${SRV_PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${SRV_PIDS[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	SRV_PIDS=()
+}
+trap 'stop_servers; t_cleanup' EXIT
+tmo=${EZFS_TEST_TIMEOUT:-120}
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() {
+	local i
+	for i in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# stat KEY FILE: the value of KEY= in the last --remote-stats line
+stat_of() { tail -n 1 "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# --- nginx --------------------------------------------------------------
+WWW=$TMP/www
+mkdir -p "$WWW" "$TMP/nginx"
+# nginx's workers may run as another user: they need to get in
+chmod 711 "$TMP"
+chmod 755 "$WWW"
+PORT=$(free_port)
+cat >"$TMP/nginx/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log;
+events { worker_connections 256; }
+http {
+	access_log $TMP/nginx/access.log;
+	client_body_temp_path $TMP/nginx/body;
+	proxy_temp_path $TMP/nginx/proxy;
+	fastcgi_temp_path $TMP/nginx/fastcgi;
+	uwsgi_temp_path $TMP/nginx/uwsgi;
+	scgi_temp_path $TMP/nginx/scgi;
+	server {
+		listen 127.0.0.1:$PORT;
+		root $WWW;
+		location /moved/ { rewrite ^/moved/(.*)\$ /\$1 redirect; }
+	}
+}
+CONF
+"$NGINX" -c "$TMP/nginx/nginx.conf" -p "$TMP/nginx" -e "$TMP/nginx/error.log" \
+	>"$TMP/nginx/stderr" 2>&1 &
+SRV_PIDS+=($!)
+wait_port "$PORT" || { cat "$TMP/nginx/stderr"; t_fail "nginx did not start"; t_done; }
+BASE=http://127.0.0.1:$PORT
+CACHE=$TMP/cache
+export EZFS_REMOTE_STATS=$TMP/stats
+
+extract=1
+t_is_root || { extract=0; echo "SKIP: extract comparison needs root (owners, devices, trusted.* xattrs)"; }
+fuse=0
+if t_is_root && [ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null &&
+	"$EZFS" mount --help 2>&1 | grep -q usage:; then
+	fuse=1
+else
+	echo "SKIP: ezfs mount of URLs (needs root and a usable /dev/fuse)"
+fi
+
+tot_fetched=0 tot_read=0
+for name in "${names[@]}"; do
+	t_fixture_unpack "$name" || continue
+	mv "$img" "$WWW/$name.img"
+	chmod 644 "$WWW/$name.img"
+	local_img=$WWW/$name.img
+	url=$BASE/$name.img
+	: >"$TMP/stats"
+
+	t_run fsck timeout "$tmo" "$EZFS" fsck -q --cache-dir "$CACHE" "$url"
+	if [ "$RC" = 0 ]; then
+		f=$(stat_of fetched "$TMP/stats") r=$(stat_of read "$TMP/stats")
+		q=$(stat_of requests "$TMP/stats") s=$(stat_of size "$TMP/stats")
+		echo "  $name: fsck over http: $q requests, fetched $f of $s bytes, read $r"
+		tot_fetched=$((tot_fetched + f)) tot_read=$((tot_read + r))
+		if [ "$f" -le "$s" ]; then
+			t_pass "$name: fsck over http (each byte fetched at most once)"
+		else
+			t_fail "$name: fsck over http fetched $f bytes of a $s byte image"
+		fi
+	else
+		t_fail "$name: ezfs fsck $url exited $RC: $(head -c 300 "$ERR")"
+	fi
+
+	# warm: the cache holds it all, one conditional request, 0 bytes
+	: >"$TMP/stats"
+	t_run fsck2 timeout "$tmo" "$EZFS" fsck -q --cache-dir "$CACHE" "$url"
+	f=$(stat_of fetched "$TMP/stats")
+	if [ "$RC" = 0 ] && [ "${f:-x}" = 0 ]; then
+		t_pass "$name: warm fsck fetches 0 bytes ($(stat_of requests "$TMP/stats") request)"
+	else
+		t_fail "$name: warm fsck rc=$RC fetched ${f:-?} bytes: $(head -c 300 "$ERR")"
+	fi
+
+	# ls -R without a persistent cache equals the local image's
+	t_run lsl "$EZFS" ls -R "$local_img" /
+	: >"$TMP/stats"
+	t_run lsr timeout "$tmo" "$EZFS" ls -R --no-cache "$url" /
+	if [ "$RC" = 0 ] && cmp -s "$TMP/lsl.out" "$TMP/lsr.out"; then
+		t_pass "$name: ls -R over http ($(stat_of requests "$TMP/stats") requests, fetched $(stat_of fetched "$TMP/stats") bytes for $(stat_of read "$TMP/stats") read)"
+	else
+		t_fail "$name: ls -R over http rc=$RC differs: $(diff "$TMP/lsl.out" "$TMP/lsr.out" | head -n 3) $(head -c 200 "$ERR")"
+	fi
+
+	if [ $extract = 1 ]; then
+		rm -rf "$TMP/x"
+		t_run extract timeout "$tmo" "$EZFS" extract -q --no-cache "$url" "$TMP/x"
+		if [ "$RC" = 0 ]; then
+			t_manifest "$TMP/x" >"$TMP/got.jsonl"
+			t_same_manifest "$name: extract over http" "$want" "$TMP/got.jsonl"
+		else
+			t_fail "$name: ezfs extract $url exited $RC: $(head -c 300 "$ERR")"
+		fi
+		rm -rf "$TMP/x"
+	fi
+
+	if [ $fuse = 1 ]; then
+		if t_fuse_start "$url" "$TMP/m.log" --no-cache; then
+			t_manifest "$MP" >"$TMP/m.jsonl" 2>"$TMP/m.err" || true
+			t_same_manifest "$name: ezfs mount $url" "$want" "$TMP/m.jsonl"
+			t_expect "$name: umount" t_fuse_stop
+			# gone: lib.sh's cleanup would fail to kill it
+			T_PIDS=()
+		else
+			t_fail "$name: ezfs mount $url"
+		fi
+	fi
+done
+echo "  all fixtures: fetched $tot_fetched bytes, read $tot_read bytes (cold, fsck)"
+
+# --- the cache: ls lists, gc empties ------------------------------------
+n=${#names[@]}
+t_run cls "$EZFS" cache --cache-dir "$CACHE" ls
+if [ "$RC" = 0 ] && [ "$(grep -c "$BASE/" "$OUT")" = "$n" ]; then
+	t_pass "cache ls lists the $n images"
+else
+	t_fail "cache ls rc=$RC: $(grep -c "$BASE/" "$OUT") of $n images listed"
+fi
+t_run cgc "$EZFS" cache --cache-dir "$CACHE" gc --max 0
+t_run cls2 "$EZFS" cache --cache-dir "$CACHE" ls
+if [ "$RC" = 0 ] && [ ! -s "$OUT" ] && ! ls "$CACHE"/*.map >/dev/null 2>&1; then
+	t_pass "cache gc --max 0 empties the cache"
+else
+	t_fail "cache gc left: $(head -c 200 "$OUT")"
+fi
+
+# one image for the hostile servers: the first fixture
+small=${names[0]}
+# a redirect: followed, and the image reads the same
+: >"$TMP/stats"
+t_run redir timeout "$tmo" "$EZFS" fsck -q --no-cache "$BASE/moved/$small.img"
+if [ "$RC" = 0 ] && [ "$(stat_of redirects "$TMP/stats")" = 1 ]; then
+	t_pass "a redirect is followed and remembered ($(stat_of requests "$TMP/stats") requests)"
+else
+	t_fail "redirect: rc=$RC redirects=$(stat_of redirects "$TMP/stats"): $(head -c 300 "$ERR")"
+fi
+t_run nf "$EZFS" info --no-cache "$BASE/nothing.img"
+if [ "$RC" = 1 ] && [ "$(wc -l <"$ERR")" = 1 ] && grep -q "$BASE/nothing.img: .*404" "$ERR"; then
+	t_pass "404: one line naming the URL"
+else
+	t_fail "404: rc=$RC: $(head -c 300 "$ERR")"
+fi
+
+# --- hostile servers ----------------------------------------------------
+start_srv() { # MODE: sets SPORT
+	rm -f "$TMP/port.$1"
+	python3 "$SRV" "$1" "$TMP/port.$1" "$WWW" "$TMP/srv.$1.log" \
+		>"$TMP/srv.$1.out" 2>&1 &
+	SRV_PIDS+=($!)
+	local i
+	for i in $(seq 100); do
+		[ -s "$TMP/port.$1" ] && break
+		sleep 0.1
+	done
+	SPORT=$(cat "$TMP/port.$1")
+}
+
+start_srv norange
+url=http://127.0.0.1:$SPORT/$small.img
+t_run nr timeout "$tmo" "$EZFS" fsck -q --no-cache "$url"
+if [ "$RC" = 0 ] && [ "$(wc -l <"$TMP/srv.norange.log")" = 1 ]; then
+	t_pass "a server ignoring Range: a small image is taken whole from its first answer (1 request)"
+else
+	t_fail "ignoring Range: rc=$RC: $(head -c 300 "$ERR")"
+fi
+EZFS_REMOTE_WHOLE_MAX=4096 t_run nr2 timeout "$tmo" "$EZFS" fsck -q --no-cache "$url"
+if [ "$RC" = 1 ] && [ "$(wc -l <"$ERR")" = 1 ] && grep -q "$url: .*ignores Range" "$ERR"; then
+	t_pass "a server ignoring Range, image too large to take whole: one line"
+else
+	t_fail "ignoring Range (large): rc=$RC: $(head -c 300 "$ERR")"
+fi
+
+start_srv stall
+url=http://127.0.0.1:$SPORT/$small.img
+t0=$(date +%s)
+t_run st timeout 60 "$EZFS" info --no-cache --remote-timeout 1 --remote-retries 1 "$url"
+dt=$(($(date +%s) - t0))
+if [ "$RC" = 1 ] && [ "$dt" -le 10 ] && [ "$(wc -l <"$ERR")" = 1 ] && grep -q "$url: " "$ERR"; then
+	t_pass "a stalled server: one line after ${dt}s ($(head -c 150 "$ERR"))"
+else
+	t_fail "stalled server: rc=$RC after ${dt}s: $(head -c 300 "$ERR")"
+fi
+
+start_srv 503
+url=http://127.0.0.1:$SPORT/$small.img
+t_run e5 timeout 60 "$EZFS" info --no-cache --remote-retries 2 "$url"
+reqs=$(wc -l <"$TMP/srv.503.log")
+if [ "$RC" = 1 ] && [ "$reqs" = 3 ] && [ "$(wc -l <"$ERR")" = 1 ] && grep -q "$url: .*503" "$ERR"; then
+	t_pass "503 always: $reqs requests (2 retries), then one line"
+else
+	t_fail "503: rc=$RC after $reqs requests: $(head -c 300 "$ERR")"
+fi
+
+start_srv flaky
+url=http://127.0.0.1:$SPORT/$small.img
+: >"$TMP/stats"
+t_run fl timeout "$tmo" "$EZFS" fsck -q --no-cache "$url"
+if [ "$RC" = 0 ] && [ "$(stat_of retries "$TMP/stats")" -ge 1 ]; then
+	t_pass "503 to the first request for each range: retried ($(stat_of retries "$TMP/stats") retries), fsck clean"
+else
+	t_fail "flaky: rc=$RC: $(head -c 300 "$ERR")"
+fi
+
+start_srv lie
+url=http://127.0.0.1:$SPORT/$small.img
+t_run li timeout "$tmo" "$EZFS" fsck -q --no-cache "$url"
+if [ "$RC" != 0 ] && grep -q "asked for bytes" "$ERR"; then
+	t_pass "a server answering another range: refused ($(head -n 1 "$ERR" | cut -c1-150))"
+else
+	t_fail "lying server: rc=$RC: $(head -c 300 "$ERR")"
+fi
+t_done
