@@ -10,7 +10,8 @@
 #          Android sparse tests, libarchive-dev for ezfs export and
 #          libarchive-tools (bsdtar) for its tests, dpkg-dev/debhelper/fakeroot/lintian for
 #          the Debian packages, scdoc and man-db for the man pages,
-#          bash-completion, libcurl4-openssl-dev for remote images)
+#          bash-completion, libcurl4-openssl-dev for remote images and
+#          nginx-light and docker-registry for their tests)
 #   fuzz   clang and its libFuzzer runtime (make fuzz)
 #   bench  fio, squashfuse and the Linux source tarball (bench/)
 #   all    every group
@@ -21,7 +22,8 @@ core=(build-essential cmake ninja-build pkg-config liblz4-dev libdeflate-dev zli
       libzstd-dev liblzma-dev libisal-dev libfuse3-dev fuse3 zstd xz-utils python3 erofs-utils
       squashfs-tools attr gnuplot-nox procps clang-format libselinux1-dev selinux-utils
       python3-selinux libcap2-bin android-sdk-libsparse-utils libarchive-dev libarchive-tools
-      dpkg-dev debhelper fakeroot lintian scdoc man-db bash-completion libcurl4-openssl-dev)
+      dpkg-dev debhelper fakeroot lintian scdoc man-db bash-completion libcurl4-openssl-dev
+      nginx-light docker-registry)
 fuzz=(clang libclang-rt-14-dev)
 bench=(fio linux-source-6.1 xz-utils squashfuse)
 
