@@ -5,7 +5,7 @@
 # or in a layer below it, and every `#include "LAYER/..."` of a lib/ file
 # must name its own layer or one below.
 #
-#   util < format < io < codec < engine < read < check, write < mount < tools
+#   util < format < io < codec < engine < read < check, write < mount, remote < tools
 #
 # check and write sit side by side: neither may call the other. Sub-folders
 # (lib/write/compress/...) belong to their layer. A reference that goes up
