@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "cmd.h"
+#include "extract.h"
 
 #define CAT_BUF	      (4u << 20)
 #define CAT_MAX_LINKS 40
@@ -39,6 +40,43 @@ static int write_all(int fd, const char *buf, size_t len)
 		len -= n;
 	}
 	return 0;
+}
+
+/*
+ * Queue or percpu dispatch: [off, end) of a large compressed file through
+ * windows decoded ahead (extract_io.c) while the last one is written.
+ * Returns 0 with *pos at end (or where it is still to be read plainly: no
+ * stream), -EPIPE, or another -errno: a read at *pos failed (-ENODATA:
+ * the data ended early), or stdout failed (reported; *pos = end).
+ */
+static int cat_stream(ezfs_image *fs, ezfs_inode *ino, uint64_t off,
+		      uint64_t end, uint64_t *pos)
+{
+	struct xstream *xs = x_stream_open(fs, ino, off, end, 0);
+	const char *data;
+	uint64_t woff;
+	size_t len;
+	int ret;
+
+	*pos = off;
+	if (!xs)
+		return 0;
+	while ((ret = x_stream_next(xs, &data, &woff, &len)) > 0 &&
+	       woff == *pos) {
+		ret = write_all(STDOUT_FILENO, data, len);
+		if (ret == -EPIPE)
+			break;
+		if (ret < 0) {
+			cli_error("cat", "stdout: %s", strerror(-ret));
+			*pos = end;
+			break;
+		}
+		*pos += len;
+	}
+	x_stream_close(xs);
+	if (ret > 0 || (!ret && *pos < end))
+		ret = -ENODATA; /* a gap: the data ended early */
+	return ret;
 }
 
 /* Resolve path, following symlinks inside the image. */
@@ -168,6 +206,28 @@ int cmd_cat(int argc, char **argv)
 		end = length < st.size - (off < st.size ? off : st.size)
 			      ? off + length
 			      : st.size;
+		ret = cat_stream(fs, ino, off, end, &off);
+		if (ret == -EPIPE) {
+			/* reader went away: stop quietly */
+			ezfs_inode_put(ino);
+			status = 1;
+			goto out;
+		}
+		if (ret < 0) {
+			if (ret == -ENODATA && off < end)
+				cli_error("cat", "%s: %s: read at %llu: %s",
+					  img, argv[i], (unsigned long long)off,
+					  "unexpected end of data");
+			else if (off < end)
+				cli_error("cat", "%s: %s: read at %llu: %s",
+					  img, argv[i], (unsigned long long)off,
+					  ezfs_strerror(ret));
+			ezfs_inode_put(ino);
+			status = 1;
+			if (off >= end)
+				goto out; /* stdout failed (reported) */
+			continue;
+		}
 		while (off < end) {
 			size_t want = end - off < CAT_BUF ? (size_t)(end - off)
 							  : CAT_BUF;

@@ -143,6 +143,24 @@ void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n);
 void x_job_free(struct xjob *job);
 
 /*
+ * [off, end) of a compressed file read ahead in windows of whole extents
+ * by two threads, so that the dispatcher (queue, percpu) decodes one
+ * window's extents together while the caller writes the last one (also
+ * used by ezfs cat). NULL: not worth it (inline dispatch, a small range,
+ * not encoded data, no threads): read it plainly. skip_holes: holes come
+ * as windows without data (NULL) instead of zeros. x_stream_next gives the
+ * windows in order: 1 (data, *len bytes at *off; *off past the caller's
+ * position: the data ended there), 0 at the end, or -errno (a read at
+ * *off failed).
+ */
+struct xstream;
+struct xstream *x_stream_open(ezfs_image *fs, ezfs_inode *ino, uint64_t off,
+			      uint64_t end, int skip_holes);
+int x_stream_next(struct xstream *s, const char **data, uint64_t *off,
+		  size_t *len);
+void x_stream_close(struct xstream *s); /* accepts NULL */
+
+/*
  * One extraction (ezfs extract, fsck.erofs --extract): IMG's tree, or
  * subpath, or the inode nid (by_nid), into dest. threads 0 = online CPUs;
  * no_owner: no chown even as root; no_xattrs: no xattrs at all. Returns
