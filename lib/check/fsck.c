@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ezfs/engine.h"
 #include "ezfs/ezfs.h"
 #include "util/hash.h"
 #include "util/pool.h"
@@ -282,48 +284,149 @@ static void check_extents(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 	}
 }
 
-/* Decode every byte of a regular file. */
-static void check_data(struct fsck *f, struct djob *j, char *buf)
+/*
+ * Decoding on the dispatcher's workers (queue, percpu), a read of whole
+ * extents hands them all over at once, where one that ends inside an
+ * extent decodes that one on this thread, into the pcluster cache, before
+ * the others start: the read from off is cut back to the start of the
+ * extent it would end in, unless that is its first one.
+ */
+static size_t aligned_read(ezfs_inode *ino, uint64_t off, uint64_t size,
+			   size_t want)
 {
-	uint64_t off = 0, pending = 0;
+	struct ezfs_extent e;
 
-	check_extents(f, j->ino, j->nid, j->size, j->path);
-	while (off < j->size) {
+	if (off + want < size && !ezfs_map(ino, off + want - 1, &e) &&
+	    (e.flags & EZFS_EXTENT_ENCODED) && e.la > off &&
+	    e.la + e.llen > off + want)
+		return (size_t)(e.la - off);
+	return want;
+}
+
+/*
+ * The data of one file, read in windows that one or two threads claim in
+ * turn and commit in file order (progress, the first problem), so that
+ * the outcome is the one of a plain front-to-back read.
+ */
+struct dread {
+	struct fsck *f;
+	struct djob *j;
+	bool aligned; /* cut windows back to extent boundaries */
+	pthread_mutex_t lock;
+	pthread_cond_t turn;
+	uint64_t next;	  /* the next window's start */
+	uint64_t claimed; /* windows claimed */
+	uint64_t commit;  /* the window whose turn it is to commit */
+	uint64_t done;	  /* committed up to here */
+	uint64_t pending; /* bytes not yet counted in the progress */
+	bool stop;	  /* a problem was found */
+	char *hbuf;	  /* the helper's buffer */
+};
+
+/* Count window [off, off + len) read (n: what the read gave); r->lock. */
+static void dread_commit(struct dread *r, uint64_t off, size_t want, ssize_t n,
+			 bool hole)
+{
+	struct djob *j = r->j;
+
+	if (hole) {
+		r->pending += want;
+	} else if (n < 0) {
+		problem(r->f, j->nid, j->path,
+			"reading data at %" PRIu64 ": %s", off,
+			err_str((int)n));
+	} else {
+		r->pending += (uint64_t)n;
+		if ((size_t)n < want)
+			problem(r->f, j->nid, j->path,
+				"data ends at %" PRIu64 ", size %" PRIu64,
+				off + (uint64_t)n, j->size);
+	}
+	if (n < 0 || (!hole && (size_t)n < want)) {
+		r->stop = true;
+		return;
+	}
+	r->done = off + want;
+	if (r->pending >= FSCK_PROGRESS_BYTES / 4) {
+		progress(r->f, 0, r->pending);
+		r->pending = 0;
+	}
+}
+
+static void dread_run(struct dread *r, char *buf)
+{
+	struct djob *j = r->j;
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->stop && r->next < j->size) {
+		uint64_t off = r->next, my = r->claimed++;
+		/* a hole holds no data to check: a sparse 1 PiB file is
+		 * not a petabyte of zeros to decode */
+		uint64_t hole = ezfs_hole_end(j->ino, off, j->size);
 		size_t want = j->size - off < FSCK_CHUNK
 				      ? (size_t)(j->size - off)
 				      : FSCK_CHUNK;
-		uint64_t hole = ezfs_hole_end(j->ino, off, j->size);
-		ssize_t n;
+		ssize_t n = 0;
 
-		/* a hole holds no data to check: a sparse 1 PiB file is
-		 * not a petabyte of zeros to decode */
-		if (hole > off) {
-			pending += hole - off;
-			off = hole;
-			continue;
-		}
-		n = ezfs_pread(j->ino, buf, want, off);
-
-		if (n < 0) {
-			problem(f, j->nid, j->path,
-				"reading data at %" PRIu64 ": %s", off,
-				err_str((int)n));
-			break;
-		}
-		if (n == 0) {
-			problem(f, j->nid, j->path,
-				"data ends at %" PRIu64 ", size %" PRIu64, off,
-				j->size);
-			break;
-		}
-		off += n;
-		pending += n;
-		if (pending >= FSCK_PROGRESS_BYTES / 4) {
-			progress(f, 0, pending);
-			pending = 0;
-		}
+		if (hole > off)
+			want = (size_t)(hole - off);
+		else if (r->aligned)
+			want = aligned_read(j->ino, off, j->size, want);
+		r->next = off + want;
+		pthread_mutex_unlock(&r->lock);
+		if (hole <= off)
+			n = ezfs_pread(j->ino, buf, want, off);
+		pthread_mutex_lock(&r->lock);
+		while (r->commit != my)
+			pthread_cond_wait(&r->turn, &r->lock);
+		if (!r->stop)
+			dread_commit(r, off, want, n, hole > off);
+		r->commit++;
+		pthread_cond_broadcast(&r->turn);
 	}
-	if (off >= j->size) {
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void *dread_helper(void *arg)
+{
+	struct dread *r = arg;
+
+	dread_run(r, r->hbuf);
+	return NULL;
+}
+
+/*
+ * Decode every byte of a regular file. With the dispatcher's workers
+ * (queue, percpu), a large file is read by this thread and a helper, so
+ * that one window's extents are queued while the other's finish.
+ */
+static void check_data(struct fsck *f, struct djob *j, char *buf)
+{
+	struct ezfs_dispatch_info di;
+	struct dread r;
+	pthread_t helper;
+	bool two = false;
+
+	memset(&r, 0, sizeof(r));
+	r.f = f;
+	r.j = j;
+	r.aligned = !ezfs_image_dispatch_info(f->img, &di) &&
+		    di.mode != EZFS_DISPATCH_INLINE && di.workers > 1;
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.turn, NULL);
+	check_extents(f, j->ino, j->nid, j->size, j->path);
+	if (r.aligned && j->size > 2 * (uint64_t)FSCK_CHUNK) {
+		r.hbuf = malloc(FSCK_CHUNK);
+		two = r.hbuf &&
+		      !pthread_create(&helper, NULL, dread_helper, &r);
+	}
+	dread_run(&r, buf);
+	if (two)
+		pthread_join(helper, NULL);
+	free(r.hbuf);
+	pthread_mutex_destroy(&r.lock);
+	pthread_cond_destroy(&r.turn);
+	if (!r.stop && r.done >= j->size) {
 		char c;
 		ssize_t n = ezfs_pread(j->ino, &c, 1, j->size);
 
@@ -331,7 +434,7 @@ static void check_data(struct fsck *f, struct djob *j, char *buf)
 			problem(f, j->nid, j->path, "read at EOF returned %zd",
 				n);
 	}
-	progress(f, 0, pending);
+	progress(f, 0, r.pending);
 }
 
 static void djob_free(struct djob *j)
