@@ -548,6 +548,16 @@ EZFS_API int ezfs_feature_find(const char *name, struct ezfs_feature_desc *d);
 EZFS_API unsigned ezfs_min_kernel(const struct ezfs_sb_info *si,
 				  const char **feature);
 
+/*
+ * The library behind a codec of this build (an engine of 'ezfs accel list',
+ * or an encoder: lz4hc, ezdeflate): *lib its name ("libzstd"; NULL: ezfs'
+ * own code), *version the version it reports ("1.5.4"; NULL: none);
+ * static strings, either pointer may be NULL. 0, or -ENOENT for a codec
+ * not built in (zstd and libdeflate are optional at build time).
+ */
+EZFS_API int ezfs_engine_library(const char *engine, const char **lib,
+				 const char **version);
+
 #ifdef __cplusplus
 }
 #endif

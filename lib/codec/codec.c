@@ -11,17 +11,18 @@
 
 /* Every codec built in; a codec's index here names its pool slot. */
 static const struct ezfs_codec_ops *const all_codecs[] = {
-	&ezi_codec_lz4,
-	&ezi_codec_lz4hc,
+	&ezi_codec_lz4,	       &ezi_codec_lz4hc,
+#ifdef EZFS_HAVE_LIBDEFLATE
 	&ezi_codec_libdeflate,
+#endif
 #ifdef EZFS_HAVE_ISAL
 	&ezi_codec_isal,
 #endif
-	&ezi_codec_zlib,
-	&ezi_codec_ezdeflate,
+	&ezi_codec_zlib,       &ezi_codec_ezdeflate,
+#ifdef EZFS_HAVE_ZSTD
 	&ezi_codec_zstd,
-	&ezi_codec_lzma,
-	NULL,
+#endif
+	&ezi_codec_lzma,       NULL,
 };
 
 #define NCODECS (sizeof(all_codecs) / sizeof(all_codecs[0]) - 1)
@@ -36,15 +37,20 @@ static const struct ezfs_codec_ops *const lzma_list[] = {
 	NULL,
 };
 static const struct ezfs_codec_ops *const deflate_list[] = {
+#ifdef EZFS_HAVE_LIBDEFLATE
 	&ezi_codec_libdeflate,
+#endif
 #ifdef EZFS_HAVE_ISAL
 	&ezi_codec_isal,
 #endif
 	&ezi_codec_zlib,
 	NULL,
 };
+/* built without libzstd: no engine, the algorithm is not read */
 static const struct ezfs_codec_ops *const zstd_list[] = {
+#ifdef EZFS_HAVE_ZSTD
 	&ezi_codec_zstd,
+#endif
 	NULL,
 };
 
@@ -77,6 +83,20 @@ const struct ezfs_codec_ops *ezi_codec_find(const char *name)
 		if (!strcmp(all_codecs[i]->name, name))
 			return all_codecs[i];
 	return NULL;
+}
+
+int ezfs_engine_library(const char *engine, const char **lib,
+			const char **version)
+{
+	const struct ezfs_codec_ops *c = ezi_codec_find(engine);
+
+	if (!c)
+		return -ENOENT;
+	if (lib)
+		*lib = c->lib;
+	if (version)
+		*version = c->version ? c->version() : NULL;
+	return 0;
 }
 
 static int codec_index(const struct ezfs_codec_ops *ops)

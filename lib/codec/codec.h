@@ -122,10 +122,18 @@ struct ezfs_codec_ops {
 	 */
 	int (*compress_destsize)(void *cctx, const uint8_t *in, size_t *inlen,
 				 uint8_t *out, size_t outcap);
+
+	/* The library behind it ("libzstd"; NULL: ezfs' own code) and the
+	 * version it reports ("1.5.4"; NULL: none), static strings. */
+	const char *lib;
+	const char *(*version)(void);
 };
 
 extern const struct ezfs_codec_ops ezi_codec_lz4;
 extern const struct ezfs_codec_ops ezi_codec_lz4hc; /* encode only */
+/* libdeflate and zstd without EZFS_HAVE_LIBDEFLATE / EZFS_HAVE_ZSTD: a stub
+ * in no list (decode and encode give -EOPNOTSUPP), for code that holds the
+ * codec directly. */
 extern const struct ezfs_codec_ops ezi_codec_libdeflate;
 extern const struct ezfs_codec_ops ezi_codec_ezdeflate; /* encode only */
 extern const struct ezfs_codec_ops ezi_codec_zlib;

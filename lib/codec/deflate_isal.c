@@ -5,6 +5,9 @@
 #include <stdlib.h>
 
 #include <isa-l/igzip_lib.h>
+#if __has_include(<isa-l.h>)
+#include <isa-l.h> /* ISAL_MAJOR_VERSION... */
+#endif
 
 #include <ezfs/ezfs.h>
 #include "codec.h"
@@ -88,6 +91,18 @@ static int isal_decompress(void *ctx, const struct ezfs_dreq *rq)
 	return st->avail_out == 0 ? 0 : -EUCLEAN;
 }
 
+#define ISAL_STR_(x) #x
+#define ISAL_STR(x)  ISAL_STR_(x)
+static const char *isal_version(void)
+{
+#ifdef ISAL_MAJOR_VERSION
+	return ISAL_STR(ISAL_MAJOR_VERSION) "." ISAL_STR(
+		ISAL_MINOR_VERSION) "." ISAL_STR(ISAL_PATCH_VERSION);
+#else
+	return NULL;
+#endif
+}
+
 const struct ezfs_codec_ops ezi_codec_isal = {
 	.name = "isal",
 	.alg = EZFS_ALG_DEFLATE,
@@ -95,4 +110,6 @@ const struct ezfs_codec_ops ezi_codec_isal = {
 	.ctx_new = isal_ctx_new,
 	.ctx_free = isal_ctx_free,
 	.decompress = isal_decompress,
+	.lib = "libisal",
+	.version = isal_version,
 };

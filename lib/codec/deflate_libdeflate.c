@@ -5,10 +5,11 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include <libdeflate.h>
-
 #include <ezfs/ezfs.h>
 #include "codec.h"
+
+#ifdef EZFS_HAVE_LIBDEFLATE
+#include <libdeflate.h>
 
 static void *ld_ctx_new(int *err)
 {
@@ -153,6 +154,11 @@ static int ld_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 	return ret;
 }
 
+static const char *ld_version(void)
+{
+	return LIBDEFLATE_VERSION_STRING;
+}
+
 const struct ezfs_codec_ops ezi_codec_libdeflate = {
 	.name = "libdeflate",
 	.alg = EZFS_ALG_DEFLATE,
@@ -166,4 +172,32 @@ const struct ezfs_codec_ops ezi_codec_libdeflate = {
 	.cctx_new = ld_cctx_new,
 	.cctx_free = ld_cctx_free,
 	.compress_destsize = ld_compress_destsize,
+	.lib = "libdeflate",
+	.version = ld_version,
 };
+#else /* !EZFS_HAVE_LIBDEFLATE: built without libdeflate */
+static void *ld_stub_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
+			      int *err)
+{
+	*err = -EOPNOTSUPP;
+	return NULL;
+}
+
+static void ld_stub_cctx_free(void *cctx)
+{
+}
+
+static int ld_stub_compress(void *cctx, const uint8_t *in, size_t *inlen,
+			    uint8_t *out, size_t outcap)
+{
+	return -EOPNOTSUPP;
+}
+
+const struct ezfs_codec_ops ezi_codec_libdeflate = {
+	.name = "libdeflate",
+	.alg = EZFS_ALG_DEFLATE,
+	.cctx_new = ld_stub_cctx_new,
+	.cctx_free = ld_stub_cctx_free,
+	.compress_destsize = ld_stub_compress,
+};
+#endif

@@ -82,6 +82,11 @@ static int zlib_decompress(void *ctx, const struct ezfs_dreq *rq)
 	return zs->avail_out == 0 ? 0 : -EUCLEAN;
 }
 
+static const char *zlib_version_(void)
+{
+	return zlibVersion();
+}
+
 const struct ezfs_codec_ops ezi_codec_zlib = {
 	.name = "zlib",
 	.alg = EZFS_ALG_DEFLATE,
@@ -89,4 +94,6 @@ const struct ezfs_codec_ops ezi_codec_zlib = {
 	.ctx_new = zlib_ctx_new,
 	.ctx_free = zlib_ctx_free,
 	.decompress = zlib_decompress,
+	.lib = "zlib",
+	.version = zlib_version_,
 };

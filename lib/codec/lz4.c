@@ -193,6 +193,11 @@ static int lz4_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 	return ret;
 }
 
+static const char *lz4_version(void)
+{
+	return LZ4_versionString();
+}
+
 const struct ezfs_codec_ops ezi_codec_lz4 = {
 	.name = "lz4",
 	.alg = EZFS_ALG_LZ4,
@@ -204,6 +209,8 @@ const struct ezfs_codec_ops ezi_codec_lz4 = {
 	.cctx_new = lz4_cctx_new,
 	.cctx_free = lz4_cctx_free,
 	.compress_destsize = lz4_compress_destsize,
+	.lib = "liblz4",
+	.version = lz4_version,
 };
 
 const struct ezfs_codec_ops ezi_codec_lz4hc = {
@@ -216,4 +223,6 @@ const struct ezfs_codec_ops ezi_codec_lz4hc = {
 	.cctx_new = lz4hc_cctx_new,
 	.cctx_free = lz4_cctx_free,
 	.compress_destsize = lz4_compress_destsize,
+	.lib = "liblz4",
+	.version = lz4_version,
 };

@@ -188,6 +188,11 @@ static int lzma_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 	return (int)s->total_out;
 }
 
+static const char *lzma_version(void)
+{
+	return lzma_version_string();
+}
+
 const struct ezfs_codec_ops ezi_codec_lzma = {
 	.name = "lzma",
 	.alg = EZFS_ALG_LZMA,
@@ -201,4 +206,6 @@ const struct ezfs_codec_ops ezi_codec_lzma = {
 	.cctx_new = lzma_cctx_new,
 	.cctx_free = lzma_cctx_free,
 	.compress_destsize = lzma_compress_destsize,
+	.lib = "liblzma",
+	.version = lzma_version,
 };

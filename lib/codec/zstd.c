@@ -3,13 +3,15 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
-
-#include <zstd.h>
-#include <zstd_errors.h>
 
 #include <ezfs/ezfs.h>
 #include "codec.h"
+
+#ifdef EZFS_HAVE_ZSTD
+#include <zstd.h>
+#include <zstd_errors.h>
 
 static void *zstd_ctx_new(int *err)
 {
@@ -239,6 +241,11 @@ static int zstd_compress_destsize(void *cctx, const uint8_t *in, size_t *inlen,
 	return ezi_codec_fit(&cc->fit, in, inlen, out, outcap);
 }
 
+static const char *zstd_version(void)
+{
+	return ZSTD_versionString();
+}
+
 const struct ezfs_codec_ops ezi_codec_zstd = {
 	.name = "zstd",
 	.alg = EZFS_ALG_ZSTD,
@@ -252,4 +259,32 @@ const struct ezfs_codec_ops ezi_codec_zstd = {
 	.cctx_new = zstd_cctx_new,
 	.cctx_free = zstd_cctx_free,
 	.compress_destsize = zstd_compress_destsize,
+	.lib = "libzstd",
+	.version = zstd_version,
 };
+#else /* !EZFS_HAVE_ZSTD: built without libzstd */
+static void *zstd_stub_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
+				int *err)
+{
+	*err = -EOPNOTSUPP;
+	return NULL;
+}
+
+static void zstd_stub_cctx_free(void *cctx)
+{
+}
+
+static int zstd_stub_compress(void *cctx, const uint8_t *in, size_t *inlen,
+			      uint8_t *out, size_t outcap)
+{
+	return -EOPNOTSUPP;
+}
+
+const struct ezfs_codec_ops ezi_codec_zstd = {
+	.name = "zstd",
+	.alg = EZFS_ALG_ZSTD,
+	.cctx_new = zstd_stub_cctx_new,
+	.cctx_free = zstd_stub_cctx_free,
+	.compress_destsize = zstd_stub_compress,
+};
+#endif

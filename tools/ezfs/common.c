@@ -284,6 +284,35 @@ static void log_cb(void *arg, int level, const char *msg)
 	}
 }
 
+/*
+ * An image compressed with an algorithm this build has no engine for
+ * (EZFS_WITH_ZSTD=OFF): one line at open rather than a failed read per
+ * file. info shows such an image all the same (it decodes nothing).
+ */
+static int check_algs(const char *cmd, const char *img, ezfs_image *fs)
+{
+	struct ezfs_engine_info info;
+	struct ezfs_sb_info si;
+	unsigned have = 0, i;
+
+	ezfs_get_sb_info(fs, &si);
+	if (!(si.feature_incompat & 0x3) || !strcmp(cmd, "info"))
+		return 0;
+	for (i = 0; i < ezfs_engine_count(); i++)
+		if (!ezfs_engine_get_info(i, &info) &&
+		    !(info.flags & EZFS_ENGINE_TEST))
+			have |= 1u << info.alg;
+	for (i = 0; i < EZFS_ALG_MAX; i++)
+		if ((si.available_algs & (1u << i)) && !(have & (1u << i))) {
+			cli_error(cmd,
+				  "%s: compressed with %s, which this ezfs "
+				  "was built without (ezfs --version)",
+				  img, ezfs_alg_name((int)i));
+			return -EOPNOTSUPP;
+		}
+	return 0;
+}
+
 int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	     ezfs_image **out)
 {
@@ -326,6 +355,13 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 		cli_fail(cmd, img, NULL, ret);
 	else if (lg->first_error[0])
 		log_cb(lg, EZFS_LOG_ERROR, lg->first_error);
+	if (!ret) {
+		ret = check_algs(cmd, img, *out);
+		if (ret) {
+			ezfs_image_close(*out);
+			*out = NULL;
+		}
+	}
 	return ret;
 }
 

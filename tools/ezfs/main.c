@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ezfs/engine.h"
 #include "ezfs/ezfs.h"
 #include "cmd.h"
 
@@ -54,6 +55,62 @@ static void usage(FILE *f)
 			commands[i].summary);
 	fprintf(f, "\nRun 'ezfs COMMAND --help' for the options of a command.\n"
 		   "Exit status: 0 ok, 1 error, 2 usage error.\n");
+}
+
+/*
+ * --version: the version, then the engines of this build with the library
+ * behind each and its version, then the optional parts, +built or -not.
+ */
+static void print_version(void)
+{
+	static const struct {
+		const char *name;
+		int on;
+	} opt[] = {
+#ifdef EZFS_HAVE_FUSE
+		{ "fuse", 1 },
+#else
+		{ "fuse", 0 },
+#endif
+#ifdef EZFS_HAVE_SELINUX
+		{ "selinux", 1 },
+#else
+		{ "selinux", 0 },
+#endif
+#ifdef EZFS_HAVE_LIBARCHIVE
+		{ "libarchive", 1 },
+#else
+		{ "libarchive", 0 },
+#endif
+#ifdef EZFS_HAVE_REMOTE
+		{ "remote", 1 },
+#else
+		{ "remote", 0 },
+#endif
+	};
+	static const char *const codecs[] = { "libdeflate", "isal", "zstd" };
+	struct ezfs_engine_info info;
+	const char *lib, *ver;
+	unsigned i, n = 0;
+
+	printf("ezfs %s\nengines:", EZFS_VERSION_STRING);
+	for (i = 0; i < ezfs_engine_count(); i++) {
+		if (ezfs_engine_get_info(i, &info) ||
+		    (info.flags & EZFS_ENGINE_TEST))
+			continue;
+		printf("%s %s", n++ ? "," : "", info.name);
+		if (!ezfs_engine_library(info.name, &lib, &ver) && lib)
+			printf(" (%s%s%s)", lib, ver ? " " : "",
+			       ver ? ver : "");
+	}
+	printf("\nfeatures:");
+	for (i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
+		printf(" %c%s",
+		       ezfs_engine_library(codecs[i], NULL, NULL) ? '-' : '+',
+		       codecs[i]);
+	for (i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+		printf(" %c%s", opt[i].on ? '+' : '-', opt[i].name);
+	printf("\n");
 }
 
 static int find_command(const char *name)
@@ -128,7 +185,7 @@ static int run(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
-		printf("ezfs %s\n", EZFS_VERSION_STRING);
+		print_version();
 		return 0;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

@@ -704,6 +704,33 @@ static int parse_kver(const char *arg, unsigned *v)
 	return 0;
 }
 
+/* -z ALG whose library this build left out (EZFS_WITH_ZSTD=OFF...): one
+ * line, 1; else 0. */
+static int codec_missing(const struct ezfs_build_params *p)
+{
+	for (size_t k = 0; p->alg >= 0 && k <= p->n_more_algs; k++) {
+		const struct ezfs_build_zalg *z =
+			k ? &p->more_algs[k - 1] : NULL;
+		int alg = z ? z->alg : p->alg, hc = z ? z->hc : p->hc;
+		int level = z ? z->level : p->level;
+		/* deflate levels 10..12 are libdeflate's (write/zcfg.c) */
+		const char *codec =
+			alg == EZFS_ALG_ZSTD ? "zstd"
+			: alg == EZFS_ALG_DEFLATE && (hc || level > 9)
+				? "libdeflate"
+				: NULL;
+
+		if (codec && ezfs_engine_library(codec, NULL, NULL)) {
+			cli_error(CMD,
+				  "-z %s: this ezfs was built without it "
+				  "(ezfs --version)",
+				  codec);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* One line if feature needs more than max (what: the option): 1, else 0. */
 static int too_new(const char *feature, const char *what, unsigned max)
 {
@@ -1290,6 +1317,10 @@ int cmd_mkfs(int argc, char **argv)
 		ret = mkfs_z_hints(CMD, hints, &p, &zs);
 		if (ret)
 			goto out;
+	}
+	if (codec_missing(&p)) {
+		ret = 2;
+		goto out;
 	}
 	if (max_kernel && kernel_refuses(&p, max_kernel)) {
 		ret = 2;
