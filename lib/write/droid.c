@@ -527,7 +527,7 @@ static int overlay_fixup(struct ezfs_builder *b)
 			err = ezi_bld_xattr_add(
 				b, dir, "trusted.overlay.origin", "", 0);
 		}
-		if (b->p.aufs && !err) {
+		if (b->p.aufs && !err && dir->ndents) {
 			/* a whiteout beside the name it hides */
 			qsort(dir->dents, dir->ndents, sizeof(*dir->dents),
 			      cmp_dent_name);

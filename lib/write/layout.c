@@ -13,7 +13,7 @@
  *                  block - 1 so that the root NID is small and non-zero
  *   after meta     full blocks of directories (they need the NIDs)
  */
-#define _GNU_SOURCE /* mremap */
+#define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -1130,26 +1130,31 @@ out:
 	return err;
 }
 
-/* Room for need bytes in the packed inode's anonymous mapping. */
-static int packed_room(struct ezfs_builder *b, uint64_t need)
+/*
+ * --zD: the packed inode's bytes so far (the files' fragments, wherever
+ * fragments.c keeps them: read through b->packed) copied into anonymous
+ * memory with room for need bytes; fragments.c's own storage is dropped,
+ * and ezi_bld_packed_free unmaps this one in the end.
+ */
+static int packed_own(struct ezfs_builder *b, uint64_t need)
 {
-	uint64_t cap = b->packed_cap ? b->packed_cap : (2u << 20);
-	void *np;
+	uint64_t cap = 2u << 20, len = b->packed_len;
+	uint8_t *np;
 
 	while (cap < need)
 		cap *= 2;
-	if (cap == b->packed_cap)
-		return 0;
 	if (cap > SIZE_MAX)
 		return -ENOMEM;
-	np = b->packed ? mremap(b->packed, (size_t)b->packed_cap, (size_t)cap,
-				MREMAP_MAYMOVE)
-		       : mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	np = mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (np == MAP_FAILED)
 		return -ENOMEM;
+	if (len)
+		memcpy(np, b->packed, (size_t)len);
+	ezi_bld_packed_free(b);
 	b->packed = np;
 	b->packed_cap = cap;
+	b->packed_len = len;
 	return 0;
 }
 
@@ -1206,7 +1211,7 @@ static int pack_dirs(struct ezfs_builder *b, struct gaps *g,
 	for (i = 0; i < b->ninodes; i++)
 		if (S_ISDIR(b->inodes[i]->mode) && b->inodes[i]->z)
 			total += b->inodes[i]->size;
-	r = packed_room(b, total);
+	r = packed_own(b, total);
 	if (r)
 		return r;
 	for (i = 0; i < b->ninodes; i++) {
@@ -1214,7 +1219,6 @@ static int pack_dirs(struct ezfs_builder *b, struct gaps *g,
 
 		if (!S_ISDIR(in->mode) || !in->z)
 			continue;
-		memset(b->packed + b->packed_len, 0, (size_t)in->size);
 		build_dir(b, in, b->packed + b->packed_len);
 		in->z->fragoff = b->packed_len;
 		b->packed_len += in->size;
@@ -1408,8 +1412,9 @@ static int write_mbox(struct ezfs_builder *b, struct gaps *g,
 		unsigned flags = b->p.flags;
 		uint32_t c;
 
-		/* as 1.9.3: no dedupe for the metabox (nor fragments) */
-		b->p.flags &= ~(unsigned)EZFS_BUILD_DEDUPE;
+		/* as 1.9.3: no dedupe for the metabox (nor fragments, which
+		 * share pclusters too) */
+		b->p.flags &= ~nofrag;
 		err = place_file(b, in, z, NULL);
 		b->p.flags = flags;
 		/* -E48bit's extent records, where compact indexes take less
