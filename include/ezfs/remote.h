@@ -6,6 +6,7 @@
  * ezfs_image_open_io() reads through:
  *
  *   http://HOST[:PORT]/PATH, https://...   a plain image served with Range
+ *   oci://HOST[:PORT]/REPO:TAG, .../REPO@sha256:HEX   a layer in a registry
  *
  * Bytes are fetched in blocks with libcurl's multi interface: the blocks a
  * read misses, adjacent ones in one range, several ranges in flight, more
@@ -66,12 +67,32 @@ struct ezfs_remote_params {
 	 * is taken whole from the first answer, a larger one refused; 0 =
 	 * 64 MiB. */
 	uint64_t whole_max;
+	/* oci:// references: the layer by index (-1, the default: the one
+	 * of media type application/vnd.erofs.layer.v1, or the only one),
+	 * or by digest; the platform of an index (NULL: linux and the
+	 * host's architecture); plain http to any host (else only to
+	 * 127.0.0.1 and localhost). */
+	int layer;
+	const char *blob;
+	const char *platform;
+	int insecure;
 };
 
 /* Defaults; size set. */
 EZFS_API void ezfs_remote_params_init(struct ezfs_remote_params *p);
 
-/* Is s a URL this library opens (http://, https://)? */
+/*
+ * Upload the image at path as the one layer (media type
+ * application/vnd.erofs.layer.v1, config the empty descriptor) of an OCI
+ * artifact manifest tagged ref (oci://HOST[:PORT]/REPO:TAG). digest gets
+ * the layer's sha256:HEX, manifest the manifest's (both 72 bytes). The log
+ * (of p) gets one line on failure.
+ */
+EZFS_API int ezfs_remote_push(const char *path, const char *ref,
+			      const struct ezfs_remote_params *p,
+			      char digest[72], char manifest[72]);
+
+/* Is s a URL this library opens (http://, https://, oci://)? */
 EZFS_API int ezfs_remote_is_url(const char *s);
 
 /*

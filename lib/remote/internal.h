@@ -33,6 +33,55 @@ int ezi_cmap_store(const char *path, const struct ezi_cmap *m);
 int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,
 		 uint64_t *freed);
 
+/* oci.c: registries. */
+#define EZI_MT_EROFS "application/vnd.erofs.layer.v1"
+struct ezi_oci_ref {
+	int http; /* plain http (127.0.0.1, localhost, --insecure) */
+	char host[256];
+	char repo[512];
+	char ref[256]; /* a tag or sha256:HEX */
+};
+/* oci://HOST[:PORT]/REPO:TAG or .../REPO@sha256:HEX; -EINVAL if not. */
+int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r);
+
+struct ezi_challenge {
+	int bearer, basic;
+	char realm[1024], service[1024], scope[1024];
+};
+/* A WWW-Authenticate value: 0, or -1 when it is no Bearer (with a realm)
+ * or Basic challenge. */
+int ezi_www_auth_parse(const char *v, struct ezi_challenge *c);
+
+struct ezi_reg {
+	struct ezi_oci_ref ref;
+	char base[300]; /* http[s]://HOST[:PORT] */
+	pthread_mutex_t lock;
+	char auth[4096];  /* "Authorization: ..." or "" */
+	int64_t expires;  /* of a token, seconds; 0: never */
+	char basic[1024]; /* base64 user:password from the docker config */
+	ezfs_log_fn log;
+	void *log_arg;
+	unsigned timeout_ms;
+	char err[1024]; /* the last failure's reason */
+};
+struct ezi_oci_sel {
+	int layer; /* -1: by media type */
+	const char *blob;
+	const char *platform; /* OS/ARCH[/VARIANT]; NULL: the host's */
+};
+void ezi_reg_init(struct ezi_reg *g, const struct ezi_oci_ref *ref,
+		  ezfs_log_fn log, void *log_arg, unsigned timeout_ms);
+void ezi_reg_destroy(struct ezi_reg *g);
+/* The Authorization header line to send now ("" for none). */
+void ezi_reg_auth(struct ezi_reg *g, char *dst, size_t size);
+/* After a 401 with this WWW-Authenticate value: get new credentials. */
+int ezi_reg_reauth(struct ezi_reg *g, const char *www);
+int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
+		    char *blob_url, size_t size, char digest[128],
+		    uint64_t *blob_size);
+int ezi_oci_push(struct ezi_reg *g, const char *path, char *out_digest,
+		 size_t size, char *out_manifest, size_t msize);
+
 void ezi_rlogf(ezfs_log_fn log, void *arg, int level, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 

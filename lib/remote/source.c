@@ -30,6 +30,7 @@
 #include <curl/curl.h>
 
 #include "remote/internal.h"
+#include "remote/sha256.h"
 
 enum { B_ABSENT = 0, B_BUSY = 1, B_PRESENT = 2 };
 
@@ -48,7 +49,11 @@ struct fetcher {
 
 struct ezfs_remote {
 	struct ezfs_remote_params p;
-	char *url;
+	char *name;	     /* as given */
+	char *url;	     /* what is fetched */
+	struct ezi_reg *reg; /* oci://: its registry */
+	char digest[128];    /* oci://: the blob's */
+	int verified, bad;
 	char *eff_url; /* where the last redirect led; NULL: none */
 	char etag[256];
 	char lastmod[128];
@@ -97,6 +102,7 @@ struct xfer {
 	uint64_t clen;
 	char etag[256];
 	char lastmod[128];
+	char www[1024];
 	char *used_url;
 	unsigned attempt;
 	uint64_t not_before; /* us, monotonic */
@@ -148,12 +154,14 @@ void ezfs_remote_params_init(struct ezfs_remote_params *p)
 	memset(p, 0, sizeof(*p));
 	p->size = sizeof(*p);
 	p->retries = -1;
+	p->layer = -1;
 }
 
 int ezfs_remote_is_url(const char *s)
 {
-	return s && (!strncasecmp(s, "http://", 7) ||
-		     !strncasecmp(s, "https://", 8));
+	return s &&
+	       (!strncasecmp(s, "http://", 7) ||
+		!strncasecmp(s, "https://", 8) || !strncasecmp(s, "oci://", 6));
 }
 
 int ezi_content_range(const char *v, uint64_t *a, uint64_t *b, uint64_t *total)
@@ -219,7 +227,7 @@ static size_t on_header(char *b, size_t sz, size_t n, void *arg)
 		/* a new response (after a redirect): forget the last */
 		x->have_cr = 0;
 		x->clen = 0;
-		x->etag[0] = x->lastmod[0] = '\0';
+		x->etag[0] = x->lastmod[0] = x->www[0] = '\0';
 		x->status = 0;
 		return len;
 	}
@@ -234,6 +242,8 @@ static size_t on_header(char *b, size_t sz, size_t n, void *arg)
 		x->clen = strtoull(v, NULL, 10);
 	} else if (len > 5 && !strncasecmp(b, "etag:", 5)) {
 		copy_value(x->etag, sizeof(x->etag), b + 5, len - 5);
+	} else if (len > 17 && !strncasecmp(b, "www-authenticate:", 17)) {
+		copy_value(x->www, sizeof(x->www), b + 17, len - 17);
 	} else if (len > 14 && !strncasecmp(b, "last-modified:", 14)) {
 		copy_value(x->lastmod, sizeof(x->lastmod), b + 14, len - 14);
 	}
@@ -295,7 +305,7 @@ static size_t on_body(char *b, size_t sz, size_t n, void *arg)
 
 static int xfer_start(struct ezfs_remote *r, CURLM *multi, struct xfer *x)
 {
-	char range[64], h[512];
+	char range[64], h[4200];
 	unsigned tmo = r->p.timeout_ms;
 
 	x->e = curl_easy_init();
@@ -354,6 +364,12 @@ static int xfer_start(struct ezfs_remote *r, CURLM *multi, struct xfer *x)
 		/* a changed image answers 200 in full: caught below */
 		snprintf(h, sizeof(h), "If-Range: %s", r->etag);
 		x->hdrs = curl_slist_append(x->hdrs, h);
+	}
+	if (r->reg && !strcmp(x->used_url, r->url)) {
+		/* the registry's credentials; never to where it redirects */
+		ezi_reg_auth(r->reg, h, sizeof(h));
+		if (h[0])
+			x->hdrs = curl_slist_append(x->hdrs, h);
 	}
 	if (x->hdrs)
 		curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, x->hdrs);
@@ -432,6 +448,15 @@ static int xfer_judge(struct ezfs_remote *r, struct xfer *x, CURLcode rc)
 		pthread_mutex_unlock(&r->lock);
 		snprintf(x->why, sizeof(x->why), "HTTP %ld from %s", st,
 			 x->used_url);
+		return 1;
+	}
+	if (st == 401 && r->reg && x->attempt < 2) {
+		/* a token that expired: another, then again */
+		if (ezi_reg_reauth(r->reg, x->www[0] ? x->www : NULL)) {
+			snprintf(x->why, sizeof(x->why), "%.400s", r->reg->err);
+			return -EACCES;
+		}
+		snprintf(x->why, sizeof(x->why), "HTTP 401 (new credentials)");
 		return 1;
 	}
 	if (st == 404 || st == 410) {
@@ -728,6 +753,58 @@ static void store_locked(struct ezfs_remote *r, struct xfer *x)
 		flush_map(r);
 }
 
+/* oci://: once every block is present, the blob against its digest. A
+ * mismatch drops the cache and fails every read from then on. Called
+ * with the lock held. */
+static void verify_locked(struct ezfs_remote *r)
+{
+	struct ezi_sha256 c;
+	uint8_t d[32], *tmp = NULL;
+	char hex[65];
+
+	if (!r->digest[0] || r->verified || r->bad ||
+	    r->st.cache_bytes != r->size)
+		return;
+	if (r->data_fd >= 0 && !(tmp = malloc(r->bs)))
+		return;
+	ezi_sha256_init(&c);
+	for (uint64_t b = 0; b < r->nblocks; b++) {
+		size_t l = blk_len(r, b);
+
+		if (r->data_fd < 0) {
+			ezi_sha256_update(&c, r->mem[b], l);
+		} else if (pread(r->data_fd, tmp, l, (off_t)(b << r->bsbits)) !=
+			   (ssize_t)l) {
+			free(tmp);
+			return;
+		} else {
+			ezi_sha256_update(&c, tmp, l);
+		}
+	}
+	free(tmp);
+	ezi_sha256_final(&c, d);
+	for (int i = 0; i < 32; i++) {
+		hex[2 * i] = "0123456789abcdef"[d[i] >> 4];
+		hex[2 * i + 1] = "0123456789abcdef"[d[i] & 15];
+	}
+	hex[64] = '\0';
+	if (!strcmp(hex, r->digest + 7)) {
+		r->verified = 1;
+		return;
+	}
+	rlog(r, EZFS_LOG_ERROR,
+	     "the blob does not match its digest %s (sha256:%s); the cache "
+	     "is dropped",
+	     r->digest, hex);
+	r->bad = 1;
+	memset(r->state, B_ABSENT, r->nblocks);
+	if (r->map_path)
+		(void)unlink(r->map_path);
+	r->dirty = 0;
+	if (r->data_fd >= 0 && ftruncate(r->data_fd, 0))
+		r->bad = 1;
+}
+
 /* Fetch the blocks of list (ascending, all marked busy by the caller):
  * runs of adjacent blocks become one range each. Returns 0, or the error
  * of the first range that holds a block in [need0, need1]. */
@@ -789,6 +866,7 @@ static int fetch_blocks(struct ezfs_remote *r, const uint64_t *list, unsigned n,
 		}
 		store_locked(r, x);
 	}
+	verify_locked(r);
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 	for (unsigned i = 0; i < nx; i++) {
@@ -829,6 +907,11 @@ static ssize_t read_range(struct ezfs_remote *r, void *buf, size_t len,
 	unsigned cap, tries = 0;
 	int fetched = 0, err;
 
+	if (r->bad) {
+		rlog(r, EZFS_LOG_ERROR, "the blob does not match its digest %s",
+		     r->digest);
+		return -EIO;
+	}
 	if (off >= r->size || !len)
 		return 0;
 	if (len > r->size - off)
@@ -899,6 +982,8 @@ static ssize_t read_range(struct ezfs_remote *r, void *buf, size_t len,
 		}
 	}
 	err = copy_out(r, buf, len, off);
+	if (!err && r->bad)
+		err = -EIO; /* found out by this read's fetch */
 	if (err) {
 		pthread_mutex_unlock(&r->lock);
 		free(list);
@@ -998,12 +1083,6 @@ void ezfs_remote_get_stats(ezfs_remote *r, struct ezfs_remote_stats *st)
 /* ------------------------------------------------------------------ */
 /* Open and close                                                      */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_setup(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static int setup_blocks(struct ezfs_remote *r)
 {
 	r->nblocks = (r->size + r->bs - 1) >> r->bsbits;
@@ -1033,7 +1112,7 @@ static void cache_attach(struct ezfs_remote *r)
 		     r->p.cache_dir, strerror(errno));
 		return;
 	}
-	ezi_cache_key(r->url, key);
+	ezi_cache_key(r->digest[0] ? r->digest : r->url, key);
 	n = strlen(r->p.cache_dir) + 32;
 	r->data_path = malloc(n);
 	r->map_path = malloc(n);
@@ -1097,6 +1176,67 @@ static int cache_adopt(struct ezfs_remote *r, int same)
 	return 0;
 }
 
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_setup(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* oci://: resolve the reference to its layer's blob URL and digest. */
+static int open_oci(struct ezfs_remote *r, const char *ref)
+{
+	struct ezi_oci_sel sel = { .layer = r->p.layer,
+				   .blob = r->p.blob,
+				   .platform = r->p.platform };
+	struct ezi_oci_ref o;
+	char url[4096];
+	uint64_t size = 0;
+	int err;
+
+	if (ezi_oci_parse(ref, r->p.insecure, &o)) {
+		rlog(r, EZFS_LOG_ERROR,
+		     "not a reference oci://HOST[:PORT]/REPO:TAG or "
+		     "oci://HOST[:PORT]/REPO@sha256:HEX");
+		return -EINVAL;
+	}
+	r->reg = calloc(1, sizeof(*r->reg));
+	if (!r->reg)
+		return -ENOMEM;
+	ezi_reg_init(r->reg, &o, r->p.log, r->p.log_arg, r->p.timeout_ms);
+	err = ezi_oci_resolve(r->reg, &sel, url, sizeof(url), r->digest, &size);
+	if (err) {
+		rlog(r, EZFS_LOG_ERROR, "%s", r->reg->err);
+		return err;
+	}
+	r->url = strdup(url);
+	return r->url ? 0 : -ENOMEM;
+}
+
+int ezfs_remote_push(const char *path, const char *ref,
+		     const struct ezfs_remote_params *p, char digest[72],
+		     char manifest[72])
+{
+	struct ezi_oci_ref o;
+	struct ezi_reg g;
+	int err;
+
+	if (!p || !p->size || p->size > sizeof(struct ezfs_remote_params))
+		return -EINVAL;
+	pthread_once(&curl_once, curl_setup);
+	if (ezi_oci_parse(ref, p->insecure, &o) ||
+	    !strncmp(o.ref, "sha256:", 7)) {
+		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR,
+			  "not a reference oci://HOST[:PORT]/REPO:TAG");
+		return -EINVAL;
+	}
+	ezi_reg_init(&g, &o, p->log, p->log_arg, p->timeout_ms);
+	err = ezi_oci_push(&g, path, digest, 72, manifest, 72);
+	if (err)
+		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR, "%s", g.err);
+	ezi_reg_destroy(&g);
+	return err;
+}
+
 int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 		     ezfs_remote **out)
 {
@@ -1138,7 +1278,18 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 	r->data_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
-	r->url = strdup(url);
+	r->name = strdup(url);
+	if (!r->name) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (!strncasecmp(url, "oci://", 6)) {
+		err = open_oci(r, url);
+		if (err)
+			goto fail;
+	} else {
+		r->url = strdup(url);
+	}
 	if (!r->url) {
 		err = -ENOMEM;
 		goto fail;
@@ -1213,6 +1364,11 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 		store_locked(r, &x);
 		pthread_mutex_unlock(&r->lock);
 	}
+	if (r->digest[0]) {
+		pthread_mutex_lock(&r->lock);
+		verify_locked(r);
+		pthread_mutex_unlock(&r->lock);
+	}
 	if (r->ignores_range)
 		rlog(r, EZFS_LOG_WARN,
 		     "the server ignores Range; the image (%" PRIu64
@@ -1228,7 +1384,7 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 		flush_map(r);
 		pthread_mutex_unlock(&r->lock);
 		/* room for this image: the least recently used others go */
-		ezi_cache_key(r->url, key);
+		ezi_cache_key(r->digest[0] ? r->digest : r->url, key);
 		(void)ezi_cache_gc(
 			r->p.cache_dir,
 			r->p.cache_max > r->size ? r->p.cache_max - r->size : 0,
@@ -1260,7 +1416,7 @@ void ezfs_remote_close(ezfs_remote *r)
 		struct ezfs_remote_stats st;
 
 		ezfs_remote_get_stats(r, &st);
-		r->p.on_close(r->p.on_close_arg, r->url, &st);
+		r->p.on_close(r->p.on_close_arg, r->name, &st);
 	}
 	while ((f = r->fetchers)) {
 		r->fetchers = f->next;
@@ -1279,7 +1435,12 @@ void ezfs_remote_close(ezfs_remote *r)
 	free(r->data_path);
 	free(r->map_path);
 	free(r->url);
+	free(r->name);
 	free(r->eff_url);
+	if (r->reg) {
+		ezi_reg_destroy(r->reg);
+		free(r->reg);
+	}
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	free(r);

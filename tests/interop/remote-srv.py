@@ -10,6 +10,8 @@ usage: remote-srv.py MODE PORTFILE DIR [LOG]
   norange  serve DIR ignoring Range (200, whole body)
   lie      serve DIR with Range, but each 206 holds the range one byte
            later than asked (and says so in Content-Range)
+  token    a token server: GET /token?... answers {"token": "tN",
+           "expires_in": 60} (N counts the tokens given)
 The port it listens on (127.0.0.1, chosen by the kernel) is written to
 PORTFILE; each request's line is appended to LOG.
 """
@@ -67,6 +69,14 @@ class H(http.server.BaseHTTPRequestHandler):
             first = key not in seen
             seen.add(key)
         log("%d %s %s" % (n, key[0], key[1]))
+        if mode == "token":
+            body = ('{"token": "t%d", "expires_in": 60}' % n).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if mode == "503" or (mode == "flaky" and first):
             body = b"busy\n"
             self.send_response(503)

@@ -270,4 +270,113 @@ if [ "$RC" != 0 ] && grep -q "asked for bytes" "$ERR"; then
 else
 	t_fail "lying server: rc=$RC: $(head -c 300 "$ERR")"
 fi
+
+# --- an OCI registry: Debian's docker-registry ---------------------------
+REG=$(command -v docker-registry || true)
+if [ -z "$REG" ]; then
+	echo "SKIP: the registry part: docker-registry is not installed (scripts/deps.sh installs it)"
+	t_done
+fi
+start_srv token
+TPORT=$SPORT
+RPORT=$(free_port)
+mkdir -p "$TMP/registry"
+# auth silly: a Bearer challenge naming the token server; any token passes
+cat >"$TMP/registry/config.yml" <<CONF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $TMP/registry/store
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$RPORT
+auth:
+  silly:
+    realm: http://127.0.0.1:$TPORT/token
+    service: ezfs-test
+CONF
+"$REG" serve "$TMP/registry/config.yml" >"$TMP/registry/log" 2>&1 &
+SRV_PIDS+=($!)
+wait_port "$RPORT" || { head -c 300 "$TMP/registry/log"; t_fail "docker-registry did not start"; t_done; }
+REF=oci://127.0.0.1:$RPORT/test/erofs:tag
+push_name=${names[0]}
+for n in "${names[@]}"; do
+	# a compressed fixture where there is one
+	case $n in zstd-256k | lz4-4k) push_name=$n; break ;; esac
+done
+want=$SHARED/fixtures/$push_name.manifest.jsonl
+t_run push timeout "$tmo" "$EZFS" push "$WWW/$push_name.img" "$REF"
+digest=sha256:$(sha256sum "$WWW/$push_name.img" | cut -d' ' -f1)
+mdigest=$(sed -n 's/^manifest //p' "$OUT")
+if [ "$RC" = 0 ] && [ "$(sed -n 's/^layer //p' "$OUT")" = "$digest" ] && [ -n "$mdigest" ]; then
+	t_pass "push $push_name to $REF (layer $digest, manifest $mdigest)"
+else
+	t_fail "push: rc=$RC out=$(head -c 100 "$OUT"): $(head -c 300 "$ERR")"
+fi
+ntok=$(wc -l <"$TMP/srv.token.log")
+if [ "$ntok" -ge 1 ]; then
+	t_pass "push: the Bearer challenge was answered with a token ($ntok token requests)"
+else
+	t_fail "push: no token was asked for (auth silly)"
+fi
+
+: >"$TMP/stats"
+t_run ofsck timeout "$tmo" "$EZFS" fsck -q --cache-dir "$TMP/ocache" "$REF"
+if [ "$RC" = 0 ]; then
+	t_pass "fsck $REF ($(stat_of requests "$TMP/stats") requests, fetched $(stat_of fetched "$TMP/stats") of $(stat_of size "$TMP/stats") bytes)"
+else
+	t_fail "fsck $REF: rc=$RC: $(head -c 300 "$ERR")"
+fi
+: >"$TMP/stats"
+t_run ofsck2 timeout "$tmo" "$EZFS" fsck -q --cache-dir "$TMP/ocache" "$REF"
+if [ "$RC" = 0 ] && [ "$(stat_of fetched "$TMP/stats")" = 0 ]; then
+	t_pass "warm fsck $REF fetches 0 bytes"
+else
+	t_fail "warm fsck $REF: rc=$RC fetched $(stat_of fetched "$TMP/stats"): $(head -c 300 "$ERR")"
+fi
+t_run ols1 "$EZFS" ls -R "$WWW/$push_name.img" /
+t_run ols timeout "$tmo" "$EZFS" ls -R --no-cache "$REF" /
+if [ "$RC" = 0 ] && cmp -s "$TMP/ols1.out" "$TMP/ols.out"; then
+	t_pass "ls -R $REF equals the image's"
+else
+	t_fail "ls -R $REF: rc=$RC: $(head -c 300 "$ERR")"
+fi
+t_run odig timeout "$tmo" "$EZFS" ls --no-cache "oci://127.0.0.1:$RPORT/test/erofs@$mdigest" /
+t_run oblob timeout "$tmo" "$EZFS" ls --no-cache --blob "$digest" "$REF" /
+t_run ol1 timeout "$tmo" "$EZFS" ls --no-cache --layer 1 "$REF" /
+if [ "$RC" = 1 ] && grep -q "has 1 layers" "$ERR" && [ -s "$TMP/odig.out" ] && [ -s "$TMP/oblob.out" ]; then
+	t_pass "REPO@digest and --blob read; --layer 1 of one layer: $(head -c 120 "$ERR")"
+else
+	t_fail "digest/--blob/--layer: rc=$RC: $(head -c 300 "$ERR")"
+fi
+t_run onf "$EZFS" info --no-cache "oci://127.0.0.1:$RPORT/test/erofs:nothing"
+if [ "$RC" = 1 ] && [ "$(wc -l <"$ERR")" = 1 ] && grep -q "not found\|404\|unknown" "$ERR"; then
+	t_pass "an unknown tag: one line ($(head -c 120 "$ERR"))"
+else
+	t_fail "unknown tag: rc=$RC: $(head -c 300 "$ERR")"
+fi
+if [ $fuse = 1 ]; then
+	if t_fuse_start "$REF" "$TMP/om.log" --no-cache; then
+		t_manifest "$MP" >"$TMP/om.jsonl" 2>"$TMP/om.err" || true
+		t_same_manifest "ezfs mount $REF" "$want" "$TMP/om.jsonl"
+		t_expect "umount $REF" t_fuse_stop
+		T_PIDS=()
+	else
+		t_fail "ezfs mount $REF"
+	fi
+fi
+# a blob changed in the registry's storage: the digest check refuses it
+blob=$(find "$TMP/registry/store" -path "*/blobs/sha256/*/${digest#sha256:}/data")
+if [ -f "$blob" ]; then
+	printf 'X' | dd of="$blob" bs=1 seek=$(($(stat -c %s "$blob") - 1)) conv=notrunc status=none
+	t_run obad timeout "$tmo" "$EZFS" fsck -q --no-cache "$REF"
+	if [ "$RC" != 0 ] && grep -q "does not match its digest" "$ERR"; then
+		t_pass "a blob that does not match its digest is refused"
+	else
+		t_fail "tampered blob: rc=$RC: $(head -c 300 "$ERR")"
+	fi
+fi
 t_done

@@ -31,12 +31,16 @@ static struct {
 	int retries;
 	int stats;
 	uint64_t cache_max;
-} ropts = { .retries = -1 };
+	int layer;
+	const char *blob, *platform;
+	int insecure;
+} ropts = { .retries = -1, .layer = -1 };
 
 int cli_is_remote(const char *img)
 {
 	return img && (!strncasecmp(img, "http://", 7) ||
-		       !strncasecmp(img, "https://", 8));
+		       !strncasecmp(img, "https://", 8) ||
+		       !strncasecmp(img, "oci://", 6));
 }
 
 /* SIZE with K/M/G/T suffixes (powers of 1024); 0 on success. */
@@ -112,6 +116,33 @@ int cli_remote_opt(const char *cmd, int c, const char *arg)
 		return -1;
 	case CLI_OPT_REMOTE_STATS:
 		ropts.stats = 1;
+		return -1;
+	case CLI_OPT_LAYER:
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || *arg == '-' || v > 100000)
+			return cli_usage_error(cmd, "invalid --layer '%s'",
+					       arg);
+		ropts.layer = (int)v;
+		return -1;
+	case CLI_OPT_BLOB:
+		if (strncmp(arg, "sha256:", 7) || strlen(arg) != 71)
+			return cli_usage_error(cmd,
+					       "invalid --blob '%s' "
+					       "(sha256:64 hex digits)",
+					       arg);
+		ropts.blob = arg;
+		return -1;
+	case CLI_OPT_PLATFORM:
+		if (!strchr(arg, '/'))
+			return cli_usage_error(cmd,
+					       "invalid --platform '%s' "
+					       "(OS/ARCH[/VARIANT])",
+					       arg);
+		ropts.platform = arg;
+		return -1;
+	case CLI_OPT_INSECURE:
+		ropts.insecure = 1;
 		return -1;
 	case CLI_OPT_CACHE_MAX:
 		if (parse_size(arg, &ropts.cache_max) || !ropts.cache_max)
@@ -200,6 +231,10 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	if (!rp.timeout_ms && (v = getenv("EZFS_REMOTE_TIMEOUT")) && *v)
 		rp.timeout_ms = (unsigned)strtoul(v, NULL, 10) * 1000u;
 	rp.retries = ropts.retries;
+	rp.layer = ropts.layer;
+	rp.blob = ropts.blob;
+	rp.platform = ropts.platform;
+	rp.insecure = ropts.insecure;
 	if (rp.retries < 0 && (v = getenv("EZFS_REMOTE_RETRIES")) && *v)
 		rp.retries = atoi(v);
 	/* a server ignoring Range: the largest image taken whole */

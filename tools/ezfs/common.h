@@ -96,6 +96,10 @@ enum {
 	CLI_OPT_REMOTE_TIMEOUT,
 	CLI_OPT_REMOTE_RETRIES,
 	CLI_OPT_REMOTE_STATS,
+	CLI_OPT_LAYER,
+	CLI_OPT_BLOB,
+	CLI_OPT_PLATFORM,
+	CLI_OPT_INSECURE,
 	CLI_OPT_REMOTE_LAST = 0x1ff
 };
 /* clang-format off */
@@ -109,7 +113,11 @@ enum {
 	{ "cache-max", required_argument, NULL, CLI_OPT_CACHE_MAX },       \
 	{ "remote-timeout", required_argument, NULL, CLI_OPT_REMOTE_TIMEOUT }, \
 	{ "remote-retries", required_argument, NULL, CLI_OPT_REMOTE_RETRIES }, \
-	{ "remote-stats", no_argument, NULL, CLI_OPT_REMOTE_STATS }
+	{ "remote-stats", no_argument, NULL, CLI_OPT_REMOTE_STATS },       \
+	{ "layer", required_argument, NULL, CLI_OPT_LAYER },               \
+	{ "blob", required_argument, NULL, CLI_OPT_BLOB },                 \
+	{ "platform", required_argument, NULL, CLI_OPT_PLATFORM },         \
+	{ "insecure", no_argument, NULL, CLI_OPT_INSECURE }
 /* clang-format on */
 #define CLI_IMAGE_HELP                                                         \
 	"  --device FILE      an extra device of a multi-device image "        \
@@ -119,7 +127,14 @@ enum {
 	"  --offset N         the image starts at byte N of "                  \
 	"IMAGE\n" CLI_REMOTE_HELP
 #define CLI_REMOTE_HELP                                                        \
-	"  IMAGE may be an http:// or https:// URL (docs/remote.md):\n"        \
+	"  IMAGE may be an http:// or https:// URL, or a registry's\n"         \
+	"  oci://HOST[:PORT]/REPO:TAG or .../REPO@sha256:HEX "                 \
+	"(docs/remote.md):\n"                                                  \
+	"  --layer N, --blob DIGEST  the layer (default: the EROFS one)\n"     \
+	"  --platform OS/ARCH the manifest of an index (default: the "         \
+	"host's)\n"                                                            \
+	"  --insecure         plain http to the registry (always for "         \
+	"127.0.0.1)\n"                                                         \
 	"  --cache-dir DIR    its persistent cache (default "                  \
 	"$XDG_CACHE_HOME/ezfs\n"                                               \
 	"                     or ~/.cache/ezfs); --no-cache: memory only\n"    \

@@ -12,6 +12,7 @@ static int cmd_help(int argc, char **argv);
 int cmd_lpinfo(int argc, char **argv); /* lpinfo.c */
 int cmd_export(int argc, char **argv); /* export.c */
 int cmd_cache(int argc, char **argv);  /* cache.c */
+int cmd_push(int argc, char **argv);   /* push.c */
 
 static const struct {
 	const char *name;
@@ -31,6 +32,7 @@ static const struct {
 	  "list the partitions of an Android super image" },
 	{ "mkfs", cmd_mkfs, "build an image from a directory" },
 	{ "cache", cmd_cache, "list or trim the cache of remote images" },
+	{ "push", cmd_push, "upload an image to an OCI registry" },
 	{ "accel", cmd_accel,
 	  "list, benchmark and select decompression engines" },
 	{ "bench", cmd_bench,
