@@ -39,7 +39,7 @@ enum { B_ABSENT = 0, B_BUSY = 1, B_PRESENT = 2 };
 #define RUN_MAX	     (1u << 20)	   /* one range at most */
 #define INFLIGHT     8		   /* ranges in flight per reader */
 #define RA_MAX_BYTES (8u << 20)	   /* read-ahead window at most */
-#define FLUSH_BYTES  (16ull << 20) /* map written after this much */
+#define FLUSH_BYTES  (4ull << 20)  /* map written after this much */
 #define LAT_SAMPLES  4096
 
 struct fetcher {

@@ -78,6 +78,7 @@ http {
 		listen 127.0.0.1:$PORT;
 		root $WWW;
 		location /moved/ { rewrite ^/moved/(.*)\$ /\$1 redirect; }
+		location /slow/ { alias $WWW/; limit_rate 2m; }
 	}
 }
 CONF
@@ -187,6 +188,42 @@ fi
 
 # one image for the hostile servers: the first fixture
 small=${names[0]}
+
+# kill -9 during a fill (2 MB/s): the next run reads right from what the
+# map lists and fetches only the rest
+big=$small
+for n in "${names[@]}"; do
+	[ "$(stat -c %s "$WWW/$n.img")" -gt "$(stat -c %s "$WWW/$big.img")" ] && big=$n
+done
+size=$(stat -c %s "$WWW/$big.img")
+"$EZFS" fsck -q --cache-dir "$TMP/kcache" "$BASE/slow/$big.img" >/dev/null 2>&1 &
+kpid=$!
+sleep 2.5
+kill -9 "$kpid" 2>/dev/null || true
+wait "$kpid" 2>/dev/null || true
+: >"$TMP/stats"
+t_run kfsck timeout "$tmo" "$EZFS" fsck -q --cache-dir "$TMP/kcache" "$BASE/slow/$big.img"
+f=$(stat_of fetched "$TMP/stats")
+if [ "$RC" = 0 ] && [ -n "$f" ] && [ "$f" -lt "$size" ]; then
+	t_pass "$big: after kill -9 during a fill, fsck is clean and fetches $f of $size bytes"
+else
+	t_fail "$big: after kill -9: rc=$RC fetched ${f:-?} of $size: $(head -c 300 "$ERR")"
+fi
+
+# a daemonized mount (the source crosses the fork)
+if [ $fuse = 1 ]; then
+	mkdir -p "$TMP/dmnt"
+	T_MOUNTS+=("$TMP/dmnt")
+	t_run dmount timeout 60 "$EZFS" mount --no-cache "$BASE/$small.img" "$TMP/dmnt"
+	if [ "$RC" = 0 ] && mountpoint -q "$TMP/dmnt"; then
+		t_manifest "$TMP/dmnt" >"$TMP/d.jsonl" 2>/dev/null || true
+		t_same_manifest "$small: daemonized ezfs mount of a URL" \
+			"$SHARED/fixtures/$small.manifest.jsonl" "$TMP/d.jsonl"
+		t_expect "$small: ezfs umount of the daemon" "$EZFS" umount "$TMP/dmnt"
+	else
+		t_fail "daemonized mount: rc=$RC: $(head -c 300 "$ERR")"
+	fi
+fi
 # a redirect: followed, and the image reads the same
 : >"$TMP/stats"
 t_run redir timeout "$tmo" "$EZFS" fsck -q --no-cache "$BASE/moved/$small.img"
