@@ -10,6 +10,8 @@ usage: remote-srv.py MODE PORTFILE DIR [LOG]
   norange  serve DIR ignoring Range (200, whole body)
   lie      serve DIR with Range, but each 206 holds the range one byte
            later than asked (and says so in Content-Range)
+  delay    serve DIR with Range, each answer after $DELAY_MS ms (a
+           round trip's profile for bench/remote-compare.sh)
   token    a token server: GET /token?... answers {"token": "tN",
            "expires_in": 60} (N counts the tokens given)
 The port it listens on (127.0.0.1, chosen by the kernel) is written to
@@ -69,6 +71,8 @@ class H(http.server.BaseHTTPRequestHandler):
             first = key not in seen
             seen.add(key)
         log("%d %s %s" % (n, key[0], key[1]))
+        if mode == "delay":
+            time.sleep(int(os.environ.get("DELAY_MS", "0")) / 1000.0)
         if mode == "token":
             body = ('{"token": "t%d", "expires_in": 60}' % n).encode()
             self.send_response(200)
