@@ -12,12 +12,19 @@ usage: remote-srv.py MODE PORTFILE DIR [LOG]
            later than asked (and says so in Content-Range)
   delay    serve DIR with Range, each answer after $DELAY_MS ms (a
            round trip's profile for bench/remote-compare.sh)
+  bearer   a registry of one image, DIR/IMAGE (the file name in $IMAGE),
+           as oci://HOST:PORT/test:tag: manifest and blob (with Range) need
+           "Authorization: Bearer tN" for a token N this server gave out at
+           /token (its Bearer challenge says so); each token is good for
+           $USES requests (default 3), then 401 again
   token    a token server: GET /token?... answers {"token": "tN",
            "expires_in": 60} (N counts the tokens given)
 The port it listens on (127.0.0.1, chosen by the kernel) is written to
 PORTFILE; each request's line is appended to LOG.
 """
+import hashlib
 import http.server
+import json
 import os
 import re
 import socket
@@ -71,6 +78,8 @@ class H(http.server.BaseHTTPRequestHandler):
             first = key not in seen
             seen.add(key)
         log("%d %s %s" % (n, key[0], key[1]))
+        if mode == "bearer" and self.bearer(n):
+            return
         if mode == "delay":
             time.sleep(int(os.environ.get("DELAY_MS", "0")) / 1000.0)
         if mode == "token":
@@ -89,6 +98,8 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
             return
         path = os.path.join(root, self.path.lstrip("/"))
+        if mode == "bearer":
+            path = os.path.join(root, os.environ["IMAGE"])
         try:
             data = open(path, "rb").read()
         except OSError:
@@ -120,6 +131,66 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(part)
 
 
+tokens = {}
+
+
+def bearer(self, n):
+    """The registry's own answers; False: serve the blob's bytes."""
+    host = "127.0.0.1:%d" % self.server.server_address[1]
+    if self.path.startswith("/token"):
+        with lock:
+            t = "t%d" % n
+            tokens[t] = int(os.environ.get("USES", "3"))
+        log("token %s" % t)
+        body = json.dumps({"token": t, "expires_in": 300}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return True
+    auth = self.headers.get("Authorization", "")
+    t = auth[7:] if auth.startswith("Bearer ") else ""
+    with lock:
+        ok = tokens.get(t, 0) > 0
+        if ok:
+            tokens[t] -= 1
+    if not ok:
+        log("401 %s" % (t or "-"))
+        self.send_response(401)
+        self.send_header("WWW-Authenticate",
+                         'Bearer realm="http://%s/token",service="test",'
+                         'scope="repository:test:pull"' % host)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+    data = open(os.path.join(root, os.environ["IMAGE"]), "rb").read()
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if self.path == "/v2/test/manifests/tag":
+        body = json.dumps({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.empty.v1+json",
+                       "digest": "sha256:44136fa355b3678a1146ad16f7e8649e"
+                                 "94fb4fc21fe77e8310c060f61caaff8a",
+                       "size": 2},
+            "layers": [{"mediaType": "application/vnd.erofs.layer.v1",
+                        "digest": digest, "size": len(data)}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type",
+                         "application/vnd.oci.image.manifest.v1+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return True
+    if self.path != "/v2/test/blobs/" + digest:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+    return False
+
+
+H.bearer = bearer
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 publish(srv.server_address[1])
 srv.serve_forever()

@@ -308,6 +308,19 @@ else
 	t_fail "lying server: rc=$RC: $(head -c 300 "$ERR")"
 fi
 
+# a registry whose tokens are good for 3 requests: each 401 mid-read
+# gets a new token from the challenge's realm, and the read goes on
+IMAGE=$small.img USES=3 start_srv bearer
+: >"$TMP/stats"
+t_run be timeout "$tmo" "$EZFS" fsck -q --no-cache "oci://127.0.0.1:$SPORT/test:tag"
+ntok=$(grep -c "^token" "$TMP/srv.bearer.log" || true)
+n401=$(grep -c "^401" "$TMP/srv.bearer.log" || true)
+if [ "$RC" = 0 ] && [ "$ntok" -ge 3 ] && [ "$n401" -ge 3 ]; then
+	t_pass "tokens expiring mid-read: $n401 answers 401, $ntok tokens fetched, fsck clean"
+else
+	t_fail "expiring tokens: rc=$RC, $ntok tokens, $n401 401s: $(head -c 300 "$ERR")"
+fi
+
 # --- an OCI registry: Debian's docker-registry ---------------------------
 REG=$(command -v docker-registry || true)
 if [ -z "$REG" ]; then
