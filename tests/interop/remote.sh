@@ -9,8 +9,14 @@
 # servers (tests/interop/remote-srv.py): one that ignores Range (taken
 # whole when small, refused in one line when not), one that accepts and
 # never answers (fails within the bound, one line), 503 always (retried,
-# then one line), 503 every other request (retried, reads right), and one
-# that answers another range than asked (refused).
+# then one line), 503 to the first request of each range (retried, reads
+# right), one that answers another range than asked (refused), kill -9
+# during a fill (the rerun is clean), a daemonized mount, and a registry
+# of the test's own whose tokens last 3 requests (refreshed on each 401).
+# Then Debian's docker-registry (auth silly: a Bearer challenge): ezfs
+# push of a fixture, fsck/ls -R/mount of oci://127.0.0.1:PORT/test/erofs:tag
+# (warm: 0 bytes), REPO@digest, --blob, --layer, an unknown tag, and a
+# blob changed in the registry's storage (refused by its digest).
 #
 # usage: tests/interop/remote.sh [NAME...]     (default: every fixture)
 set -euo pipefail
