@@ -105,6 +105,33 @@ for e in es[:3]:
 	rm -f "$img"
 done
 
+# fsck --json of a damaged image: its problems, not clean, exit 1
+if [ -f "$SHARED/fixtures/lz4-4k.img.zst" ]; then
+	zstd -q -d -f "$SHARED/fixtures/lz4-4k.img.zst" -o "$TMP/bad.img"
+	python3 -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(200000)
+    f.write(b"\xff" * 4096)
+    f.seek(1500000)
+    f.write(b"\0" * 8192)' "$TMP/bad.img"
+	t_run fbad "$EZFS" fsck --json "$TMP/bad.img"
+	t_check "fsck --json of a damaged image: exit 1" 1 stderr "corrupt"
+	"${check[@]}" validate "$schemas/fsck.json" "$OUT" >"$TMP/chk" || true
+	if grep -q '^ok:' "$TMP/chk"; then
+		t_pass "fsck --json of a damaged image: valid against fsck.json"
+	else
+		t_fail "fsck --json of a damaged image: $(head -c 300 "$TMP/chk")"
+	fi
+	t_expect "fsck --json of a damaged image: not clean, its problems listed with their paths" \
+		python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(not (d["clean"] is False and d["problem_count"] == len(d["problems"]) > 0
+              and all(p["path"] and p["message"] for p in d["problems"])))' "$OUT"
+	rm -f "$TMP/bad.img"
+fi
+
 # accel list
 d=$TMP/out
 t_run alist "$EZFS" accel list --json --all
