@@ -79,6 +79,8 @@ struct ezfs_remote {
 	struct fetcher *fetchers;
 	uint64_t last_end, ra;
 	struct ezfs_remote_stats st;
+	/* counted without the lock (atomics) */
+	uint64_t a_requests, a_retries, a_fetched;
 	uint32_t lat[LAT_SAMPLES];
 	uint64_t nlat;
 };
@@ -258,7 +260,7 @@ static size_t on_body(char *b, size_t sz, size_t n, void *arg)
 
 	curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &st);
 	x->status = st;
-	__atomic_add_fetch(&x->r->st.bytes_fetched, len, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&x->r->a_fetched, len, __ATOMIC_RELAXED);
 	if (st == 206) {
 		if (x->have_cr != 1 || x->cr_a != x->off)
 			return 0; /* judged at the end */
@@ -374,9 +376,9 @@ static int xfer_start(struct ezfs_remote *r, CURLM *multi, struct xfer *x)
 	if (x->hdrs)
 		curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, x->hdrs);
 	x->started = now_us();
-	__atomic_add_fetch(&r->st.requests, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&r->a_requests, 1, __ATOMIC_RELAXED);
 	if (x->attempt)
-		__atomic_add_fetch(&r->st.retries, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&r->a_retries, 1, __ATOMIC_RELAXED);
 	if (curl_multi_add_handle(multi, x->e) != CURLM_OK)
 		return -ENOMEM;
 	x->state = 1;
@@ -1065,6 +1067,10 @@ void ezfs_remote_get_stats(ezfs_remote *r, struct ezfs_remote_stats *st)
 
 	pthread_mutex_lock(&r->lock);
 	*st = r->st;
+	/* counted outside the lock */
+	st->requests = __atomic_load_n(&r->a_requests, __ATOMIC_RELAXED);
+	st->retries = __atomic_load_n(&r->a_retries, __ATOMIC_RELAXED);
+	st->bytes_fetched = __atomic_load_n(&r->a_fetched, __ATOMIC_RELAXED);
 	st->size = r->size;
 	n = r->nlat < LAT_SAMPLES ? r->nlat : LAT_SAMPLES;
 	s = n ? malloc(n * sizeof(*s)) : NULL;
