@@ -180,6 +180,27 @@ t_expect "control bytes are escaped, never raw" \
 t_run statn "$EZFS" stat --json "$TMP/n.img" "/d/$(printf 'bad\377name')"
 t_check "stat --json of a name not UTF-8" 0 stdout '"path_hex": "2f642f626164ff6e616d65"'
 
+# accel stats --json of a running mount (root, /dev/fuse and FUSE built in)
+if t_is_root && [ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null &&
+	"$EZFS" mount --help >/dev/null 2>&1; then
+	if t_fuse_start "$TMP/n.img" "$TMP/daemon.log"; then
+		cat "$MP/d/link" "$MP/d/$(printf 'bad\377name')" >/dev/null 2>&1 || true
+		t_run mstats "$EZFS" accel stats --json "$MP"
+		t_check "accel stats --json MOUNTPOINT" 0
+		"${check[@]}" validate "$schemas/accel-stats-mount.json" "$OUT" >"$TMP/chk" || true
+		if grep -q '^ok:' "$TMP/chk"; then
+			t_pass "accel stats --json MOUNTPOINT: valid against accel-stats-mount.json"
+		else
+			t_fail "accel stats --json MOUNTPOINT: $(head -c 300 "$TMP/chk")"
+		fi
+		t_expect "ezfs umount" t_fuse_stop
+	else
+		t_fail "ezfs mount of the odd names' image"
+	fi
+else
+	echo "SKIP: accel stats --json MOUNTPOINT needs root, /dev/fuse and ezfs mount"
+fi
+
 # Errors: one line on stderr, the exit status as without --json
 printf 'not an image' >"$TMP/junk"
 for c in info ls fsck "accel stats"; do

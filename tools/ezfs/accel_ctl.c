@@ -126,10 +126,6 @@ int accel_mount_stats(const char *mnt, int json)
 	s.order[sizeof(s.order) - 1] = '\0';
 	if (s.nengines > EZFS_CTL_ENGINES)
 		s.nengines = EZFS_CTL_ENGINES;
-	printf("order: %s\n", s.order);
-	printf("dispatch %s, %u workers, %llu batches, strict %s\n",
-	       ezfs_dispatch_name(s.dispatch), s.workers,
-	       (unsigned long long)s.batches, s.strict ? "yes" : "no");
 	for (i = 0; i < s.nengines; i++) {
 		s.engine[i].name[sizeof(s.engine[i].name) - 1] = '\0';
 		st[i].name = s.engine[i].name;
@@ -175,6 +171,10 @@ int accel_mount_stats(const char *mnt, int json)
 		cj_end(&j);
 		return 0;
 	}
+	printf("order: %s\n", s.order);
+	printf("dispatch %s, %u workers, %llu batches, strict %s\n",
+	       ezfs_dispatch_name(s.dispatch), s.workers,
+	       (unsigned long long)s.batches, s.strict ? "yes" : "no");
 	accel_print_counters(st, (int)s.nengines);
 	printf("latency (us, recent): avg %.1f median %.1f max %.1f, %llu "
 	       "requests timed\n",
