@@ -34,6 +34,16 @@ static unsigned core_size(const struct binode *in)
 			    : sizeof(struct erofs_inode_compact);
 }
 
+/*
+ * 48BIT: the superblock's epoch (2.2: max(0, T - 0xFFFFFFFF), the build
+ * time T = epoch + build_time), which compact inodes' 32-bit mtimes are
+ * relative to.
+ */
+static int64_t epoch48(const struct ezfs_builder *b)
+{
+	return b->epoch > 0xFFFFFFFFll ? b->epoch - 0xFFFFFFFFll : 0;
+}
+
 static bool need_extended(const struct ezfs_builder *b, const struct binode *in)
 {
 	unsigned f = b->p.flags;
@@ -45,6 +55,12 @@ static bool need_extended(const struct ezfs_builder *b, const struct binode *in)
 		return true;
 	if (f & EZFS_BUILD_FORCE_COMPACT)
 		return false;
+	/* 48BIT: a compact mtime is 32-bit seconds after the epoch, its
+	 * nanoseconds fixed_nsec (0); only where that is exact (1.9.3
+	 * truncates) */
+	if (f & EZFS_BUILD_48BIT)
+		return in->mtime_ns || in->mtime < epoch48(b) ||
+		       in->mtime - epoch48(b) > 0xFFFFFFFFll;
 	return in->mtime != b->epoch || in->mtime_ns != 0;
 }
 
@@ -807,7 +823,9 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 		put_le16(p + 6,
 			 fmt & EROFS_I_NLINK_1_BIT ? nb : (uint16_t)in->nlink);
 		put_le32(p + 8, (uint32_t)in->size);
-		put_le32(p + 12, 0); /* mtime == epoch */
+		/* 48BIT: seconds after the epoch; else mtime == epoch */
+		put_le32(p + 12,
+			 bit48 ? (uint32_t)(in->mtime - epoch48(b)) : 0);
 		put_le32(p + 16, (uint32_t)u);
 		put_le32(p + 20, in->ino32);
 		put_le16(p + 24, (uint16_t)in->uid);

@@ -207,7 +207,18 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 		put_le16(sb + 14, (uint16_t)rootnid);
 	}
 	put_le64(sb + 16, b->ninodes);
-	put_le64(sb + 24, (uint64_t)b->epoch);
+	/* 2.2: on 48-bit images the epoch compact mtimes count from, and the
+	 * build time after it */
+	if (bit48) {
+		int64_t e =
+			b->epoch > 0xFFFFFFFFll ? b->epoch - 0xFFFFFFFFll : 0;
+
+		put_le64(sb + 24, (uint64_t)e);
+		put_le32(sb + offsetof(struct erofs_super_block, build_time),
+			 (uint32_t)(b->epoch - e));
+	} else {
+		put_le64(sb + 24, (uint64_t)b->epoch);
+	}
 	put_le32(sb + 32, 0);
 	put_le32(sb + 36, (uint32_t)blocks);
 	put_le32(sb + 40, (uint32_t)meta_blkaddr);

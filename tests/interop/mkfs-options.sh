@@ -283,6 +283,30 @@ t_run mblob "$EZFS" mkfs -q -m4096 --chunksize 4096 \
 	--blobdev="$TMP/blob.bin" "$TMP/r.img" "$TREE"
 t_check "-m with --blobdev: refused" 2 stderr "-m: not with --blobdev"
 
+# 48BIT compact inodes carry 32-bit mtimes after the epoch: a tar's
+# whole-second mtimes (kept, --mkfs-time) need no extended inodes, and
+# the kernel shows them exactly
+tar -C "$TREE" --numeric-owner -cf "$TMP/tree.tar" .
+rm -f "$TMP/m48.img" "$TMP/m32.img"
+t_run m48 "$EZFS" mkfs -q --tar=f -zlz4 -E48bit "$TMP/m48.img" "$TMP/tree.tar"
+t_run m32 "$EZFS" mkfs -q --tar=f -zlz4 "$TMP/m32.img" "$TMP/tree.tar"
+e48=$("$EZFS" stat "$TMP/m48.img" /etc/lines 2>/dev/null | sed -n 's/^Inode: *//p')
+e32=$("$EZFS" stat "$TMP/m32.img" /etc/lines 2>/dev/null | sed -n 's/^Inode: *//p')
+if [[ "$e48" == compact* ]] && [[ "$e32" == extended* ]]; then
+	t_pass "-E48bit: a tar's file has a compact inode ($e48; without: $e32)"
+else
+	t_fail "-E48bit tar: inode '$e48', without 48bit '$e32'"
+fi
+# the same times as the tar's extended inodes show (whole seconds)
+rm -rf "$TMP/x32"
+if "$EZFS" extract "$TMP/m32.img" "$TMP/x32" >/dev/null 2>&1; then
+	t_manifest "$TMP/x32" >"$TMP/src-times.json"
+	t_check_image m48 "$TMP/m48.img" "$TMP/src-times.json"
+else
+	t_fail "m32: ezfs extract"
+fi
+rm -rf "$TMP/x32"
+
 build dot-off -zlz4 -E48bit -T 0 &&
 	t_expect "-E48bit alone keeps \".\" ($(size_of "$TMP/dot-off.img" /) bytes)" \
 		test "$(size_of "$TMP/dot-off.img" /)" = $((want + 13))
