@@ -221,12 +221,19 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 		/* (kept for head_pays' context) */
 		return h->reach && ezi_vec_push(&h->e, ne) ? -ENOMEM : 0;
 	}
+	/* an unreadable source is an error where it is first seen: a read
+	 * that fails once may not fail again later (the open logs its own) */
 	err = ezi_bld_src_open(b, in, &s);
-	if (!err)
-		err = read_at(b, &s, h->b1, SHARE_HASH, in->size - SHARE_HASH);
-	ezi_bld_src_close(&s);
 	if (err)
-		return 0; /* the compression pass reports it */
+		return err;
+	err = read_at(b, &s, h->b1, SHARE_HASH, in->size - SHARE_HASH);
+	ezi_bld_src_close(&s);
+	if (err) {
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
+			    err == -EAGAIN ? "file shrank while building"
+					   : strerror(-err));
+		return err;
+	}
 	crc = ezi_crc32c(0, h->b1, SHARE_HASH);
 	while (cand < SHARE_CAND &&
 	       (i = (uintptr_t)ezi_hash_next(&h->t, crc, &pos))) {
