@@ -55,6 +55,9 @@ struct bzfile {
 	uint8_t *frag; /* fragments: the tail bytes, until placed */
 	uint64_t frag_len;
 	uint64_t fragoff; /* its offset in the packed inode */
+	uint64_t spoff;	  /* spooled: the fragment's offset in the
+			   * spool file (frag is NULL) */
+	bool spooled;	  /* the fragment waits in the spool file */
 	bool wholefrag;	  /* the whole file is one fragment */
 	bool has_ref;	  /* some extent reuses an earlier pcluster */
 	bool written;	  /* data already in the image at the file's
@@ -172,6 +175,7 @@ struct ezfs_builder {
 	uint64_t packed_len, packed_cap;
 	void *fragtab;
 	void *fragcctx; /* writer's codec contexts (fragnear.c) */
+	void *fragio;	/* fragments.c: spool and packed files */
 	struct binode *packed_inode;
 	struct binode *mbox_inode; /* -m: the metabox inode */
 	bool tar_src;		   /* the tree came from a tar */
@@ -292,6 +296,20 @@ int ezi_bld_write_data(struct ezfs_builder *b);
 int ezi_bld_frags_place(struct ezfs_builder *b);
 /* Unmap the packed inode's bytes (fragments.c). */
 void ezi_bld_packed_free(struct ezfs_builder *b);
+/* fragments.c: with fragments, make the spool file (before the workers
+ * start); then move z->frag there until it is placed (any thread) */
+int ezi_bld_frags_open(struct ezfs_builder *b);
+int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z);
+/* fragments.c: len packed bytes at off (read from the packed file) */
+int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
+			uint64_t off);
+/* fragments.c: an unlinked read-write temporary file ($TMPDIR or /tmp;
+ * else memory), or a negative errno */
+int ezi_bld_tmpfd(const struct ezfs_builder *b);
+/* fragments.c: whether b->packed maps the packed file (its pages may be
+ * dropped once read: the file keeps them) */
+bool ezi_bld_packed_filebacked(const struct ezfs_builder *b,
+			       const uint8_t *mem);
 /* every regular file in the fragments' depth-first order, then all in
  * inode order again (fn must skip what it has seen) */
 typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,

@@ -541,6 +541,13 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			goto fail;
 	}
 	z->datalen = (uint64_t)z->blocks << b->blkszbits;
+	/* results wait in the writer's window: no room to grow */
+	if (!mem && z->data && dcap > z->datalen + (dcap >> 3)) {
+		uint8_t *d = realloc(z->data, z->datalen ? z->datalen : 1);
+
+		if (d)
+			z->data = d;
+	}
 	if (pt)
 		*out = z; /* the whole file is judged once merged */
 	else

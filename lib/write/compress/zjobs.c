@@ -68,6 +68,13 @@ static int run_job(struct ezfs_builder *b, const struct zslot *sl, void **cctx,
 	err = sl->nparts > 1 ? ezi_bld_zsplit_run(b, in, *cctx, sl->part,
 						  sl->nparts, z)
 			     : ezi_bld_compress_file(b, in, *cctx, z);
+	/* the fragment waits in the spool file, not in the window */
+	if (!err)
+		err = ezi_bld_frag_spool(b, *z);
+	if (err) {
+		ezi_bld_zfile_free(*z);
+		*z = NULL;
+	}
 	if (!ezi_bld_ctx_reusable(b)) {
 		ezi_bld_cctx_free(b, *cctx);
 		*cctx = NULL;
@@ -119,9 +126,13 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 	struct zjobs *j;
 	size_t i, n = 0;
 	unsigned want;
+	int err;
 
 	if (b->p.alg < 0)
 		return 0;
+	err = ezi_bld_frags_open(b);
+	if (err)
+		return err;
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;

@@ -12,10 +12,19 @@
  * segment waits for ezi_bld_zsegs_finish. Without this the workers sat idle
  * while the writer placed the fragments (linux tree, lz4hc-12 64K with
  * fragments: ~3.5 s on one CPU).
+ *
+ * With fragments the bytes are a shared mapping of the packed file
+ * (fragments.c): a segment's pages are dropped once it is compressed,
+ * and its compressed blocks go to a spill file at the segment's own
+ * offset (a sparse file: a segment never takes more blocks than it has
+ * bytes) until ezi_bld_zsegs_finish writes them to the image, so that
+ * neither the packed inode nor its compressed form stays in memory.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "write/internal.h"
 #include "util/pool.h"
@@ -40,7 +49,47 @@ struct zsegs {
 	struct zseg_job *jobs;
 	struct ezi_pool *pool; /* NULL: ezi_bld_zsegs_finish does them */
 	void **cctx;	       /* one per worker */
+	bool drop;	       /* mem maps the packed file: drop its pages */
+	int spillfd;	       /* compressed segments; -1: in memory */
 };
+
+static int fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = wr ? pwrite(fd, (uint8_t *)p + done, len - done,
+					(off_t)(off + done))
+			       : pread(fd, (uint8_t *)p + done, len - done,
+				       (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Segment i's result to the spill file (its data then NULL, written
+ * set: zfile_append only counts it). */
+static int seg_spill(struct zsegs *s, size_t i)
+{
+	struct bzfile *z = s->res[i];
+	int err;
+
+	if (s->spillfd < 0 || !z || !z->data || z->datalen > s->seg)
+		return 0;
+	err = fd_rw(s->spillfd, z->data, (size_t)z->datalen,
+		    (uint64_t)i * s->seg, true);
+	if (err)
+		return err;
+	free(z->data);
+	z->data = NULL;
+	z->written = true;
+	return 0;
+}
 
 /* Bytes of segment i (a segment submitted before the end is known is a
  * full one). */
@@ -63,6 +112,12 @@ static void seg_run(struct zsegs *s, size_t i, uint64_t n, void **cctx)
 					   n, &s->res[i]);
 	else if (!err)
 		err = -ENOMEM;
+	if (!err)
+		err = seg_spill(s, i);
+	/* the packed file keeps the bytes (off is page aligned) */
+	if (s->drop)
+		madvise((void *)(uintptr_t)(s->mem + off), (size_t)n,
+			MADV_DONTNEED);
 	s->err[i] = err;
 	if (!ezi_bld_ctx_reusable(s->b)) {
 		ezi_bld_cctx_free(s->b, *cctx);
@@ -100,6 +155,17 @@ int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem,
 		return -ENOMEM;
 	s->b = b;
 	s->mem = mem;
+	s->spillfd = -1;
+	s->drop = ezi_bld_packed_filebacked(b, mem);
+	if (s->drop) {
+		int fd = ezi_bld_tmpfd(b);
+
+		if (fd < 0) {
+			free(s);
+			return fd;
+		}
+		s->spillfd = fd;
+	}
 	/* segment boundaries are extent boundaries on block boundaries */
 	s->seg = pcap * 16 > (16u << 20) ? pcap * 16 : (16u << 20);
 	s->maxseg = (size_t)((maxlen + s->seg - 1) / s->seg);
@@ -108,6 +174,8 @@ int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem,
 	if (!s->res || !s->err) {
 		free(s->res);
 		free(s->err);
+		if (s->spillfd >= 0)
+			close(s->spillfd);
 		free(s);
 		return -ENOMEM;
 	}
@@ -163,8 +231,61 @@ void ezi_bld_zsegs_free(struct ezfs_builder *b)
 	free(s->jobs);
 	free(s->res);
 	free(s->err);
+	if (s->spillfd >= 0)
+		close(s->spillfd);
 	free(s);
 	b->zsegs = NULL;
+}
+
+/*
+ * The kept result's blocks to the image at the cursor, where layout.c
+ * places the packed inode's data (segment i's from the spill file or
+ * from memory, in order); z->written then.
+ */
+static int zsegs_write(struct ezfs_builder *b, struct zsegs *s, size_t nseg,
+		       uint8_t **mdata, struct bzfile *z)
+{
+	uint64_t at = b->cursor << b->blkszbits;
+	size_t cap = 1u << 20;
+	uint8_t *buf = NULL;
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < nseg && !err; i++) {
+		uint64_t len = s->res[i]->datalen, done = 0;
+
+		if (mdata[i]) {
+			err = ezi_bld_pwrite(b, mdata[i], (size_t)len, at);
+			at += len;
+			continue;
+		}
+		if (!buf)
+			buf = malloc(cap);
+		if (!buf)
+			err = -ENOMEM;
+		while (!err && done < len) {
+			size_t n =
+				len - done < cap ? (size_t)(len - done) : cap;
+
+			err = fd_rw(s->spillfd, buf, n,
+				    (uint64_t)i * s->seg + done, false);
+			if (err)
+				ezi_bld_log(b, EZFS_LOG_ERROR,
+					    "packed inode: read: %s",
+					    strerror(-err));
+			else
+				err = ezi_bld_pwrite(b, buf, n, at + done);
+			done += n;
+		}
+		at += len;
+	}
+	free(buf);
+	if (!err) {
+		free(z->data);
+		z->data = NULL;
+		z->written = true;
+	}
+	return err;
 }
 
 int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
@@ -172,6 +293,7 @@ int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
 {
 	struct zsegs *s = b->zsegs;
 	struct bzfile *z = NULL;
+	uint8_t **mdata = NULL;
 	void *cctx = NULL;
 	size_t i, nseg;
 	int err = 0;
@@ -199,8 +321,18 @@ int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
 		err = s->err[i];
 	if (!err)
 		z = calloc(1, sizeof(*z));
-	if (!err && !z)
+	if (!err && s->spillfd >= 0)
+		mdata = calloc(nseg ? nseg : 1, sizeof(*mdata));
+	if (!err && (!z || (s->spillfd >= 0 && !mdata)))
 		err = -ENOMEM;
+	/* spilled: only counted; the rest too (written from mdata) */
+	for (i = 0; i < nseg && !err && mdata; i++) {
+		if (s->res[i]->written)
+			continue;
+		mdata[i] = s->res[i]->data;
+		s->res[i]->data = NULL;
+		s->res[i]->written = true;
+	}
 	for (i = 0; i < nseg && !err; i++)
 		err = ezi_bld_zfile_append(z, s->res[i], (uint64_t)i * s->seg);
 	if (!err) {
@@ -211,9 +343,16 @@ int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
 			ezi_bld_zfile_free(z);
 			z = NULL;
 		}
-		*out = z;
-		z = NULL;
+		if (z && mdata)
+			err = zsegs_write(b, s, nseg, mdata, z);
+		if (!err) {
+			*out = z;
+			z = NULL;
+		}
 	}
+	for (i = 0; mdata && i < nseg; i++)
+		free(mdata[i]);
+	free(mdata);
 	ezi_bld_zfile_free(z);
 	ezi_bld_zsegs_free(b);
 	return err;

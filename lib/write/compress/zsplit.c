@@ -195,10 +195,13 @@ int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
 		z->idata_len = s->idata_len;
 		s->idata = NULL;
 	}
-	if (s->frag) {
+	if (s->frag || s->spooled) {
 		z->frag = s->frag;
 		z->frag_len = s->frag_len;
+		z->spoff = s->spoff;
+		z->spooled = s->spooled;
 		s->frag = NULL;
+		s->spooled = false;
 	}
 	return 0;
 }

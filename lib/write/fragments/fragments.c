@@ -3,7 +3,8 @@
  * fragments.c - the decoded contents of the packed inode (9.10).
  *
  * Compression leaves each file's fragment (its tail, or the whole file) in
- * z->frag. Once all files are compressed, the fragments are appended to
+ * z->frag, which the worker moves to the spool file (below). Once all
+ * files are compressed, the fragments are appended to
  * the packed inode in depth-first tree order: the files of a directory in
  * name order, then its subdirectories one after the other, each with all
  * of its subtree. Files of one subtree are alike (same language, same
@@ -15,12 +16,14 @@
  * tree, never on the number of workers. Workers compress the packed
  * inode's segments as soon as they are complete (zsegs.c).
  */
-#define _GNU_SOURCE /* mremap */
+#define _GNU_SOURCE /* O_TMPFILE, memfd_create, mkostemp */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "write/internal.h"
 #include "format/erofs_fs.h"
@@ -52,80 +55,293 @@ static void frag_table_free(struct ezfs_builder *b)
 
 #define FRAG_HASHLEN 64 /* bytes of a fragment's end that are hashed */
 
-/* Key of a fragment: CRC32C of its last FRAG_HASHLEN bytes (or all). */
-static uint32_t frag_key(const uint8_t *p, uint64_t len)
+/* Key of a fragment of len bytes ending at end: CRC32C of its last
+ * FRAG_HASHLEN bytes (or all). */
+static uint32_t frag_key(const uint8_t *end, uint64_t len)
 {
 	uint64_t n = len < FRAG_HASHLEN ? len : FRAG_HASHLEN;
 
-	return ezi_crc32c(0, p + len - n, (size_t)n) ^
+	return ezi_crc32c(0, end - n, (size_t)n) ^
 	       (len < FRAG_HASHLEN ? (uint32_t)len : 0);
 }
 
 /*
- * The packed inode's bytes live in anonymous memory offered to huge
- * pages: one thread appends them, each fresh page is a fault on its path,
- * and first touches are slow on a VM (a third of the placing went to
- * zeroing 4 KiB pages). The room for every fragment is reserved before
- * placing (packed_reserve), so they never move while workers read them;
- * without workers reading, it may still grow by mremap (no copy).
+ * Neither the fragments nor the packed inode's bytes stay in memory: a
+ * 1.3 GB tree held 2.4 GB (every fragment from its compression until all
+ * files were done, then the packed inode's bytes beside them). The writer
+ * moves each fragment to the spool file as soon as the file is compressed
+ * (any order: each has its offset); placing reads them back in the depth-first
+ * order and writes the packed inode's bytes to the packed file, which b->packed
+ * maps (shared) for the workers that compress its segments (zsegs.c drops
+ * each segment's pages once done) and for layout.c. The files are
+ * unlinked temporary files ($TMPDIR, else /tmp, as mkfs.erofs' tmpfile();
+ * memory where none can be made): the page cache holds what it can, the
+ * process only FRAG_BUF-sized buffers.
  */
-static int packed_grow(struct ezfs_builder *b, uint64_t need)
-{
-	uint64_t cap = b->packed_cap ? b->packed_cap : (2u << 20);
-	void *np;
+#define FRAG_BUF (256u << 10) /* also fragnear.c's largest fragment */
 
-	while (cap < need)
-		cap *= 2;
-	if (cap > SIZE_MAX)
-		return -ENOMEM;
-	/* workers read the bytes while b->zsegs runs: grow in place only */
-	np = b->packed ? mremap(b->packed, (size_t)b->packed_cap, (size_t)cap,
-				b->zsegs ? 0 : MREMAP_MAYMOVE)
-		       : mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (np == MAP_FAILED)
-		return -ENOMEM;
-#ifdef MADV_HUGEPAGE
-	madvise(np, (size_t)cap, MADV_HUGEPAGE);
-#endif
-	b->packed = np;
-	b->packed_cap = cap;
+struct fragio {
+	int spoolfd, packfd; /* -1: none yet */
+	uint64_t spool_len;
+	uint8_t *fbuf, *pbuf, *sbuf; /* FRAG_BUF bytes each */
+};
+
+static struct fragio *fragio_get(struct ezfs_builder *b)
+{
+	struct fragio *io = b->fragio;
+
+	if (io)
+		return io;
+	io = calloc(1, sizeof(*io));
+	if (!io)
+		return NULL;
+	io->spoolfd = io->packfd = -1;
+	b->fragio = io;
+	return io;
+}
+
+static int fd_write(int fd, const void *p, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const uint8_t *)p + done, len - done,
+				   (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
 	return 0;
+}
+
+static int fd_read(int fd, void *p, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (uint8_t *)p + done, len - done,
+				  (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int ezi_bld_tmpfd(const struct ezfs_builder *b)
+{
+	const char *dir = getenv("TMPDIR");
+	char *path;
+	int fd, err;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+	path = malloc(strlen(dir) + sizeof("/ezfs-XXXXXX"));
+	if (path) {
+		strcpy(path, dir);
+		strcat(path, "/ezfs-XXXXXX");
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(path);
+		free(path);
+	}
+	if (fd < 0)
+		fd = memfd_create("ezfs-packed", MFD_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	err = -errno;
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: temporary file: %s", dir,
+		    strerror(errno));
+	return err;
+}
+
+static int io_error(const struct ezfs_builder *b, const char *what, int err)
+{
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", what, strerror(-err));
+	return err;
+}
+
+int ezi_bld_frags_open(struct ezfs_builder *b)
+{
+	struct fragio *io;
+
+	if (!(b->p.flags & (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS)) ||
+	    !b->nzalgs || b->fragio)
+		return 0;
+	io = fragio_get(b);
+	if (!io)
+		return -ENOMEM;
+	io->spoolfd = ezi_bld_tmpfd(b);
+	return io->spoolfd < 0 ? io->spoolfd : 0;
+}
+
+int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z)
+{
+	struct fragio *io = b->fragio;
+	uint64_t off;
+	int err;
+
+	if (!z || !z->frag || !io || io->spoolfd < 0)
+		return 0;
+	/* workers spool in any order: placing reads each at its offset */
+	off = __atomic_fetch_add(&io->spool_len, z->frag_len, __ATOMIC_RELAXED);
+	err = fd_write(io->spoolfd, z->frag, (size_t)z->frag_len, off);
+	if (err)
+		return io_error(b, "fragment spool: write", err);
+	z->spoff = off;
+	free(z->frag);
+	z->frag = NULL;
+	z->spooled = true;
+	return 0;
+}
+
+int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
+			uint64_t off)
+{
+	const struct fragio *io = b->fragio;
+	int err;
+
+	if (!io || io->packfd < 0) {
+		memcpy(buf, b->packed + off, len);
+		return 0;
+	}
+	err = fd_read(io->packfd, buf, len, off);
+	return err ? io_error(b, "packed inode: read", err) : 0;
+}
+
+bool ezi_bld_packed_filebacked(const struct ezfs_builder *b, const uint8_t *mem)
+{
+	const struct fragio *io = b->fragio;
+
+	return io && io->packfd >= 0 && mem && mem == b->packed;
+}
+
+/* The spool and the buffers (once every fragment is placed). */
+static void spool_free(struct fragio *io)
+{
+	if (io->spoolfd >= 0)
+		close(io->spoolfd);
+	io->spoolfd = -1;
+	free(io->fbuf);
+	free(io->pbuf);
+	free(io->sbuf);
+	io->fbuf = io->pbuf = io->sbuf = NULL;
 }
 
 void ezi_bld_packed_free(struct ezfs_builder *b)
 {
+	struct fragio *io = b->fragio;
+
 	ezi_bld_zsegs_free(b);
 	if (b->packed)
 		munmap(b->packed, (size_t)b->packed_cap);
 	b->packed = NULL;
 	b->packed_cap = 0;
+	if (io) {
+		spool_free(io);
+		if (io->packfd >= 0)
+			close(io->packfd);
+		free(io);
+		b->fragio = NULL;
+	}
 }
 
-static int packed_append(struct ezfs_builder *b, const uint8_t *p, uint64_t len)
+/* Append len bytes at p to the packed file. */
+static int packed_put(struct ezfs_builder *b, struct fragio *io,
+		      const uint8_t *p, uint64_t len)
 {
 	int err;
 
-	if (b->packed_len + len > b->packed_cap) {
-		err = packed_grow(b, b->packed_len + len);
-		if (err)
-			return err;
-	}
-	memcpy(b->packed + b->packed_len, p, (size_t)len);
+	if (b->packed_len + len > b->packed_cap)
+		return -EOVERFLOW; /* more than reserved */
+	err = fd_write(io->packfd, p, (size_t)len, b->packed_len);
+	if (err)
+		return io_error(b, "packed inode: write", err);
 	b->packed_len += len;
 	ezi_bld_zsegs_feed(b, b->packed_len);
 	return 0;
 }
 
-/* Length of the longest common end of a[0, alen) and f[0, flen). */
-static uint64_t common_end(const uint8_t *a, uint64_t alen, const uint8_t *f,
-			   uint64_t flen)
+/* Append z's fragment (its last min(len, FRAG_BUF) bytes in fbuf). */
+static int packed_append(struct ezfs_builder *b, struct fragio *io,
+			 const struct bzfile *z)
+{
+	uint64_t len = z->frag_len, done = 0;
+	int err = 0;
+
+	if (len <= FRAG_BUF)
+		return packed_put(b, io, io->fbuf, len);
+	while (!err && done < len) {
+		uint64_t n = len - done < FRAG_BUF ? len - done : FRAG_BUF;
+
+		err = fd_read(io->spoolfd, io->sbuf, (size_t)n,
+			      z->spoff + done);
+		if (err)
+			return io_error(b, "fragment spool: read", err);
+		err = packed_put(b, io, io->sbuf, n);
+		done += n;
+	}
+	return err;
+}
+
+/*
+ * Length of the longest common end of the packed bytes [off, off + alen)
+ * and f[0, flen) (flen <= FRAG_BUF: all of the fragment); -errno.
+ */
+static int64_t common_end(struct ezfs_builder *b, struct fragio *io,
+			  uint64_t off, uint64_t alen, const uint8_t *f,
+			  uint64_t flen)
 {
 	uint64_t n = alen < flen ? alen : flen, l = 0;
+	const uint8_t *a = io->pbuf;
+	int err;
 
-	while (l < n && a[alen - 1 - l] == f[flen - 1 - l])
+	err = ezi_bld_packed_read(b, io->pbuf, (size_t)n, off + alen - n);
+	if (err)
+		return err;
+	while (l < n && a[n - 1 - l] == f[flen - 1 - l])
 		l++;
-	return l;
+	return (int64_t)l;
+}
+
+/* Do the packed bytes at off equal z's fragment (its end in fbuf)? */
+static int frag_equal(struct ezfs_builder *b, struct fragio *io,
+		      const struct bzfile *z, uint64_t off)
+{
+	uint64_t len = z->frag_len, n = len < FRAG_BUF ? len : FRAG_BUF;
+	int err;
+
+	err = ezi_bld_packed_read(b, io->pbuf, (size_t)n, off + len - n);
+	if (err)
+		return err;
+	if (memcmp(io->pbuf, io->fbuf, (size_t)n))
+		return 0;
+	/* a long fragment: the rest, from its end backwards */
+	while (len > n) {
+		uint64_t k = len - n < FRAG_BUF ? len - n : FRAG_BUF;
+
+		len -= n;
+		n = k;
+		err = ezi_bld_packed_read(b, io->pbuf, (size_t)n,
+					  off + len - n);
+		if (!err)
+			err = fd_read(io->spoolfd, io->sbuf, (size_t)n,
+				      z->spoff + len - n);
+		if (err)
+			return err;
+		if (memcmp(io->pbuf, io->sbuf, (size_t)n))
+			return 0;
+	}
+	return 1;
 }
 
 /*
@@ -135,22 +351,28 @@ static uint64_t common_end(const uint8_t *a, uint64_t alen, const uint8_t *f,
 static int place_frag(struct ezfs_builder *b, struct binode *in,
 		      struct bzfile *z)
 {
-	uint32_t crc = frag_key(z->frag, z->frag_len), idx = z->idx_size;
+	struct fragio *io = b->fragio;
+	uint64_t len = z->frag_len, flen = len < FRAG_BUF ? len : FRAG_BUF;
+	uint32_t crc, idx = z->idx_size;
 	uint64_t best = 0, bend = 0;
 	/*
 	 * near-copies (fragnear.c): whole-file fragments up to 256 KiB (its
 	 * estimates compress the file twice on this thread), 8 candidates
 	 */
-	unsigned near = z->wholefrag && z->frag_len > b->blksz &&
-					z->frag_len <= (256u << 10)
-				? 8
-				: 0;
+	unsigned near =
+		z->wholefrag && len > b->blksz && len <= FRAG_BUF ? 8 : 0;
 	struct fragtab *ft = b->fragtab;
 	struct fragent *t, ne;
 	size_t pos = 0;
 	uintptr_t i;
 	int err;
 
+	/* the fragment's end (all of it up to FRAG_BUF) */
+	err = fd_read(io->spoolfd, io->fbuf, (size_t)flen,
+		      z->spoff + len - flen);
+	if (err)
+		return io_error(b, "fragment spool: read", err);
+	crc = frag_key(io->fbuf + flen, len);
 	if (!ft) {
 		ft = calloc(1, sizeof(*ft));
 		if (!ft)
@@ -158,40 +380,46 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 		b->fragtab = ft;
 	}
 	while ((i = (uintptr_t)ezi_hash_next(&ft->idx, crc, &pos))) {
-		uint64_t off, l;
+		uint64_t off;
+		int64_t l;
 
 		t = &ft->e.v[i - 1];
 		if (near && t->len >= FRAG_HASHLEN) {
 			/* the longest common end, for near-copies */
 			near--;
-			l = common_end(b->packed + t->off, t->len, z->frag,
-				       z->frag_len);
-			if (l > best) {
-				best = l;
+			l = common_end(b, io, t->off, t->len, io->fbuf, len);
+			if (l < 0)
+				return (int)l;
+			if ((uint64_t)l > best) {
+				best = (uint64_t)l;
 				bend = t->off + t->len;
 			}
 		}
-		if (t->len < z->frag_len ||
-		    (z->frag_len < FRAG_HASHLEN && t->len != z->frag_len))
+		if (t->len < len || (len < FRAG_HASHLEN && t->len != len))
 			continue;
-		off = t->off + t->len - z->frag_len;
-		if (!memcmp(b->packed + off, z->frag, (size_t)z->frag_len)) {
+		off = t->off + t->len - len;
+		err = frag_equal(b, io, z, off);
+		if (err < 0)
+			return err;
+		if (err) {
 			z->fragoff = off;
 			goto done;
 		}
 	}
 	if (best >= b->blksz) {
+		z->frag = io->fbuf; /* all of it (near: len <= FRAG_BUF) */
 		err = ezi_bld_frag_near(b, in, z, bend, best);
+		z->frag = NULL;
 		if (err < 0)
 			return err;
 		if (err)
 			goto done;
 	}
 	z->fragoff = b->packed_len;
-	err = packed_append(b, z->frag, z->frag_len);
+	err = packed_append(b, io, z);
 	if (err)
 		return err;
-	ne = (struct fragent){ z->fragoff, z->frag_len };
+	ne = (struct fragent){ z->fragoff, len };
 	if (ezi_vec_push(&ft->e, ne))
 		return -ENOMEM;
 	if (ezi_hash_add(&ft->idx, crc, (void *)(uintptr_t)ft->e.n)) {
@@ -199,8 +427,7 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 		return -ENOMEM;
 	}
 done:
-	free(z->frag);
-	z->frag = NULL;
+	z->spooled = false;
 	/* compact headers hold 32 bits of the offset (9.10) */
 	if (z->compact && z->fragoff > 0xFFFFFFFFull) {
 		z->compact = false;
@@ -308,34 +535,58 @@ int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg)
 static int place_one(struct ezfs_builder *b, struct binode *in, void *arg)
 {
 	(void)arg;
-	if (!in->z || !in->z->frag)
+	if (!in->z || !in->z->spooled)
 		return 0;
 	return place_frag(b, in, in->z);
 }
 
 /*
- * Reserve room for every pending fragment (what placing can append at
- * most), so that the bytes never move, and let the workers compress the
- * packed inode's segments while the rest is placed (zsegs.c).
+ * Make the packed file, sparse, as large as placing can make it (every
+ * pending fragment, and --zD's directories, which layout.c appends
+ * later), map it, and let the workers compress the packed inode's
+ * segments while the rest is placed (zsegs.c).
  */
 static int packed_reserve(struct ezfs_builder *b)
 {
-	uint64_t total = 0;
+	struct fragio *io = b->fragio;
+	uint64_t total = 0, dirs = 0, cap;
+	long pg = sysconf(_SC_PAGESIZE);
+	void *np;
 	size_t i;
-	int err;
 
 	for (i = 0; i < b->ninodes; i++) {
-		const struct bzfile *z = b->inodes[i]->z;
+		const struct binode *in = b->inodes[i];
 
-		if (z && z->frag)
-			total += z->frag_len;
+		if (in->z && in->z->spooled)
+			total += in->z->frag_len;
+		else if (S_ISDIR(in->mode) && in->z)
+			dirs += in->size;
 	}
-	if (!total)
+	if (!total || !io)
 		return 0;
-	err = packed_grow(b, total);
-	if (!err)
-		err = ezi_bld_zsegs_start(b, b->packed, total);
-	return err;
+	if (pg <= 0)
+		pg = 4096;
+	cap = (total + dirs + (uint64_t)pg - 1) & ~((uint64_t)pg - 1);
+	if (cap > SIZE_MAX)
+		return -ENOMEM;
+	io->fbuf = malloc(FRAG_BUF);
+	io->pbuf = malloc(FRAG_BUF);
+	io->sbuf = malloc(FRAG_BUF);
+	if (!io->fbuf || !io->pbuf || !io->sbuf)
+		return -ENOMEM;
+	io->packfd = ezi_bld_tmpfd(b);
+	if (io->packfd < 0)
+		return io->packfd;
+	if (ftruncate(io->packfd, (off_t)cap))
+		return io_error(b, "packed inode: truncate", -errno);
+	np = mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_SHARED,
+		  io->packfd, 0);
+	if (np == MAP_FAILED)
+		return io_error(b, "packed inode: mmap", -errno);
+	b->packed = np;
+	b->packed_cap = cap;
+	b->packed_len = 0;
+	return ezi_bld_zsegs_start(b, b->packed, total);
 }
 
 int ezi_bld_frags_place(struct ezfs_builder *b)
@@ -351,5 +602,7 @@ int ezi_bld_frags_place(struct ezfs_builder *b)
 		ezi_bld_cctx_free(b, b->fragcctx);
 	b->fragcctx = NULL;
 	frag_table_free(b);
+	if (b->fragio)
+		spool_free(b->fragio);
 	return err;
 }

@@ -99,7 +99,9 @@ static int packed_cost(const struct ezfs_builder *b,
 
 	if (!buf || !out || !p)
 		goto out;
-	memcpy(buf, b->packed + b->packed_len - p, (size_t)p);
+	r1 = ezi_bld_packed_read(b, buf, (size_t)p, b->packed_len - p);
+	if (r1 < 0)
+		goto out;
 	memcpy(buf + p, f, (size_t)len);
 	r1 = ops->compress_destsize(cctx, buf, &in1, out, cap);
 	if (r1 < 0 || in1 != p)
