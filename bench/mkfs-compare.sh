@@ -32,8 +32,9 @@
 #              `libdeflate` libdeflate's (ALGS="libdeflate,9")
 #   SQUASHFS   0: leave mksquashfs out (default 1 when installed)
 #   WORKERS    threads for every tool (default: nproc)
-# Output: a markdown table on stdout (MiB and wall seconds per tool, the
-# ratio of ezfs's image to the input); images are deleted after use.
+# Output: a markdown table on stdout (MiB, wall seconds and peak resident
+# MiB (/usr/bin/time -f %M; "-" without it) per tool, the ratio of ezfs's
+# image to the input); images are deleted after use.
 #
 # LINES=pipelines (or the argument --lines): instead of the matrix, the
 # mkfs.erofs command lines of real pipelines (Android's build_image.py,
@@ -239,21 +240,25 @@ fi
 # run IMG CMD...: prints "MiB | wall" of one run (or the error), the
 # image bytes go to $WORK/size (it runs in a subshell)
 run() {
-	local img=$1 t0 t1 sz
+	local img=$1 t0 t1 sz rss=- tm=()
 	shift
-	rm -f "$img"
+	rm -f "$img" "$WORK/rss"
 	echo 0 >"$WORK/size"
+	# peak RSS (KB) of the tool, where /usr/bin/time is there
+	[ -x /usr/bin/time ] && tm=(/usr/bin/time -f %M -o "$WORK/rss")
 	t0=$(now)
-	if ! "$@" >/dev/null 2>"$WORK/err" || [ ! -s "$img" ]; then
-		echo "$(head -c 60 "$WORK/err" | tr '\n|' '  ') | -"
+	if ! "${tm[@]}" "$@" >/dev/null 2>"$WORK/err" || [ ! -s "$img" ]; then
+		echo "$(head -c 60 "$WORK/err" | tr '\n|' '  ') | - | -"
 		return
 	fi
 	t1=$(now)
 	sz=$(stat -c %s "$img")
 	echo "$sz" >"$WORK/size"
 	rm -f "$img"
-	awk -v sz="$sz" -v t0="$t0" -v t1="$t1" \
-		'BEGIN { printf "%.2f | %.2f", sz / 1048576, t1 - t0 }'
+	[ -s "$WORK/rss" ] && rss=$(tail -n 1 "$WORK/rss")
+	awk -v sz="$sz" -v t0="$t0" -v t1="$t1" -v rss="$rss" \
+		'BEGIN { printf "%.2f | %.2f | %s", sz / 1048576, t1 - t0,
+			 rss == "-" ? "-" : sprintf("%.0f", rss / 1024) }'
 }
 
 sqfs_comp() {
@@ -278,18 +283,18 @@ case_row() {
 	c1=$(run "$IMG" "$EZFS" mkfs -q -T0 --workers="$WORKERS" "${zo[@]}" \
 		"${eo[@]}" "$IMG" "$src")
 	ratio=$(awk -v a="$(cat "$WORK/size")" -v b="$inb" 'BEGIN { printf "%.4f", a / b }')
-	c2="- | -"
+	c2="- | - | -"
 	# Debian's mkfs.erofs 1.5 knows lz4 and lz4hc, no levels, no -E
 	case $alg$lvl$e in none-|lz4-|lz4hc-)
 		[ -n "$MKFS_EROFS" ] &&
 			c2=$(run "$IMG" "$MKFS_EROFS" --quiet -T0 \
 				${zo[@]:+-z$alg -C$cl} "$IMG" "$src");;
 	esac
-	c3="- | -"
+	c3="- | - | -"
 	[ -n "$MKFS_EROFS2" ] &&
 		c3=$(run "$IMG" "$MKFS_EROFS2" --quiet -T0 --workers="$WORKERS" \
 			"${mo[@]}" ${eo[@]:+-E"$e"} "$IMG" "$src")
-	c4="- | -"
+	c4="- | - | -"
 	if [ "$SQUASHFS" = 1 ] && [ "$e" = - ] && [ "$alg" != none ]; then
 		# shellcheck disable=SC2046
 		c4=$(run "$IMG" mksquashfs "$src" "$IMG" -noappend -quiet \
@@ -303,8 +308,8 @@ case_row() {
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), workers $WORKERS"
 echo "# ezfs: $EZFS; mkfs.erofs: ${MKFS_EROFS:-none}; mkfs.erofs2: ${MKFS_EROFS2:-none}$([ -n "$MKFS_EROFS2" ] && echo " ($("$MKFS_EROFS2" -V 2>&1 | head -n 1))"); mksquashfs: $([ "$SQUASHFS" = 1 ] && command -v mksquashfs || echo none)"
 echo
-echo "| dataset | algorithm | cluster | -E | ezfs ratio | ezfs MiB | ezfs s | mkfs.erofs MiB | s | mkfs.erofs2 MiB | s | mksquashfs MiB | s |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| dataset | algorithm | cluster | -E | ezfs ratio | ezfs MiB | ezfs s | ezfs RSS MiB | mkfs.erofs MiB | s | RSS MiB | mkfs.erofs2 MiB | s | RSS MiB | mksquashfs MiB | s | RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 IMG=$WORK/out.img
 for ds in $DATASETS; do
 	case $ds in
