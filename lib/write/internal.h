@@ -300,6 +300,12 @@ void ezi_bld_packed_free(struct ezfs_builder *b);
  * start); then move z->frag there until it is placed (any thread) */
 int ezi_bld_frags_open(struct ezfs_builder *b);
 int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z);
+/* fragments.c: room for len bytes in the spool file (its offset in *off;
+ * false: no spool file), and a write into it (0 or -errno, logged) */
+bool ezi_bld_spool_reserve(const struct ezfs_builder *b, uint64_t len,
+			   uint64_t *off);
+int ezi_bld_spool_write(const struct ezfs_builder *b, const void *p, size_t len,
+			uint64_t off);
 /* fragments.c: len packed bytes at off (read from the packed file) */
 int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
 			uint64_t off);

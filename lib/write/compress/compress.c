@@ -120,6 +120,42 @@ static int take_frag(const struct ezfs_builder *b, const struct binode *in,
 
 	if (have > len)
 		have = len;
+	/* with a spool file (fragments.c) the bytes go there, in pieces:
+	 * a fragment may be a whole large file */
+	if (ezi_bld_spool_reserve(b, len, &z->spoff)) {
+		size_t cap = len - have < (256u << 10) ? (size_t)(len - have)
+						       : (256u << 10);
+		uint8_t *buf = cap ? malloc(cap) : NULL;
+
+		r = ezi_bld_spool_write(b, win + (pos - wpos), (size_t)have,
+					z->spoff);
+		if (!r && cap && !buf)
+			r = -ENOMEM;
+		while (!r && have < len) {
+			size_t k =
+				len - have < cap ? (size_t)(len - have) : cap;
+			ssize_t n = ezi_bld_src_pread(src, buf, k,
+						      base + pos + have);
+
+			if (n <= 0) {
+				ezi_bld_log(
+					b, EZFS_LOG_ERROR, "%s: %s",
+					in->srcpath,
+					n < 0 ? strerror((int)-n)
+					      : "file shrank while building");
+				r = n < 0 ? (int)n : -EAGAIN;
+				break;
+			}
+			r = ezi_bld_spool_write(b, buf, (size_t)n,
+						z->spoff + have);
+			have += (uint64_t)n;
+		}
+		free(buf);
+		if (r)
+			return r;
+		z->spooled = true;
+		goto spooled;
+	}
 	z->frag = malloc(len);
 	if (!z->frag)
 		return -ENOMEM;
@@ -137,6 +173,7 @@ static int take_frag(const struct ezfs_builder *b, const struct binode *in,
 		}
 		have += (uint64_t)n;
 	}
+spooled:
 	z->frag_len = len;
 	r = add_extent(z, pos, 0, Z_EROFS_LCLUSTER_TYPE_HEAD1);
 	if (r)

@@ -184,19 +184,37 @@ int ezi_bld_frags_open(struct ezfs_builder *b)
 	return io->spoolfd < 0 ? io->spoolfd : 0;
 }
 
-int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z)
+bool ezi_bld_spool_reserve(const struct ezfs_builder *b, uint64_t len,
+			   uint64_t *off)
 {
 	struct fragio *io = b->fragio;
+
+	if (!io || io->spoolfd < 0)
+		return false;
+	/* workers spool in any order: placing reads each at its offset */
+	*off = __atomic_fetch_add(&io->spool_len, len, __ATOMIC_RELAXED);
+	return true;
+}
+
+int ezi_bld_spool_write(const struct ezfs_builder *b, const void *p, size_t len,
+			uint64_t off)
+{
+	const struct fragio *io = b->fragio;
+	int err = fd_write(io->spoolfd, p, len, off);
+
+	return err ? io_error(b, "fragment spool: write", err) : 0;
+}
+
+int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z)
+{
 	uint64_t off;
 	int err;
 
-	if (!z || !z->frag || !io || io->spoolfd < 0)
+	if (!z || !z->frag || !ezi_bld_spool_reserve(b, z->frag_len, &off))
 		return 0;
-	/* workers spool in any order: placing reads each at its offset */
-	off = __atomic_fetch_add(&io->spool_len, z->frag_len, __ATOMIC_RELAXED);
-	err = fd_write(io->spoolfd, z->frag, (size_t)z->frag_len, off);
+	err = ezi_bld_spool_write(b, z->frag, (size_t)z->frag_len, off);
 	if (err)
-		return io_error(b, "fragment spool: write", err);
+		return err;
 	z->spoff = off;
 	free(z->frag);
 	z->frag = NULL;
@@ -557,6 +575,8 @@ static int packed_reserve(struct ezfs_builder *b)
 	for (i = 0; i < b->ninodes; i++) {
 		const struct binode *in = b->inodes[i];
 
+		if (in->z && in->z->frag)
+			return -EINVAL; /* every fragment went to the spool */
 		if (in->z && in->z->spooled)
 			total += in->z->frag_len;
 		else if (S_ISDIR(in->mode) && in->z)
