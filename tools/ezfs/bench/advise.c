@@ -600,9 +600,11 @@ static const char *const quick_set[] = {
 static const uint32_t default_clusters[] = { 4096, 16384, 65536, 262144,
 					     1048576 };
 #define QUICK_CLUSTER 65536
+#define QUICK_MARGIN  1.25
 
-/* Quick pass: the levels at QUICK_CLUSTER; keeps those on the front of
- * (smaller ratio, higher decode rate) in q[], returns how many. */
+/* Quick pass: the levels at QUICK_CLUSTER; keeps in q[] those on the
+ * front of (smaller ratio, higher decode rate), where only a level with a
+ * ratio as good and a decode rate QUICK_MARGIN times as high dominates. */
 static int quick_pass(const struct bench_opts *o, const struct bench_src *s,
 		      struct cand *q, size_t *nq, struct bench_prog *pg)
 {
@@ -635,11 +637,13 @@ static int quick_pass(const struct bench_opts *o, const struct bench_src *s,
 	for (i = 0; i < n; i++) {
 		int dominated = 0;
 
+		/* dominated only by a clear margin in decode rate: the
+		 * quick pass's short runs are noisy on a busy machine, and a
+		 * level dropped here is never measured again */
 		for (j = 0; j < n && !dominated; j++)
-			dominated = j != i && all[j].ratio <= all[i].ratio &&
-				    all[j].decode >= all[i].decode &&
-				    (all[j].ratio < all[i].ratio ||
-				     all[j].decode > all[i].decode);
+			dominated =
+				j != i && all[j].ratio <= all[i].ratio &&
+				all[j].decode >= QUICK_MARGIN * all[i].decode;
 		if (!dominated)
 			q[k++] = all[i];
 	}
