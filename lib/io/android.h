@@ -44,7 +44,4 @@ int ezi_lp_load(struct ezfs_io *io, unsigned slot, const struct ezfs_logger *lg,
 int ezi_lp_open_partition(struct ezfs_io *io, const char *name,
 			  const struct ezfs_logger *lg, struct ezfs_io *out);
 
-/* SHA-256 of one buffer (the LP metadata checksums). */
-void ezi_sha256(const void *data, size_t len, uint8_t out[32]);
-
 #endif

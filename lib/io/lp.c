@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "io/android.h"
+#include "util/sha256.h"
 
 #ifndef EUCLEAN
 #define EUCLEAN 117

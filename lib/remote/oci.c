@@ -30,7 +30,7 @@
 
 #include "remote/internal.h"
 #include "remote/json.h"
-#include "remote/sha256.h"
+#include "util/sha256.h"
 
 #define MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define MT_INDEX    "application/vnd.oci.image.index.v1+json"

@@ -30,7 +30,7 @@
 #include <curl/curl.h>
 
 #include "remote/internal.h"
-#include "remote/sha256.h"
+#include "util/sha256.h"
 
 enum { B_ABSENT = 0, B_BUSY = 1, B_PRESENT = 2 };
 

@@ -9,6 +9,7 @@
 
 #include "io/android.h"
 #include "io/io.h"
+#include "util/sha256.h"
 
 #define MAX_READ (1u << 20)
 

@@ -11,6 +11,7 @@
 
 #include "io/android.h"
 #include "io/io.h"
+#include "util/sha256.h"
 
 #include "check.h"
 

@@ -9,7 +9,7 @@
 #include "check.h"
 #include "remote/internal.h"
 #include "remote/json.h"
-#include "remote/sha256.h"
+#include "util/sha256.h"
 
 static void test_content_range(void)
 {

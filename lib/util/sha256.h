@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* sha256.h - SHA-256 for blob digests (sha256.c). */
-#ifndef EZFS_REMOTE_SHA256_H
-#define EZFS_REMOTE_SHA256_H
+/*
+ * sha256.h - SHA-256 (FIPS 180-4): Android's LP metadata checksums
+ * (io/lp.c) and OCI blob digests (remote/). Written here rather than taken
+ * from libcrypto so that libezfs needs no crypto library for two header
+ * checksums; it is built into libezfs and into libezfs-remote.
+ */
+#ifndef EZFS_UTIL_SHA256_H
+#define EZFS_UTIL_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +21,8 @@ struct ezi_sha256 {
 void ezi_sha256_init(struct ezi_sha256 *c);
 void ezi_sha256_update(struct ezi_sha256 *c, const void *data, size_t len);
 void ezi_sha256_final(struct ezi_sha256 *c, uint8_t out[32]);
+/* The digest of one buffer. */
+void ezi_sha256(const void *data, size_t len, uint8_t out[32]);
 /* The digest of data as 64 lowercase hex digits. */
 void ezi_sha256_hex(const void *data, size_t len, char out[65]);
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* sha256.c - SHA-256 (FIPS 180-4) for blob digests. */
+/* sha256.c - SHA-256 (FIPS 180-4); why it is written here: sha256.h. */
 #include <string.h>
 
-#include "remote/sha256.h"
+#include "util/sha256.h"
 
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
@@ -124,6 +124,15 @@ void ezi_sha256_final(struct ezi_sha256 *c, uint8_t out[32])
 		out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
 		out[4 * i + 3] = (uint8_t)c->h[i];
 	}
+}
+
+void ezi_sha256(const void *data, size_t len, uint8_t out[32])
+{
+	struct ezi_sha256 c;
+
+	ezi_sha256_init(&c);
+	ezi_sha256_update(&c, data, len);
+	ezi_sha256_final(&c, out);
 }
 
 void ezi_sha256_hex(const void *data, size_t len, char out[65])
