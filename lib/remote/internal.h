@@ -12,6 +12,9 @@
  * is not that form; *total is UINT64_MAX for an unknown total ("/" then "*").
  */
 int ezi_content_range(const char *v, uint64_t *a, uint64_t *b, uint64_t *total);
+/* A header's value v[0, n) into dst: leading blanks and the trailing CR,
+ * LF and blanks cut, truncated to size - 1 bytes. */
+void ezi_header_value(char *dst, size_t size, const char *v, size_t n);
 
 /* cache.c: the map of a persistent cache entry. */
 struct ezi_cmap {

@@ -177,20 +177,6 @@ struct hdrs {
 	char digest[128];
 };
 
-static void hval(char *dst, size_t size, const char *v, size_t n)
-{
-	while (n && (*v == ' ' || *v == '\t')) {
-		v++;
-		n--;
-	}
-	while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
-		n--;
-	if (n >= size)
-		n = size - 1;
-	memcpy(dst, v, n);
-	dst[n] = '\0';
-}
-
 static size_t on_hdr(char *b, size_t sz, size_t n, void *arg)
 {
 	struct hdrs *h = arg;
@@ -199,13 +185,15 @@ static size_t on_hdr(char *b, size_t sz, size_t n, void *arg)
 	if (len >= 5 && !strncmp(b, "HTTP/", 5))
 		memset(h, 0, sizeof(*h));
 	else if (len > 17 && !strncasecmp(b, "www-authenticate:", 17))
-		hval(h->www, sizeof(h->www), b + 17, len - 17);
+		ezi_header_value(h->www, sizeof(h->www), b + 17, len - 17);
 	else if (len > 9 && !strncasecmp(b, "location:", 9))
-		hval(h->location, sizeof(h->location), b + 9, len - 9);
+		ezi_header_value(h->location, sizeof(h->location), b + 9,
+				 len - 9);
 	else if (len > 13 && !strncasecmp(b, "content-type:", 13))
-		hval(h->ctype, sizeof(h->ctype), b + 13, len - 13);
+		ezi_header_value(h->ctype, sizeof(h->ctype), b + 13, len - 13);
 	else if (len > 22 && !strncasecmp(b, "docker-content-digest:", 22))
-		hval(h->digest, sizeof(h->digest), b + 22, len - 22);
+		ezi_header_value(h->digest, sizeof(h->digest), b + 22,
+				 len - 22);
 	return len;
 }
 

@@ -205,7 +205,7 @@ int ezi_content_range(const char *v, uint64_t *a, uint64_t *b, uint64_t *total)
 /* ------------------------------------------------------------------ */
 /* Transfers                                                           */
 
-static void copy_value(char *dst, size_t size, const char *v, size_t n)
+void ezi_header_value(char *dst, size_t size, const char *v, size_t n)
 {
 	while (n && (*v == ' ' || *v == '\t')) {
 		v++;
@@ -234,20 +234,21 @@ static size_t on_header(char *b, size_t sz, size_t n, void *arg)
 		return len;
 	}
 	if (len > 14 && !strncasecmp(b, "content-range:", 14)) {
-		copy_value(v, sizeof(v), b + 14, len - 14);
+		ezi_header_value(v, sizeof(v), b + 14, len - 14);
 		x->have_cr =
 			!ezi_content_range(v, &x->cr_a, &x->cr_b, &x->cr_total);
 		if (!x->have_cr)
 			x->have_cr = -1;
 	} else if (len > 15 && !strncasecmp(b, "content-length:", 15)) {
-		copy_value(v, sizeof(v), b + 15, len - 15);
+		ezi_header_value(v, sizeof(v), b + 15, len - 15);
 		x->clen = strtoull(v, NULL, 10);
 	} else if (len > 5 && !strncasecmp(b, "etag:", 5)) {
-		copy_value(x->etag, sizeof(x->etag), b + 5, len - 5);
+		ezi_header_value(x->etag, sizeof(x->etag), b + 5, len - 5);
 	} else if (len > 17 && !strncasecmp(b, "www-authenticate:", 17)) {
-		copy_value(x->www, sizeof(x->www), b + 17, len - 17);
+		ezi_header_value(x->www, sizeof(x->www), b + 17, len - 17);
 	} else if (len > 14 && !strncasecmp(b, "last-modified:", 14)) {
-		copy_value(x->lastmod, sizeof(x->lastmod), b + 14, len - 14);
+		ezi_header_value(x->lastmod, sizeof(x->lastmod), b + 14,
+				 len - 14);
 	}
 	return len;
 }

@@ -510,12 +510,12 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 	return write_flat_file(b, in, buf);
 }
 
-/* The packed inode (9.10): compressed in segments, else flat. */
-static int write_packed(struct ezfs_builder *b, uint8_t *buf)
+/* A special inode of the image's own (the packed or the metabox inode):
+ * a regular file of size bytes named by what, no blocks yet. */
+static int special_inode(struct ezfs_builder *b, const char *what,
+			 uint64_t size, struct binode **out)
 {
 	struct binode *in, **ni;
-	struct bzfile *z = NULL;
-	int err = 0;
 
 	if (b->ninodes == b->capinodes) {
 		ni = realloc(b->inodes, (b->capinodes + 1) * sizeof(*ni));
@@ -528,16 +528,29 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
 	if (!in)
 		return -ENOMEM;
 	b->inodes[b->ninodes++] = in;
-	b->packed_inode = in;
-	in->srcpath = strdup("(packed inode)");
+	*out = in;
+	in->srcpath = strdup(what);
 	if (!in->srcpath)
 		return -ENOMEM;
 	in->mode = S_IFREG | 0644;
 	in->nlink = 1;
 	in->mtime = b->epoch;
-	in->size = b->packed_len;
+	in->size = size;
 	in->startblk = EROFS_NULL_ADDR32;
 	in->extended = need_extended(b, in);
+	return 0;
+}
+
+/* The packed inode (9.10): compressed in segments, else flat. */
+static int write_packed(struct ezfs_builder *b, uint8_t *buf)
+{
+	struct binode *in;
+	struct bzfile *z = NULL;
+	int err = special_inode(b, "(packed inode)", b->packed_len, &in);
+
+	if (err)
+		return err;
+	b->packed_inode = in;
 	if (!b->zsegs)
 		err = ezi_bld_zsegs_start(b, b->packed, b->packed_len);
 	if (!err)
@@ -1386,31 +1399,13 @@ static int write_mbox(struct ezfs_builder *b, struct gaps *g,
 {
 	const unsigned nofrag = EZFS_BUILD_FRAGMENTS |
 				EZFS_BUILD_ALL_FRAGMENTS | EZFS_BUILD_DEDUPE;
-	struct binode *in, **ni;
+	struct binode *in;
 	struct bzfile *z = NULL;
-	int err = 0;
+	int err = special_inode(b, "(metabox inode)", mlen, &in);
 
-	if (b->ninodes == b->capinodes) {
-		ni = realloc(b->inodes, (b->capinodes + 1) * sizeof(*ni));
-		if (!ni)
-			return -ENOMEM;
-		b->inodes = ni;
-		b->capinodes++;
-	}
-	in = calloc(1, sizeof(*in));
-	if (!in)
-		return -ENOMEM;
-	b->inodes[b->ninodes++] = in;
+	if (err)
+		return err;
 	b->mbox_inode = in;
-	in->srcpath = strdup("(metabox inode)");
-	if (!in->srcpath)
-		return -ENOMEM;
-	in->mode = S_IFREG | 0644;
-	in->nlink = 1;
-	in->mtime = b->epoch;
-	in->size = mlen;
-	in->startblk = EROFS_NULL_ADDR32;
-	in->extended = need_extended(b, in);
 	in->zalg = (uint8_t)b->p.metabox_zalg;
 	in->zblks = (uint16_t)(b->p.metabox_pcluster >> b->blkszbits);
 	if (in->zblks > b->pclusterblks)
