@@ -312,6 +312,9 @@ int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
 /* fragments.c: an unlinked read-write temporary file ($TMPDIR or /tmp;
  * else memory), or a negative errno */
 int ezi_bld_tmpfd(const struct ezfs_builder *b);
+/* pread (wr false) or pwrite all of p[0, len) at off: 0 or -errno (-EIO
+ * for an end of file). */
+int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr);
 /* fragments.c: whether b->packed maps the packed file (its pages may be
  * dropped once read: the file keeps them) */
 bool ezi_bld_packed_filebacked(const struct ezfs_builder *b,

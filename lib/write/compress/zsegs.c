@@ -53,25 +53,6 @@ struct zsegs {
 	int spillfd;	       /* compressed segments; -1: in memory */
 };
 
-static int fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = wr ? pwrite(fd, (uint8_t *)p + done, len - done,
-					(off_t)(off + done))
-			       : pread(fd, (uint8_t *)p + done, len - done,
-				       (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* Segment i's result to the spill file (its data then NULL, written
  * set: zfile_append only counts it). */
 static int seg_spill(struct zsegs *s, size_t i)
@@ -81,8 +62,8 @@ static int seg_spill(struct zsegs *s, size_t i)
 
 	if (s->spillfd < 0 || !z || !z->data || z->datalen > s->seg)
 		return 0;
-	err = fd_rw(s->spillfd, z->data, (size_t)z->datalen,
-		    (uint64_t)i * s->seg, true);
+	err = ezi_bld_fd_rw(s->spillfd, z->data, (size_t)z->datalen,
+			    (uint64_t)i * s->seg, true);
 	if (err)
 		return err;
 	free(z->data);
@@ -267,8 +248,8 @@ static int zsegs_write(struct ezfs_builder *b, struct zsegs *s, size_t nseg,
 			size_t n =
 				len - done < cap ? (size_t)(len - done) : cap;
 
-			err = fd_rw(s->spillfd, buf, n,
-				    (uint64_t)i * s->seg + done, false);
+			err = ezi_bld_fd_rw(s->spillfd, buf, n,
+					    (uint64_t)i * s->seg + done, false);
 			if (err)
 				ezi_bld_log(b, EZFS_LOG_ERROR,
 					    "packed inode: read: %s",

@@ -100,30 +100,17 @@ static struct fragio *fragio_get(struct ezfs_builder *b)
 	return io;
 }
 
-static int fd_write(int fd, const void *p, size_t len, uint64_t off)
+/* All of len bytes at off, restarted after EINTR; a short transfer that
+ * makes no progress is -EIO. */
+int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = pwrite(fd, (const uint8_t *)p + done, len - done,
-				   (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-static int fd_read(int fd, void *p, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)p + done, len - done,
-				  (off_t)(off + done));
+		ssize_t n = wr ? pwrite(fd, (uint8_t *)p + done, len - done,
+					(off_t)(off + done))
+			       : pread(fd, (uint8_t *)p + done, len - done,
+				       (off_t)(off + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -200,7 +187,7 @@ int ezi_bld_spool_write(const struct ezfs_builder *b, const void *p, size_t len,
 			uint64_t off)
 {
 	const struct fragio *io = b->fragio;
-	int err = fd_write(io->spoolfd, p, len, off);
+	int err = ezi_bld_fd_rw(io->spoolfd, (void *)p, len, off, true);
 
 	return err ? io_error(b, "fragment spool: write", err) : 0;
 }
@@ -232,7 +219,7 @@ int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
 		memcpy(buf, b->packed + off, len);
 		return 0;
 	}
-	err = fd_read(io->packfd, buf, len, off);
+	err = ezi_bld_fd_rw(io->packfd, buf, len, off, false);
 	return err ? io_error(b, "packed inode: read", err) : 0;
 }
 
@@ -281,7 +268,8 @@ static int packed_put(struct ezfs_builder *b, struct fragio *io,
 
 	if (b->packed_len + len > b->packed_cap)
 		return -EOVERFLOW; /* more than reserved */
-	err = fd_write(io->packfd, p, (size_t)len, b->packed_len);
+	err = ezi_bld_fd_rw(io->packfd, (void *)p, (size_t)len, b->packed_len,
+			    true);
 	if (err)
 		return io_error(b, "packed inode: write", err);
 	b->packed_len += len;
@@ -301,8 +289,8 @@ static int packed_append(struct ezfs_builder *b, struct fragio *io,
 	while (!err && done < len) {
 		uint64_t n = len - done < FRAG_BUF ? len - done : FRAG_BUF;
 
-		err = fd_read(io->spoolfd, io->sbuf, (size_t)n,
-			      z->spoff + done);
+		err = ezi_bld_fd_rw(io->spoolfd, io->sbuf, (size_t)n,
+				    z->spoff + done, false);
 		if (err)
 			return io_error(b, "fragment spool: read", err);
 		err = packed_put(b, io, io->sbuf, n);
@@ -352,8 +340,8 @@ static int frag_equal(struct ezfs_builder *b, struct fragio *io,
 		err = ezi_bld_packed_read(b, io->pbuf, (size_t)n,
 					  off + len - n);
 		if (!err)
-			err = fd_read(io->spoolfd, io->sbuf, (size_t)n,
-				      z->spoff + len - n);
+			err = ezi_bld_fd_rw(io->spoolfd, io->sbuf, (size_t)n,
+					    z->spoff + len - n, false);
 		if (err)
 			return err;
 		if (memcmp(io->pbuf, io->sbuf, (size_t)n))
@@ -386,8 +374,8 @@ static int place_frag(struct ezfs_builder *b, struct binode *in,
 	int err;
 
 	/* the fragment's end (all of it up to FRAG_BUF) */
-	err = fd_read(io->spoolfd, io->fbuf, (size_t)flen,
-		      z->spoff + len - flen);
+	err = ezi_bld_fd_rw(io->spoolfd, io->fbuf, (size_t)flen,
+			    z->spoff + len - flen, false);
 	if (err)
 		return io_error(b, "fragment spool: read", err);
 	crc = frag_key(io->fbuf + flen, len);
