@@ -50,6 +50,20 @@ static void print_value(const unsigned char *v, size_t n)
 		printf("... (%zu bytes)", n);
 }
 
+/* The value of xattr name into *val (malloc'ed, NULL on failure): its
+ * length or a negative errno. */
+static ssize_t xattr_value(ezfs_inode *ino, const char *name, void **val)
+{
+	ssize_t vn = ezfs_getxattr(ino, name, NULL, 0);
+
+	*val = vn >= 0 ? malloc(vn ? vn : 1) : NULL;
+	if (vn >= 0 && *val)
+		vn = ezfs_getxattr(ino, name, *val, vn);
+	else if (vn >= 0)
+		vn = -ENOMEM;
+	return vn;
+}
+
 static int print_xattrs(const char *img, const char *path, ezfs_inode *ino)
 {
 	ssize_t n, vn;
@@ -73,12 +87,7 @@ static int print_xattrs(const char *img, const char *path, ezfs_inode *ino)
 	}
 	printf("Xattrs:\n");
 	for (p = names; p < names + n; p += strlen(p) + 1) {
-		vn = ezfs_getxattr(ino, p, NULL, 0);
-		val = vn >= 0 ? malloc(vn ? vn : 1) : NULL;
-		if (vn >= 0 && val)
-			vn = ezfs_getxattr(ino, p, val, vn);
-		else if (vn >= 0)
-			vn = -ENOMEM;
+		vn = xattr_value(ino, p, &val);
 		if (vn < 0) {
 			cli_error("stat", "%s: %s: xattr %s: %s", img, path, p,
 				  ezfs_strerror((int)vn));
@@ -206,12 +215,7 @@ static int json_xattrs(struct cj *j, const char *img, const char *path,
 		n = 0;
 	}
 	for (p = names; p && p < names + n; p += strlen(p) + 1) {
-		vn = ezfs_getxattr(ino, p, NULL, 0);
-		val = vn >= 0 ? malloc(vn ? vn : 1) : NULL;
-		if (vn >= 0 && val)
-			vn = ezfs_getxattr(ino, p, val, vn);
-		else if (vn >= 0)
-			vn = -ENOMEM;
+		vn = xattr_value(ino, p, &val);
 		if (vn < 0) {
 			cli_error("stat", "%s: %s: xattr %s: %s", img, path, p,
 				  ezfs_strerror((int)vn));
