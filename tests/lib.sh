@@ -40,7 +40,7 @@ t_cleanup() {
 			{ umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; }
 	done
 	for m in "${T_PIDS[@]}"; do
-		kill "$m" 2>/dev/null
+		kill "$m" 2>/dev/null || :
 	done
 	if [ -n "${EZFS_KEEP:-}" ]; then
 		echo "kept: $TMP"

@@ -66,4 +66,16 @@ else
 	t_fail "building against the installed library failed"
 	head -n 10 "$TMP/cc.log"
 fi
+# libezfs.a with what `pkg-config --static` adds (Requires.private and
+# Libs.private): every codec symbol resolves, no libezfs.so needed at run
+libs=$(pkg-config --static --libs ezfs | sed 's/-lezfs\b/-l:libezfs.a/')
+# shellcheck disable=SC2046,SC2086  # lists of flags
+if cc -o "$TMP/use-static" "$TMP/use.c" $(pkg-config --cflags ezfs) $libs \
+	> "$TMP/ccs.log" 2>&1; then
+	t_run use-static "$TMP/use-static" "$TMP/t.img"
+	t_expect "libezfs.a through pkg-config --static opens an image (exit $RC)" \
+		grep -q opened "$OUT"
+else
+	t_fail "linking libezfs.a with pkg-config --static: $(head -c 300 "$TMP/ccs.log")"
+fi
 t_done
