@@ -82,7 +82,55 @@ for n in mkfs.erofs fsck.erofs dump.erofs; do
 	fi
 done
 
+# The long options of the getopt tables in tools/ezfs/FILE... (index K of a
+# file's tables with FILE:K), CLI_* macros of common.h expanded: --help must
+# name every option the parser takes.
+table_opts() {
+	python3 - "$SRC/tools/ezfs" "$@" <<'PY'
+import re, sys
+d = sys.argv[1]
+common = open(d + "/common.h").read()
+macros = {m.group(1): m.group(2) for m in
+          re.finditer(r"#define (CLI_\w+_OPTS)((?:.*\\\n)*.*)", common)}
+def names(body):
+    out = set(re.findall(r'\{\s*"([a-z0-9-]+)"', body))
+    for mac, val in macros.items():
+        if re.search(r"\b%s\b" % mac, body):
+            out |= names(val)
+    return out
+seen = set()
+for arg in sys.argv[2:]:
+    f, _, k = arg.partition(":")
+    tabs = re.findall(r"struct option \w+\[\] = \{(.*?)\n\s*\};",
+                      open(d + "/" + f).read(), re.S)
+    for i, t in enumerate(tabs):
+        if not k or int(k) == i:
+            seen |= names(t)
+seen.discard("help")
+print("\n".join("--" + n for n in sorted(seen)))
+PY
+}
+declare -A tables=([ezfs-accel]="accel.c accel_bench.c accel_ctl.c"
+	[ezfs-bench]="bench/main.c" [ezfs-mount]="mount.c:0" [ezfs-umount]="mount.c:1"
+	[ezfs-fsck.erofs]="compat_fsck.c" [ezfs-dump.erofs]="compat_dump.c"
+	[ezfs-mkfs.erofs]="mkfs.c")
+
 for page in $(printf '%s\n' "${!runs[@]}" | sort); do
+	src=${tables[$page]:-${page#ezfs-}.c}
+	if [ "$page" != ezfs ]; then
+		# shellcheck disable=SC2086  # a list of files
+		table_opts $src >"$TMP/$page.table-opts"
+		# shellcheck disable=SC2086  # the command line is words on purpose
+		${runs[$page]} --help 2>&1 </dev/null | tokens >"$TMP/$page.help-all"
+		if [ ! -s "$TMP/$page.table-opts" ]; then
+			t_fail "$page: no getopt table read from tools/ezfs/$src"
+		elif miss=$(comm -23 "$TMP/$page.table-opts" "$TMP/$page.help-all") &&
+			[ -z "$miss" ]; then
+			t_pass "$page: --help names the $(wc -l <"$TMP/$page.table-opts") long options of its getopt table"
+		else
+			t_fail "$page: --help leaves out options its parser takes:" $miss
+		fi
+	fi
 	scd=$man_dir/$page.1.scd
 	if [ ! -f "$scd" ]; then
 		t_fail "$page: no man page (man/$page.1.scd)"

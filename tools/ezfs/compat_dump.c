@@ -67,7 +67,8 @@ static void usage(FILE *f)
 		" --blkid-udev    print blkid -o udev style ID_FS_* lines\n"
 		" --device=X      an extra device (again for each, in order)\n"
 		" --offset=#      skip # bytes at the beginning of IMAGE\n"
-		" --help          display this help and exit\n",
+		" --help          display this help and exit\n"
+		"ezfs options:\n" CLI_ENGINE_HELP CLI_REMOTE_HELP,
 		EZFS_VERSION_STRING);
 }
 

@@ -56,7 +56,11 @@ static void usage(FILE *f)
 		" --extract[=X]        check every file, extracting it to X\n"
 		" --nid=N, --path=P    extract (with --extract=X) only this\n"
 		"                      inode; checking covers the whole image\n"
-		" -j, --jobs N         data decoding threads\n"
+		" -j, --jobs N, --workers N\n"
+		"                      data decoding threads\n"
+		" --no-data            check the metadata only (not with "
+		"--extract)\n"
+		" -q, --quiet          accepted (only problems are printed)\n"
 		" --device=X           an extra device (again for each, in\n"
 		"                      device-table order)\n"
 		" --offset=#           skip # bytes at the beginning of IMAGE\n"
@@ -72,6 +76,7 @@ static void usage(FILE *f)
 		"                      accepted; modes are always restored\n"
 		" --[no-]xattrs        restore extended attributes (default "
 		"off)\n"
+		"ezfs options:\n" CLI_ENGINE_HELP CLI_REMOTE_HELP
 		"Exit status: 0 clean, 1 problems found or extraction failed,\n"
 		"2 usage error.\n",
 		EZFS_VERSION_STRING);

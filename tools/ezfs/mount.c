@@ -100,7 +100,7 @@ static void mount_usage(FILE *f)
 		"the\n"
 		"                      kernel's own, else SIZE (up to 256M)\n"
 		"     ro               accepted (always read-only; rw is "
-		"refused)\n");
+		"refused)\n" CLI_REMOTE_HELP);
 }
 
 static void umount_usage(FILE *f)
