@@ -2,6 +2,7 @@
 /* common.c - error printing, image opening, formatting and progress bars. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,15 +111,69 @@ const char *cli_qname(const char *s, char **tmp)
 	return q;
 }
 
+/*
+ * One line per failure: an error the library logs after the open (what
+ * exactly failed: "nid 295: cannot decode lz4 pcluster at ...") is held
+ * here and becomes the tail of the command's next error line ("ezfs cat:
+ * IMG: PATH: read at 0: corrupt image: nid 295: cannot decode ..."). One
+ * slot for the process: a second library error prints the held one on
+ * its own line first, and one still held at exit is printed then.
+ */
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static char held_msg[1024];
+static const char *held_img;
+
+static void print_lib_line(const char *img, const char *msg)
+{
+	char safe[2048];
+
+	clear_progress();
+	escape_ctrl(msg, safe, sizeof(safe));
+	fprintf(stderr, "ezfs: %s: %s\n", img, safe);
+}
+
+static void held_flush(void)
+{
+	pthread_mutex_lock(&held_mu);
+	if (held_img)
+		print_lib_line(held_img, held_msg);
+	held_img = NULL;
+	pthread_mutex_unlock(&held_mu);
+}
+
+/* Hold msg; prints the one it replaces. */
+static void held_put(const char *img, const char *msg)
+{
+	static int registered;
+
+	pthread_mutex_lock(&held_mu);
+	if (!registered) {
+		registered = 1;
+		atexit(held_flush);
+	}
+	if (held_img)
+		print_lib_line(held_img, held_msg);
+	snprintf(held_msg, sizeof(held_msg), "%s", msg);
+	held_img = img;
+	pthread_mutex_unlock(&held_mu);
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
 	char msg[4096], safe[4096];
 	va_list ap;
+	size_t n;
 
 	clear_progress();
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	pthread_mutex_lock(&held_mu);
+	n = strlen(msg);
+	if (held_img && n < sizeof(msg) - 2)
+		snprintf(msg + n, sizeof(msg) - n, ": %s", held_msg);
+	held_img = NULL;
+	pthread_mutex_unlock(&held_mu);
 	/* names from an untrusted image must not drive the terminal */
 	escape_ctrl(msg, safe, sizeof(safe));
 	fprintf(stderr, "ezfs %s: %s\n", cmd, safe);
@@ -272,15 +327,15 @@ static void log_cb(void *arg, int level, const char *msg)
 
 	if (n > lg->max + 1)
 		return;
-	clear_progress();
 	if (n == lg->max + 1) {
+		held_flush();
+		clear_progress();
 		fprintf(stderr, "ezfs: %s: further messages suppressed\n",
 			lg->img);
+	} else if (level == EZFS_LOG_ERROR) {
+		held_put(lg->img, msg);
 	} else {
-		char safe[2048];
-
-		escape_ctrl(msg, safe, sizeof(safe));
-		fprintf(stderr, "ezfs: %s: %s\n", lg->img, safe);
+		print_lib_line(lg->img, msg);
 	}
 }
 
