@@ -100,6 +100,21 @@ struct ezfs_open_params {
 	 * -ENODEV at open, named in the log. */
 	const char *const *devices;
 	unsigned ndevices;
+	/* ezfs_image_open_io: told of byte ranges the reader will read soon
+	 * (off as the ops' pread sees it, the open offset included; flags:
+	 * EZFS_HINT_*), so that a remote source fetches them together, in
+	 * as few requests as it can, before they are read; arg is the ops'.
+	 * Called from any reader thread, it may fetch before it returns and
+	 * its errors are ignored (the read that follows reports its own).
+	 * NULL: none (files get POSIX_FADV_WILLNEED for data hints). */
+	void (*io_hint)(void *arg, uint64_t off, uint64_t len, unsigned flags);
+};
+
+/* What an io hint announces. */
+enum ezfs_hint_flags {
+	EZFS_HINT_META = 1u << 0,  /* metadata: inodes, directories */
+	EZFS_HINT_DATA = 1u << 1,  /* compressed extents, file data */
+	EZFS_HINT_AHEAD = 1u << 2, /* read-ahead: likely, not certain */
 };
 
 /* The defaults (all zero), with size set: call it, then set what you need. */

@@ -67,6 +67,8 @@ struct ezfs_mount_params {
 	const struct ezfs_io_ops *io_ops;
 	void *io_arg;
 	uint64_t io_size;
+	/* Passed on as ezfs_open_params.io_hint (with io_ops only). */
+	void (*io_hint)(void *arg, uint64_t off, uint64_t len, unsigned flags);
 };
 
 typedef struct ezfs_mount ezfs_mount;

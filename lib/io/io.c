@@ -215,6 +215,19 @@ void ezi_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len)
 			    POSIX_FADV_WILLNEED);
 }
 
+void ezi_io_hint(const struct ezfs_io *io, uint64_t off, uint64_t len,
+		 unsigned flags)
+{
+	if (!len || off >= io->size)
+		return;
+	if (len > io->size - off)
+		len = io->size - off;
+	if (io->hint)
+		io->hint(io->arg, io->base + off, len, flags);
+	else if (flags & EZFS_HINT_DATA)
+		ezi_io_willneed(io, off, len);
+}
+
 /* Read exactly len bytes at image offset off. A range past the end of the
  * image is corruption (something in the image pointed there). */
 int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)

@@ -16,6 +16,8 @@ struct ezfs_io {
 	uint64_t size; /* bytes available from base on */
 	uint64_t base; /* where the image starts (open params' offset) */
 	const struct ezfs_logger *lg;
+	/* ezfs_open_params.io_hint (called with arg); NULL: none */
+	void (*hint)(void *arg, uint64_t off, uint64_t len, unsigned flags);
 };
 
 /*
@@ -51,5 +53,19 @@ int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off);
 const void *ezi_io_map(const struct ezfs_io *io, size_t len, uint64_t off);
 /* Ask for [off, off + len) of a file image without waiting for it. */
 void ezi_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len);
+/*
+ * [off, off + len) will be read soon (flags: EZFS_HINT_*): passed to the
+ * io's hint (a remote source fetches it now, with the other ranges it is
+ * told of); without one, a file image's data hints become
+ * ezi_io_willneed, anything else nothing. Clipped to the image; errors
+ * are ignored.
+ */
+void ezi_io_hint(const struct ezfs_io *io, uint64_t off, uint64_t len,
+		 unsigned flags);
+/* Does the io want hints beyond ezi_io_willneed (a remote source)? */
+static inline int ezi_io_hints(const struct ezfs_io *io)
+{
+	return io->hint != NULL;
+}
 
 #endif

@@ -356,7 +356,7 @@ void ezi_data_willneed(ezfs_image *img, uint64_t pa, uint64_t len)
 	const struct ezi_dev *d = dev_at(img, pa);
 
 	if (!d)
-		ezi_io_willneed(&img->io, pa, len);
+		ezi_io_hint(&img->io, pa, len, EZFS_HINT_DATA);
 	else
 		ezi_io_willneed(&d->io, pa - (d->vbase << img->blkbits), len);
 }

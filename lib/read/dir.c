@@ -82,6 +82,7 @@ int ezfs_readdir(ezfs_inode *dir, uint64_t pos, ezfs_dirent_fn fn, void *arg)
 
 	if (err)
 		return err;
+	ezi_hint_dir(dir);
 	if (dir->dot_omitted) {
 		/* position 1 = just after the synthesised "." */
 		if (pos == 0) {
@@ -241,6 +242,7 @@ int ezfs_lookup(ezfs_inode *dir, const char *name, size_t namelen,
 			*ftype = EZFS_FT_DIR;
 		return 0;
 	}
+	ezi_hint_dir(dir);
 	b.buf = malloc(img->blksz);
 	if (!b.buf)
 		return -ENOMEM;

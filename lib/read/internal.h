@@ -146,6 +146,9 @@ struct ezfs_inode {
 	pthread_mutex_t zlock;
 	bool zlast_valid;
 	struct zmap zlast;
+	/* hint.c (atomics): how far a reader in order was hinted, and its
+	 * window; a directory: 1 once its blocks were hinted */
+	uint64_t hint_end, hint_win;
 };
 
 /* accel.c: the engine state, made on first use; NULL: out of memory */
@@ -169,6 +172,11 @@ static inline uint64_t ezfs_inode_datapos(const ezfs_inode *ino)
 {
 	return ino->ipos + ino->core_size + ino->xattr_isize;
 }
+
+/* hint.c: what an io with a hint callback is told (nothing without) */
+void ezi_hint_open(ezfs_image *img);
+void ezi_hint_dir(ezfs_inode *dir);
+void ezi_hint_read(ezfs_inode *ino, uint64_t off, size_t len);
 
 /* zmap.c: compressed extent maps */
 int ezi_z_init(ezfs_inode *ino);

@@ -281,6 +281,8 @@ static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
 		buf = zin_get(m->plen);
 		if (!buf)
 			return -ENOMEM;
+		if (ezi_io_hints(&img->io)) /* the whole pcluster, exactly */
+			ezi_data_willneed(img, m->pa, m->plen);
 		err = ezi_data_read(img, buf, m->plen, m->pa);
 	}
 	*in = buf;

@@ -427,6 +427,7 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg, uint64_t size,
 	img->io.base = p->offset;
 	img->io.size = size > p->offset ? size - p->offset : 0;
 	img->io.lg = &img->logger;
+	img->io.hint = p->io_hint;
 	img->si.image_bytes = img->io.size;
 
 	err = parse_super(img, p);
@@ -451,6 +452,7 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg, uint64_t size,
 		ezfs_image_close(img);
 		return err;
 	}
+	ezi_hint_open(img);
 	*out = img;
 	return 0;
 }
