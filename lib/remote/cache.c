@@ -10,6 +10,8 @@
  *
  *   ezfs-remote-cache 1
  *   url URL
+ *   name URL-OR-REFERENCE (what was opened: an oci:// reference's blob
+ *        is found by it when the registry cannot be reached)
  *   size BYTES
  *   block BYTES
  *   etag ETAG
@@ -74,6 +76,8 @@ int ezi_cmap_load(const char *path, struct ezi_cmap *m)
 			m->size = strtoull(num, NULL, 10);
 		else if (header_line(line, "block", num, sizeof(num)))
 			m->bs = (unsigned)strtoul(num, NULL, 10);
+		else if (header_line(line, "name", m->name, sizeof(m->name)))
+			;
 		else if (!header_line(line, "url", m->url, sizeof(m->url)) &&
 			 !header_line(line, "etag", m->etag, sizeof(m->etag)))
 			header_line(line, "lastmod", m->lastmod,
@@ -95,6 +99,44 @@ bad:
 	return -EUCLEAN;
 }
 
+int ezi_cmap_complete(const struct ezi_cmap *m)
+{
+	if (!m->bits || !m->nblocks)
+		return 0;
+	for (uint64_t b = 0; b < m->nblocks; b++)
+		if (!(m->bits[b >> 3] & (1u << (b & 7))))
+			return 0;
+	return 1;
+}
+
+int ezi_cache_find(const char *dir, const char *name, struct ezi_cmap *m)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[4200];
+	size_t n;
+
+	memset(m, 0, sizeof(*m));
+	if (!d)
+		return -ENOENT;
+	while ((de = readdir(d))) {
+		n = strlen(de->d_name);
+		if (n < 5 || strcmp(de->d_name + n - 4, ".map"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (ezi_cmap_load(path, m))
+			continue;
+		if (!strcmp(m->name, name) && ezi_cmap_complete(m)) {
+			closedir(d);
+			return 0;
+		}
+		free(m->bits);
+		memset(m, 0, sizeof(*m));
+	}
+	closedir(d);
+	return -ENOENT;
+}
+
 int ezi_cmap_store(const char *path, const struct ezi_cmap *m)
 {
 	size_t n = strlen(path) + 8, nbytes = (size_t)((m->nblocks + 7) / 8);
@@ -112,9 +154,9 @@ int ezi_cmap_store(const char *path, const struct ezi_cmap *m)
 		return err;
 	}
 	fprintf(f,
-		MAP_MAGIC "\nurl %s\nsize %" PRIu64 "\nblock %u\netag %s\n"
-			  "lastmod %s\n\n",
-		m->url, m->size, m->bs, m->etag, m->lastmod);
+		MAP_MAGIC "\nurl %s\nname %s\nsize %" PRIu64
+			  "\nblock %u\netag %s\nlastmod %s\n\n",
+		m->url, m->name, m->size, m->bs, m->etag, m->lastmod);
 	if (fwrite(m->bits, 1, nbytes, f) != nbytes || fflush(f) ||
 	    fsync(fileno(f)))
 		err = -EIO;

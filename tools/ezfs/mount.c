@@ -320,6 +320,8 @@ int cmd_mount(int argc, char **argv)
 	    cli_remote_source(p.image, remote_log, (void *)p.image, p.verbose,
 			      &p.io_ops, &p.io_arg, &p.io_size))
 		return 1;
+	if (p.io_ops)
+		p.io_hint = cli_remote_hint();
 	ret = ezfs_mount_create(&p, &m);
 	if (ret)
 		return 1;
