@@ -19,7 +19,6 @@ void ezi_header_value(char *dst, size_t size, const char *v, size_t n);
 /* cache.c: the map of a persistent cache entry. */
 struct ezi_cmap {
 	char url[4096];
-	char name[4096]; /* the URL or oci:// reference opened ("": unknown) */
 	char etag[256];
 	char lastmod[128];
 	uint64_t size;
@@ -30,11 +29,6 @@ struct ezi_cmap {
 /* FNV-1a of s as 16 hex digits into key[17]. */
 void ezi_cache_key(const char *s, char key[17]);
 int ezi_cmap_load(const char *path, struct ezi_cmap *m);
-/* Does m list every block of the image? */
-int ezi_cmap_complete(const struct ezi_cmap *m);
-/* The complete entry of dir opened as name (its map into m): 0, or
- * -ENOENT. */
-int ezi_cache_find(const char *dir, const char *name, struct ezi_cmap *m);
 /* Write m to path crash-safely: a temporary file, fsync, rename, then
  * fsync of the folder. */
 int ezi_cmap_store(const char *path, const struct ezi_cmap *m);
@@ -93,5 +87,17 @@ int ezi_oci_push(struct ezi_reg *g, const char *path, char *out_digest,
 
 void ezi_rlogf(ezfs_log_fn log, void *arg, int level, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* s3.c: s3://BUCKET/KEY. The object's http(s) URL (*http_url, malloc'd)
+ * and the signing state (*out) from the AWS environment and files; 0, or
+ * a negative errno with why set. ezi_s3_apply() sets a request's SigV4
+ * signing and appends its x-amz-* headers to *hdrs (nothing for an
+ * unsigned, anonymous state); 0 or -ENOMEM. */
+struct ezi_s3;
+struct curl_slist;
+int ezi_s3_open(const char *s3url, struct ezi_s3 **out, char **http_url,
+		char *why, size_t whylen);
+int ezi_s3_apply(const struct ezi_s3 *s, void *e, struct curl_slist **hdrs);
+void ezi_s3_free(struct ezi_s3 *s);
 
 #endif

@@ -40,7 +40,8 @@ int cli_is_remote(const char *img)
 {
 	return img && (!strncasecmp(img, "http://", 7) ||
 		       !strncasecmp(img, "https://", 8) ||
-		       !strncasecmp(img, "oci://", 6));
+		       !strncasecmp(img, "oci://", 6) ||
+		       !strncasecmp(img, "s3://", 5));
 }
 
 /* SIZE with K/M/G/T suffixes (powers of 1024); 0 on success. */
@@ -190,20 +191,16 @@ static void print_stats(void *arg, const char *url,
 {
 	const char *path = getenv("EZFS_REMOTE_STATS");
 	FILE *f = stderr;
-	char line[8192];
+	char line[512];
 
 	snprintf(line, sizeof(line),
 		 "remote: %s: requests=%" PRIu64 " retries=%" PRIu64
 		 " fetched=%" PRIu64 " read=%" PRIu64 " reads=%" PRIu64
 		 " hits=%" PRIu64 " redirects=%" PRIu64 " cached=%" PRIu64
-		 " size=%" PRIu64 " p50_us=%" PRIu64 " p99_us=%" PRIu64
-		 " hints=%" PRIu64 " hints_fetched=%" PRIu64 " hinted=%" PRIu64
-		 " hit_pct=%" PRIu64 " rounds=%" PRIu64 "\n",
+		 " size=%" PRIu64 " p50_us=%" PRIu64 " p99_us=%" PRIu64 "\n",
 		 url, st->requests, st->retries, st->bytes_fetched,
 		 st->bytes_read, st->reads, st->reads_hit, st->redirects,
-		 st->cache_bytes, st->size, st->fetch_us_p50, st->fetch_us_p99,
-		 st->hints, st->hints_fetched, st->bytes_hinted,
-		 st->reads ? st->reads_hit * 100 / st->reads : 0, st->rounds);
+		 st->cache_bytes, st->size, st->fetch_us_p50, st->fetch_us_p99);
 	(void)arg;
 	if (path && *path && strcmp(path, "1")) {
 		f = fopen(path, "ae");
@@ -255,19 +252,7 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	*size = ezfs_remote_size(r);
 	return 0;
 }
-
-void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
-			      unsigned flags)
-{
-	return ezfs_remote_hint;
-}
 #else
-void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
-			      unsigned flags)
-{
-	return NULL;
-}
-
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      unsigned verbose, const struct ezfs_io_ops **ops,
 		      void **arg, uint64_t *size)
@@ -289,7 +274,6 @@ int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 			  ezfs_image **out)
 {
 	const struct ezfs_io_ops *ops;
-	struct ezfs_open_params op = *p;
 	uint64_t size;
 	void *arg;
 	int err;
@@ -299,8 +283,7 @@ int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 				&size);
 	if (err)
 		return err;
-	op.io_hint = cli_remote_hint();
-	return ezfs_image_open_io(ops, arg, size, &op, out);
+	return ezfs_image_open_io(ops, arg, size, p, out);
 }
 
 /* ------------------------------------------------------------------ */

@@ -127,9 +127,9 @@ enum {
 	"  --offset N         the image starts at byte N of "                  \
 	"IMAGE\n" CLI_REMOTE_HELP
 #define CLI_REMOTE_HELP                                                        \
-	"  IMAGE may be an http:// or https:// URL, or a registry's\n"         \
-	"  oci://HOST[:PORT]/REPO:TAG or .../REPO@sha256:HEX "                 \
-	"(docs/remote.md):\n"                                                  \
+	"  IMAGE may be an http:// or https:// URL, a registry's\n"            \
+	"  oci://HOST[:PORT]/REPO:TAG or .../REPO@sha256:HEX, or an object\n"  \
+	"  s3://BUCKET/KEY (AWS_* settings and ~/.aws; docs/remote.md):\n"     \
 	"  --layer N, --blob DIGEST  the layer (default: the EROFS one)\n"     \
 	"  --platform OS/ARCH the manifest of an index (default: the "         \
 	"host's)\n"                                                            \
@@ -162,8 +162,7 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f));
  * handles CLI_OPT_CACHE_DIR..CLI_OPT_REMOTE_LAST (-1: recorded, 2: usage
  * error, 0: not one of them); cli_remote_source opens the URL as io ops
  * for ezfs_image_open_io (log lines do not name it), and
- * cli_remote_open_image does both (with the source's io hint, which
- * cli_remote_hint gives for ezfs_mount_params.io_hint). */
+ * cli_remote_open_image does both. */
 int cli_is_remote(const char *img);
 int cli_remote_opt(const char *cmd, int c, const char *arg);
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
@@ -171,8 +170,6 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      void **arg, uint64_t *size);
 int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 			  ezfs_image **out);
-void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
-			      unsigned flags);
 
 /* Resolve path and get its inode; prints an error naming path on failure. */
 int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,
