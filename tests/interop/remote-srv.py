@@ -10,8 +10,9 @@ usage: remote-srv.py MODE PORTFILE DIR [LOG]
   norange  serve DIR ignoring Range (200, whole body)
   lie      serve DIR with Range, but each 206 holds the range one byte
            later than asked (and says so in Content-Range)
-  delay    serve DIR with Range, each answer after $DELAY_MS ms (a
-           round trip's profile for bench/remote-compare.sh)
+  delay    serve DIR with Range and an ETag (304 to its If-None-Match),
+           each answer after $DELAY_MS ms (a round trip's profile for
+           bench/remote-compare.sh)
   bearer   a registry of one image, DIR/IMAGE (the file name in $IMAGE),
            as oci://HOST:PORT/test:tag: manifest and blob (with Range) need
            "Authorization: Bearer tN" for a token N this server gave out at
@@ -19,7 +20,7 @@ usage: remote-srv.py MODE PORTFILE DIR [LOG]
            $USES requests (default 3), then 401 again
   token    a token server: GET /token?... answers {"token": "tN",
            "expires_in": 60} (N counts the tokens given)
-The port it listens on (127.0.0.1, chosen by the kernel) is written to
+The port it listens on (127.0.0.1, $PORT or chosen by the kernel) is written to
 PORTFILE; each request's line is appended to LOG.
 """
 import hashlib
@@ -65,6 +66,9 @@ if mode == "stall":
 
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go in two writes: without this, Nagle holds a
+    # small body until the client's delayed ACK (40 ms a request)
+    disable_nagle_algorithm = True
 
     def log_message(self, *a):
         pass
@@ -101,34 +105,63 @@ class H(http.server.BaseHTTPRequestHandler):
         if mode == "bearer":
             path = os.path.join(root, os.environ["IMAGE"])
         try:
-            data = open(path, "rb").read()
+            f = open(path, "rb")
+            size = os.fstat(f.fileno()).st_size
         except OSError:
             self.send_response(404)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        # delay: validators, as nginx sends them (a warm cache's 304)
+        st = os.fstat(f.fileno())
+        tag = '"%x-%x"' % (int(st.st_mtime), size) if mode == "delay" else ""
+        if tag and self.headers.get("If-None-Match") == tag:
+            f.close()
+            self.send_response(304)
+            self.send_header("ETag", tag)
+            self.end_headers()
+            return
         m = re.match(r"bytes=(\d+)-(\d+)$", self.headers.get("Range", ""))
+        if tag and self.headers.get("If-Range", tag) != tag:
+            m = None
         if mode == "norange" or not m:
             self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
+            if tag:
+                self.send_header("ETag", tag)
+            self.send_header("Content-Length", str(size))
             self.end_headers()
-            self.wfile.write(data)
+            self.send_file(f, 0, size)
             return
-        a, b = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
-        if a >= len(data):
+        a, b = int(m.group(1)), min(int(m.group(2)), size - 1)
+        if a >= size:
+            f.close()
             self.send_response(416)
-            self.send_header("Content-Range", "bytes */%d" % len(data))
+            self.send_header("Content-Range", "bytes */%d" % size)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        if mode == "lie" and b + 1 < len(data):
+        if mode == "lie" and b + 1 < size:
             a, b = a + 1, b + 1  # honest about it, but not what was asked
-        part = data[a:b + 1]
         self.send_response(206)
-        self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))
-        self.send_header("Content-Length", str(len(part)))
+        if tag:
+            self.send_header("ETag", tag)
+        self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, size))
+        self.send_header("Content-Length", str(b + 1 - a))
         self.end_headers()
-        self.wfile.write(part)
+        self.send_file(f, a, b + 1 - a)
+
+    def send_file(self, f, pos, left):
+        # straight from the file, only what is asked: images may be large
+        self.wfile.flush()
+        try:
+            while left > 0:
+                n = os.sendfile(self.connection.fileno(), f.fileno(), pos,
+                                left)
+                if n <= 0:
+                    break
+                pos, left = pos + n, left - n
+        finally:
+            f.close()
 
 
 tokens = {}
@@ -191,6 +224,10 @@ def bearer(self, n):
 
 
 H.bearer = bearer
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+# a listen backlog for many connections at once (the default 5 drops
+# SYNs: a 1 s stall per retransmission)
+http.server.ThreadingHTTPServer.request_queue_size = 128
+srv = http.server.ThreadingHTTPServer(
+    ("127.0.0.1", int(os.environ.get("PORT", "0"))), H)
 publish(srv.server_address[1])
 srv.serve_forever()

@@ -5,7 +5,10 @@
 # its root) and read as http://...: ezfs fsck, ls -R against the local
 # image's, extract against the manifest (root), ezfs mount where /dev/fuse
 # is usable; bytes fetched vs read from --remote-stats; a warm rerun from
-# the persistent cache fetches 0 bytes; ezfs cache ls|gc. Then hostile
+# the persistent cache fetches 0 bytes; a cold ls -R takes at most 6
+# requests; the reader's hints on an image of ezfs mkfs (ls -R cold in at
+# most 2 round trips, the metadata area hinted at open; a cold cat of a
+# file fetches at most its pclusters); ezfs cache ls|gc. Then hostile
 # servers (tests/interop/remote-srv.py): one that ignores Range (taken
 # whole when small, refused in one line when not), one that accepts and
 # never answers (fails within the bound, one line), 503 always (retried,
@@ -16,7 +19,8 @@
 # Then Debian's docker-registry (auth silly: a Bearer challenge): ezfs
 # push of a fixture, fsck/ls -R/mount of oci://127.0.0.1:PORT/test/erofs:tag
 # (warm: 0 bytes), REPO@digest, --blob, --layer, an unknown tag, and a
-# blob changed in the registry's storage (refused by its digest).
+# blob changed in the registry's storage (refused by its digest), and the
+# registry gone after a full fill (the cache serves).
 #
 # usage: tests/interop/remote.sh [NAME...]     (default: every fixture)
 set -euo pipefail
@@ -149,6 +153,14 @@ for name in "${names[@]}"; do
 	else
 		t_fail "$name: ls -R over http rc=$RC differs: $(diff "$TMP/lsl.out" "$TMP/lsr.out" | head -n 3) $(head -c 200 "$ERR")"
 	fi
+	# the directories' blocks hinted whole, the rest in 64 KiB misses:
+	# the fixtures' trees (mkfs.erofs layouts) take at most 6 requests
+	q=$(stat_of requests "$TMP/stats")
+	if [ "${q:-99}" -le 6 ]; then
+		t_pass "$name: ls -R cold takes $q requests (at most 6)"
+	else
+		t_fail "$name: ls -R cold took ${q:-?} requests (more than 6)"
+	fi
 
 	if [ $extract = 1 ]; then
 		rm -rf "$TMP/x"
@@ -175,6 +187,54 @@ for name in "${names[@]}"; do
 	fi
 done
 echo "  all fixtures: fetched $tot_fetched bytes, read $tot_read bytes (cold, fsck)"
+
+# --- the reader's hints, on an image of ezfs mkfs (metadata at the end) --
+# 300 files in 8 MB (bench/remote-tree.py), lz4 64K. At open the metadata
+# area is fetched in one round trip (its ranges together); ls -R then
+# reads nothing more; a cat of one file fetches exactly its pclusters.
+python3 "$SRC/bench/remote-tree.py" "$TMP/htree" 300 8000000
+t_run hmkfs "$EZFS" mkfs -z lz4 -C 65536 -T 0 "$WWW/hint.img" "$TMP/htree"
+chmod 644 "$WWW/hint.img"
+hurl=$BASE/hint.img
+: >"$TMP/stats"
+t_run hls "$EZFS" ls -R --no-cache "$hurl" /
+t_run hlsl "$EZFS" ls -R "$WWW/hint.img" /
+rounds=$(stat_of rounds "$TMP/stats") hinted=$(stat_of hinted "$TMP/stats")
+if cmp -s "$TMP/hls.out" "$TMP/hlsl.out" && [ "${rounds:-9}" -le 2 ] &&
+	[ "${hinted:-0}" -gt 0 ] && [ "$(stat_of hits "$TMP/stats")" = "$(stat_of reads "$TMP/stats")" ]; then
+	t_pass "hints: ls -R cold in $rounds round trips ($(stat_of requests "$TMP/stats") requests; the metadata area, $hinted bytes, hinted at open; every read a hit)"
+else
+	t_fail "hints: ls -R cold: $(tail -n 1 "$TMP/stats") $(head -c 200 "$ERR")"
+fi
+# a compressed file of more than one pcluster's worth
+hfile=
+for f in $(cd "$TMP/htree" && find . -type f -size +100k | sort | sed 's,^\.,,'); do
+	if "$EZFS" stat -e "$WWW/hint.img" "$f" | grep -q ' lz4 .*encoded'; then
+		hfile=$f
+		break
+	fi
+done
+if [ -n "$hfile" ]; then
+	# its pclusters, in 4 KiB cache blocks (inline ones are metadata)
+	hwant=$("$EZFS" stat -e "$WWW/hint.img" "$hfile" | awk '
+		$2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $5 ~ /mapped/ && $5 !~ /inline|fragment/ {
+			s += (int(($2 + $3 + 4095) / 4096) - int($2 / 4096)) * 4096 }
+		END { print s + 0 }')
+	: >"$TMP/stats"
+	t_run hstat "$EZFS" stat --no-cache "$hurl" "$hfile"
+	f0=$(stat_of fetched "$TMP/stats")
+	: >"$TMP/stats"
+	t_run hcat "$EZFS" cat --no-cache "$hurl" "$hfile"
+	f1=$(stat_of fetched "$TMP/stats")
+	if cmp -s "$TMP/hcat.out" "$TMP/htree$hfile" && [ "$hwant" -gt 0 ] &&
+		[ $((f1 - f0)) -le "$hwant" ]; then
+		t_pass "hints: a cold cat of $hfile fetches $((f1 - f0)) bytes beyond its stat's: at most its pclusters ($hwant bytes in 4 KiB blocks)"
+	else
+		t_fail "hints: cat $hfile fetched $f1 - $f0 bytes, its pclusters take $hwant: $(head -c 200 "$ERR")"
+	fi
+else
+	t_fail "hints: no compressed file of more than 100 KiB in the tree"
+fi
 
 # --- the cache: ls lists, gc empties ------------------------------------
 n=${#names[@]}
@@ -355,7 +415,8 @@ auth:
     service: ezfs-test
 CONF
 "$REG" serve "$TMP/registry/config.yml" >"$TMP/registry/log" 2>&1 &
-SRV_PIDS+=($!)
+REG_PID=$!
+SRV_PIDS+=("$REG_PID")
 wait_port "$RPORT" || { head -c 300 "$TMP/registry/log"; t_fail "docker-registry did not start"; t_done; }
 REF=oci://127.0.0.1:$RPORT/test/erofs:tag
 push_name=${names[0]}
@@ -434,5 +495,23 @@ if [ -f "$blob" ]; then
 	else
 		t_fail "tampered blob: rc=$RC: $(head -c 300 "$ERR")"
 	fi
+fi
+# the registry gone after a full fill: the cache still serves (the
+# reference's blob found by the name it was opened as, then read whole
+# from the cache and checked against its digest)
+kill "$REG_PID" 2>/dev/null || true
+wait "$REG_PID" 2>/dev/null || true
+: >"$TMP/stats"
+t_run ogone timeout "$tmo" "$EZFS" fsck -q --cache-dir "$TMP/ocache" "$REF"
+if [ "$RC" = 0 ] && [ "$(stat_of fetched "$TMP/stats")" = 0 ]; then
+	t_pass "the registry gone after a full fill: fsck $REF from the cache ($(stat_of requests "$TMP/stats") requests tried, 0 bytes)"
+else
+	t_fail "registry gone: rc=$RC fetched $(stat_of fetched "$TMP/stats"): $(head -c 300 "$ERR")"
+fi
+t_run ogone2 timeout "$tmo" "$EZFS" ls --no-cache "$REF" /
+if [ "$RC" != 0 ] && [ "$(wc -l <"$ERR")" = 1 ]; then
+	t_pass "the registry gone, no cache: one line ($(head -c 120 "$ERR"))"
+else
+	t_fail "registry gone, --no-cache: rc=$RC: $(head -c 300 "$ERR")"
 fi
 t_done
