@@ -45,6 +45,11 @@ struct ezfs_remote_stats {
 	uint64_t size;		/* the image's size */
 	uint64_t fetch_us_p50;	/* request latency (microseconds) */
 	uint64_t fetch_us_p99;
+	uint64_t hints;		/* ezfs_remote_hint calls */
+	uint64_t hints_fetched; /* of those, calls that fetched */
+	uint64_t bytes_hinted;	/* bytes fetched for hints */
+	uint64_t rounds;	/* round trips: batches of requests sent
+				 * together and waited for (retries aside) */
 };
 
 struct ezfs_remote_params {
@@ -110,6 +115,15 @@ EZFS_API int ezfs_remote_open(const char *url,
  * close is ezfs_remote_close(). */
 EZFS_API const struct ezfs_io_ops *ezfs_remote_io_ops(void);
 EZFS_API uint64_t ezfs_remote_size(const ezfs_remote *r);
+/*
+ * The reader's io hint (ezfs_open_params.io_hint, ezfs_mount_params.io_hint,
+ * arg the source): the blocks of [off, off + len) not yet cached are
+ * fetched now, exactly (adjacent ones in one range, several ranges in
+ * flight), at most 64 MiB per call. EZFS_HINT_AHEAD turns the source's
+ * own read-ahead off: the reader says what it will read next.
+ */
+EZFS_API void ezfs_remote_hint(void *arg, uint64_t off, uint64_t len,
+			       unsigned flags);
 /* Fetch [off, off + len) into the cache now (errors are ignored). */
 EZFS_API void ezfs_remote_prefetch(ezfs_remote *r, uint64_t off, uint64_t len);
 EZFS_API void ezfs_remote_get_stats(ezfs_remote *r,

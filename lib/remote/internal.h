@@ -19,6 +19,7 @@ void ezi_header_value(char *dst, size_t size, const char *v, size_t n);
 /* cache.c: the map of a persistent cache entry. */
 struct ezi_cmap {
 	char url[4096];
+	char name[4096]; /* the URL or oci:// reference opened ("": unknown) */
 	char etag[256];
 	char lastmod[128];
 	uint64_t size;
@@ -29,6 +30,11 @@ struct ezi_cmap {
 /* FNV-1a of s as 16 hex digits into key[17]. */
 void ezi_cache_key(const char *s, char key[17]);
 int ezi_cmap_load(const char *path, struct ezi_cmap *m);
+/* Does m list every block of the image? */
+int ezi_cmap_complete(const struct ezi_cmap *m);
+/* The complete entry of dir opened as name (its map into m): 0, or
+ * -ENOENT. */
+int ezi_cache_find(const char *dir, const char *name, struct ezi_cmap *m);
 /* Write m to path crash-safely: a temporary file, fsync, rename, then
  * fsync of the folder. */
 int ezi_cmap_store(const char *path, const struct ezi_cmap *m);

@@ -37,8 +37,11 @@ enum { B_ABSENT = 0, B_BUSY = 1, B_PRESENT = 2 };
 #define HEAD_BYTES   (256u << 10)  /* fetched at open */
 #define WHOLE_MAX    (64ull << 20) /* a 200 at open: take it whole */
 #define RUN_MAX	     (1u << 20)	   /* one range at most */
-#define INFLIGHT     8		   /* ranges in flight per reader */
+#define INFLIGHT     16		   /* ranges in flight per reader */
+#define RA_MIN_BYTES (128u << 10)  /* first read-ahead window */
 #define RA_MAX_BYTES (8u << 20)	   /* read-ahead window at most */
+#define MISS_BYTES   (64u << 10)   /* what an unhinted miss fetches */
+#define HINT_MAX     (64ull << 20) /* one hint at most */
 #define FLUSH_BYTES  (4ull << 20)  /* map written after this much */
 #define LAT_SAMPLES  4096
 
@@ -78,10 +81,11 @@ struct ezfs_remote {
 	int ignores_range;
 
 	struct fetcher *fetchers;
-	uint64_t last_end, ra;
+	uint64_t last_end, ra; /* ra: bytes */
+	int reader_ahead;      /* the reader hints its own read-ahead */
 	struct ezfs_remote_stats st;
 	/* counted without the lock (atomics) */
-	uint64_t a_requests, a_retries, a_fetched;
+	uint64_t a_requests, a_retries, a_fetched, a_rounds;
 	uint32_t lat[LAT_SAMPLES];
 	uint64_t nlat;
 };
@@ -592,6 +596,8 @@ static void run_xfers(struct ezfs_remote *r, struct xfer *xs, unsigned n)
 
 	for (unsigned i = 0; i < n; i++)
 		done += xs[i].state == 2;
+	if (done < n) /* one round trip, however many ranges */
+		__atomic_add_fetch(&r->a_rounds, 1, __ATOMIC_RELAXED);
 
 	if (!f) {
 		for (unsigned i = 0; i < n; i++) {
@@ -724,8 +730,38 @@ static void store_locked(struct ezfs_remote *r, struct xfer *x)
 {
 	uint64_t b0 = x->off >> r->bsbits;
 	uint64_t nb = (x->len + r->bs - 1) >> r->bsbits;
+	uint64_t end = b0 + nb < r->nblocks ? b0 + nb : r->nblocks;
 
-	for (uint64_t b = b0; b < b0 + nb && b < r->nblocks; b++) {
+	if (r->data_fd >= 0 && !x->err) {
+		/* each run of blocks not yet present in one write */
+		for (uint64_t b = b0, e; b < end; b = e) {
+			uint64_t o = b << r->bsbits, l;
+			int ok;
+
+			for (e = b; e < end && r->state[e] != B_PRESENT; e++)
+				;
+			if (e == b) {
+				e++;
+				continue;
+			}
+			l = (e << r->bsbits < r->size ? e << r->bsbits
+						      : r->size) -
+			    o;
+			ok = pwrite(r->data_fd, x->buf + (o - x->off), l,
+				    (off_t)o) == (ssize_t)l;
+			for (uint64_t k = b; k < e; k++) {
+				r->state[k] = ok ? B_PRESENT : B_ABSENT;
+				if (ok) {
+					r->dirty += blk_len(r, k);
+					r->st.cache_bytes += blk_len(r, k);
+				}
+			}
+		}
+		if (r->dirty >= FLUSH_BYTES)
+			flush_map(r);
+		return;
+	}
+	for (uint64_t b = b0; b < end; b++) {
 		size_t l = blk_len(r, b);
 		const uint8_t *src = x->buf + ((b - b0) << r->bsbits);
 
@@ -911,7 +947,7 @@ static int copy_out(struct ezfs_remote *r, uint8_t *dst, size_t len,
 static ssize_t read_range(struct ezfs_remote *r, void *buf, size_t len,
 			  uint64_t off, int count)
 {
-	uint64_t b0, b1, *list;
+	uint64_t b0, b1, mb, *list;
 	unsigned cap, tries = 0;
 	int fetched = 0, err;
 
@@ -926,38 +962,42 @@ static ssize_t read_range(struct ezfs_remote *r, void *buf, size_t len,
 		len = (size_t)(r->size - off);
 	b0 = off >> r->bsbits;
 	b1 = (off + len - 1) >> r->bsbits;
-	cap = (unsigned)(b1 - b0 + 1 + (RA_MAX_BYTES >> r->bsbits) + 1);
+	mb = MISS_BYTES > r->bs ? MISS_BYTES >> r->bsbits : 1;
+	cap = (unsigned)(b1 - b0 + 1 + 2 * mb + (RA_MAX_BYTES >> r->bsbits));
 	list = malloc(cap * sizeof(*list));
 	if (!list)
 		return -ENOMEM;
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
+		uint64_t w0, w1, k;
 		unsigned n = 0;
-		int wait, absent;
+		int wait, absent = 0;
 
-		for (uint64_t b = b0; b <= b1; b++)
-			if (r->state[b] == B_ABSENT) {
-				r->state[b] = B_BUSY;
-				list[n++] = b;
-			}
+		for (k = b0; k <= b1 && !absent; k++)
+			absent = r->state[k] == B_ABSENT;
 		if (count) {
 			/* the window grows while a sequential reader
-			 * still misses */
-			if (n && off == r->last_end && off)
-				r->ra = r->ra ? r->ra * 2 : 2;
-			else if (n)
+			 * still misses (unless it hints its own) */
+			if (absent && off == r->last_end && off)
+				r->ra = r->ra ? r->ra * 2 : RA_MIN_BYTES;
+			else if (absent)
 				r->ra = 0;
-			if (r->ra > (RA_MAX_BYTES >> r->bsbits))
-				r->ra = RA_MAX_BYTES >> r->bsbits;
+			if (r->ra > RA_MAX_BYTES)
+				r->ra = RA_MAX_BYTES;
+			if (r->reader_ahead)
+				r->ra = 0;
 			r->last_end = off + len;
 		}
-		if (n && count)
-			for (uint64_t b = b1 + 1;
-			     b <= b1 + r->ra && b < r->nblocks &&
-			     r->state[b] == B_ABSENT;
-			     b++) {
-				r->state[b] = B_BUSY;
-				list[n++] = b;
+		/* a miss nobody hinted: the absent blocks of its aligned
+		 * MISS_BYTES window (and the read-ahead) come with it */
+		w0 = b0 & ~(uint64_t)(mb - 1);
+		w1 = (b1 | (mb - 1)) + (count ? r->ra >> r->bsbits : 0);
+		if (w1 >= r->nblocks)
+			w1 = r->nblocks - 1;
+		for (k = w0; absent && k <= w1; k++)
+			if (r->state[k] == B_ABSENT) {
+				r->state[k] = B_BUSY;
+				list[n++] = k;
 			}
 		if (n) {
 			pthread_mutex_unlock(&r->lock);
@@ -1035,6 +1075,46 @@ uint64_t ezfs_remote_size(const ezfs_remote *r)
 	return r->size;
 }
 
+void ezfs_remote_hint(void *arg, uint64_t off, uint64_t len, unsigned flags)
+{
+	struct ezfs_remote *r = arg;
+	uint64_t b0, b1, *list, got = 0;
+	unsigned n = 0;
+
+	if (r->bad || off >= r->size || !len)
+		return;
+	if (len > r->size - off)
+		len = r->size - off;
+	if (len > HINT_MAX)
+		len = HINT_MAX;
+	b0 = off >> r->bsbits;
+	b1 = (off + len - 1) >> r->bsbits;
+	list = malloc((size_t)(b1 - b0 + 1) * sizeof(*list));
+	pthread_mutex_lock(&r->lock);
+	if (flags & EZFS_HINT_AHEAD)
+		r->reader_ahead = 1;
+	r->st.hints++;
+	for (uint64_t b = b0; list && b <= b1; b++)
+		if (r->state[b] == B_ABSENT) {
+			r->state[b] = B_BUSY;
+			list[n++] = b;
+		}
+	pthread_mutex_unlock(&r->lock);
+	/* exactly these blocks, adjacent ones in one range; a failure
+	 * leaves them absent for the read that follows to report */
+	if (n)
+		(void)fetch_blocks(r, list, n, UINT64_MAX, 0);
+	pthread_mutex_lock(&r->lock);
+	for (unsigned i = 0; i < n; i++)
+		if (r->state[list[i]] == B_PRESENT)
+			got += blk_len(r, list[i]);
+	r->st.bytes_hinted += got;
+	if (n)
+		r->st.hints_fetched++;
+	pthread_mutex_unlock(&r->lock);
+	free(list);
+}
+
 void ezfs_remote_prefetch(ezfs_remote *r, uint64_t off, uint64_t len)
 {
 	uint8_t *tmp;
@@ -1077,6 +1157,7 @@ void ezfs_remote_get_stats(ezfs_remote *r, struct ezfs_remote_stats *st)
 	st->requests = __atomic_load_n(&r->a_requests, __ATOMIC_RELAXED);
 	st->retries = __atomic_load_n(&r->a_retries, __ATOMIC_RELAXED);
 	st->bytes_fetched = __atomic_load_n(&r->a_fetched, __ATOMIC_RELAXED);
+	st->rounds = __atomic_load_n(&r->a_rounds, __ATOMIC_RELAXED);
 	st->size = r->size;
 	n = r->nlat < LAT_SAMPLES ? r->nlat : LAT_SAMPLES;
 	s = n ? malloc(n * sizeof(*s)) : NULL;
@@ -1172,6 +1253,7 @@ static int cache_adopt(struct ezfs_remote *r, int same)
 			return -ENOMEM;
 	}
 	snprintf(r->map.url, sizeof(r->map.url), "%s", r->url);
+	snprintf(r->map.name, sizeof(r->map.name), "%s", r->name);
 	snprintf(r->map.etag, sizeof(r->map.etag), "%s", r->etag);
 	snprintf(r->map.lastmod, sizeof(r->map.lastmod), "%s", r->lastmod);
 	r->map.size = r->size;
@@ -1271,7 +1353,7 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 	if (r->p.retries < 0)
 		r->p.retries = 3;
 	if (!r->p.block_size)
-		r->p.block_size = 64u << 10;
+		r->p.block_size = 4096;
 	if (!r->p.mem_bytes)
 		r->p.mem_bytes = 256u << 20;
 	if (!r->p.cache_max)
@@ -1297,6 +1379,23 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 	}
 	if (!strncasecmp(url, "oci://", 6)) {
 		err = open_oci(r, url);
+		if (err == -EIO && r->p.cache_dir && *r->p.cache_dir &&
+		    !ezi_cache_find(r->p.cache_dir, url, &r->map)) {
+			/* the registry cannot be reached, but the blob it
+			 * named is cached whole (read by the digest in its
+			 * URL, checked as always) */
+			const char *d = strstr(r->map.url, "/blobs/sha256:");
+
+			if (d && strlen(d + 7) < sizeof(r->digest)) {
+				free(r->url);
+				r->url = strdup(r->map.url);
+				snprintf(r->digest, sizeof(r->digest), "%s",
+					 d + 7);
+				err = r->url ? 0 : -ENOMEM;
+			}
+			free(r->map.bits);
+			memset(&r->map, 0, sizeof(r->map));
+		}
 		if (err)
 			goto fail;
 	} else if (!strncasecmp(url, "s3://", 5)) {
@@ -1330,6 +1429,16 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 	}
 	run_xfers(r, &x, 1);
 	err = x.err;
+	if (err == -EIO && (!x.status || x.status >= 500) && have_map &&
+	    ezi_cmap_complete(&r->map)) {
+		/* the server is gone (no answer, or 5xx) but every block
+		 * is cached: serve the copy, as a 304 would */
+		rlog(r, EZFS_LOG_WARN,
+		     "%s; serving the complete cached copy (%" PRIu64 " bytes)",
+		     x.why[0] ? x.why : strerror(-err), r->map.size);
+		err = 0;
+		x.status = 304;
+	}
 	if (err) {
 		rlog(r, EZFS_LOG_ERROR, "%s",
 		     x.why[0] ? x.why : strerror(-err));

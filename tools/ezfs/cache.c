@@ -191,16 +191,20 @@ static void print_stats(void *arg, const char *url,
 {
 	const char *path = getenv("EZFS_REMOTE_STATS");
 	FILE *f = stderr;
-	char line[512];
+	char line[8192];
 
 	snprintf(line, sizeof(line),
 		 "remote: %s: requests=%" PRIu64 " retries=%" PRIu64
 		 " fetched=%" PRIu64 " read=%" PRIu64 " reads=%" PRIu64
 		 " hits=%" PRIu64 " redirects=%" PRIu64 " cached=%" PRIu64
-		 " size=%" PRIu64 " p50_us=%" PRIu64 " p99_us=%" PRIu64 "\n",
+		 " size=%" PRIu64 " p50_us=%" PRIu64 " p99_us=%" PRIu64
+		 " hints=%" PRIu64 " hints_fetched=%" PRIu64 " hinted=%" PRIu64
+		 " hit_pct=%" PRIu64 " rounds=%" PRIu64 "\n",
 		 url, st->requests, st->retries, st->bytes_fetched,
 		 st->bytes_read, st->reads, st->reads_hit, st->redirects,
-		 st->cache_bytes, st->size, st->fetch_us_p50, st->fetch_us_p99);
+		 st->cache_bytes, st->size, st->fetch_us_p50, st->fetch_us_p99,
+		 st->hints, st->hints_fetched, st->bytes_hinted,
+		 st->reads ? st->reads_hit * 100 / st->reads : 0, st->rounds);
 	(void)arg;
 	if (path && *path && strcmp(path, "1")) {
 		f = fopen(path, "ae");
@@ -252,7 +256,19 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	*size = ezfs_remote_size(r);
 	return 0;
 }
+
+void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
+			      unsigned flags)
+{
+	return ezfs_remote_hint;
+}
 #else
+void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
+			      unsigned flags)
+{
+	return NULL;
+}
+
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      unsigned verbose, const struct ezfs_io_ops **ops,
 		      void **arg, uint64_t *size)
@@ -274,6 +290,7 @@ int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 			  ezfs_image **out)
 {
 	const struct ezfs_io_ops *ops;
+	struct ezfs_open_params op = *p;
 	uint64_t size;
 	void *arg;
 	int err;
@@ -283,7 +300,8 @@ int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 				&size);
 	if (err)
 		return err;
-	return ezfs_image_open_io(ops, arg, size, p, out);
+	op.io_hint = cli_remote_hint();
+	return ezfs_image_open_io(ops, arg, size, &op, out);
 }
 
 /* ------------------------------------------------------------------ */

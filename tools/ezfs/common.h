@@ -162,7 +162,8 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f));
  * handles CLI_OPT_CACHE_DIR..CLI_OPT_REMOTE_LAST (-1: recorded, 2: usage
  * error, 0: not one of them); cli_remote_source opens the URL as io ops
  * for ezfs_image_open_io (log lines do not name it), and
- * cli_remote_open_image does both. */
+ * cli_remote_open_image does both (with the source's io hint, which
+ * cli_remote_hint gives for ezfs_mount_params.io_hint). */
 int cli_is_remote(const char *img);
 int cli_remote_opt(const char *cmd, int c, const char *arg);
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
@@ -170,6 +171,8 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      void **arg, uint64_t *size);
 int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 			  ezfs_image **out);
+void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
+			      unsigned flags);
 
 /* Resolve path and get its inode; prints an error naming path on failure. */
 int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,
