@@ -125,6 +125,8 @@ int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 			e->blkaddr = z->ext[e->refidx].blkaddr;
 			continue;
 		}
+		if (e->xref) /* an earlier file's (zxdd.c) */
+			continue;
 		if (!e->blocks || e->frag)
 			continue;
 		if (!tmp)

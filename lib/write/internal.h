@@ -37,6 +37,9 @@ struct bextent {
 	uint8_t type;	  /* Z_EROFS_LCLUSTER_TYPE_PLAIN / _HEAD1 */
 	bool frag;	  /* the tail extent, in the packed inode */
 	bool ref;	  /* -E dedupe: reuses extent refidx's pcluster */
+	bool xref;	  /* -E dedupe: reuses an earlier file's pcluster
+			   * (blkaddr; zxdd.c) */
+	bool partial;	  /* PARTIAL_REF: the pcluster decodes to more */
 	uint32_t refidx;
 };
 
@@ -180,6 +183,7 @@ struct ezfs_builder {
 	struct binode *mbox_inode; /* -m: the metabox inode */
 	bool tar_src;		   /* the tree came from a tar */
 	void *dedupe;		   /* dedupe.c table */
+	void *xdd;		   /* zxdd.c table */
 	bool deduped;		   /* some pcluster is shared (DEDUPE bit) */
 	bool chunked;		   /* some inode is CHUNK_BASED */
 
@@ -461,6 +465,36 @@ uint64_t ezi_bld_idd_scan(const struct bidd *d, const struct bzfile *z,
 			  uint64_t from, uint64_t to, uint64_t pos,
 			  uint64_t size, const uint8_t *win, uint64_t wpos,
 			  uint64_t wend, unsigned blkszbits, uint32_t *jp);
+/* zxdd.c: -E dedupe across files on decoded data (table in b->xdd) */
+struct bxdd;
+struct bxmatch {
+	uint64_t at;	  /* the new extent starts here (<= pos) */
+	uint32_t len;	  /* and decodes this many bytes */
+	uint32_t blocks;  /* of the earlier pcluster */
+	uint32_t blkaddr; /* absolute; own: the extent index */
+	uint8_t type;
+	bool own, partial;
+};
+/* Writer thread, in inode order: a file that repeats an earlier file's
+ * pcluster data is compressed again with references to it (*zp replaced,
+ * NULL: stored flat); then, once placed, its pclusters join the table. */
+int ezi_bld_xdd_file(struct ezfs_builder *b, struct binode *in,
+		     struct bzfile **zp);
+int ezi_bld_xdd_commit(struct ezfs_builder *b, struct binode *in,
+		       const struct bzfile *z);
+void ezi_bld_xdd_free(struct ezfs_builder *b);
+/* compress.c, compressing again: z's complete owned extents into the
+ * table, and the earlier data that starts again at or before pos (1 and
+ * *m, 0 none, -errno) */
+int ezi_bld_xdd_register(struct bxdd *x, const struct binode *in,
+			 const struct bzfile *z, uint64_t pos,
+			 const uint8_t *win, uint64_t wpos, uint64_t wend);
+int ezi_bld_xdd_match(struct bxdd *x, const struct ezfs_builder *b,
+		      const struct binode *in, const struct bzfile *z,
+		      uint64_t pos, uint64_t size, const uint8_t *win,
+		      uint64_t wpos, uint64_t wend, struct bxmatch *m);
+int ezi_bld_compress_xdd(const struct ezfs_builder *b, const struct binode *in,
+			 void *cctx, struct bxdd *x, struct bzfile **out);
 /* Whether a codec context may serve the next file (history-free). */
 bool ezi_bld_ctx_reusable(const struct ezfs_builder *b);
 

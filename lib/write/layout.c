@@ -459,12 +459,35 @@ static int write_tarindex_file(struct ezfs_builder *b, struct binode *in)
 	return 0;
 }
 
+/* -E dedupe on decoded data across files (zxdd.c): not with fragments,
+ * whose tails 1.9.3 shares its own way, nor for the image's own inodes */
+static bool xdd_on(const struct ezfs_builder *b)
+{
+	return (b->p.flags & EZFS_BUILD_DEDUPE) && b->nzalgs &&
+	       !(b->p.flags &
+		 (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS));
+}
+
+static bool xdd_wanted(const struct ezfs_builder *b, const struct binode *in)
+{
+	return xdd_on(b) && in != b->packed_inode && in != b->mbox_inode &&
+	       ezi_bld_compress_wanted(b, in) && !ezi_bld_zunaligned_ok(b, in);
+}
+
 /* Place one regular file whose compression result (or NULL) is known. */
 static int place_file(struct ezfs_builder *b, struct binode *in,
 		      struct bzfile *z, uint8_t *buf)
 {
 	int err;
 
+	/* -E dedupe: an earlier file's data again (zxdd.c) */
+	if (xdd_wanted(b, in)) {
+		err = ezi_bld_xdd_file(b, in, &z);
+		if (err) {
+			ezi_bld_zfile_free(z);
+			return err;
+		}
+	}
 	if (z) {
 		uint32_t k;
 
@@ -496,8 +519,11 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 		in->unit_size = ((core_size(in) + in->xattr_isize + 7) & ~7u) +
 				z->idx_size + z->idata_len;
 		b->st.compressed_files++;
+		if (!err && xdd_wanted(b, in))
+			err = ezi_bld_xdd_commit(b, in, z);
 		return err;
 	}
+
 	if (b->nrdevs) { /* rebuild.c made its chunk indexes */
 		in->unit_size = chunk_hdr(in, 8) + in->chunkidx_len;
 		return 0;
@@ -611,8 +637,57 @@ static int reserve_root(struct ezfs_builder *b, uint64_t shared_end)
 	return 0;
 }
 
+struct dfs_ord {
+	struct binode **o;
+	size_t n;
+};
+
+static int dfs_add(struct ezfs_builder *b, struct binode *in, void *arg)
+{
+	struct dfs_ord *d = arg;
+
+	(void)b;
+	if (!in->zseen) {
+		in->zseen = true;
+		d->o[d->n++] = in;
+	}
+	return 0;
+}
+
+/*
+ * -E dedupe across files (zxdd.c): the files' data goes in depth-first
+ * order as in 1.9.3 (which copy of a file comes first decides what the
+ * others can refer to). b->inodes is that order while the data is
+ * written (*bfs: the inode order, put back after).
+ */
+static int dfs_data_order(struct ezfs_builder *b, struct binode ***bfs)
+{
+	struct dfs_ord d = { .o = malloc(b->ninodes * sizeof(*d.o)) };
+	size_t i;
+	int err;
+
+	*bfs = NULL;
+	if (!d.o)
+		return -ENOMEM;
+	/* the rest first, in inode order (the root stays first) */
+	for (i = 0; i < b->ninodes; i++)
+		if (!S_ISREG(b->inodes[i]->mode))
+			d.o[d.n++] = b->inodes[i];
+	err = ezi_bld_files_dfs(b, dfs_add, &d);
+	for (i = 0; i < b->ninodes; i++)
+		b->inodes[i]->zseen = false;
+	if (err || d.n != b->ninodes) {
+		free(d.o);
+		return err ? err : -EINVAL;
+	}
+	*bfs = b->inodes;
+	b->inodes = d.o;
+	return 0;
+}
+
 int ezi_bld_write_data(struct ezfs_builder *b)
 {
+	struct binode **bfs = NULL;
 	uint64_t shared_end = b->shared_start + b->shared_len, bytes = 0;
 	uint64_t total_bytes = 0, files = 0;
 	uint8_t *buf;
@@ -651,6 +726,8 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 	if (!buf)
 		return -ENOMEM;
 	err = ezi_bld_frags_share(b);
+	if (!err && xdd_on(b))
+		err = dfs_data_order(b, &bfs);
 	if (!err)
 		err = ezi_bld_zjobs_start(b);
 	for (i = 0; i < b->ninodes && !err; i++) {
@@ -697,6 +774,10 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 		}
 	}
 	ezi_bld_zjobs_stop(b);
+	if (bfs) {
+		free(b->inodes);
+		b->inodes = bfs;
+	}
 	if (!err)
 		err = ezi_bld_frags_place(b);
 	/* --zD: the directories join the packed inode once NIDs are known
@@ -706,6 +787,7 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 	if (err || !zdirs(b))
 		ezi_bld_packed_free(b);
 	ezi_bld_dedupe_free(b);
+	ezi_bld_xdd_free(b);
 	if (b->p.blobdev)
 		b->dev_blocks = b->blob_cursor;
 	b->st.bytes_in = bytes;

@@ -54,6 +54,8 @@ static int add_extent(struct bzfile *z, uint64_t la, uint32_t blocks,
 	z->ext[z->next].type = type;
 	z->ext[z->next].frag = false;
 	z->ext[z->next].ref = false;
+	z->ext[z->next].xref = false;
+	z->ext[z->next].partial = false;
 	z->next++;
 	z->blocks += blocks;
 	return 0;
@@ -232,6 +234,30 @@ static int add_ref(struct bzfile *z, uint64_t la, uint32_t j)
 	return 0;
 }
 
+/* zxdd.c's match: the previous extent cut at m->at, a reference there */
+static int add_xref(struct bzfile *z, uint64_t pos, const struct bxmatch *m)
+{
+	uint32_t blocks = z->blocks;
+	struct bextent *e;
+	int r;
+
+	if (m->at < pos)
+		z->ext[z->next - 1].partial =
+			z->ext[z->next - 1].type != Z_EROFS_LCLUSTER_TYPE_PLAIN;
+	r = add_extent(z, m->at, m->blocks, m->type);
+	if (r)
+		return r;
+	z->blocks = blocks; /* no new blocks */
+	e = &z->ext[z->next - 1];
+	e->blkaddr = m->own ? z->ext[m->blkaddr].blkaddr : m->blkaddr;
+	e->ref = m->own;
+	e->xref = !m->own;
+	e->refidx = m->blkaddr;
+	e->partial = m->partial;
+	z->has_ref = true;
+	return 0;
+}
+
 /*
  * fragshare.c's later file: the pcluster size (whole blocks) that holds
  * the head bytes left before the shared end, or pcap if they need more.
@@ -266,7 +292,8 @@ static uint64_t max_extent(const struct ezfs_builder *b)
  */
 static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			void *cctx, const uint8_t *mem, uint64_t size,
-			const struct bzpart *pt, struct bzfile **out)
+			const struct bzpart *pt, struct bxdd *xd,
+			struct bzfile **out)
 {
 	/* a part of a split file (zsplit.c): only the last has the tail */
 	bool tail = !mem && (!pt || pt->last);
@@ -278,7 +305,9 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	uint32_t blksz = b->blksz;
 	uint8_t *win = NULL, *obuf = NULL, *obuf2 = NULL, *obuf3 = NULL, *dst;
 	uint8_t *obufd = NULL;
-	bool dedup = !mem && (b->p.flags & EZFS_BUILD_DEDUPE);
+	/* -E dedupe: inside the file (zidd.c), or across files on the
+	 * writer (zxdd.c, xd) */
+	bool dedup = !mem && !xd && (b->p.flags & EZFS_BUILD_DEDUPE);
 	struct bidd dd = { 0 };
 	size_t rawlen = 0, rawblks = 0;
 	bool allfrag = tail && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
@@ -340,9 +369,18 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* 1. slide the window so that [pos, pos + want) is loaded */
 		if (!mem && pos + want > wend) {
 			if (pos + want > wpos + wcap) {
-				memmove(win, win + (pos - wpos),
-					(size_t)(wend - pos));
-				wpos = pos;
+				/* zxdd.c may cut the previous extent */
+				uint64_t keep =
+					xd && z->next &&
+							z->ext[z->next - 1]
+									.la >=
+								wpos
+						? z->ext[z->next - 1].la
+						: pos;
+
+				memmove(win, win + (keep - wpos),
+					(size_t)(wend - keep));
+				wpos = keep;
 			}
 			while (wend < pos + want) {
 				uint64_t space = wpos + wcap - wend;
@@ -387,6 +425,26 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 				continue;
 			}
 		}
+		/* an earlier file's (or this one's) data starts again */
+		if (xd) {
+			struct bxmatch m;
+
+			err = ezi_bld_xdd_register(xd, in, z, pos, win, wpos,
+						   wend);
+			if (err)
+				goto fail;
+			err = ezi_bld_xdd_match(xd, b, in, z, pos, size, win,
+						wpos, wend, &m);
+			if (err < 0)
+				goto fail;
+			if (err) {
+				err = add_xref(z, pos, &m);
+				if (err)
+					goto fail;
+				pos = m.at + m.len;
+				continue;
+			}
+		}
 		/* fragments: the last <= 1 pcluster (or all) to the packed
 		 * inode */
 		if (frags &&
@@ -423,7 +481,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		}
 		/* a pcluster of random-looking bytes (compressed media): raw,
 		 * without the codec (zfast.c), as it would end anyway */
-		if (!dedup && !share && !zkeep &&
+		if (!dedup && !xd && !share && !zkeep &&
 		    want >= (uint64_t)pcap + blksz &&
 		    ezi_bld_random_fast(b, in->zalg, win + (pos - wpos),
 					pcap)) {
@@ -434,7 +492,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		if (zkeep && inlen > rem - zkeep)
 			inlen = (size_t)(rem - zkeep);
 		/* a whole file that cannot take less than one block */
-		if (!frags && !ztail && !dedup && !pos && want == size &&
+		if (!frags && !ztail && !dedup && !xd && !pos && want == size &&
 		    (r = ezi_bld_one_block_fast(b, in->zalg, win, inlen, obuf)))
 			inlen = (size_t)size;
 		else
@@ -483,7 +541,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 				 * (as mkfs.erofs), not one block and the same
 				 * pcluster's worth compressed again (64 MiB of
 				 * random bytes, lz4hc-9 64K: 16 s) */
-				if (!dedup)
+				if (!dedup && !xd)
 					rawblks = inlen / blksz;
 				goto raw;
 			}
@@ -652,19 +710,25 @@ int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 {
 	if (ezi_bld_zunaligned_ok(b, in))
 		return ezi_bld_zunaligned(b, in, cctx, out);
-	return compress_src(b, in, cctx, NULL, in->size, NULL, out);
+	return compress_src(b, in, cctx, NULL, in->size, NULL, NULL, out);
+}
+
+int ezi_bld_compress_xdd(const struct ezfs_builder *b, const struct binode *in,
+			 void *cctx, struct bxdd *x, struct bzfile **out)
+{
+	return compress_src(b, in, cctx, NULL, in->size, NULL, x, out);
 }
 
 int ezi_bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
 			  void *cctx, const struct bzpart *pt,
 			  struct bzfile **out)
 {
-	return compress_src(b, in, cctx, NULL, pt->len, pt, out);
+	return compress_src(b, in, cctx, NULL, pt->len, pt, NULL, out);
 }
 
 int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, const uint8_t *mem, uint64_t len,
 			 struct bzfile **out)
 {
-	return compress_src(b, in, cctx, mem, len, NULL, out);
+	return compress_src(b, in, cctx, mem, len, NULL, NULL, out);
 }

@@ -17,6 +17,7 @@ struct lent {
 	uint16_t clusterofs; /* HEAD */
 	uint16_t d0, d1;     /* NONHEAD; d0 = CBLKCNT blocks if cblk */
 	uint32_t blkaddr;    /* HEAD */
+	bool partial;	     /* HEAD: PARTIAL_REF (9.11) */
 	bool sentinel;
 };
 
@@ -71,6 +72,7 @@ static void build_lents(const struct ezfs_builder *b, const struct binode *in,
 		le[h].type = e->type;
 		le[h].clusterofs = (uint16_t)(e->la & (lcs - 1));
 		le[h].blkaddr = e->blkaddr;
+		le[h].partial = e->partial;
 		if (e->frag) {
 			/* FULL: high bits of the fragment offset (9.10) */
 			le[h].blkaddr = (uint32_t)(z->fragoff >> 32);
@@ -104,7 +106,9 @@ static void encode_full(const struct lent *le, uint64_t n, uint8_t *p)
 	uint64_t i;
 
 	for (i = 0; i < n; i++, p += 8) {
-		put_le16(p, le[i].type);
+		put_le16(p, (uint16_t)(le[i].type |
+				       (le[i].partial ? Z_EROFS_LI_PARTIAL_REF
+						      : 0)));
 		put_le16(p + 2, le[i].clusterofs);
 		if (le[i].type != Z_EROFS_LCLUSTER_TYPE_NONHEAD) {
 			put_le32(p + 4, le[i].blkaddr);
@@ -317,6 +321,8 @@ static int encode_extents(const struct ezfs_builder *b, const struct binode *in,
 		} else if (e->type != Z_EROFS_LCLUSTER_TYPE_PLAIN) {
 			plen |= (uint32_t)(b->zalgs[in->zalg].alg + 1)
 				<< Z_EROFS_EXTENT_PLEN_FMT_BIT;
+			if (e->partial)
+				plen |= Z_EROFS_EXTENT_PLEN_PARTIAL;
 		}
 		put_le32(r, plen);
 		put_le32(r + 4, (uint32_t)pa);

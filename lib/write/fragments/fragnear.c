@@ -75,6 +75,8 @@ static int64_t near_head(const struct ezfs_builder *b,
 		ext[*n].blkaddr = *blocks;
 		ext[*n].frag = false;
 		ext[*n].ref = false;
+		ext[*n].xref = false;
+		ext[*n].partial = false;
 		(*n)++;
 		*blocks += ob >> b->blkszbits;
 		pos += inlen;
