@@ -136,13 +136,8 @@ system/lib/sub 0 0 750
 system/lib/sub/sh.link 0 2000 4750 capabilities=0x1000001000
 system/lib/libc.so 0 0 644
 EOF
-cat >"$TMP/file_contexts" <<'EOF'
-/system(/.*)?              u:object_r:system_file:s0
-/system/bin/sh             u:object_r:shell_exec:s0
-/system/bin/toybox         u:object_r:toolbox_exec:s0
-/system/etc(/.*)?          u:object_r:system_etc_file:s0
-/system/lib/sub(/.*)?      u:object_r:system_lib_file:s0
-EOF
+# the labels of the Android trees (shared with mkfs-compat.sh and android-out.sh)
+cp "$SRC/tests/assets/android/file_contexts" "$TMP/file_contexts"
 android_tree "$TMP/asrc"
 if ! "$EZFS" mkfs -q -z lz4hc -C 65536 -E ztailpacking -T 1700000000 --mkfs-time \
 	-U 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d --mount-point system \

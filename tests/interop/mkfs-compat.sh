@@ -216,13 +216,8 @@ system/lib/sub 0 0 750
 system/lib/sub/sh.link 0 2000 4750 capabilities=0x1000001000
 system/lib/libc.so 0 0 644
 EOF
-cat >"$TMP/file_contexts" <<'EOF'
-/system(/.*)?              u:object_r:system_file:s0
-/system/bin/sh             u:object_r:shell_exec:s0
-/system/bin/toybox         u:object_r:toolbox_exec:s0
-/system/etc(/.*)?          u:object_r:system_etc_file:s0
-/system/lib/sub(/.*)?      u:object_r:system_lib_file:s0
-EOF
+# the labels of the Android trees (shared with mkfs-compat.sh and android-out.sh)
+cp "$SRC/tests/assets/android/file_contexts" "$TMP/file_contexts"
 printf '4096 .*\\.rc$\n' >"$TMP/hints"
 
 # The kernel's view the fs_config and labels ask for (capabilities as the

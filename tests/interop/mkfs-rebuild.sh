@@ -38,18 +38,14 @@ else
 fi
 
 # ---- three layers, deterministic ----
-python3 - "$TMP" "$T0" <<'EOF'
+python3 - "$TMP" "$T0" "$SRC/tests" <<'EOF'
 import io, random, sys, tarfile
 tmp, t0 = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+import tarlib
 rnd = random.Random(17)
-def ti(name, kind=tarfile.REGTYPE, mode=0o644, size=0, **kw):
-    t = tarfile.TarInfo(name)
-    t.type, t.mode, t.size, t.mtime = kind, mode, size, t0
-    t.uid = t.gid = 0
-    t.uname = t.gname = ""
-    for k, v in kw.items():
-        setattr(t, k, v)
-    return t
+def ti(name, *a, **kw):
+    return tarlib.entry(name, t0, *a, **kw)
 def layer(n, items):
     with tarfile.open(f"{tmp}/l{n}.tar", "w", format=tarfile.PAX_FORMAT) as tf:
         tf.addfile(ti(".", tarfile.DIRTYPE, 0o755, mtime=t0 + n))

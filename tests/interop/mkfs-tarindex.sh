@@ -26,18 +26,14 @@ UUID=6c3a1f2e-7d4b-4c5a-9e8f-0123456789ab
 T0=1700000000
 
 # ---- the tar, deterministic: fixed names, owners, mtimes, contents ----
-python3 - "$TMP/layer.tar" "$T0" <<'EOF'
+python3 - "$TMP/layer.tar" "$T0" "$SRC/tests" <<'EOF'
 import io, random, sys, tarfile
 out, t0 = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+import tarlib
 rnd = random.Random(15)
-def ti(name, kind=tarfile.REGTYPE, mode=0o644, size=0, **kw):
-    t = tarfile.TarInfo(name)
-    t.type, t.mode, t.size, t.mtime = kind, mode, size, t0
-    t.uid = t.gid = 0
-    t.uname = t.gname = ""
-    for k, v in kw.items():
-        setattr(t, k, v)
-    return t
+def ti(name, *a, **kw):
+    return tarlib.entry(name, t0, *a, **kw)
 with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tf:
     tf.addfile(ti(".", tarfile.DIRTYPE, 0o755))
     for name, n in (("empty", 0), ("one", 1), ("f511", 511), ("f512", 512),
