@@ -200,21 +200,38 @@ static void xdd_pop(struct bxdd *x)
 	}
 }
 
-/* The data entry i decodes to, in x->buf (NULL: unreadable). */
-static const uint8_t *xdd_data(struct bxdd *x, const struct ezfs_builder *b,
-			       uint32_t i)
+/* A read of in's source that failed (n < 0) or came short (n == 0). */
+static int read_err(const struct ezfs_builder *b, const struct binode *in,
+		    ssize_t n)
+{
+	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
+		    n < 0 ? strerror((int)-n) : "file shrank while building");
+	return n < 0 ? (int)n : -EAGAIN;
+}
+
+/*
+ * The data entry i decodes to, in x->buf. The source must still be the
+ * file that was compressed (else its pcluster may decode to other bytes):
+ * one error line and -EAGAIN otherwise, as for a file that changes while
+ * it is compressed.
+ */
+static int xdd_data(struct bxdd *x, const struct ezfs_builder *b, uint32_t i,
+		    const uint8_t **d)
 {
 	const struct xent *e = &x->e[i];
 	uint32_t got = 0;
+	int err;
 
+	*d = x->buf;
 	if (x->bent == i + 1)
-		return x->buf;
+		return 0;
 	x->bent = 0;
 	if (x->rin != e->in) {
 		ezi_bld_src_close(&x->rs);
 		x->rin = NULL;
-		if (ezi_bld_src_open(b, e->in, &x->rs))
-			return NULL;
+		err = ezi_bld_src_open(b, e->in, &x->rs);
+		if (err)
+			return err;
 		x->rin = e->in;
 	}
 	while (got < e->len) {
@@ -222,11 +239,14 @@ static const uint8_t *xdd_data(struct bxdd *x, const struct ezfs_builder *b,
 					      e->len - got, e->la + got);
 
 		if (n <= 0)
-			return NULL;
+			return read_err(b, e->in, n);
 		got += (uint32_t)n;
 	}
+	err = ezi_bld_src_check(b, e->in, &x->rs);
+	if (err)
+		return err;
 	x->bent = i + 1;
-	return x->buf;
+	return 0;
 }
 
 static uint32_t common(const uint8_t *a, const uint8_t *c, uint32_t n)
@@ -325,12 +345,14 @@ int ezi_bld_xdd_match(struct bxdd *x, const struct ezfs_builder *b,
 			}
 			if (e->crc != crc)
 				continue;
-			if (e->own && e->la >= wpos && e->la + e->len <= wend)
+			if (e->own && e->la >= wpos && e->la + e->len <= wend) {
 				d = win + (e->la - wpos);
-			else
-				d = xdd_data(x, b, i - 1);
-			if (!d)
-				continue;
+			} else {
+				int err = xdd_data(x, b, i - 1, &d);
+
+				if (err)
+					return err;
+			}
 			len = common(
 				p, d,
 				(uint32_t)(avail < e->len ? avail : e->len));
@@ -390,7 +412,7 @@ static int prescan(struct ezfs_builder *b, struct bxdd *x,
 		n = ezi_bld_src_pread(&s, x->sbuf + have, XDD_CHUNK,
 				      off + have);
 		if (n <= 0) {
-			err = n < 0 ? (int)n : -EAGAIN;
+			err = read_err(b, in, n);
 			break;
 		}
 		have += (uint64_t)n;
@@ -513,7 +535,7 @@ int ezi_bld_xdd_commit(struct ezfs_builder *b, struct binode *in,
 						      x->W - got, e->la + got);
 
 			if (n <= 0) {
-				err = n < 0 ? (int)n : -EAGAIN;
+				err = read_err(b, in, n);
 				break;
 			}
 			got += (uint32_t)n;
