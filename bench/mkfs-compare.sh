@@ -24,7 +24,8 @@
 #   EXTRA      -E option sets, each a row after the plain one
 #              (default "ztailpacking,fragments"; "" for none)
 #   MKFS_EROFS mkfs.erofs to compare with (default: mkfs.erofs in PATH;
-#              Debian's 1.5 runs only lz4/lz4hc without -E)
+#              Debian's 1.5 runs only lz4/lz4hc without -E; "none": no
+#              such column)
 #   MKFS_EROFS2 a second mkfs.erofs (1.6 or later: every algorithm, levels
 #              as -zALG,level=N, -E options), e.g. a local build of 1.9.3
 #              (default: none). In both tools `deflate` is the tool's own
@@ -32,6 +33,9 @@
 #              `libdeflate` libdeflate's (ALGS="libdeflate,9")
 #   SQUASHFS   0: leave mksquashfs out (default 1 when installed)
 #   WORKERS    threads for every tool (default: nproc)
+#   REPEAT     runs of each command per row (default 1), the tools taking
+#              turns; the row shows the median wall time and the largest
+#              peak RSS
 # Output: a markdown table on stdout (MiB, wall seconds and peak resident
 # MiB (/usr/bin/time -f %M; "-" without it) per tool, the ratio of ezfs's
 # image to the input); images are deleted after use.
@@ -57,6 +61,8 @@ ALGS=${ALGS:-"lz4 lz4hc lzma deflate zstd"}
 CLUSTERS=${CLUSTERS:-"4096 65536 1048576"}
 EXTRA=${EXTRA-"ztailpacking,fragments"}
 MKFS_EROFS=${MKFS_EROFS:-$(command -v mkfs.erofs || true)}
+[ "$MKFS_EROFS" = none ] && MKFS_EROFS=
+REPEAT=${REPEAT:-1}
 MKFS_EROFS2=${MKFS_EROFS2:-}
 DATASETS=${DATASETS:-"tree text"}
 SQUASHFS=${SQUASHFS:-1}
@@ -261,6 +267,25 @@ run() {
 			 rss == "-" ? "-" : sprintf("%.0f", rss / 1024) }'
 }
 
+# agg RESULT...: one "MiB | wall | RSS" of REPEAT runs of one command:
+# the median wall time, the largest RSS (the first error if any failed)
+agg() {
+	local r mib rss=- t
+	for r in "$@"; do
+		case $r in *"| - | -") echo "$r"; return;; esac
+	done
+	mib=${1%% |*}
+	for r in "$@"; do
+		r=${r##* | }
+		[ "$r" != - ] && { [ "$rss" = - ] || [ "$r" -gt "$rss" ]; } && rss=$r
+	done
+	t=$(for r in "$@"; do r=${r#* | }; echo "${r%% |*}"; done | sort -n |
+		awk '{ v[NR] = $1 }
+		     END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			   printf "%.2f", m }')
+	echo "$mib | $t | $rss"
+}
+
 sqfs_comp() {
 	case $1 in
 	lz4) echo "-comp lz4";;
@@ -280,32 +305,39 @@ case_row() {
 		mo=(-z"$alg${lvl:+,level=$lvl}" -C"$cl")
 	fi
 	[ "$e" != - ] && eo=(-E "$e")
-	c1=$(run "$IMG" "$EZFS" mkfs -q -T0 --workers="$WORKERS" "${zo[@]}" \
-		"${eo[@]}" "$IMG" "$src")
-	ratio=$(awk -v a="$(cat "$WORK/size")" -v b="$inb" 'BEGIN { printf "%.4f", a / b }')
-	c2="- | - | -"
-	# Debian's mkfs.erofs 1.5 knows lz4 and lz4hc, no levels, no -E
-	case $alg$lvl$e in none-|lz4-|lz4hc-)
-		[ -n "$MKFS_EROFS" ] &&
-			c2=$(run "$IMG" "$MKFS_EROFS" --quiet -T0 \
-				${zo[@]:+-z$alg -C$cl} "$IMG" "$src");;
-	esac
-	c3="- | - | -"
-	[ -n "$MKFS_EROFS2" ] &&
-		c3=$(run "$IMG" "$MKFS_EROFS2" --quiet -T0 --workers="$WORKERS" \
-			"${mo[@]}" ${eo[@]:+-E"$e"} "$IMG" "$src")
-	c4="- | - | -"
-	if [ "$SQUASHFS" = 1 ] && [ "$e" = - ] && [ "$alg" != none ]; then
-		# shellcheck disable=SC2046
-		c4=$(run "$IMG" mksquashfs "$src" "$IMG" -noappend -quiet \
-			-no-progress -processors "$WORKERS" -b "$cl" \
-			$(sqfs_comp "$alg"))
-	fi
+	local r1=() r2=() r3=() r4=() k sz
+	for ((k = 0; k < REPEAT; k++)); do
+		r1+=("$(run "$IMG" "$EZFS" mkfs -q -T0 --workers="$WORKERS" \
+			"${zo[@]}" "${eo[@]}" "$IMG" "$src")")
+		sz=$(cat "$WORK/size")
+		# Debian's mkfs.erofs 1.5 knows lz4 and lz4hc, no levels, no -E
+		case $alg$lvl$e in none-|lz4-|lz4hc-)
+			[ -n "$MKFS_EROFS" ] &&
+				r2+=("$(run "$IMG" "$MKFS_EROFS" --quiet -T0 \
+					${zo[@]:+-z$alg -C$cl} "$IMG" "$src")");;
+		esac
+		[ -n "$MKFS_EROFS2" ] &&
+			r3+=("$(run "$IMG" "$MKFS_EROFS2" --quiet -T0 \
+				--workers="$WORKERS" "${mo[@]}" \
+				${eo[@]:+-E"$e"} "$IMG" "$src")")
+		if [ "$SQUASHFS" = 1 ] && [ "$e" = - ] && [ "$alg" != none ]; then
+			# shellcheck disable=SC2046
+			r4+=("$(run "$IMG" mksquashfs "$src" "$IMG" -noappend \
+				-quiet -no-progress -processors "$WORKERS" \
+				-b "$cl" $(sqfs_comp "$alg"))")
+		fi
+	done
+	c1=$(agg "${r1[@]}")
+	ratio=$(awk -v a="$sz" -v b="$inb" 'BEGIN { printf "%.4f", a / b }')
+	c2="- | - | -" c3="- | - | -" c4="- | - | -"
+	[ ${#r2[@]} -gt 0 ] && c2=$(agg "${r2[@]}")
+	[ ${#r3[@]} -gt 0 ] && c3=$(agg "${r3[@]}")
+	[ ${#r4[@]} -gt 0 ] && c4=$(agg "${r4[@]}")
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$ds" \
 		"$alg${lvl:+-$lvl}" "${cl:--}" "$e" "$ratio" "$c1" "$c2" "$c3" "$c4"
 }
 
-echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), workers $WORKERS"
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), workers $WORKERS, $REPEAT run(s) each"
 echo "# ezfs: $EZFS; mkfs.erofs: ${MKFS_EROFS:-none}; mkfs.erofs2: ${MKFS_EROFS2:-none}$([ -n "$MKFS_EROFS2" ] && echo " ($("$MKFS_EROFS2" -V 2>&1 | head -n 1))"); mksquashfs: $([ "$SQUASHFS" = 1 ] && command -v mksquashfs || echo none)"
 echo
 echo "| dataset | algorithm | cluster | -E | ezfs ratio | ezfs MiB | ezfs s | ezfs RSS MiB | mkfs.erofs MiB | s | RSS MiB | mkfs.erofs2 MiB | s | RSS MiB | mksquashfs MiB | s | RSS MiB |"
