@@ -806,7 +806,8 @@ static void verify_locked(struct ezfs_remote *r)
 	uint8_t d[32], *tmp = NULL;
 	char hex[65];
 
-	if (!r->digest[0] || r->verified || r->bad ||
+	if (!r->digest[0] || r->verified ||
+	    __atomic_load_n(&r->bad, __ATOMIC_RELAXED) ||
 	    r->st.cache_bytes != r->size)
 		return;
 	if (r->data_fd >= 0 && !(tmp = malloc(r->bs)))
@@ -840,13 +841,13 @@ static void verify_locked(struct ezfs_remote *r)
 	     "the blob does not match its digest %s (sha256:%s); the cache "
 	     "is dropped",
 	     r->digest, hex);
-	r->bad = 1;
+	__atomic_store_n(&r->bad, 1, __ATOMIC_RELAXED);
 	memset(r->state, B_ABSENT, r->nblocks);
 	if (r->map_path)
 		(void)unlink(r->map_path);
 	r->dirty = 0;
 	if (r->data_fd >= 0 && ftruncate(r->data_fd, 0))
-		r->bad = 1;
+		__atomic_store_n(&r->bad, 1, __ATOMIC_RELAXED);
 }
 
 /* Fetch the blocks of list (ascending, all marked busy by the caller):
@@ -951,7 +952,7 @@ static ssize_t read_range(struct ezfs_remote *r, void *buf, size_t len,
 	unsigned cap, tries = 0;
 	int fetched = 0, err;
 
-	if (r->bad) {
+	if (__atomic_load_n(&r->bad, __ATOMIC_RELAXED)) {
 		rlog(r, EZFS_LOG_ERROR, "the blob does not match its digest %s",
 		     r->digest);
 		return -EIO;
@@ -1030,7 +1031,7 @@ static ssize_t read_range(struct ezfs_remote *r, void *buf, size_t len,
 		}
 	}
 	err = copy_out(r, buf, len, off);
-	if (!err && r->bad)
+	if (!err && __atomic_load_n(&r->bad, __ATOMIC_RELAXED))
 		err = -EIO; /* found out by this read's fetch */
 	if (err) {
 		pthread_mutex_unlock(&r->lock);
@@ -1081,7 +1082,8 @@ void ezfs_remote_hint(void *arg, uint64_t off, uint64_t len, unsigned flags)
 	uint64_t b0, b1, *list, got = 0;
 	unsigned n = 0;
 
-	if (r->bad || off >= r->size || !len)
+	if (__atomic_load_n(&r->bad, __ATOMIC_RELAXED) || off >= r->size ||
+	    !len)
 		return;
 	if (len > r->size - off)
 		len = r->size - off;

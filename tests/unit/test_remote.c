@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_remote.c - lib/remote's parsers, one behaviour per check. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,20 @@ static void test_cmap(void)
 		      !strcmp(back.etag, m.etag),
 	      "load gives back what was stored");
 	free(back.bits);
+	/* complete or not; found by the name it was opened as */
+	CHECK(!ezi_cmap_complete(&m), "2 of 4 blocks: not complete");
+	CHECK(ezi_cache_find(dir, "oci://h/r:t", &back) == -ENOENT,
+	      "an incomplete entry is not found");
+	bits = 0xf;
+	strcpy(m.name, "oci://h/r:t");
+	CHECK(ezi_cmap_complete(&m), "4 of 4 blocks: complete");
+	CHECK(!ezi_cmap_store(path, &m), "store again");
+	CHECK(!ezi_cache_find(dir, "oci://h/r:t", &back) &&
+		      !strcmp(back.url, m.url) && !strcmp(back.name, m.name),
+	      "a complete entry is found by its name");
+	free(back.bits);
+	CHECK(ezi_cache_find(dir, "oci://h/r:other", &back) == -ENOENT,
+	      "another name is not found");
 	if (truncate(path, 10) == 0)
 		CHECK(ezi_cmap_load(path, &back) < 0, "a cut map is refused");
 	unlink(path);
