@@ -519,7 +519,8 @@ int ezi_bld_xdd_commit(struct ezfs_builder *b, struct binode *in,
 		struct xent ne;
 		uint32_t got = 0;
 
-		if (e->ref || e->xref || e->frag || !e->blocks ||
+		/* a cut extent decodes to more than end - la */
+		if (e->ref || e->xref || e->frag || e->partial || !e->blocks ||
 		    end - e->la < x->W)
 			continue;
 		if (x->rin != in) {
