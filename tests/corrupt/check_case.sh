@@ -5,13 +5,18 @@
 # usage: check_case.sh IMAGE   (environment from run.sh: EZFS, CASE_WORK,
 #        CORRUPT_TIMEOUT, CORRUPT_FAILDIR, CORRUPT_MAX_LINES_FSCK/EXTRACT)
 # Prints one line: "PASS <case>" or "FAIL <case>: <reasons>". A case passes
-# when each command exits 0 or 1 within the timeout, with no sanitizer
+# when each command exits 0 or 1 within the limits, with no sanitizer
 # report, no signal, a short stderr, an error message when it fails, and
 # extract writes nothing outside its target directory. With CORRUPT_STRICT=1
 # an image that fsck finds clean must also extract.
 img=$1
 name=$(basename "$img")
-to=${CORRUPT_TIMEOUT:-10}
+# A loop is caught by CPU time (CORRUPT_CPU seconds, all threads), a
+# command blocked forever by wall time (CORRUPT_TIMEOUT): a loaded machine
+# (make check beside other jobs on 2 CPUs) stretches wall time tenfold,
+# not the CPU a command takes (under 0.5 s each here, ASan included).
+to=${CORRUPT_TIMEOUT:-60}
+cpu=${CORRUPT_CPU:-10}
 work=$CASE_WORK/$name.d
 max_fsck=${CORRUPT_MAX_LINES_FSCK:-5000}
 max_extract=${CORRUPT_MAX_LINES_EXTRACT:-50}
@@ -24,6 +29,10 @@ judge() {
 	tag=$1 rc=$2 out=$3 err=$4 max=$5
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		reasons="$reasons $tag:timeout(${to}s)"
+		return
+	fi
+	if [ "$rc" -eq 152 ]; then # SIGXCPU
+		reasons="$reasons $tag:cpu-limit(${cpu}s)"
 		return
 	fi
 	if grep -qE 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:|ThreadSanitizer|MemorySanitizer' "$err"; then
@@ -43,8 +52,13 @@ judge() {
 	fi
 }
 
+# limited CMD...: CMD under both limits
+limited() {
+	(ulimit -t "$cpu" && exec timeout -k 2 "$to" "$@")
+}
+
 # 1. fsck
-timeout -k 2 "$to" "$EZFS" fsck -q "$img" > "$work/fsck.out" 2> "$work/fsck.err"
+limited "$EZFS" fsck -q "$img" > "$work/fsck.out" 2> "$work/fsck.err"
 frc=$?
 judge fsck "$frc" "$work/fsck.out" "$work/fsck.err" "$max_fsck"
 
@@ -55,7 +69,7 @@ mkdir -p "$sb/l1/l2/out"
 for d in "$sb" "$sb/l1" "$sb/l1/l2"; do
 	echo canary > "$d/canary"
 done
-timeout -k 2 "$to" "$EZFS" extract -q "$img" "$sb/l1/l2/out" > "$work/extract.out" 2> "$work/extract.err"
+limited "$EZFS" extract -q "$img" "$sb/l1/l2/out" > "$work/extract.out" 2> "$work/extract.err"
 xrc=$?
 judge extract "$xrc" "$work/extract.out" "$work/extract.err" "$max_extract"
 for d in "$sb" "$sb/l1" "$sb/l1/l2"; do

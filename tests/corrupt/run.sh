@@ -6,7 +6,8 @@
 #   EZFS              the ezfs binary (default: build/tools/ezfs/ezfs)
 #   CORRUPT_LEVEL     quick (sanitizer builds) | normal (default) | full
 #   CORRUPT_SEED      generator seed (default 1); cases are deterministic
-#   CORRUPT_TIMEOUT   seconds per command before it counts as a hang (10)
+#   CORRUPT_CPU       CPU seconds per command before it counts as a loop (10)
+#   CORRUPT_TIMEOUT   wall seconds per command before it counts as a hang (60)
 #   CORRUPT_JOBS      cases run in parallel (default: number of CPUs)
 #   CORRUPT_FAILDIR   where failing images and their stderr are copied
 #                     (default: ./corrupt-failures)
