@@ -30,6 +30,8 @@
 extern "C" {
 #endif
 
+struct ezfs_ctl_remote;
+
 struct ezfs_mount_params {
 	size_t size;	   /* sizeof(struct ezfs_mount_params), set by
 			    * _init (see struct ezfs_open_params) */
@@ -69,6 +71,10 @@ struct ezfs_mount_params {
 	uint64_t io_size;
 	/* Passed on as ezfs_open_params.io_hint (with io_ops only). */
 	void (*io_hint)(void *arg, uint64_t off, uint64_t len, unsigned flags);
+	/* The source's counters for EZFS_IOC_REMOTE (with io_ops only; NULL:
+	 * none): fills st (zeroed, version and present set) with io_arg as
+	 * arg, from any thread while the mount serves. */
+	void (*io_stats)(void *arg, struct ezfs_ctl_remote *st);
 };
 
 typedef struct ezfs_mount ezfs_mount;
@@ -129,7 +135,8 @@ EZFS_API ezfs_image *ezfs_mount_image(ezfs_mount *m);
  * on the mount's root directory, opened read-only, served by the daemon
  * (lib/mount/ctl.c). Fixed-size payloads, so the kernel passes them to an
  * unprivileged FUSE daemon too. EZFS_IOC_SET needs the mount owner or root
- * (else EPERM); EZFS_IOC_STATS anyone who may open the root.
+ * (else EPERM); EZFS_IOC_STATS and EZFS_IOC_REMOTE anyone who may open
+ * the root.
  */
 #define EZFS_CTL_VERSION 2
 #define EZFS_CTL_SPEC	 256
@@ -176,8 +183,30 @@ struct ezfs_ctl_stats {
 	uint64_t cache_dropped; /* extents let go once in the page cache */
 };
 
-#define EZFS_IOC_SET   _IOWR('E', 0x41, struct ezfs_ctl_set)
-#define EZFS_IOC_STATS _IOR('E', 0x42, struct ezfs_ctl_stats)
+/*
+ * The counters of the source a remote image is read through (http(s)://,
+ * oci://, s3://: include/ezfs/remote.h), from ezfs_mount_params.io_stats.
+ * A separate ioctl, so that EZFS_IOC_STATS keeps its size and number.
+ */
+struct ezfs_ctl_remote {
+	uint32_t version; /* out: EZFS_CTL_VERSION */
+	uint32_t present; /* out: 1 = the image is read through a source
+			   * with counters; 0 = the rest is zero */
+	uint64_t requests, retries; /* requests sent, of them retries */
+	uint64_t rounds;	    /* round trips (batches waited for) */
+	uint64_t bytes_fetched;	    /* body bytes received */
+	uint64_t bytes_read;	    /* bytes handed to the reader */
+	uint64_t reads, reads_hit;  /* preads, of them without a request */
+	uint64_t redirects;
+	uint64_t cache_bytes; /* bytes present in the source's cache */
+	uint64_t size;	      /* the image's size */
+	uint64_t fetch_us_p50, fetch_us_p99; /* request latency, recent */
+	uint64_t hints, hints_fetched, bytes_hinted;
+};
+
+#define EZFS_IOC_SET	_IOWR('E', 0x41, struct ezfs_ctl_set)
+#define EZFS_IOC_STATS	_IOR('E', 0x42, struct ezfs_ctl_stats)
+#define EZFS_IOC_REMOTE _IOR('E', 0x43, struct ezfs_ctl_remote)
 
 #ifdef __cplusplus
 }

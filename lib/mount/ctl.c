@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctl.c - live control of a mount: EZFS_IOC_SET and EZFS_IOC_STATS ioctls
- * on the root directory (include/ezfs/mount.h) switch the engine order,
- * dispatch mode and strictness of the served image, and report the engine
- * counters, without remounting. The kernel hands restricted ioctls (size
- * and direction encoded in the command) of a directory to the daemon once
- * FUSE_CAP_IOCTL_DIR is granted at init.
+ * ctl.c - live control of a mount: EZFS_IOC_SET, EZFS_IOC_STATS and
+ * EZFS_IOC_REMOTE ioctls on the root directory (include/ezfs/mount.h)
+ * switch the engine order, dispatch mode and strictness of the served
+ * image, and report the engine counters and those of a remote image's
+ * source (through ezfs_mount_params.io_stats), without remounting. The
+ * kernel hands restricted ioctls (size and direction encoded in the
+ * command) of a directory to the daemon once FUSE_CAP_IOCTL_DIR is
+ * granted at init.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -134,6 +136,21 @@ static void ctl_stats(fuse_req_t req, struct ezfs_mount *m)
 	fuse_reply_ioctl(req, 0, &out, sizeof(out));
 }
 
+/* The io source's counters, from the callback the mount was given (the
+ * mount does not know what the source is: include/ezfs/mount.h). */
+static void ctl_remote(fuse_req_t req, struct ezfs_mount *m)
+{
+	struct ezfs_ctl_remote out;
+
+	memset(&out, 0, sizeof(out));
+	if (m->p.io_ops && m->p.io_stats) {
+		m->p.io_stats(m->p.io_arg, &out);
+		out.present = 1;
+	}
+	out.version = EZFS_CTL_VERSION;
+	fuse_reply_ioctl(req, 0, &out, sizeof(out));
+}
+
 #if FUSE_USE_VERSION < 35
 void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
 		       struct fuse_file_info *fi, unsigned flags,
@@ -170,6 +187,12 @@ void ezi_mnt_ctl_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 			return;
 		}
 		ctl_stats(req, m);
+	} else if (c == (unsigned)EZFS_IOC_REMOTE) {
+		if (out_bufsz != sizeof(struct ezfs_ctl_remote)) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		ctl_remote(req, m);
 	} else {
 		fuse_reply_err(req, ENOTTY);
 	}

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * accel_ctl.c - ezfs accel set|stats MOUNTPOINT: switch the engines of a
- * running ezfs mount, or read its counters, through the ioctls the daemon
- * serves on the mount root (include/ezfs/mount.h, lib/mount/ctl.c).
+ * running ezfs mount, or read its counters (and those of a remote image's
+ * source), through the ioctls the daemon serves on the mount root
+ * (include/ezfs/mount.h, lib/mount/ctl.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -114,15 +116,88 @@ int accel_set(int argc, char **argv)
 	return 0;
 }
 
+/* The remote source's counters (r->present 0: the image is local, or a
+ * daemon older than EZFS_IOC_REMOTE answered ENOTTY: no remote part). */
+static void remote_get(const char *mnt, struct ezfs_ctl_remote *r)
+{
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	memset(r, 0, sizeof(*r));
+	if (fd < 0)
+		return;
+	if (ioctl(fd, EZFS_IOC_REMOTE, r) < 0)
+		memset(r, 0, sizeof(*r));
+	close(fd);
+}
+
+static double hit_rate(const struct ezfs_ctl_remote *r)
+{
+	return r->reads ? (double)r->reads_hit / (double)r->reads : NAN;
+}
+
+static void remote_json(struct cj *j, const struct ezfs_ctl_remote *r)
+{
+	if (!r->present) {
+		cj_null(j, "remote");
+		return;
+	}
+	cj_obj(j, "remote");
+	cj_u64(j, "requests", r->requests);
+	cj_u64(j, "retries", r->retries);
+	cj_u64(j, "rounds", r->rounds);
+	cj_u64(j, "bytes_fetched", r->bytes_fetched);
+	cj_u64(j, "bytes_read", r->bytes_read);
+	cj_u64(j, "reads", r->reads);
+	cj_u64(j, "reads_hit", r->reads_hit);
+	cj_dbl(j, "hit_rate", hit_rate(r));
+	cj_u64(j, "redirects", r->redirects);
+	cj_u64(j, "cache_bytes", r->cache_bytes);
+	cj_u64(j, "size", r->size);
+	cj_obj(j, "fetch_us");
+	cj_u64(j, "p50", r->fetch_us_p50);
+	cj_u64(j, "p99", r->fetch_us_p99);
+	cj_end(j);
+	cj_u64(j, "hints", r->hints);
+	cj_u64(j, "hints_fetched", r->hints_fetched);
+	cj_u64(j, "bytes_hinted", r->bytes_hinted);
+	cj_end(j);
+}
+
+static void remote_print(const struct ezfs_ctl_remote *r)
+{
+	if (!r->present)
+		return;
+	printf("remote: %llu requests (%llu retries, %llu round trips), "
+	       "%llu bytes fetched, %llu read\n",
+	       (unsigned long long)r->requests, (unsigned long long)r->retries,
+	       (unsigned long long)r->rounds,
+	       (unsigned long long)r->bytes_fetched,
+	       (unsigned long long)r->bytes_read);
+	printf("remote: %llu reads, %llu without a request (hit rate %.1f%%), "
+	       "fetch latency p50 %llu us, p99 %llu us\n",
+	       (unsigned long long)r->reads, (unsigned long long)r->reads_hit,
+	       r->reads ? 100.0 * hit_rate(r) : 0.0,
+	       (unsigned long long)r->fetch_us_p50,
+	       (unsigned long long)r->fetch_us_p99);
+	printf("remote: %llu of %llu bytes cached, %llu redirects, %llu hints "
+	       "(%llu fetched %llu bytes)\n",
+	       (unsigned long long)r->cache_bytes, (unsigned long long)r->size,
+	       (unsigned long long)r->redirects, (unsigned long long)r->hints,
+	       (unsigned long long)r->hints_fetched,
+	       (unsigned long long)r->bytes_hinted);
+}
+
 int accel_mount_stats(const char *mnt, int json)
 {
 	struct ezfs_engine_stats st[EZFS_CTL_ENGINES];
+	struct ezfs_ctl_remote r;
 	struct ezfs_ctl_stats s;
 	unsigned i;
 
 	memset(&s, 0, sizeof(s));
 	if (ctl_call(mnt, EZFS_IOC_STATS, &s))
 		return 1;
+	remote_get(mnt, &r);
 	s.order[sizeof(s.order) - 1] = '\0';
 	if (s.nengines > EZFS_CTL_ENGINES)
 		s.nengines = EZFS_CTL_ENGINES;
@@ -168,6 +243,7 @@ int accel_mount_stats(const char *mnt, int json)
 		cj_u64(&j, "evictions", s.cache_evictions);
 		cj_u64(&j, "dropped", s.cache_dropped);
 		cj_end(&j);
+		remote_json(&j, &r);
 		cj_end(&j);
 		return 0;
 	}
@@ -193,5 +269,6 @@ int accel_mount_stats(const char *mnt, int json)
 	       (unsigned long long)s.cache_misses,
 	       (unsigned long long)s.cache_evictions,
 	       (unsigned long long)s.cache_dropped);
+	remote_print(&r);
 	return 0;
 }

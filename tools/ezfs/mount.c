@@ -22,6 +22,9 @@
 #include "common.h"
 #ifdef EZFS_HAVE_FUSE
 #include "ezfs/mount.h"
+#ifdef EZFS_HAVE_REMOTE
+#include "ezfs/remote.h"
+#endif
 #endif
 
 int cmd_mount(int argc, char **argv);
@@ -215,6 +218,32 @@ static void remote_log(void *arg, int level, const char *msg)
 	log_line(NULL, level, line);
 }
 
+#ifdef EZFS_HAVE_REMOTE
+/* ezfs_mount_params.io_stats of a remote source (arg: its ezfs_remote):
+ * its counters for ezfs accel stats MOUNTPOINT. */
+static void remote_stats(void *arg, struct ezfs_ctl_remote *o)
+{
+	struct ezfs_remote_stats st;
+
+	ezfs_remote_get_stats(arg, &st);
+	o->requests = st.requests;
+	o->retries = st.retries;
+	o->rounds = st.rounds;
+	o->bytes_fetched = st.bytes_fetched;
+	o->bytes_read = st.bytes_read;
+	o->reads = st.reads;
+	o->reads_hit = st.reads_hit;
+	o->redirects = st.redirects;
+	o->cache_bytes = st.cache_bytes;
+	o->size = st.size;
+	o->fetch_us_p50 = st.fetch_us_p50;
+	o->fetch_us_p99 = st.fetch_us_p99;
+	o->hints = st.hints;
+	o->hints_fetched = st.hints_fetched;
+	o->bytes_hinted = st.bytes_hinted;
+}
+#endif
+
 int cmd_mount(int argc, char **argv)
 {
 	enum { OPT_LOG = 0x100 };
@@ -322,6 +351,10 @@ int cmd_mount(int argc, char **argv)
 		return 1;
 	if (p.io_ops)
 		p.io_hint = cli_remote_hint();
+#ifdef EZFS_HAVE_REMOTE
+	if (p.io_ops)
+		p.io_stats = remote_stats;
+#endif
 	ret = ezfs_mount_create(&p, &m);
 	if (ret)
 		return 1;
