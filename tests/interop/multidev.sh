@@ -125,7 +125,7 @@ EOF
 		head -c 8192 "$BLOB" >"$TMP/short.dev"
 		t_run short "$EZFS" cat --device "$TMP/short.dev" "$IMG" /d/e/big
 		t_check "blobdev: a short device: an error naming it" 1 \
-			stderr "blob.img: nid [0-9]+: blocks [0-9]+\+[0-9]+ are beyond device 1 \(.*short.dev: 2 blocks\)"
+			stderr "blob.img: /d/e/big: read at 0: corrupt image: nid [0-9]+: blocks [0-9]+\+[0-9]+ are beyond device 1 \(.*short.dev: 2 blocks\)"
 		t_run shortfsck "$EZFS" fsck --device "$TMP/short.dev" "$IMG"
 		t_check "blobdev: fsck of a short device" 1 \
 			stderr "nid [0-9]+ \(/[^)]*\): extent map at 0" \
