@@ -710,8 +710,8 @@ static void test_destsize(void)
 		{ "libdeflate", 0 },  { "libdeflate", 1 }, { "libdeflate", -1 },
 		{ "libdeflate", 12 }, { "ezdeflate", 1 },  { "ezdeflate", 4 },
 		{ "ezdeflate", -1 },  { "ezdeflate", 9 },  { "zstd", 1 },
-		{ "zstd", -1 },	      { "zstd", 15 },	   { "zstd", 19 },
-		{ "lzma", 0 },	      { "lzma", -1 },	   { "lzma", 109 },
+		{ "zstd", -1 },	      { "zstd", 15 },	   { "lzma", 0 },
+		{ "lzma", -1 },	      { "lzma", 109 },
 	};
 	static const size_t caps[] = { 4096, 16384, 65536, 3, 100, 5000 };
 	struct ezfs_codec_pool *pool = ezi_codec_pool_new(&test_cfg);
