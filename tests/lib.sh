@@ -284,3 +284,54 @@ t_one_line() {
 	n=$(wc -l <"$2")
 	t_expect "$1 ($n lines)" [ "$n" -eq 1 ]
 }
+
+# t_free_port: a TCP port of 127.0.0.1 free now.
+t_free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# t_wait_port PORT: true once 127.0.0.1:PORT takes connections (10 s).
+t_wait_port() {
+	local i
+	for i in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# t_nginx WWW [SERVER_LINES]: nginx (NGINX, default the one in PATH) on a
+# free port of 127.0.0.1 with its own config under $TMP/nginx, WWW as its
+# root, SERVER_LINES added to its server block; sets PORT and NGINX_PID
+# (the caller stops it). Returns 1, with nginx's stderr, if it does not
+# come up.
+t_nginx() {
+	local www=$1 extra=${2:-}
+	mkdir -p "$TMP/nginx"
+	# nginx's workers may run as another user: they need to get in
+	chmod 711 "$TMP"
+	chmod 755 "$www"
+	PORT=$(t_free_port)
+	cat >"$TMP/nginx/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log;
+events { worker_connections 256; }
+http {
+	access_log $TMP/nginx/access.log;
+	client_body_temp_path $TMP/nginx/body;
+	proxy_temp_path $TMP/nginx/proxy;
+	fastcgi_temp_path $TMP/nginx/fastcgi;
+	uwsgi_temp_path $TMP/nginx/uwsgi;
+	scgi_temp_path $TMP/nginx/scgi;
+	server {
+		listen 127.0.0.1:$PORT;
+		root $www;
+		$extra
+	}
+}
+CONF
+	"${NGINX:-nginx}" -c "$TMP/nginx/nginx.conf" -p "$TMP/nginx" \
+		-e "$TMP/nginx/error.log" >"$TMP/nginx/stderr" 2>&1 &
+	NGINX_PID=$!
+	t_wait_port "$PORT" || { cat "$TMP/nginx/stderr"; return 1; }
+}

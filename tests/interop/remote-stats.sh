@@ -50,39 +50,8 @@ stored=$("$EZFS" stat --json "$WWW/img.img" /big.txt |
 echo "  big.txt: $(stat -c %s "$TMP/src/big.txt") bytes, $stored stored"
 
 # --- nginx ----------------------------------------------------------------
-# its workers may run as another user: they need to get in
-chmod 711 "$TMP"
-chmod 755 "$WWW"
 chmod 644 "$WWW/img.img"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$TMP/nginx/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log;
-events { worker_connections 64; }
-http {
-	access_log $TMP/nginx/access.log;
-	client_body_temp_path $TMP/nginx/body;
-	proxy_temp_path $TMP/nginx/proxy;
-	fastcgi_temp_path $TMP/nginx/fastcgi;
-	uwsgi_temp_path $TMP/nginx/uwsgi;
-	scgi_temp_path $TMP/nginx/scgi;
-	server {
-		listen 127.0.0.1:$PORT;
-		root $WWW;
-	}
-}
-CONF
-"$NGINX" -c "$TMP/nginx/nginx.conf" -p "$TMP/nginx" -e "$TMP/nginx/error.log" \
-	>"$TMP/nginx/stderr" 2>&1 &
-NGINX_PID=$!
-up=0
-for _ in $(seq 100); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && { up=1; break; }
-	sleep 0.1
-done
-[ $up = 1 ] || { cat "$TMP/nginx/stderr"; t_fail "nginx did not start"; t_done; }
+t_nginx "$WWW" || { t_fail "nginx did not start"; t_done; }
 URL=http://127.0.0.1:$PORT/img.img
 
 # J FILE KEY...: the value at the path KEY... of the document in FILE

@@ -50,52 +50,16 @@ stop_servers() {
 trap 'stop_servers; t_cleanup' EXIT
 tmo=${EZFS_TEST_TIMEOUT:-120}
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_port() {
-	local i
-	for i in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # stat KEY FILE: the value of KEY= in the last --remote-stats line
 stat_of() { tail -n 1 "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
 # --- nginx --------------------------------------------------------------
 WWW=$TMP/www
-mkdir -p "$WWW" "$TMP/nginx"
-# nginx's workers may run as another user: they need to get in
-chmod 711 "$TMP"
-chmod 755 "$WWW"
-PORT=$(free_port)
-cat >"$TMP/nginx/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log;
-events { worker_connections 256; }
-http {
-	access_log $TMP/nginx/access.log;
-	client_body_temp_path $TMP/nginx/body;
-	proxy_temp_path $TMP/nginx/proxy;
-	fastcgi_temp_path $TMP/nginx/fastcgi;
-	uwsgi_temp_path $TMP/nginx/uwsgi;
-	scgi_temp_path $TMP/nginx/scgi;
-	server {
-		listen 127.0.0.1:$PORT;
-		root $WWW;
-		location /moved/ { rewrite ^/moved/(.*)\$ /\$1 redirect; }
-		location /slow/ { alias $WWW/; limit_rate 2m; }
-	}
-}
-CONF
-"$NGINX" -c "$TMP/nginx/nginx.conf" -p "$TMP/nginx" -e "$TMP/nginx/error.log" \
-	>"$TMP/nginx/stderr" 2>&1 &
-SRV_PIDS+=($!)
-wait_port "$PORT" || { cat "$TMP/nginx/stderr"; t_fail "nginx did not start"; t_done; }
+mkdir -p "$WWW"
+t_nginx "$WWW" 'location /moved/ { rewrite ^/moved/(.*)$ /$1 redirect; }
+		location /slow/ { alias '"$WWW"'/; limit_rate 2m; }' ||
+	{ SRV_PIDS+=("$NGINX_PID"); t_fail "nginx did not start"; t_done; }
+SRV_PIDS+=("$NGINX_PID")
 BASE=http://127.0.0.1:$PORT
 CACHE=$TMP/cache
 export EZFS_REMOTE_STATS=$TMP/stats
@@ -395,7 +359,7 @@ if [ -z "$REG" ]; then
 fi
 start_srv token
 TPORT=$SPORT
-RPORT=$(free_port)
+RPORT=$(t_free_port)
 mkdir -p "$TMP/registry"
 # auth silly: a Bearer challenge naming the token server; any token passes
 cat >"$TMP/registry/config.yml" <<CONF
@@ -417,7 +381,7 @@ CONF
 "$REG" serve "$TMP/registry/config.yml" >"$TMP/registry/log" 2>&1 &
 REG_PID=$!
 SRV_PIDS+=("$REG_PID")
-wait_port "$RPORT" || { head -c 300 "$TMP/registry/log"; t_fail "docker-registry did not start"; t_done; }
+t_wait_port "$RPORT" || { head -c 300 "$TMP/registry/log"; t_fail "docker-registry did not start"; t_done; }
 REF=oci://127.0.0.1:$RPORT/test/erofs:tag
 push_name=${names[0]}
 for n in "${names[@]}"; do
