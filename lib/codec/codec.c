@@ -457,3 +457,29 @@ int ezi_codec_fit(struct ezfs_fit *f, const uint8_t *in, size_t *inlen,
 	*inlen = lo;
 	return (int)lo_size;
 }
+
+/* The stub of a codec library this build is without (EZI_CODEC_STUB). */
+void *ezi_codec_stub_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
+			      int *err)
+{
+	(void)level;
+	(void)cfg;
+	*err = -EOPNOTSUPP;
+	return NULL;
+}
+
+void ezi_codec_stub_cctx_free(void *cctx)
+{
+	(void)cctx;
+}
+
+int ezi_codec_stub_compress(void *cctx, const uint8_t *in, size_t *inlen,
+			    uint8_t *out, size_t outcap)
+{
+	(void)cctx;
+	(void)in;
+	(void)inlen;
+	(void)out;
+	(void)outcap;
+	return -EOPNOTSUPP;
+}

@@ -135,6 +135,18 @@ extern const struct ezfs_codec_ops ezi_codec_lz4hc; /* encode only */
  * in no list (decode and encode give -EOPNOTSUPP), for code that holds the
  * codec directly. */
 extern const struct ezfs_codec_ops ezi_codec_libdeflate;
+void *ezi_codec_stub_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
+			      int *err);
+void ezi_codec_stub_cctx_free(void *cctx);
+int ezi_codec_stub_compress(void *cctx, const uint8_t *in, size_t *inlen,
+			    uint8_t *out, size_t outcap);
+#define EZI_CODEC_STUB(NAME, ALG)                                              \
+	{                                                                      \
+		.name = (NAME), .alg = (ALG),                                  \
+		.cctx_new = ezi_codec_stub_cctx_new,                           \
+		.cctx_free = ezi_codec_stub_cctx_free,                         \
+		.compress_destsize = ezi_codec_stub_compress,                  \
+	}
 extern const struct ezfs_codec_ops ezi_codec_ezdeflate; /* encode only */
 extern const struct ezfs_codec_ops ezi_codec_zlib;
 extern const struct ezfs_codec_ops ezi_codec_isal; /* EZFS_HAVE_ISAL */

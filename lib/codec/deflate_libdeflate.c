@@ -176,28 +176,6 @@ const struct ezfs_codec_ops ezi_codec_libdeflate = {
 	.version = ld_version,
 };
 #else /* !EZFS_HAVE_LIBDEFLATE: built without libdeflate */
-static void *ld_stub_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
-			      int *err)
-{
-	*err = -EOPNOTSUPP;
-	return NULL;
-}
-
-static void ld_stub_cctx_free(void *cctx)
-{
-}
-
-static int ld_stub_compress(void *cctx, const uint8_t *in, size_t *inlen,
-			    uint8_t *out, size_t outcap)
-{
-	return -EOPNOTSUPP;
-}
-
-const struct ezfs_codec_ops ezi_codec_libdeflate = {
-	.name = "libdeflate",
-	.alg = EZFS_ALG_DEFLATE,
-	.cctx_new = ld_stub_cctx_new,
-	.cctx_free = ld_stub_cctx_free,
-	.compress_destsize = ld_stub_compress,
-};
+const struct ezfs_codec_ops ezi_codec_libdeflate =
+	EZI_CODEC_STUB("libdeflate", EZFS_ALG_DEFLATE);
 #endif

@@ -912,28 +912,6 @@ const struct ezfs_codec_ops ezi_codec_zstd = {
 	.version = zstd_version,
 };
 #else /* !EZFS_HAVE_ZSTD: built without libzstd */
-static void *zstd_stub_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
-				int *err)
-{
-	*err = -EOPNOTSUPP;
-	return NULL;
-}
-
-static void zstd_stub_cctx_free(void *cctx)
-{
-}
-
-static int zstd_stub_compress(void *cctx, const uint8_t *in, size_t *inlen,
-			      uint8_t *out, size_t outcap)
-{
-	return -EOPNOTSUPP;
-}
-
-const struct ezfs_codec_ops ezi_codec_zstd = {
-	.name = "zstd",
-	.alg = EZFS_ALG_ZSTD,
-	.cctx_new = zstd_stub_cctx_new,
-	.cctx_free = zstd_stub_cctx_free,
-	.compress_destsize = zstd_stub_compress,
-};
+const struct ezfs_codec_ops ezi_codec_zstd =
+	EZI_CODEC_STUB("zstd", EZFS_ALG_ZSTD);
 #endif
