@@ -335,3 +335,21 @@ CONF
 	NGINX_PID=$!
 	t_wait_port "$PORT" || { cat "$TMP/nginx/stderr"; return 1; }
 }
+
+# t_kmount_ok: KMOUNT=1 when the kernel can mount erofs here, else 0 and
+# the skip line of the kernel checks.
+t_kmount_ok() {
+	KMOUNT=0
+	t_can_kmount && KMOUNT=1
+	[ "$KMOUNT" = 1 ] || echo "SKIP: kernel mounts (not root or no erofs): only ezfs fsck and extract"
+}
+# t_peer_mkfs: PEER=$MKFS_EROFS2 (mkfs.erofs 1.9.3 built beside ezfs) when
+# it is set and runs, else empty and the skip line of the comparisons.
+t_peer_mkfs() {
+	PEER=
+	if [ -n "${MKFS_EROFS2:-}" ] && [ -x "$MKFS_EROFS2" ]; then
+		PEER=$MKFS_EROFS2
+	else
+		echo "SKIP: comparison with mkfs.erofs 1.9.3 (set MKFS_EROFS2 to its mkfs.erofs)"
+	fi
+}

@@ -16,9 +16,7 @@ set -u
 t_init
 t_need_shared
 
-KMOUNT=0
-t_can_kmount && KMOUNT=1
-[ "$KMOUNT" = 1 ] || echo "SKIP: kernel mounts (not root or no erofs): only ezfs fsck and extract"
+t_kmount_ok
 
 UUID=6d0f6a4e-1c2b-4e53-9a7d-0123456789ab
 TREE=$TMP/tree

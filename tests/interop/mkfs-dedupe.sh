@@ -16,16 +16,9 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 t_init
 t_need_cmd python3
-KMOUNT=0
-t_can_kmount && KMOUNT=1
-[ "$KMOUNT" = 1 ] || echo "SKIP: kernel mounts (not root or no erofs): only ezfs fsck and extract"
-PEER=
-if [ -n "${MKFS_EROFS2:-}" ] && [ -x "$MKFS_EROFS2" ]; then
-	PEER=$MKFS_EROFS2
-	PFSCK=$(dirname "$PEER")/../fsck/fsck.erofs
-else
-	echo "SKIP: comparison with mkfs.erofs 1.9.3 (set MKFS_EROFS2 to its mkfs.erofs)"
-fi
+t_kmount_ok
+t_peer_mkfs
+[ -z "$PEER" ] || PFSCK=$(dirname "$PEER")/../fsck/fsck.erofs
 
 TREE=$TMP/tree
 python3 - "$TREE" <<'PY' || { t_fail "generating the tree"; t_done; }

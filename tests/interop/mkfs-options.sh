@@ -19,15 +19,8 @@ set -u
 t_init
 t_need_shared
 
-KMOUNT=0
-t_can_kmount && KMOUNT=1
-[ "$KMOUNT" = 1 ] || echo "SKIP: kernel mounts (not root or no erofs): only ezfs fsck and extract"
-PEER=
-if [ -n "${MKFS_EROFS2:-}" ] && [ -x "$MKFS_EROFS2" ]; then
-	PEER=$MKFS_EROFS2
-else
-	echo "SKIP: comparison with mkfs.erofs 1.9.3 (set MKFS_EROFS2 to its mkfs.erofs)"
-fi
+t_kmount_ok
+t_peer_mkfs
 
 # a tree with small and multi-block directories
 TREE=$TMP/tree
