@@ -194,6 +194,7 @@ struct ezfs_builder {
 	int fd;			 /* output (temp) file, or the device */
 	const char *out_path;	 /* the image being written, for messages */
 	bool device;		 /* fd is a block device, written in place */
+	bool nocopy;		 /* copy_file_range() refused: not again */
 	uint64_t devsize;	 /* its size in bytes */
 	uint64_t zeroed;	 /* bytes below this are written or zeroed */
 	pthread_mutex_t devlock; /* zeroed */
@@ -224,6 +225,15 @@ void ezi_bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
 		      uint64_t bytes_total);
 int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 		   uint64_t off);
+/*
+ * len bytes of the file fd at from to the image at to, in the kernel
+ * (copy_file_range: no copy through a buffer; an image file, not a
+ * device, whose gaps ezi_bld_pwrite zeroes); returns the bytes copied,
+ * fewer where the kernel cannot go on or fd ends early: the caller
+ * sends the rest through a buffer, which reports any error.
+ */
+uint64_t ezi_bld_copy_in(struct ezfs_builder *b, int fd, uint64_t from,
+			 uint64_t to, uint64_t len);
 /* The image is size bytes: truncate the file (or zero the rest of the
  * device's part and check that it fits). */
 int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size);

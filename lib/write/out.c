@@ -5,7 +5,7 @@
  * output file or device (zeroing a device's gaps, the final size), and
  * chunk data to the blob (--blobdev).
  */
-#define _GNU_SOURCE /* O_TMPFILE, dup3 */
+#define _GNU_SOURCE /* O_TMPFILE, dup3, copy_file_range */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -130,6 +130,34 @@ int ezi_bld_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 			    b->out_path ? b->out_path : "image",
 			    strerror(-err));
 	return err;
+}
+
+uint64_t ezi_bld_copy_in(struct ezfs_builder *b, int fd, uint64_t from,
+			 uint64_t to, uint64_t len)
+{
+	uint64_t done = 0;
+
+	if (b->device || b->nocopy || fd < 0)
+		return 0;
+	while (done < len) {
+		loff_t in = (loff_t)(from + done), out = (loff_t)(to + done);
+		size_t want = len - done < (1u << 30) ? (size_t)(len - done)
+						      : (1u << 30);
+		ssize_t n = copy_file_range(fd, &in, b->fd, &out, want, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		/* across file systems, or one without it: the buffer from
+		 * now on (one refused call per file costs more than it
+		 * saves) */
+		if (n < 0 && (errno == EXDEV || errno == EINVAL ||
+			      errno == ENOSYS || errno == EOPNOTSUPP))
+			b->nocopy = true;
+		if (n <= 0)
+			break;
+		done += (uint64_t)n;
+	}
+	return done;
 }
 
 int ezi_bld_blob_pwrite(struct ezfs_builder *b, const void *buf, size_t len,

@@ -20,7 +20,6 @@
  * bytes) until ezi_bld_zsegs_finish writes them to the image, so that
  * neither the packed inode nor its compressed form stays in memory.
  */
-#define _GNU_SOURCE /* copy_file_range */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,35 +219,6 @@ void ezi_bld_zsegs_free(struct ezfs_builder *b)
 }
 
 /*
- * len bytes of the spill file at from to the image at to, in the kernel
- * (an image file, not a device: out.c zeroes a device's gaps); returns
- * the bytes copied, fewer where copy_file_range() cannot go on (the rest
- * then goes through a buffer). 301 MB of the linux tree's packed inode
- * (lz4 64K fragments) were a third of the time after the placing.
- */
-static uint64_t spill_copy(const struct ezfs_builder *b, int spillfd,
-			   uint64_t from, uint64_t to, uint64_t len)
-{
-	uint64_t done = 0;
-
-	if (b->device)
-		return 0;
-	while (done < len) {
-		loff_t in = (loff_t)(from + done), out = (loff_t)(to + done);
-		size_t want = len - done < (1u << 30) ? (size_t)(len - done)
-						      : (1u << 30);
-		ssize_t n = copy_file_range(spillfd, &in, b->fd, &out, want, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		done += (uint64_t)n;
-	}
-	return done;
-}
-
-/*
  * The kept result's blocks to the image at the cursor, where layout.c
  * places the packed inode's data (segment i's from the spill file or
  * from memory, in order); z->written then.
@@ -270,7 +240,8 @@ static int zsegs_write(struct ezfs_builder *b, struct zsegs *s, size_t nseg,
 			at += len;
 			continue;
 		}
-		done = spill_copy(b, s->spillfd, (uint64_t)i * s->seg, at, len);
+		done = ezi_bld_copy_in(b, s->spillfd, (uint64_t)i * s->seg, at,
+				       len);
 		if (!buf && done < len)
 			buf = malloc(cap);
 		if (!buf && done < len)
