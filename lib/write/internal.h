@@ -366,6 +366,22 @@ bool ezi_bld_compress_wanted(const struct ezfs_builder *b,
 			     const struct binode *in);
 /* zfile.c */
 void ezi_bld_zfile_free(struct bzfile *z);
+/*
+ * Room for inline data after `meta` bytes of an inode's unit (core,
+ * xattrs, map header and indexes): the inline bytes may not cross a
+ * block boundary, the metadata before them may (the kernel reads a core,
+ * xattrs and indexes across one, and mkfs.erofs 1.9.3 places them so).
+ * Units start on 32-byte slots, so the metadata can end as early as
+ * meta % 32 bytes into a block (layout.c places the unit where it does,
+ * the slots it skips for that become a gap); one slot at least.
+ */
+static inline uint32_t ezi_bld_inline_room(uint32_t blksz, uint64_t meta)
+{
+	uint32_t e = (uint32_t)(meta & 31);
+
+	return blksz - (e ? e : 32);
+}
+
 /* zindex.c: encode the map header and lcluster indexes at h */
 int ezi_bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 			  uint8_t *h);

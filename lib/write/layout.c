@@ -8,7 +8,8 @@
  *                  that does not fit there gets the next block(s)
  *   data_start..   file data (flat blocks and pclusters) in inode order
  *   meta..         inodes, each followed by its xattrs, compressed index and
- *                  inline tail, largest first into the best-fitting gap;
+ *                  inline tail; blocks and the gaps before them filled with
+ *                  the units that add up to them (place_inodes);
  *                  if block 0 cannot be used, meta_blkaddr = first metadata
  *                  block - 1 so that the root NID is small and non-zero
  *   after meta     full blocks of directories (they need the NIDs)
@@ -83,14 +84,16 @@ static uint64_t dir_size(const struct ezfs_builder *b, const struct binode *in)
 	return size + used;
 }
 
-/* FLAT_INLINE if the tail fits in one block with the inode, else PLAIN. */
+/* FLAT_INLINE if the tail fits in the block where the inode ends, else
+ * PLAIN. */
 static void plan_flat(const struct ezfs_builder *b, struct binode *in,
 		      bool allow_inline)
 {
 	uint32_t meta = core_size(in) + in->xattr_isize;
 	uint32_t tail = (uint32_t)(in->size & (b->blksz - 1));
 
-	if (tail && allow_inline && meta + tail <= b->blksz) {
+	if (tail && allow_inline &&
+	    tail <= ezi_bld_inline_room(b->blksz, meta)) {
 		in->datalayout = EROFS_INODE_FLAT_INLINE;
 		in->nblocks = in->size >> b->blkszbits;
 		in->tail_len = tail;
@@ -936,50 +939,79 @@ static int encode_core(const struct ezfs_builder *b, const struct binode *in,
 }
 
 /*
- * Metadata placement: partially used metadata blocks ("gaps": block 0
- * after the superblock and shared xattrs, and blocks left behind when a
- * unit had to start a new block) are kept in buckets by free 32-byte
- * slots; a unit goes into the smallest gap it fits, else at the end of
- * the contiguous metadata area after the data.
+ * Metadata placement: free runs of 32-byte slots inside one metadata
+ * block ("gaps": block 0 after the superblock and shared xattrs, the
+ * rest of a block left behind when a unit had to start a new one, the
+ * slots skipped so that a unit's inline data does not cross a block) are
+ * kept in buckets by length; place_inodes fills them with the units of a
+ * block or less, the largest runs first (fill_run), and a unit placed
+ * after those (place_late) goes into the smallest gap it fits.
  */
 struct gaps {
-	uint64_t *blk[BLD_MAX_SLOTS + 1];
+	uint64_t *off[BLD_MAX_SLOTS + 1]; /* byte offset of each run */
 	uint32_t n[BLD_MAX_SLOTS + 1];
 	uint32_t cap[BLD_MAX_SLOTS + 1];
 	unsigned nslots;
 };
 
-static int gap_push(struct gaps *g, uint64_t blk, unsigned freeslots)
+/* A free run of `slots` slots from byte offset off (inside one block). */
+static int gap_push(struct gaps *g, uint64_t off, unsigned slots)
 {
-	if (!freeslots)
+	if (!slots)
 		return 0;
-	if (g->n[freeslots] == g->cap[freeslots]) {
-		uint32_t cap = g->cap[freeslots] ? g->cap[freeslots] * 2 : 16;
-		uint64_t *v = realloc(g->blk[freeslots], cap * sizeof(*v));
+	if (g->n[slots] == g->cap[slots]) {
+		uint32_t cap = g->cap[slots] ? g->cap[slots] * 2 : 16;
+		uint64_t *v = realloc(g->off[slots], cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
-		g->blk[freeslots] = v;
-		g->cap[freeslots] = cap;
+		g->off[slots] = v;
+		g->cap[slots] = cap;
 	}
-	g->blk[freeslots][g->n[freeslots]++] = blk;
+	g->off[slots][g->n[slots]++] = off;
+	return 0;
+}
+
+/* The rest of the block that pos is in, from pos on. */
+static int gap_push_rest(struct gaps *g, unsigned blkszbits, uint64_t pos)
+{
+	uint64_t in = pos & ((1ull << blkszbits) - 1);
+
+	return in ? gap_push(g, pos,
+			     (unsigned)(((1ull << blkszbits) - in) >> 5))
+		  : 0;
+}
+
+/* [from, to): the free slots before a unit placed at `to`, per block. */
+static int gap_push_range(struct gaps *g, unsigned blkszbits, uint64_t from,
+			  uint64_t to)
+{
+	while (from < to) {
+		uint64_t end = ((from >> blkszbits) + 1) << blkszbits;
+		int r;
+
+		if (end > to)
+			end = to;
+		r = gap_push(g, from, (unsigned)((end - from) >> 5));
+		if (r)
+			return r;
+		from = end;
+	}
 	return 0;
 }
 
 /* Best fit: byte offset of `slots` free slots in some gap, or 0. */
-static int gap_take(struct gaps *g, unsigned blkszbits, unsigned slots,
-		    uint64_t *off)
+static int gap_take(struct gaps *g, unsigned slots, uint64_t *off)
 {
 	unsigned k;
 
 	for (k = slots; k <= g->nslots; k++) {
-		uint64_t blk;
-
 		if (!g->n[k])
 			continue;
-		blk = g->blk[k][--g->n[k]];
-		*off = (blk << blkszbits) + ((uint64_t)(g->nslots - k) << 5);
-		return gap_push(g, blk, k - slots) < 0 ? -ENOMEM : 1;
+		*off = g->off[k][--g->n[k]];
+		return gap_push(g, *off + ((uint64_t)slots << 5), k - slots) < 0
+			       ? -ENOMEM
+			       : 1;
 	}
 	return 0;
 }
@@ -989,13 +1021,27 @@ static void gaps_free(struct gaps *g)
 	unsigned k;
 
 	for (k = 0; k <= g->nslots; k++)
-		free(g->blk[k]);
+		free(g->off[k]);
 }
 
-/* Does the unit need to stay inside one block (inline data)? */
-static bool unit_in_one_block(const struct binode *in)
+/* The unit's inline data (a flat tail or a ztailpacking pcluster), at its
+ * end: it may not cross a block boundary. */
+static uint32_t inline_len(const struct binode *in)
 {
-	return in->tail_len || (in->z && in->z->idata_len);
+	return in->tail_len ? in->tail_len : in->z ? in->z->idata_len : 0;
+}
+
+/* The first 32-byte slot at or after pos where the unit's inline data
+ * does not cross a block boundary. */
+static uint64_t inline_fit(const struct ezfs_builder *b,
+			   const struct binode *in, uint64_t pos)
+{
+	uint32_t il = inline_len(in);
+
+	while (il && ((pos + in->unit_size - il) >> b->blkszbits) !=
+			     ((pos + in->unit_size - 1) >> b->blkszbits))
+		pos += 32;
+	return pos;
 }
 
 /* The root at the start of its reserved block(s); the rest is a gap. */
@@ -1008,10 +1054,7 @@ static int place_root(struct ezfs_builder *b, struct gaps *g)
 	root->meta_off = b->root_blk << b->blkszbits;
 	root->nid = root->meta_off >> EROFS_ISLOTBITS;
 	root->ino32 = 1;
-	if (!(end & (b->blksz - 1)))
-		return 0;
-	return gap_push(g, end >> b->blkszbits,
-			(unsigned)((b->blksz - (end & (b->blksz - 1))) >> 5));
+	return gap_push_rest(g, b->blkszbits, end);
 }
 
 /*
@@ -1058,8 +1101,7 @@ static size_t *place_order(const struct ezfs_builder *b)
  */
 static bool crossable(const struct ezfs_builder *b, const struct binode *in)
 {
-	return b->devt_off && in != b->inodes[0] && !in->z &&
-	       !unit_in_one_block(in);
+	return b->devt_off && in != b->inodes[0] && !in->z && !inline_len(in);
 }
 
 /* -m: does the inode's unit go into the metabox (all but the packed and
@@ -1071,63 +1113,257 @@ static bool in_mbox(const struct ezfs_builder *b, const struct binode *in)
 }
 
 /*
+ * The units of one block or less still to place (not the root, nor a
+ * unit that may cross a block: crossable()), by their size in slots,
+ * each size's in placement order. By position in the placement order:
+ * `pool`, one of them, `done`, placed.
+ */
+struct fill {
+	size_t *k[BLD_MAX_SLOTS + 1]; /* positions in the placement order */
+	size_t n[BLD_MAX_SLOTS + 1], head[BLD_MAX_SLOTS + 1];
+	size_t avail[BLD_MAX_SLOTS + 1]; /* not placed, per size */
+	bool *pool, *done;
+	unsigned top; /* the largest size with units left */
+	/* fill_exact(): failed (rest, size) pairs, the counts chosen and
+	 * the steps left (a bound on the search, not a time) */
+	uint8_t fail[(BLD_MAX_SLOTS + 1) * (BLD_MAX_SLOTS + 1) / 8 + 1];
+	unsigned use[BLD_MAX_SLOTS + 1];
+	unsigned budget;
+};
+
+static void fill_free(struct fill *f)
+{
+	unsigned s;
+
+	for (s = 0; s <= BLD_MAX_SLOTS; s++)
+		free(f->k[s]);
+	free(f->pool);
+	free(f->done);
+}
+
+static unsigned unit_slots(const struct binode *in)
+{
+	return (in->unit_size + 31) >> 5;
+}
+
+static bool fill_wants(const struct ezfs_builder *b, const struct binode *in,
+		       int want)
+{
+	return want < 0 || in_mbox(b, in) == (want > 0);
+}
+
+static int fill_init(struct fill *f, const struct ezfs_builder *b,
+		     const size_t *ord, int want)
+{
+	unsigned s, nb = b->blksz >> 5;
+	size_t k;
+
+	memset(f, 0, sizeof(*f));
+	f->pool = calloc(b->ninodes, sizeof(*f->pool));
+	f->done = calloc(b->ninodes, sizeof(*f->done));
+	if (!f->pool || !f->done)
+		return -ENOMEM;
+	for (k = 1; k < b->ninodes; k++) {
+		const struct binode *in = b->inodes[ord[k]];
+
+		s = unit_slots(in);
+		f->pool[k] =
+			s <= nb && !crossable(b, in) && fill_wants(b, in, want);
+		if (f->pool[k])
+			f->avail[s]++;
+	}
+	for (s = 1; s <= nb; s++) {
+		if (f->avail[s] &&
+		    !(f->k[s] = malloc(f->avail[s] * sizeof(size_t))))
+			return -ENOMEM;
+		if (f->avail[s])
+			f->top = s;
+	}
+	for (k = 1; k < b->ninodes; k++)
+		if (f->pool[k]) {
+			s = unit_slots(b->inodes[ord[k]]);
+			f->k[s][f->n[s]++] = k;
+		}
+	return 0;
+}
+
+/* Take the next unit of size s (avail[s] > 0): its position. */
+static size_t fill_take(struct fill *f, unsigned s)
+{
+	size_t k = f->k[s][f->head[s]++];
+
+	f->done[k] = true;
+	f->avail[s]--;
+	while (f->top && !f->avail[f->top])
+		f->top--;
+	return k;
+}
+
+/*
+ * Can units of sizes at most s, as many of each as are left, add up to
+ * exactly rest slots? Fills use[] (how many of each) when they can.
+ * Sizes are tried largest first, each with as many units as fit first.
+ */
+static bool fill_exact(struct fill *f, unsigned rest, unsigned s)
+{
+	size_t bit;
+	unsigned c;
+
+	if (!rest)
+		return true;
+	if (!f->budget)
+		return false;
+	f->budget--;
+	if (s > rest)
+		s = rest;
+	bit = (size_t)rest * (BLD_MAX_SLOTS + 1) + s;
+	if (!s || (f->fail[bit >> 3] & (1u << (bit & 7))))
+		return false;
+	c = f->avail[s] < rest / s ? (unsigned)f->avail[s] : rest / s;
+	for (;; c--) {
+		f->use[s] = c;
+		if (fill_exact(f, rest - c * s, s - 1))
+			return true;
+		if (!c)
+			break;
+	}
+	f->use[s] = 0;
+	f->fail[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+	return false;
+}
+
+static void set_place(const struct ezfs_builder *b, struct binode *in,
+		      uint64_t off, uint64_t meta_blkaddr, size_t ino, int want)
+{
+	in->meta_off = off;
+	in->nid = (off - (meta_blkaddr << b->blkszbits)) >> EROFS_ISLOTBITS;
+	in->ino32 = (uint32_t)(ino + 1);
+	if (want > 0) {
+		in->mbox = true;
+		in->nid |= EROFS_NID_METABOX;
+	}
+}
+
+/*
+ * Fill the free run of `slots` slots at off (inside one block) with
+ * units still to place: units that add up to it exactly where some do
+ * (the largest first), else the largest that fit, one after the other.
+ * Returns the slots used.
+ */
+static unsigned fill_run(const struct ezfs_builder *b, struct fill *f,
+			 const size_t *ord, uint64_t off, unsigned slots,
+			 uint64_t meta_blkaddr, int want)
+{
+	unsigned s, rest = slots;
+
+	memset(f->fail, 0, sizeof(f->fail));
+	memset(f->use, 0, sizeof(f->use));
+	f->budget = 4096;
+	if (fill_exact(f, slots, f->top)) {
+		rest = 0;
+	} else {
+		memset(f->use, 0, sizeof(f->use));
+		for (s = f->top < rest ? f->top : rest; s; s--)
+			for (; f->use[s] < f->avail[s] && s <= rest; rest -= s)
+				f->use[s]++;
+	}
+	for (s = BLD_MAX_SLOTS; s; s--)
+		for (; f->use[s]; f->use[s]--) {
+			size_t k = fill_take(f, s);
+
+			set_place(b, b->inodes[ord[k]], off, meta_blkaddr,
+				  ord[k], want);
+			off += (uint64_t)s << 5;
+		}
+	return slots - rest;
+}
+
+/*
  * Assign meta_off/nid to every inode (want < 0), or only to those that
  * in_mbox() says go (want 1) or do not go (want 0) into the metabox;
  * returns the end of the area.
+ *
+ * The root first, then the units larger than a block and those that may
+ * cross one in order (at the cursor: the metadata of a large unit may
+ * span blocks, its inline data stays in one, the slots skipped for it
+ * are a gap). Then every free run (the
+ * rest of block 0, of the root's block, of the cursor's block and
+ * those gaps), the largest first, and after them one new block after
+ * the other get the units of a block or less that fill them exactly
+ * where some do, the largest first (fill_run): first fit decreasing
+ * alone left a block with whatever room the next unit did not fit into
+ * (on a make_tree.py tree 65 runs of 1-2 slots, a block more than
+ * mkfs.erofs 1.9.3).
  */
 static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 			uint64_t meta_blkaddr, uint64_t *endp, int want)
 {
-	uint64_t pos = base, blksz = b->blksz;
+	uint64_t pos = base, blksz = b->blksz, off;
+	unsigned nb = b->blksz >> 5, s, used;
 	size_t k, *ord = place_order(b);
-	int r = 0;
+	struct fill f;
+	int r;
 
 	if (!ord)
 		return -ENOMEM;
-	for (k = b->root_blk ? 1 : 0; k < b->ninodes; k++) {
+	r = fill_init(&f, b, ord, want);
+	for (k = b->root_blk ? 1 : 0; !r && k < b->ninodes; k++) {
 		struct binode *in = b->inodes[ord[k]];
 		uint32_t need = (in->unit_size + 31) & ~31u;
-		uint64_t inblk = pos & (blksz - 1), off;
+		uint64_t inblk = pos & (blksz - 1);
 
-		if (want >= 0 && in_mbox(b, in) != (want > 0))
+		if (f.pool[k] || !fill_wants(b, in, want))
 			continue;
-
-		r = need <= blksz ? gap_take(g, b->blkszbits, need >> 5, &off)
-				  : 0;
+		r = need <= blksz ? gap_take(g, need >> 5, &off) : 0;
 		if (r < 0)
 			break;
 		if (!r) {
 			if (inblk && inblk + need > blksz &&
-			    !crossable(b, in) &&
-			    (need <= blksz || unit_in_one_block(in))) {
-				r = gap_push(g, pos >> b->blkszbits,
-					     (unsigned)((blksz - inblk) >> 5));
+			    !crossable(b, in) && need <= blksz) {
+				r = gap_push_rest(g, b->blkszbits, pos);
 				if (r < 0)
 					break;
 				pos += blksz - inblk;
 			} else if (in->extended && inblk + 64 > blksz &&
 				   !crossable(b, in)) {
+				r = gap_push(g, pos, 1);
+				if (r < 0)
+					break;
 				pos += 32;
 			}
-			/* a ztailpacking tail must not cross a block */
-			while (in->z && in->z->idata_len &&
-			       ((pos + in->unit_size - in->z->idata_len) >>
-				b->blkszbits) != ((pos + in->unit_size - 1) >>
-						  b->blkszbits))
-				pos += 32;
-			off = pos;
-			pos = (pos + in->unit_size + 31) & ~31ull;
+			off = inline_fit(b, in, pos);
+			r = gap_push_range(g, b->blkszbits, pos, off);
+			if (r < 0)
+				break;
+			pos = (off + in->unit_size + 31) & ~31ull;
 		}
-		in->meta_off = off;
-		in->nid = (off - (meta_blkaddr << b->blkszbits)) >>
-			  EROFS_ISLOTBITS;
-		in->ino32 = (uint32_t)(ord[k] + 1);
-		if (want > 0) {
-			in->mbox = true;
-			in->nid |= EROFS_NID_METABOX;
-		}
+		set_place(b, in, off, meta_blkaddr, ord[k], want);
 		r = 0;
 	}
+	/* the free runs, the largest first; what is left of each stays a
+	 * gap for the units placed later (place_late) */
+	if (!r)
+		r = gap_push_rest(g, b->blkszbits, pos);
+	if (!r && (pos & (blksz - 1)))
+		pos = (pos + blksz - 1) & ~(blksz - 1);
+	for (s = nb, used = 1; !r && s && f.top && used; s--)
+		while (!r && g->n[s] && f.top) {
+			off = g->off[s][--g->n[s]];
+			used = fill_run(b, &f, ord, off, s, meta_blkaddr, want);
+			r = gap_push(g, off + ((uint64_t)used << 5), s - used);
+			if (!used) /* nothing left fits: nor a smaller run */
+				break;
+		}
+	/* then new blocks */
+	while (!r && f.top) {
+		used = fill_run(b, &f, ord, pos, nb, meta_blkaddr, want);
+		pos += (uint64_t)used << 5;
+		if (f.top && used < nb) {
+			r = gap_push_rest(g, b->blkszbits, pos);
+			pos = (pos + blksz - 1) & ~(blksz - 1);
+		}
+	}
+	fill_free(&f);
 	free(ord);
 	*endp = pos;
 	return r < 0 ? r : 0;
@@ -1288,17 +1524,11 @@ static int place_late(struct ezfs_builder *b, struct gaps *g, struct binode *in,
 	uint64_t off;
 	int r;
 
-	r = slots <= g->nslots ? gap_take(g, b->blkszbits, slots, &off) : 0;
+	r = slots <= g->nslots ? gap_take(g, slots, &off) : 0;
 	if (r < 0)
 		return r;
 	if (!r) {
-		off = b->cursor << b->blkszbits;
-		/* a ztailpacking tail must not cross a block */
-		while (in->z && in->z->idata_len &&
-		       ((off + in->unit_size - in->z->idata_len) >>
-			b->blkszbits) !=
-			       ((off + in->unit_size - 1) >> b->blkszbits))
-			off += 32;
+		off = inline_fit(b, in, b->cursor << b->blkszbits);
 		b->cursor =
 			(off + in->unit_size + b->blksz - 1) >> b->blkszbits;
 	}
@@ -1346,13 +1576,9 @@ static int pack_dirs(struct ezfs_builder *b, struct gaps *g,
 	if (r)
 		return r;
 	pk = b->packed_inode;
-	if (end & (b->blksz - 1)) {
-		r = gap_push(
-			g, end >> b->blkszbits,
-			(unsigned)((b->blksz - (end & (b->blksz - 1))) >> 5));
-		if (r)
-			return r;
-	}
+	r = gap_push_rest(g, b->blkszbits, end);
+	if (r)
+		return r;
 	r = place_late(b, g, pk, meta_blkaddr);
 	if (r)
 		return r;
@@ -1628,10 +1854,8 @@ static int write_meta(struct ezfs_builder *b)
 		free(gm);
 	}
 	/* the early blocks take inodes whenever NIDs can address them */
-	if (!err && !meta_blkaddr && (gap0 & (b->blksz - 1)))
-		err = gap_push(
-			g, gap0 >> b->blkszbits,
-			(unsigned)((b->blksz - (gap0 & (b->blksz - 1))) >> 5));
+	if (!err && !meta_blkaddr)
+		err = gap_push_rest(g, b->blkszbits, gap0);
 	if (!err && b->root_blk)
 		err = place_root(b, g);
 	if (!err)

@@ -14,7 +14,12 @@
 #    by the workers while the fragments are still being placed) and when
 #    files over 16 MiB are compressed in parts (plain, with an inline tail,
 #    with a fragment, with in-file dedupe across the parts);
-#  - stretches of random bytes inside text are stored raw, block by block.
+#  - stretches of random bytes inside text are stored raw, block by block;
+#  - a tail goes inline after metadata that ends in the next block (a
+#    3000-byte xattr, a 2 MiB file's compact index), as in mkfs.erofs;
+#  - metadata blocks are filled exactly where unit sizes allow: 10000
+#    files whose units take 5 or 7 slots need no block beyond their sum
+#    (first fit decreasing alone leaves 2-3 slots in each).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 
@@ -199,4 +204,73 @@ for zc in lzma,6:65536 lz4hc,9:4096 deflate,9:16384 zstd,3:65536; do
 		t_fail "mixed, $z -C $c: $plain raw blocks, want >= $want"
 	fi
 done
+
+# inline data after metadata that spans a block boundary: a 6096-byte
+# file with a 3000-byte xattr (core and xattrs 3.1 KiB, tail 2000 bytes),
+# and a 2 MiB file of text ending in 6000 random bytes (its compact index
+# is 1.1 KiB; the random end is stored raw: a block, then the 3350 bytes
+# left); both too large for one block with their metadata, so they used
+# to take a block of their own
+span=$TMP/span
+mkdir -p "$span"
+python3 - "$span" <<'EOF' || t_fail "crafting the spanning tree"
+import os, random, sys
+d = sys.argv[1]
+r = random.Random(5)
+open(d + "/x", "wb").write(bytes(r.randrange(256) for _ in range(6096)))
+os.setxattr(d + "/x", "user.big", b"v" * 3000)
+text = b"".join(b"%08d line of a log that compresses\n" % i
+                for i in range(60000))[:2 << 20]
+open(d + "/z", "wb").write(text + bytes(r.randrange(256) for _ in range(6000)))
+EOF
+t_manifest "$span" --no-times >"$TMP/span.json"
+t_run mkfsx mk "$TMP/x.img" "$span"
+[ "$RC" = 0 ] || t_fail "mkfs spanning tree rc=$RC: $(head -c 300 "$ERR")"
+layout=$("$EZFS" stat "$TMP/x.img" /x | field Layout)
+if [ "$layout" = flat_inline ]; then
+	t_pass "tail inline after a 3000-byte xattr"
+else
+	t_fail "tail after a 3000-byte xattr: layout '$layout', want flat_inline"
+fi
+t_check_image "spanning inline tail" "$TMP/x.img" "$TMP/span.json" --no-times
+t_run mkfsz mk -z lz4hc -E ztailpacking "$TMP/z.img" "$span"
+[ "$RC" = 0 ] || t_fail "mkfs spanning tree -z rc=$RC: $(head -c 300 "$ERR")"
+last=$("$EZFS" stat -e "$TMP/z.img" /z | tail -n 1)
+case $last in
+*inline*) t_pass "2 MiB file: its 3350-byte tail inline after its index" ;;
+*) t_fail "2 MiB file's last extent: $last" ;;
+esac
+t_check_image "spanning ztailpacking" "$TMP/z.img" "$TMP/span.json" --no-times
+
+# metadata packing: 7000 files of 192 bytes (units of 7 slots: core and
+# tail) and 3000 of 128 bytes (5 slots); 14 of the one and 6 of the
+# other fill a block exactly
+pack=$TMP/pack
+mkdir -p "$pack"
+python3 - "$pack" <<'EOF' || t_fail "crafting the packing tree"
+import sys
+d = sys.argv[1]
+for i in range(10000):
+    n = 192 if i % 10 < 7 else 128
+    open("%s/f%05d" % (d, i), "wb").write(((b"%05d" % i) * 40)[:n])
+EOF
+t_run mkfsk mk "$TMP/k.img" "$pack"
+[ "$RC" = 0 ] || t_fail "mkfs packing tree rc=$RC: $(head -c 300 "$ERR")"
+"$EZFS" stat "$TMP/k.img" / >"$TMP/root.txt"
+rsize=$(field Size <"$TMP/root.txt")
+rlayout=$(field Layout <"$TMP/root.txt")
+blocks=$(($(stat -c %s "$TMP/k.img") / 4096))
+# block 0 has 92 slots after the superblock; the root's unit: its core
+# and, inline, what is left of its entries after its full blocks
+rtail=0
+[ "$rlayout" = flat_inline ] && rtail=$((rsize % 4096))
+slots=$((7000 * 7 + 3000 * 5 + (32 + rtail + 31) / 32))
+least=$((1 + (slots - 92 + 127) / 128 + rsize / 4096))
+if [ "$blocks" -le "$least" ]; then
+	t_pass "metadata packed exactly: $blocks blocks (least $least)"
+else
+	t_fail "metadata packing: $blocks blocks, least $least"
+fi
+t_manifest "$pack" --no-times >"$TMP/pack.json"
+t_check_image "packing tree" "$TMP/k.img" "$TMP/pack.json" --no-times
 t_done

@@ -82,16 +82,16 @@ static uint8_t *grow_data(struct bzfile *z, uint64_t *cap, uint32_t blocks,
 	return z->data + ((uint64_t)z->blocks << blkszbits);
 }
 
-/* Room for an inline tail: the whole unit stays inside one block (9.9). */
+/* Room for an inline tail after the unit's metadata (9.9). */
 static size_t inline_room(const struct ezfs_builder *b, const struct binode *in)
 {
 	uint32_t hdr = ((in->extended ? 64u : 32u) + in->xattr_isize + 7) & ~7u;
-	uint32_t used =
-		hdr +
+	uint64_t used =
+		(uint64_t)hdr +
 		ezi_bld_zindex_size(b, in,
 				    !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS));
 
-	return used < b->blksz ? b->blksz - used : 0;
+	return ezi_bld_inline_room(b->blksz, used);
 }
 
 static int set_inline(struct bzfile *z, uint64_t pos, const uint8_t *src,
