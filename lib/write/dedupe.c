@@ -47,12 +47,20 @@ void ezi_bld_dedupe_free(struct ezfs_builder *b)
 	b->dedupe = NULL;
 }
 
-/* Do `len` bytes at image block blkaddr equal p? */
+/*
+ * Do `len` bytes at image block blkaddr equal p? Blocks from b->cursor on
+ * are the current file's, not written yet: in `pending`.
+ */
 static bool same_in_image(struct ezfs_builder *b, uint64_t blkaddr,
-			  const uint8_t *p, size_t len, uint8_t *tmp)
+			  const uint8_t *p, size_t len, uint8_t *tmp,
+			  const uint8_t *pending)
 {
 	size_t got = 0;
 
+	if (pending && blkaddr >= b->cursor)
+		return !memcmp(pending +
+				       ((blkaddr - b->cursor) << b->blkszbits),
+			       p, len);
 	while (got < len) {
 		ssize_t n = pread(b->fd, tmp + got, len - got,
 				  (off_t)((blkaddr << b->blkszbits) + got));
@@ -65,12 +73,15 @@ static bool same_in_image(struct ezfs_builder *b, uint64_t blkaddr,
 }
 
 /*
- * Look up (p, blocks, type, dlen); return its block address, or record it
- * at `addr` and return EROFS_NULL_ADDR (u64 all ones) when new.
+ * Look up (p, blocks, type, dlen): 1 and its block address in *found, or
+ * 0 when new, recorded at `addr` unless addr is DD_PROBE.
  */
+#define DD_PROBE UINT64_MAX
+
 static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 			 uint32_t blocks, uint8_t type, uint64_t dlen,
-			 uint64_t addr, uint64_t *found, uint8_t *tmp)
+			 uint64_t addr, uint64_t *found, uint8_t *tmp,
+			 const uint8_t *pending)
 {
 	struct dtab *t = b->dedupe;
 	size_t len = (size_t)blocks << b->blkszbits, pos = 0;
@@ -89,11 +100,13 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 		struct dent *e = &t->e.v[i - 1];
 
 		if (e->blocks == blocks && e->type == type && e->dlen == dlen &&
-		    same_in_image(b, e->blkaddr, p, len, tmp)) {
+		    same_in_image(b, e->blkaddr, p, len, tmp, pending)) {
 			*found = e->blkaddr;
 			return 1;
 		}
 	}
+	if (addr == DD_PROBE)
+		return 0;
 	ne = (struct dent){
 		.blocks = blocks, .dlen = dlen, .blkaddr = addr, .type = type
 	};
@@ -104,6 +117,31 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+uint32_t ezi_bld_dedupe_new_blocks(struct ezfs_builder *b,
+				   const struct binode *in,
+				   const struct bzfile *z)
+{
+	uint8_t *tmp = malloc((size_t)b->pclusterblks << b->blkszbits);
+	uint32_t k, blocks = 0;
+
+	for (k = 0; k < z->next; k++) {
+		const struct bextent *e = &z->ext[k];
+		uint64_t end = k + 1 < z->next ? z->ext[k + 1].la : in->size;
+		uint64_t found;
+
+		if (!e->blocks || e->frag || e->ref || e->xref)
+			continue;
+		if (!tmp ||
+		    dedupe_lookup(
+			    b, z->data + ((uint64_t)e->blkaddr << b->blkszbits),
+			    e->blocks, e->type, end - e->la, DD_PROBE, &found,
+			    tmp, NULL) != 1)
+			blocks += e->blocks;
+	}
+	free(tmp);
+	return blocks;
 }
 
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
@@ -134,8 +172,12 @@ int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 		if (!tmp)
 			return -ENOMEM;
 		src = z->data + ((uint64_t)e->blkaddr << b->blkszbits);
+		/* earlier pclusters of this file too (as 1.9.3, which
+		 * writes each before it looks up the next): a file of
+		 * repeated blocks */
 		err = dedupe_lookup(b, src, e->blocks, e->type, end - e->la,
-				    b->cursor + newblocks, &found, tmp);
+				    b->cursor + newblocks, &found, tmp,
+				    z->data);
 		if (err < 0)
 			break;
 		if (err) {
@@ -173,5 +215,5 @@ int ezi_bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
 			 uint32_t blocks, uint64_t dlen, uint64_t addr,
 			 uint64_t *found, uint8_t *tmp)
 {
-	return dedupe_lookup(b, p, blocks, 0xFF, dlen, addr, found, tmp);
+	return dedupe_lookup(b, p, blocks, 0xFF, dlen, addr, found, tmp, NULL);
 }

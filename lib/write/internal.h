@@ -448,6 +448,11 @@ int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 /* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 			     struct bzfile *z);
+/* The blocks of z's pclusters that no earlier one holds (a probe:
+ * nothing recorded) */
+uint32_t ezi_bld_dedupe_new_blocks(struct ezfs_builder *b,
+				   const struct binode *in,
+				   const struct bzfile *z);
 int ezi_bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
 			 uint32_t blocks, uint64_t dlen, uint64_t addr,
 			 uint64_t *found, uint8_t *tmp);

@@ -19,7 +19,9 @@
 #    3000-byte xattr, a 2 MiB file's compact index), as in mkfs.erofs;
 #  - metadata blocks are filled exactly where unit sizes allow: 10000
 #    files whose units take 5 or 7 slots need no block beyond their sum
-#    (first fit decreasing alone leaves 2-3 slots in each).
+#    (first fit decreasing alone leaves 2-3 slots in each);
+#  - -E fragments stores identical pclusters once inside a file and
+#    between the heads of near-copies.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 
@@ -273,4 +275,53 @@ else
 fi
 t_manifest "$pack" --no-times >"$TMP/pack.json"
 t_check_image "packing tree" "$TMP/k.img" "$TMP/pack.json" --no-times
+# -E fragments shares identical pclusters (as mkfs.erofs 1.9.3): inside a
+# file (text, eight copies of 16 KiB of random bytes, stored raw block by
+# block, and text; 4 KiB pclusters: 34 pclusters of 61, as 1.9.3) and
+# between the heads that near-copies get (seven copies of a file that
+# ends like an earlier one for 70 KB: each head once, not seven times)
+share=$TMP/share
+mkdir -p "$share"
+python3 - "$share" <<'EOF' || t_fail "crafting the sharing tree"
+import os, random, sys
+d = sys.argv[1]
+r = random.Random(11)
+words = [bytes(r.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(r.randrange(2, 9)))
+         for _ in range(3000)]
+def text(n):
+    return b" ".join(r.choice(words) for _ in range(n // 4))[:n]
+rnd = bytes(r.randrange(256) for _ in range(16384))
+open(d + "/rep", "wb").write(text(100000) + rnd * 8 + text(30000))
+t = text(90000)
+open(d + "/e.h", "wb").write(t)
+head = text(17000)
+for i in range(7):
+    os.makedirs("%s/c%d" % (d, i))
+    open("%s/c%d/x.h" % (d, i), "wb").write(head + t[-70000:])
+EOF
+t_manifest "$share" --no-times >"$TMP/share.json"
+addrs() {
+	"$EZFS" stat -e "$1" "$2" |
+		awk '$2 ~ /^[0-9]+$/ && /mapped/ && !/fragment/ {print $2}'
+}
+t_run mkfss mk -z lz4hc -E fragments "$TMP/s.img" "$share"
+[ "$RC" = 0 ] || t_fail "mkfs sharing tree rc=$RC: $(head -c 300 "$ERR")"
+all=$(addrs "$TMP/s.img" /rep | wc -l)
+uniq=$(addrs "$TMP/s.img" /rep | sort -u | wc -l)
+if [ "$all" -gt 0 ] && [ $((uniq + 24)) -le "$all" ]; then
+	t_pass "-E fragments: a file's repeated pclusters stored once ($uniq of $all)"
+else
+	t_fail "-E fragments: repeated pclusters: $uniq distinct of $all"
+fi
+t_check_image "sharing, 4K" "$TMP/s.img" "$TMP/share.json" --no-times
+t_run mkfsn mk -z lz4hc -C 65536 -E fragments "$TMP/n.img" "$share"
+[ "$RC" = 0 ] || t_fail "mkfs sharing tree -C 64K rc=$RC: $(head -c 300 "$ERR")"
+heads=$(for i in 0 1 2 3 4 5 6; do addrs "$TMP/n.img" /c$i/x.h; done | sort -u | tr '\n' ' ')
+n=$(echo $heads | wc -w)
+if [ "$n" -ge 1 ] && [ "$n" = "$(addrs "$TMP/n.img" /c0/x.h | wc -l)" ]; then
+	t_pass "-E fragments: seven near-copies share one head ($heads)"
+else
+	t_fail "-E fragments: near-copy heads at $heads"
+fi
+t_check_image "sharing, near-copies" "$TMP/n.img" "$TMP/share.json" --no-times
 t_done

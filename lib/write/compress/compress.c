@@ -82,7 +82,13 @@ static uint8_t *grow_data(struct bzfile *z, uint64_t *cap, uint32_t blocks,
 	return z->data + ((uint64_t)z->blocks << blkszbits);
 }
 
-/* Room for an inline tail after the unit's metadata (9.9). */
+/*
+ * Room for an inline tail after the unit's metadata (9.9). With -E
+ * dedupe, only what the unit's first block leaves: a tail inline is
+ * paid again by every later copy of the file, a pcluster is shared, and
+ * the spanning room (more tails inline) made /usr/include 108 blocks
+ * larger on the vendor line.
+ */
 static size_t inline_room(const struct ezfs_builder *b, const struct binode *in)
 {
 	uint32_t hdr = ((in->extended ? 64u : 32u) + in->xattr_isize + 7) & ~7u;
@@ -91,6 +97,8 @@ static size_t inline_room(const struct ezfs_builder *b, const struct binode *in)
 		ezi_bld_zindex_size(b, in,
 				    !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS));
 
+	if (b->p.flags & EZFS_BUILD_DEDUPE)
+		return used < b->blksz ? b->blksz - used : 0;
 	return ezi_bld_inline_room(b->blksz, used);
 }
 

@@ -131,6 +131,7 @@ int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 	uint32_t maxn = (uint32_t)(len >> b->blkszbits) + 2, n, blocks, k;
 	uint32_t idx = z->idx_size;
 	struct bextent *ext = NULL;
+	struct bzfile h;
 	uint8_t *data = NULL;
 	size_t est = (size_t)len;
 	void *cctx;
@@ -175,15 +176,6 @@ int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 		err = (int)x;
 		goto out;
 	}
-	if (((uint64_t)blocks << b->blkszbits) >= (uint64_t)r)
-		goto out; /* the packed inode is cheaper */
-	err = ezi_bld_pwrite(b, data, (size_t)blocks << b->blkszbits,
-			     b->cursor << b->blkszbits);
-	if (err)
-		goto out;
-	for (k = 0; k < n; k++)
-		ext[k].blkaddr += (uint32_t)b->cursor;
-	b->cursor += blocks;
 	if ((uint64_t)x < len) {
 		ext[n] =
 			(struct bextent){ .la = (uint64_t)x,
@@ -191,16 +183,45 @@ int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 					  .type = Z_EROFS_LCLUSTER_TYPE_HEAD1 };
 		n++;
 	}
+	/* identical pclusters of earlier files (and of this head) are
+	 * shared, as every file's are with fragments (dedupe.c): only new
+	 * blocks cost (seven copies of a header that ends like an earlier
+	 * one paid seven heads) */
+	h = *z;
+	h.ext = ext;
+	h.next = n;
+	h.data = data;
+	h.blocks = blocks;
+	if (((uint64_t)ezi_bld_dedupe_new_blocks(b, in, &h) << b->blkszbits) >=
+	    (uint64_t)r)
+		goto out; /* the packed inode is cheaper */
 	free(z->ext);
+	free(z->data);
 	z->ext = ext;
+	z->data = data;
 	ext = NULL;
+	data = NULL;
 	z->next = z->cap = n;
 	z->blocks = blocks;
-	z->datalen = (uint64_t)blocks << b->blkszbits;
+	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;
+	err = ezi_bld_dedupe_pclusters(b, in, z);
+	if (!err)
+		err = ezi_bld_pwrite(b, z->data,
+				     (size_t)z->blocks << b->blkszbits,
+				     b->cursor << b->blkszbits);
+	free(z->data);
+	z->data = NULL;
+	if (err)
+		goto out;
+	/* layout.c's rule: every address relative to the cursor (mod 2^32) */
+	for (k = 0; k < z->next; k++)
+		if (!z->ext[k].frag)
+			z->ext[k].blkaddr += (uint32_t)b->cursor;
+	b->cursor += z->blocks;
+	z->datalen = (uint64_t)z->blocks << b->blkszbits;
 	z->wholefrag = false;
 	z->frag_len = len - (uint64_t)x;
 	z->fragoff = cend - z->frag_len;
-	z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS) && !z->has_ref;
 	z->idx_size = ezi_bld_zindex_size(b, in, z->compact);
 	in->datalayout = z->compact ? EROFS_INODE_COMPRESSED_COMPACT
 				    : EROFS_INODE_COMPRESSED_FULL;
