@@ -148,7 +148,7 @@ static int plan_dir(const struct ezfs_builder *b, struct binode *in)
 static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 			   uint8_t *buf)
 {
-	uint64_t full = in->nblocks << b->blkszbits, done;
+	uint64_t full = in->nblocks << b->blkszbits, done = 0;
 	struct bsrc src;
 	int err;
 	ssize_t n;
@@ -158,11 +158,6 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 		return err;
 	if (in->nblocks)
 		in->startblk = b->cursor;
-	/* the blocks the file fills whole, in the kernel (as mkfs.erofs
-	 * 1.9.3); the rest, or all where that fails, through buf */
-	done = ezi_bld_copy_in(b, src.fd, src.base, b->cursor << b->blkszbits,
-			       (in->size < full ? in->size : full) &
-				       ~(uint64_t)(b->blksz - 1));
 	while (done < full) {
 		size_t want = full - done < COPY_BUF ? (size_t)(full - done)
 						     : COPY_BUF;
