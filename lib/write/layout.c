@@ -1110,14 +1110,14 @@ static bool in_mbox(const struct ezfs_builder *b, const struct binode *in)
 /*
  * The units of one block or less still to place (not the root, nor a
  * unit that may cross a block: crossable()), by their size in slots,
- * each size's in placement order. By position in the placement order:
- * `pool`, one of them, `done`, placed.
+ * each size's in placement order; `pool` (by position in the placement
+ * order): one of them.
  */
 struct fill {
 	size_t *k[BLD_MAX_SLOTS + 1]; /* positions in the placement order */
 	size_t n[BLD_MAX_SLOTS + 1], head[BLD_MAX_SLOTS + 1];
 	size_t avail[BLD_MAX_SLOTS + 1]; /* not placed, per size */
-	bool *pool, *done;
+	bool *pool;
 	unsigned top; /* the largest size with units left */
 	/* fill_exact(): failed (rest, size) pairs, the counts chosen and
 	 * the steps left (a bound on the search, not a time) */
@@ -1133,7 +1133,6 @@ static void fill_free(struct fill *f)
 	for (s = 0; s <= BLD_MAX_SLOTS; s++)
 		free(f->k[s]);
 	free(f->pool);
-	free(f->done);
 }
 
 static unsigned unit_slots(const struct binode *in)
@@ -1155,8 +1154,7 @@ static int fill_init(struct fill *f, const struct ezfs_builder *b,
 
 	memset(f, 0, sizeof(*f));
 	f->pool = calloc(b->ninodes, sizeof(*f->pool));
-	f->done = calloc(b->ninodes, sizeof(*f->done));
-	if (!f->pool || !f->done)
+	if (!f->pool)
 		return -ENOMEM;
 	for (k = 1; k < b->ninodes; k++) {
 		const struct binode *in = b->inodes[ord[k]];
@@ -1187,7 +1185,6 @@ static size_t fill_take(struct fill *f, unsigned s)
 {
 	size_t k = f->k[s][f->head[s]++];
 
-	f->done[k] = true;
 	f->avail[s]--;
 	while (f->top && !f->avail[f->top])
 		f->top--;
@@ -1281,14 +1278,13 @@ static unsigned fill_run(const struct ezfs_builder *b, struct fill *f,
  * The root first, then the units larger than a block and those that may
  * cross one in order (at the cursor: the metadata of a large unit may
  * span blocks, its inline data stays in one, the slots skipped for it
- * are a gap). Then every free run (the
- * rest of block 0, of the root's block, of the cursor's block and
- * those gaps), the largest first, and after them one new block after
- * the other get the units of a block or less that fill them exactly
- * where some do, the largest first (fill_run): first fit decreasing
- * alone left a block with whatever room the next unit did not fit into
- * (on a make_tree.py tree 65 runs of 1-2 slots, a block more than
- * mkfs.erofs 1.9.3).
+ * are a gap). Then every free run (the rest of block 0, of the root's
+ * block, of the cursor's block and those gaps), the largest first, and
+ * after them one new block after the other get the units of a block or
+ * less that fill them exactly where some do, the largest first
+ * (fill_run): first fit decreasing alone left a block with whatever room
+ * the next unit did not fit into (on a make_tree.py tree 65 runs of 1-2
+ * slots, a block more than mkfs.erofs 1.9.3).
  */
 static int place_inodes(struct ezfs_builder *b, struct gaps *g, uint64_t base,
 			uint64_t meta_blkaddr, uint64_t *endp, int want)
