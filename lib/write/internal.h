@@ -464,6 +464,11 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b);
  * when the file is better stored uncompressed. */
 int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 		       struct bzfile **z);
+/* A flat file's bytes read ahead by a worker (files stored flat, of at
+ * most 16 MiB, with more than one worker), in *raw (the caller frees
+ * it), or *raw = NULL: read it here. */
+int ezi_bld_zjobs_take_raw(struct ezfs_builder *b, struct binode *in,
+			   uint8_t **raw);
 void ezi_bld_zjobs_stop(struct ezfs_builder *b);
 /* zfast.c: src[0, len) surely compresses below cap bytes with zalg's
  * codec (lz4's fast mode fits it; tmp: cap bytes). */

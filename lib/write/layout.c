@@ -144,15 +144,53 @@ static int plan_dir(const struct ezfs_builder *b, struct binode *in)
 	return 0;
 }
 
-/* Copy a regular file as a flat inode: full blocks at the cursor, tail. */
+/* write_flat_file from the file's bytes in memory: a file read ahead, the
+ * packed inode stored flat */
+static int write_flat_raw(struct ezfs_builder *b, struct binode *in,
+			  const uint8_t *raw)
+{
+	uint64_t full = in->nblocks << b->blkszbits, whole;
+	uint8_t pad[4096]; /* the last block (blocks are 4 KiB at most) */
+	int err = 0;
+
+	if (in->nblocks)
+		in->startblk = b->cursor;
+	whole = in->size < full ? in->size & ~(uint64_t)(b->blksz - 1) : full;
+	if (whole)
+		err = ezi_bld_pwrite(b, raw, (size_t)whole,
+				     b->cursor << b->blkszbits);
+	if (!err && whole < full) { /* the last block, zero-padded */
+		memcpy(pad, raw + whole, (size_t)(in->size - whole));
+		memset(pad + (in->size - whole), 0, (size_t)(full - in->size));
+		err = ezi_bld_pwrite(b, pad, (size_t)(full - whole),
+				     (b->cursor << b->blkszbits) + whole);
+	}
+	if (err)
+		return err;
+	b->cursor += in->nblocks;
+	if (in->tail_len) {
+		in->tail = malloc(in->tail_len);
+		if (!in->tail)
+			return -ENOMEM;
+		memcpy(in->tail, raw + full, in->tail_len);
+	}
+	return 0;
+}
+
+/*
+ * Copy a regular file as a flat inode: full blocks at the cursor, tail.
+ * raw: all its bytes, read ahead by a worker (zjobs.c), else NULL.
+ */
 static int write_flat_file(struct ezfs_builder *b, struct binode *in,
-			   uint8_t *buf)
+			   uint8_t *buf, const uint8_t *raw)
 {
 	uint64_t full = in->nblocks << b->blkszbits, done = 0;
 	struct bsrc src;
 	int err;
 	ssize_t n;
 
+	if (raw)
+		return write_flat_raw(b, in, raw);
 	err = ezi_bld_src_open(b, in, &src);
 	if (err)
 		return err;
@@ -479,7 +517,7 @@ static bool xdd_wanted(const struct ezfs_builder *b, const struct binode *in)
 
 /* Place one regular file whose compression result (or NULL) is known. */
 static int place_file(struct ezfs_builder *b, struct binode *in,
-		      struct bzfile *z, uint8_t *buf)
+		      struct bzfile *z, uint8_t *buf, const uint8_t *raw)
 {
 	int err;
 
@@ -536,7 +574,7 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 	if (b->p.chunksize && in != b->packed_inode)
 		return write_chunked_file(b, in);
 	plan_flat(b, in, !(b->p.flags & EZFS_BUILD_NOINLINE_DATA));
-	return write_flat_file(b, in, buf);
+	return write_flat_file(b, in, buf, raw);
 }
 
 /* A special inode of the image's own (the packed or the metabox inode):
@@ -587,26 +625,9 @@ static int write_packed(struct ezfs_builder *b, uint8_t *buf)
 	if (err)
 		return err;
 	if (z)
-		return place_file(b, in, z, buf);
+		return place_file(b, in, z, buf, NULL);
 	plan_flat(b, in, true);
-	if (in->nblocks) {
-		uint64_t full = in->nblocks << b->blkszbits;
-
-		in->startblk = b->cursor;
-		err = ezi_bld_pwrite(b, b->packed, full,
-				     b->cursor << b->blkszbits);
-		if (err)
-			return err;
-		b->cursor += in->nblocks;
-	}
-	if (in->tail_len) {
-		in->tail = malloc(in->tail_len);
-		if (!in->tail)
-			return -ENOMEM;
-		memcpy(in->tail, b->packed + (in->nblocks << b->blkszbits),
-		       in->tail_len);
-	}
-	return 0;
+	return write_flat_raw(b, in, b->packed);
 }
 
 /*
@@ -738,19 +759,23 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 
 		if (S_ISREG(in->mode)) {
 			struct bzfile *z = NULL;
+			uint8_t *raw = NULL;
 
 			if (in->size && ezi_bld_compress_wanted(b, in)) {
 				b->prog_files = files;
 				b->prog_bytes = bytes;
 				b->prog_total = total_bytes;
 				err = ezi_bld_zjobs_take(b, in, &z);
-				if (err)
-					break;
+			} else if (in->size) {
+				err = ezi_bld_zjobs_take_raw(b, in, &raw);
 			}
+			if (err)
+				break;
 			if (in->size)
-				err = place_file(b, in, z, buf);
+				err = place_file(b, in, z, buf, raw);
 			else
 				plan_flat(b, in, false);
+			free(raw);
 			bytes += in->size;
 			files++;
 			if ((files & 255) == 0 || in->size > COPY_BUF)
@@ -1732,7 +1757,7 @@ static int write_mbox(struct ezfs_builder *b, struct gaps *g,
 		/* as 1.9.3: no dedupe for the metabox (nor fragments, which
 		 * share pclusters too) */
 		b->p.flags &= ~nofrag;
-		err = place_file(b, in, z, NULL);
+		err = place_file(b, in, z, NULL, NULL);
 		b->p.flags = flags;
 		/* -E48bit's extent records, where compact indexes take less
 		 * room (the unit is to fit a gap of the metadata) */

@@ -12,11 +12,19 @@
  * the image does not depend on the number of workers. A codec context is
  * fresh per file unless the codec's destsize is history-free, so results
  * do not depend on which thread compressed what before.
+ *
+ * Files stored flat (no compression, or too small for it) of at most
+ * ZJ_RAW_MAX bytes are jobs too: a worker reads the file (open, read,
+ * the check that it did not change) and the writer only writes its
+ * bytes. A copy through the page cache is a read and a write; on one
+ * thread an uncompressed image of the linux tree took 1.29 times
+ * mkfs.erofs 1.9.3's time, which reads and writes on two.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "write/internal.h"
 #include "util/pool.h"
@@ -27,6 +35,8 @@ struct zslot {
 	struct zjobs *j;
 	struct binode *in;
 	struct bzfile *z;
+	uint8_t *raw; /* a flat file's bytes (raw jobs) */
+	bool israw;
 	uint32_t part, nparts; /* a large file's parts (zsplit.c) */
 	int err;
 	bool done;
@@ -50,12 +60,60 @@ bool ezi_bld_ctx_reusable(const struct ezfs_builder *b)
 	return b->p.alg == EZFS_ALG_LZ4 || b->p.alg == EZFS_ALG_LZMA;
 }
 
-static int run_job(struct ezfs_builder *b, const struct zslot *sl, void **cctx,
+#define ZJ_RAW_MAX (16u << 20)
+
+/* Is in a file the writer stores flat, read ahead as a raw job? */
+static bool raw_job(const struct ezfs_builder *b, const struct binode *in)
+{
+	return S_ISREG(in->mode) && in->size && in->size <= ZJ_RAW_MAX &&
+	       !ezi_bld_compress_wanted(b, in) && !b->p.chunksize &&
+	       !b->p.tar_index && !b->nrdevs;
+}
+
+/* A raw job: all of in's bytes in *raw, the source checked unchanged. */
+static int read_raw(const struct ezfs_builder *b, struct binode *in,
+		    uint8_t **raw)
+{
+	struct bsrc src;
+	ssize_t n;
+	int err;
+
+	*raw = malloc((size_t)in->size);
+	if (!*raw)
+		return -ENOMEM;
+	err = ezi_bld_src_open(b, in, &src);
+	if (err)
+		return err;
+	n = ezi_bld_src_pread(&src, *raw, (size_t)in->size, 0);
+	if (n < 0) {
+		err = (int)n;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: read: %s", in->srcpath,
+			    strerror(-err));
+	} else if ((uint64_t)n != in->size) {
+		err = -EAGAIN;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: file shrank while building",
+			    in->srcpath);
+	} else {
+		err = ezi_bld_src_check(b, in, &src);
+	}
+	ezi_bld_src_close(&src);
+	return err;
+}
+
+static int run_job(struct ezfs_builder *b, struct zslot *sl, void **cctx,
 		   struct bzfile **z)
 {
 	struct binode *in = sl->in;
 	int err = 0;
 
+	if (sl->israw) {
+		err = read_raw(b, in, &sl->raw);
+		if (err) {
+			free(sl->raw);
+			sl->raw = NULL;
+		}
+		return err;
+	}
 	if (!*cctx) {
 		*cctx = ezi_bld_cctx_new(b, &err);
 		if (!*cctx && err) {
@@ -128,9 +186,10 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 	unsigned want;
 	int err;
 
-	if (b->p.alg < 0)
+	want = b->p.workers ? b->p.workers : 1;
+	if (b->p.alg < 0 && want <= 1)
 		return 0;
-	err = ezi_bld_frags_open(b);
+	err = b->p.alg < 0 ? 0 : ezi_bld_frags_open(b);
 	if (err)
 		return err;
 	j = calloc(1, sizeof(*j));
@@ -141,6 +200,8 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 		if (b->inodes[i]->size &&
 		    ezi_bld_compress_wanted(b, b->inodes[i]))
 			n += ezi_bld_zsplit_parts(b, b->inodes[i]);
+		else if (want > 1 && raw_job(b, b->inodes[i]))
+			n++;
 	j->slots = calloc(n ? n : 1, sizeof(*j->slots));
 	if (!j->slots) {
 		free(j);
@@ -157,6 +218,15 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 		struct binode *in = b->inodes[i];
 		uint32_t k, np;
 
+		if (want > 1 && raw_job(b, in)) {
+			j->slots[j->njobs].j = j;
+			j->slots[j->njobs].in = in;
+			j->slots[j->njobs].israw = true;
+			j->slots[j->njobs].nparts = 1;
+			j->upto[j->njobs + 1] = j->upto[j->njobs] + in->size;
+			j->njobs++;
+			continue;
+		}
 		if (!in->size || !ezi_bld_compress_wanted(b, in))
 			continue;
 		np = ezi_bld_zsplit_parts(b, in);
@@ -173,7 +243,6 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
 	b->zjobs = j;
-	want = b->p.workers ? b->p.workers : 1;
 	if (want <= 1 || j->njobs <= 1)
 		return 0; /* synchronous */
 	j->window = 4 * (size_t)want;
@@ -254,6 +323,25 @@ int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 	return err;
 }
 
+int ezi_bld_zjobs_take_raw(struct ezfs_builder *b, struct binode *in,
+			   uint8_t **raw)
+{
+	struct zjobs *j = b->zjobs;
+	struct bzfile *z = NULL;
+	struct zslot *s;
+	int err;
+
+	*raw = NULL;
+	if (!j || j->consumed >= j->njobs || j->slots[j->consumed].in != in ||
+	    !j->slots[j->consumed].israw)
+		return 0;
+	s = &j->slots[j->consumed];
+	err = take_slot(b, j, &z);
+	*raw = s->raw;
+	s->raw = NULL;
+	return err;
+}
+
 void ezi_bld_zjobs_stop(struct ezfs_builder *b)
 {
 	struct zjobs *j = b->zjobs;
@@ -268,8 +356,10 @@ void ezi_bld_zjobs_stop(struct ezfs_builder *b)
 	for (t = 0; t < n; t++)
 		ezi_bld_cctx_free(b, j->wcctx[t]);
 	free(j->wcctx);
-	for (i = 0; i < j->njobs; i++)
+	for (i = 0; i < j->njobs; i++) {
 		ezi_bld_zfile_free(j->slots[i].z);
+		free(j->slots[i].raw);
+	}
 	ezi_bld_cctx_free(b, j->cctx);
 	pthread_mutex_destroy(&j->lock);
 	pthread_cond_destroy(&j->cond);
