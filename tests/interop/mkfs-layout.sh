@@ -9,7 +9,8 @@
 #    head in a pcluster and points its tail into the packed inode, and of
 #    two large files that end alike the later one's fragment is the end of
 #    the earlier one's;
-#  - the image is the same for --workers 1 and 2, and reads back whole,
+#  - the image is the same for --workers 1 and 2 (also uncompressed, its
+#    files read ahead on the workers), and reads back whole,
 #    also when the packed inode spans several 16 MiB segments (compressed
 #    by the workers while the fragments are still being placed) and when
 #    files over 16 MiB are compressed in parts (plain, with an inline tail,
@@ -80,6 +81,14 @@ for w in 1 2; do
 	[ "$RC" = 0 ] || t_fail "mkfs -E fragments --workers=$w rc=$RC: $(head -c 300 "$ERR")"
 done
 t_expect "same image for --workers 1 and 2" cmp -s "$TMP/p1.img" "$TMP/p2.img"
+# uncompressed: the flat files are read ahead on the workers (zjobs.c)
+for w in 1 2; do
+	t_run mkfsu$w mk --workers=$w "$TMP/u$w.img" "$tree"
+	[ "$RC" = 0 ] || t_fail "mkfs -z none --workers=$w rc=$RC: $(head -c 300 "$ERR")"
+done
+t_expect "same image for --workers 1 and 2 (uncompressed)" \
+	cmp -s "$TMP/u1.img" "$TMP/u2.img"
+t_check_image "uncompressed" "$TMP/u2.img" "$TMP/src.json" --no-times
 t_expect "same image for --workers 1 and 2 (-E fragments)" \
 	cmp -s "$TMP/f1.img" "$TMP/f2.img"
 t_check_image "plain" "$TMP/p1.img" "$TMP/src.json" --no-times
