@@ -269,6 +269,12 @@ void ezi_codec_fit_free(struct ezfs_fit *f)
 	f->bufcap = 0;
 }
 
+void ezi_codec_fit_reset(struct ezfs_fit *f)
+{
+	f->ratio_q8 = 0;
+	f->est_k = 0;
+}
+
 /* Scratch room for the output of len bytes. */
 static int fit_room(struct ezfs_fit *f, size_t len)
 {

@@ -108,6 +108,13 @@ static void lz4_cctx_free(void *cctx)
 	free(c);
 }
 
+/* LZ4_compress_HC_destSize starts every call from a clean state */
+static int lz4_cctx_reset(void *cctx)
+{
+	(void)cctx;
+	return 0;
+}
+
 static int lz4_destsize_once(struct lz4_cctx *c, const uint8_t *in, int *srclen,
 			     uint8_t *out, int outcap)
 {
@@ -208,6 +215,7 @@ const struct ezfs_codec_ops ezi_codec_lz4 = {
 	.default_level = 0,
 	.cctx_new = lz4_cctx_new,
 	.cctx_free = lz4_cctx_free,
+	.cctx_reset = lz4_cctx_reset,
 	.compress_destsize = lz4_compress_destsize,
 	.lib = "liblz4",
 	.version = lz4_version,
@@ -222,6 +230,7 @@ const struct ezfs_codec_ops ezi_codec_lz4hc = {
 	.default_level = LZ4HC_CLEVEL_DEFAULT,
 	.cctx_new = lz4hc_cctx_new,
 	.cctx_free = lz4_cctx_free,
+	.cctx_reset = lz4_cctx_reset,
 	.compress_destsize = lz4_compress_destsize,
 	.lib = "liblz4",
 	.version = lz4_version,

@@ -531,8 +531,6 @@ int ezi_bld_xdd_match(struct bxdd *x, const struct ezfs_builder *b,
 		      uint64_t wpos, uint64_t wend, struct bxmatch *m);
 int ezi_bld_compress_xdd(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, struct bxdd *x, struct bzfile **out);
-/* Whether a codec context may serve the next file (history-free). */
-bool ezi_bld_ctx_reusable(const struct ezfs_builder *b);
 
 /*
  * zsegs.c: the packed inode's contents compressed in segments on worker

@@ -333,4 +333,26 @@ else
 	t_fail "-E fragments: near-copy heads at $heads"
 fi
 t_check_image "sharing, near-copies" "$TMP/n.img" "$TMP/share.json" --no-times
+# codec contexts serve many files (zcfg.c resets them after each): files
+# that compress well and badly in turn, so what one file taught a context
+# (its ratio guess) would change the next one's trials; one worker sees
+# every file in order, three each see every third
+ctxd=$TMP/ctxd
+mkdir -p "$ctxd"
+for i in 0 1 2 3 4 5 6 7 8; do
+	case $((i % 3)) in
+	0) head -c $((150000 + i * 7000)) "$parts/seq" ;;
+	1) head -c $((90000 + i * 5000)) /dev/urandom | od -An -tx1 ;;
+	2) { head -c 20000 /dev/urandom; tail -c 200000 "$parts/seq"; } ;;
+	esac >"$ctxd/f$i"
+done
+for zc in zstd,3:65536 zstd,12:16384 zstd,1:1048576 lz4hc,9:4096; do
+	z=${zc%%:*} c=${zc#*:}
+	for w in 1 3; do
+		t_run mkfsc$w mk --workers=$w -z "$z" -C "$c" "$TMP/c$w.img" "$ctxd"
+		[ "$RC" = 0 ] || t_fail "mkfs contexts $z -C $c rc=$RC: $(head -c 300 "$ERR")"
+	done
+	t_expect "same image for --workers 1 and 3 (contexts reused, $z -C $c)" \
+		cmp -s "$TMP/c1.img" "$TMP/c3.img"
+done
 t_done

@@ -253,16 +253,22 @@ void *ezi_bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
 	return h->c[zalg];
 }
 
-/* After a file: drop the context unless its destsize is history-free. */
+/*
+ * After a file: the context is reset to what a fresh one gives, else
+ * dropped, so results do not depend on which thread compressed what
+ * before. lzma's destsize is history-free.
+ */
 void ezi_bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg)
 {
 	struct bcctx *h = cctx;
-	int alg = b->zalgs[zalg].alg;
+	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, zalg);
 
-	if (alg == EZFS_ALG_LZ4 || alg == EZFS_ALG_LZMA || !h->c[zalg])
+	if (b->zalgs[zalg].alg == EZFS_ALG_LZMA || !h->c[zalg])
 		return;
-	if (ezi_bld_codec(b, zalg)->cctx_free)
-		ezi_bld_codec(b, zalg)->cctx_free(h->c[zalg]);
+	if (ops->cctx_reset && !ops->cctx_reset(h->c[zalg]))
+		return;
+	if (ops->cctx_free)
+		ops->cctx_free(h->c[zalg]);
 	h->c[zalg] = NULL;
 }
 

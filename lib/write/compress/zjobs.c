@@ -9,9 +9,10 @@
  * (bounding memory); a worker compresses it into its own buffer and
  * publishes the result; the
  * writer takes results strictly in order and assigns addresses then, so
- * the image does not depend on the number of workers. A codec context is
- * fresh per file unless the codec's destsize is history-free, so results
- * do not depend on which thread compressed what before.
+ * the image does not depend on the number of workers. A worker keeps its
+ * codec contexts; after each file they give what fresh ones would
+ * (ezi_bld_cctx_put), so results do not depend on which thread
+ * compressed what before.
  *
  * Files stored flat (no compression, or too small for it) of at most
  * ZJ_RAW_MAX bytes are jobs too: a worker reads the file (open, read,
@@ -54,11 +55,6 @@ struct zjobs {
 	void **wcctx;	       /* one per worker */
 	void *cctx;	       /* synchronous mode (no threads) */
 };
-
-bool ezi_bld_ctx_reusable(const struct ezfs_builder *b)
-{
-	return b->p.alg == EZFS_ALG_LZ4 || b->p.alg == EZFS_ALG_LZMA;
-}
 
 #define ZJ_RAW_MAX (16u << 20)
 
@@ -132,10 +128,6 @@ static int run_job(struct ezfs_builder *b, struct zslot *sl, void **cctx,
 	if (err) {
 		ezi_bld_zfile_free(*z);
 		*z = NULL;
-	}
-	if (!ezi_bld_ctx_reusable(b)) {
-		ezi_bld_cctx_free(b, *cctx);
-		*cctx = NULL;
 	}
 	return err;
 }

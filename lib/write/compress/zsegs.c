@@ -100,10 +100,6 @@ static void seg_run(struct zsegs *s, size_t i, uint64_t n, void **cctx)
 		madvise((void *)(uintptr_t)(s->mem + off), (size_t)n,
 			MADV_DONTNEED);
 	s->err[i] = err;
-	if (!ezi_bld_ctx_reusable(s->b)) {
-		ezi_bld_cctx_free(s->b, *cctx);
-		*cctx = NULL;
-	}
 }
 
 static void seg_job(void *arg)
