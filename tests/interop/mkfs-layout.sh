@@ -190,6 +190,18 @@ fi
 # text, 300 KB of random bytes, text, 70 KB of random bytes: the random
 # stretches are stored raw, block by block (a pcluster that saves no
 # block is raw whole; random-looking pclusters skip the codec, zfast.c)
+# workers_same LABEL TAG WA WB SRC OPTION...: SRC built with WA and with WB
+# workers into $TMP/TAG<workers>.img must give the same image
+workers_same() {
+	local label=$1 tag=$2 wa=$3 wb=$4 src=$5 w
+	shift 5
+	for w in "$wa" "$wb"; do
+		t_run "mkfs$tag$w" mk --workers="$w" "$@" "$TMP/$tag$w.img" "$src"
+		[ "$RC" = 0 ] || t_fail "mkfs $label --workers=$w rc=$RC: $(head -c 300 "$ERR")"
+	done
+	t_expect "same image for --workers $wa and $wb ($label)" \
+		cmp -s "$TMP/$tag$wa.img" "$TMP/$tag$wb.img"
+}
 mixd=$TMP/mixd
 mkdir -p "$mixd"
 { head -c 600000 "$parts/seq"; head -c 300000 /dev/urandom
@@ -198,12 +210,7 @@ mkdir -p "$mixd"
 t_manifest "$mixd" --no-times >"$TMP/mixd.json"
 for zc in lzma,6:65536 lz4hc,9:4096 deflate,9:16384 zstd,3:65536; do
 	z=${zc%%:*} c=${zc#*:}
-	for w in 1 2; do
-		t_run mkfsm$w mk --workers=$w -z "$z" -C "$c" "$TMP/m$w.img" "$mixd"
-		[ "$RC" = 0 ] || t_fail "mkfs mixed $z -C $c rc=$RC: $(head -c 300 "$ERR")"
-	done
-	t_expect "same image for --workers 1 and 2 (mixed, $z -C $c)" \
-		cmp -s "$TMP/m1.img" "$TMP/m2.img"
+	workers_same "mixed, $z -C $c" m 1 2 "$mixd" -z "$z" -C "$c"
 	t_check_image "mixed, $z -C $c" "$TMP/m2.img" "$TMP/mixd.json" --no-times
 	plain=$("$EZFS" stat -e "$TMP/m2.img" /f | awk '$NF == "mapped" && $(NF-1) == "plain"' | wc -l)
 	# the 300 KB stretch is raw but for the pclusters that share it with
@@ -348,11 +355,6 @@ for i in 0 1 2 3 4 5 6 7 8; do
 done
 for zc in zstd,3:65536 zstd,12:16384 zstd,1:1048576 lz4hc,9:4096; do
 	z=${zc%%:*} c=${zc#*:}
-	for w in 1 3; do
-		t_run mkfsc$w mk --workers=$w -z "$z" -C "$c" "$TMP/c$w.img" "$ctxd"
-		[ "$RC" = 0 ] || t_fail "mkfs contexts $z -C $c rc=$RC: $(head -c 300 "$ERR")"
-	done
-	t_expect "same image for --workers 1 and 3 (contexts reused, $z -C $c)" \
-		cmp -s "$TMP/c1.img" "$TMP/c3.img"
+	workers_same "contexts reused, $z -C $c" c 1 3 "$ctxd" -z "$z" -C "$c"
 done
 t_done
