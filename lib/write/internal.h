@@ -382,6 +382,11 @@ static inline uint32_t ezi_bld_inline_room(uint32_t blksz, uint64_t meta)
 	return blksz - (e ? e : 32);
 }
 
+/* compress.c: room for in's compressed tail inline after its core,
+ * xattrs and index (-E ztailpacking) */
+size_t ezi_bld_zinline_room(const struct ezfs_builder *b,
+			    const struct binode *in);
+
 /* zindex.c: encode the map header and lcluster indexes at h */
 int ezi_bld_zindex_encode(const struct ezfs_builder *b, const struct binode *in,
 			  uint8_t *h);
@@ -439,11 +444,12 @@ int ezi_bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
 		       uint32_t *blocks);
 /* Append s (logical start la) to z: extents, data, its tail. */
 int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la);
-/* Compress len bytes at mem as if they were a file (no fragments, no
- * inline tail; segment pieces: the result is kept even without gain). */
+/* Compress len bytes at mem as if they were a file (no fragments;
+ * segment pieces: the result is kept even without gain). room: the room
+ * for an inline tail (ztailpacking) of what ends the file, else 0. */
 int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, const uint8_t *mem, uint64_t len,
-			 struct bzfile **out);
+			 size_t room, struct bzfile **out);
 
 /* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,

@@ -357,4 +357,25 @@ for zc in zstd,3:65536 zstd,12:16384 zstd,1:1048576 lz4hc,9:4096; do
 	z=${zc%%:*} c=${zc#*:}
 	workers_same "contexts reused, $z -C $c" c 1 3 "$ctxd" -z "$z" -C "$c"
 done
+# -E ztailpacking: the packed inode's own end goes inline after its index,
+# as a file's does (mkfs.erofs compresses the packed inode as a file); one
+# file of 9000 bytes that lies whole in the packed inode
+ptd=$TMP/ptail
+mkdir -p "$ptd"
+python3 -c "
+import sys
+s = ''.join(f'static int field_{i:04d}(struct reg *r) {{ return r->v[{i % 97}]'
+            f' + {i * 7 % 1000}; }}\\n' for i in range(200))
+sys.stdout.write(s[:9000])" >"$ptd/f"
+t_manifest "$ptd" --no-times >"$TMP/ptail.json"
+for e in fragments ztailpacking,fragments; do
+	t_run "mkfspt-$e" mk -z lz4 -C 65536 -E "$e" "$TMP/pt-$e.img" "$ptd"
+	[ "$RC" = 0 ] || t_fail "mkfs packed tail -E $e rc=$RC: $(head -c 300 "$ERR")"
+done
+s1=$(stat -c %s "$TMP/pt-fragments.img")
+s2=$(stat -c %s "$TMP/pt-ztailpacking,fragments.img")
+t_expect "the packed inode's tail inline: $s2 bytes, $s1 without ztailpacking" \
+	[ "$s2" -le $((s1 - 4096)) ]
+t_check_image "the packed inode's tail inline" \
+	"$TMP/pt-ztailpacking,fragments.img" "$TMP/ptail.json" --no-times
 t_done

@@ -89,7 +89,8 @@ static uint8_t *grow_data(struct bzfile *z, uint64_t *cap, uint32_t blocks,
  * the spanning room (more tails inline) made /usr/include 108 blocks
  * larger on the vendor line.
  */
-static size_t inline_room(const struct ezfs_builder *b, const struct binode *in)
+size_t ezi_bld_zinline_room(const struct ezfs_builder *b,
+			    const struct binode *in)
 {
 	uint32_t hdr = ((in->extended ? 64u : 32u) + in->xattr_isize + 7) & ~7u;
 	uint64_t used =
@@ -294,13 +295,14 @@ static uint64_t max_extent(const struct ezfs_builder *b)
 
 /*
  * Compress a file (mem = NULL: in->srcpath, size in->size) or a memory
- * range (the packed inode: no fragments, no inline tail, result kept as
- * is). *out = NULL when compression does not save space (the caller stores
- * the file flat). cctx: from ezi_bld_cctx_new.
+ * range (the packed inode: no fragments, result kept as is; its end
+ * inline when mroom, the room for it, is not 0). *out = NULL when
+ * compression does not save space (the caller stores the file flat).
+ * cctx: from ezi_bld_cctx_new.
  */
 static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			void *cctx, const uint8_t *mem, uint64_t size,
-			const struct bzpart *pt, struct bxdd *xd,
+			size_t mroom, const struct bzpart *pt, struct bxdd *xd,
 			struct bzfile **out)
 {
 	/* a part of a split file (zsplit.c): only the last has the tail */
@@ -320,12 +322,14 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	size_t rawlen = 0, rawblks = 0;
 	bool allfrag = tail && (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS);
 	bool frags = allfrag || (tail && (b->p.flags & EZFS_BUILD_FRAGMENTS));
-	bool ztail = tail && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING);
+	bool ztail =
+		(tail && !frags && (b->p.flags & EZFS_BUILD_ZTAILPACKING)) ||
+		mroom;
 	/* fragshare.c: keep a long fragment, or share the end of another
 	 * (with all-fragments too: the head then goes to pclusters) */
 	uint64_t zkeep = frags && !allfrag ? in->zkeep : 0;
 	uint64_t share = frags && !in->zkeep ? in->zshare : 0;
-	size_t room = ztail ? inline_room(b, in) : 0;
+	size_t room = mroom ? mroom : ztail ? ezi_bld_zinline_room(b, in) : 0;
 	struct bzfile *z;
 	struct bsrc src = { .fd = -1 };
 	void *hctx = cctx;
@@ -718,25 +722,25 @@ int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 {
 	if (ezi_bld_zunaligned_ok(b, in))
 		return ezi_bld_zunaligned(b, in, cctx, out);
-	return compress_src(b, in, cctx, NULL, in->size, NULL, NULL, out);
+	return compress_src(b, in, cctx, NULL, in->size, 0, NULL, NULL, out);
 }
 
 int ezi_bld_compress_xdd(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, struct bxdd *x, struct bzfile **out)
 {
-	return compress_src(b, in, cctx, NULL, in->size, NULL, x, out);
+	return compress_src(b, in, cctx, NULL, in->size, 0, NULL, x, out);
 }
 
 int ezi_bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
 			  void *cctx, const struct bzpart *pt,
 			  struct bzfile **out)
 {
-	return compress_src(b, in, cctx, NULL, pt->len, pt, NULL, out);
+	return compress_src(b, in, cctx, NULL, pt->len, 0, pt, NULL, out);
 }
 
 int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, const uint8_t *mem, uint64_t len,
-			 struct bzfile **out)
+			 size_t room, struct bzfile **out)
 {
-	return compress_src(b, in, cctx, mem, len, NULL, NULL, out);
+	return compress_src(b, in, cctx, mem, len, room, NULL, NULL, out);
 }

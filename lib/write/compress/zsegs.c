@@ -35,6 +35,7 @@ struct zseg_job {
 	struct zsegs *s;
 	size_t i;
 	uint64_t n;
+	size_t room; /* the last segment: room for an inline tail */
 };
 
 struct zsegs {
@@ -44,6 +45,10 @@ struct zsegs {
 	uint64_t seg, len;
 	size_t maxseg, next; /* next: the first segment not submitted */
 	bool final;
+	/* once final: the room for the packed inode's tail inline after its
+	 * index (-E ztailpacking; as in mkfs.erofs, whose packed inode is
+	 * compressed as a file: one file's 6401-byte tail cost a block) */
+	size_t tailroom;
 	struct bzfile **res;
 	int *err;
 	struct zseg_job *jobs;
@@ -81,7 +86,20 @@ static uint64_t seg_len(const struct zsegs *s, size_t i)
 	return s->final && s->len - off < s->seg ? s->len - off : s->seg;
 }
 
-static void seg_run(struct zsegs *s, size_t i, uint64_t n, void **cctx)
+/*
+ * The inline room of segment i: only a last segment shorter than the
+ * others gets it, which is always compressed once final (a full one may
+ * have been taken before: the image would depend on the workers).
+ */
+static size_t seg_room(const struct zsegs *s, size_t i)
+{
+	uint64_t off = (uint64_t)i * s->seg;
+
+	return s->final && s->len - off < s->seg ? s->tailroom : 0;
+}
+
+static void seg_run(struct zsegs *s, size_t i, uint64_t n, size_t room,
+		    void **cctx)
 {
 	uint64_t off = (uint64_t)i * s->seg;
 	int err = 0;
@@ -90,7 +108,7 @@ static void seg_run(struct zsegs *s, size_t i, uint64_t n, void **cctx)
 		*cctx = ezi_bld_cctx_new(s->b, &err);
 	if (*cctx)
 		err = ezi_bld_compress_mem(s->b, &s->cfg, *cctx, s->mem + off,
-					   n, &s->res[i]);
+					   n, room, &s->res[i]);
 	else if (!err)
 		err = -ENOMEM;
 	if (!err)
@@ -106,7 +124,7 @@ static void seg_job(void *arg)
 {
 	struct zseg_job *j = arg;
 
-	seg_run(j->s, j->i, j->n, &j->s->cctx[ezi_pool_self()]);
+	seg_run(j->s, j->i, j->n, j->room, &j->s->cctx[ezi_pool_self()]);
 }
 
 /* Hand segment s->next to the pool; false if it could not be queued. */
@@ -114,7 +132,8 @@ static bool seg_submit(struct zsegs *s)
 {
 	struct zseg_job *j = &s->jobs[s->next];
 
-	*j = (struct zseg_job){ s, s->next, seg_len(s, s->next) };
+	*j = (struct zseg_job){ s, s->next, seg_len(s, s->next),
+				seg_room(s, s->next) };
 	if (ezi_pool_submit(s->pool, seg_job, j))
 		return false;
 	s->next++;
@@ -287,6 +306,9 @@ int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
 	}
 	s->len = len;
 	s->final = true;
+	if ((b->p.flags & EZFS_BUILD_ZTAILPACKING) &&
+	    !(b->p.flags & EZFS_BUILD_48BIT))
+		s->tailroom = ezi_bld_zinline_room(b, in);
 	/* the rest (the last, partial segment) on the workers too */
 	while (s->pool && s->next < nseg)
 		if (!seg_submit(s))
@@ -294,7 +316,7 @@ int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
 	zsegs_end(s, false);
 	/* without workers (or if none could start): here, in order */
 	for (i = s->next; i < nseg; i++)
-		seg_run(s, i, seg_len(s, i), &cctx);
+		seg_run(s, i, seg_len(s, i), seg_room(s, i), &cctx);
 	ezi_bld_cctx_free(b, cctx);
 	for (i = 0; i < nseg && !err; i++)
 		err = s->err[i];
@@ -318,7 +340,7 @@ int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
 		z->compact = !(b->p.flags & EZFS_BUILD_LEGACY_COMPRESS);
 		z->idx_size = ezi_bld_zindex_size(b, in, z->compact);
 		/* keep it only if it saves space (9.14 step 7) */
-		if (z->datalen + z->idx_size >= len) {
+		if (z->datalen + z->idx_size + z->idata_len >= len) {
 			ezi_bld_zfile_free(z);
 			z = NULL;
 		}
