@@ -137,6 +137,13 @@ static void lzma_cctx_free(void *cctx)
 	free(c);
 }
 
+/* Each pcluster starts a fresh encoder (below): nothing to forget */
+static int lzma_cctx_reset(void *cctx)
+{
+	(void)cctx;
+	return 0;
+}
+
 /*
  * The MicroLZMA encoder is liblzma's native fixed-output mode (format notes
  * 9.14): one lzma_code(LZMA_FINISH) encodes as much input as fits in
@@ -205,6 +212,7 @@ const struct ezfs_codec_ops ezi_codec_lzma = {
 	.default_level = 6,
 	.cctx_new = lzma_cctx_new,
 	.cctx_free = lzma_cctx_free,
+	.cctx_reset = lzma_cctx_reset,
 	.compress_destsize = lzma_compress_destsize,
 	.lib = "liblzma",
 	.version = lzma_version,

@@ -256,14 +256,14 @@ void *ezi_bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
 /*
  * After a file: the context is reset to what a fresh one gives, else
  * dropped, so results do not depend on which thread compressed what
- * before. lzma's destsize is history-free.
+ * before.
  */
 void ezi_bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg)
 {
 	struct bcctx *h = cctx;
 	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, zalg);
 
-	if (b->zalgs[zalg].alg == EZFS_ALG_LZMA || !h->c[zalg])
+	if (!h->c[zalg])
 		return;
 	if (ops->cctx_reset && !ops->cctx_reset(h->c[zalg]))
 		return;
