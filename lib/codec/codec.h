@@ -111,10 +111,11 @@ struct ezfs_codec_ops {
 	void (*cctx_free)(void *cctx); /* accepts NULL */
 	/*
 	 * Optional: make cctx give what a fresh one would (forget the ratios
-	 * earlier calls taught), keeping its memory. A fresh libzstd context
-	 * per file cost the linux tree a fifth of its zstd time (allocation,
-	 * page faults, table clearing). Returns 0, or nonzero where the
-	 * state cannot be reset (the caller frees it instead). NULL: free.
+	 * earlier calls taught), keeping its memory: a fresh context per
+	 * file (allocation, page faults, libzstd's table clearing) made seven
+	 * zstd and lz4hc images of the linux tree take 145 s instead of 125.
+	 * Returns 0, or nonzero where the state cannot be reset (the caller
+	 * frees it instead). NULL: the caller frees it.
 	 */
 	int (*cctx_reset)(void *cctx);
 	/*
