@@ -71,26 +71,26 @@ EOF
 
 mk() { "$EZFS" mkfs -q --no-fsync -T0 -U 00000000-0000-0000-0000-000000000001 "$@"; }
 field() { awk -v k="$1" '$0 ~ "^"k":" {print $NF; exit}'; }
+# workers_same LABEL TAG WA WB SRC OPTION...: SRC built with WA and with WB
+# workers into $TMP/TAG<workers>.img must give the same image
+workers_same() {
+	local label=$1 tag=$2 wa=$3 wb=$4 src=$5 w
+	shift 5
+	for w in "$wa" "$wb"; do
+		t_run "mkfs$tag$w" mk --workers="$w" "$@" "$TMP/$tag$w.img" "$src"
+		[ "$RC" = 0 ] || t_fail "mkfs $label --workers=$w rc=$RC: $(head -c 300 "$ERR")"
+	done
+	t_expect "same image for --workers $wa and $wb ($label)" \
+		cmp -s "$TMP/$tag$wa.img" "$TMP/$tag$wb.img"
+}
 
 t_manifest "$tree" --no-times >"$TMP/src.json"
-for w in 1 2; do
-	t_run mkfs$w mk --workers=$w -z lz4hc,12 -C 65536 "$TMP/p$w.img" "$tree"
-	[ "$RC" = 0 ] || t_fail "mkfs --workers=$w rc=$RC: $(head -c 300 "$ERR")"
-	t_run mkfsf$w mk --workers=$w -z lz4hc,12 -C 65536 -E ztailpacking,fragments \
-		"$TMP/f$w.img" "$tree"
-	[ "$RC" = 0 ] || t_fail "mkfs -E fragments --workers=$w rc=$RC: $(head -c 300 "$ERR")"
-done
-t_expect "same image for --workers 1 and 2" cmp -s "$TMP/p1.img" "$TMP/p2.img"
+workers_same "lz4hc-12 64K" p 1 2 "$tree" -z lz4hc,12 -C 65536
+workers_same "-E fragments" f 1 2 "$tree" -z lz4hc,12 -C 65536 \
+	-E ztailpacking,fragments
 # uncompressed: the flat files are read ahead on the workers (zjobs.c)
-for w in 1 2; do
-	t_run mkfsu$w mk --workers=$w "$TMP/u$w.img" "$tree"
-	[ "$RC" = 0 ] || t_fail "mkfs -z none --workers=$w rc=$RC: $(head -c 300 "$ERR")"
-done
-t_expect "same image for --workers 1 and 2 (uncompressed)" \
-	cmp -s "$TMP/u1.img" "$TMP/u2.img"
+workers_same "uncompressed" u 1 2 "$tree"
 t_check_image "uncompressed" "$TMP/u2.img" "$TMP/src.json" --no-times
-t_expect "same image for --workers 1 and 2 (-E fragments)" \
-	cmp -s "$TMP/f1.img" "$TMP/f2.img"
 t_check_image "plain" "$TMP/p1.img" "$TMP/src.json" --no-times
 t_check_image "fragments" "$TMP/f1.img" "$TMP/src.json" --no-times
 
@@ -102,13 +102,8 @@ for i in 1 2 3; do
 done
 head -c 3000 /dev/urandom | base64 >"$big/small"
 t_manifest "$big" --no-times >"$TMP/big.json"
-for w in 1 2; do
-	t_run mkfsa$w mk --workers=$w -z lz4 -C 65536 -E all-fragments \
-		"$TMP/a$w.img" "$big"
-	[ "$RC" = 0 ] || t_fail "mkfs -E all-fragments --workers=$w rc=$RC: $(head -c 300 "$ERR")"
-done
-t_expect "same image for --workers 1 and 2 (36 MiB packed inode)" \
-	cmp -s "$TMP/a1.img" "$TMP/a2.img"
+workers_same "36 MiB packed inode" a 1 2 "$big" -z lz4 -C 65536 \
+	-E all-fragments
 t_check_image "all-fragments, 36 MiB" "$TMP/a2.img" "$TMP/big.json" --no-times
 
 # files compressed in parts: 20 MB of numbers, and 18.5 MB of one 604 KiB
@@ -129,13 +124,8 @@ t_manifest "$parts" --no-times >"$TMP/parts.json"
 for c in lz4: lz4:ztailpacking lz4:fragments lz4:dedupe lz4hc,3: deflate,1: \
 	zstd,1:dedupe; do
 	z=${c%%:*} e=${c#*:}
-	for w in 1 2; do
-		t_run mkfsp$w mk --workers=$w -z "$z" -C 16384 ${e:+-E $e} \
-			"$TMP/s$w.img" "$parts"
-		[ "$RC" = 0 ] || t_fail "mkfs parts $z ${e:-plain} --workers=$w rc=$RC: $(head -c 300 "$ERR")"
-	done
-	t_expect "same image for --workers 1 and 2 (parts, $z ${e:-plain})" \
-		cmp -s "$TMP/s1.img" "$TMP/s2.img"
+	workers_same "parts, $z ${e:-plain}" s 1 2 "$parts" -z "$z" \
+		-C 16384 ${e:+-E $e}
 	t_check_image "parts, $z ${e:-plain}" "$TMP/s2.img" \
 		"$TMP/parts.json" --no-times
 done
@@ -190,18 +180,6 @@ fi
 # text, 300 KB of random bytes, text, 70 KB of random bytes: the random
 # stretches are stored raw, block by block (a pcluster that saves no
 # block is raw whole; random-looking pclusters skip the codec, zfast.c)
-# workers_same LABEL TAG WA WB SRC OPTION...: SRC built with WA and with WB
-# workers into $TMP/TAG<workers>.img must give the same image
-workers_same() {
-	local label=$1 tag=$2 wa=$3 wb=$4 src=$5 w
-	shift 5
-	for w in "$wa" "$wb"; do
-		t_run "mkfs$tag$w" mk --workers="$w" "$@" "$TMP/$tag$w.img" "$src"
-		[ "$RC" = 0 ] || t_fail "mkfs $label --workers=$w rc=$RC: $(head -c 300 "$ERR")"
-	done
-	t_expect "same image for --workers $wa and $wb ($label)" \
-		cmp -s "$TMP/$tag$wa.img" "$TMP/$tag$wb.img"
-}
 mixd=$TMP/mixd
 mkdir -p "$mixd"
 { head -c 600000 "$parts/seq"; head -c 300000 /dev/urandom

@@ -93,9 +93,7 @@ static uint64_t seg_len(const struct zsegs *s, size_t i)
  */
 static size_t seg_room(const struct zsegs *s, size_t i)
 {
-	uint64_t off = (uint64_t)i * s->seg;
-
-	return s->final && s->len - off < s->seg ? s->tailroom : 0;
+	return seg_len(s, i) < s->seg ? s->tailroom : 0;
 }
 
 static void seg_run(struct zsegs *s, size_t i, uint64_t n, size_t room,
