@@ -169,6 +169,7 @@ void ezfs_builder_free(ezfs_builder *b)
 	if (!b)
 		return;
 	ezi_bld_free_inodes(b);
+	ezi_bld_tails_free(b);
 	for (i = 0; i < b->nregex; i++)
 		regfree(&((regex_t *)b->regex)[i]);
 	free(b->regex);

@@ -107,7 +107,7 @@ struct binode {
 	uint64_t startblk;  /* first data block, EROFS_NULL_ADDR32 if none */
 	uint64_t nblocks;   /* data blocks (flat layouts) */
 	uint32_t tail_len;  /* inline tail bytes */
-	uint8_t *tail;	    /* inline tail (regular files, symlinks) */
+	uint64_t tailoff;   /* tails.c: where the inline bytes wait */
 	struct bzfile *z;   /* compressed files */
 	uint8_t *chunkidx;  /* CHUNK_BASED: encoded block map / indexes */
 	uint32_t chunkidx_len;
@@ -179,6 +179,7 @@ struct ezfs_builder {
 	void *fragtab;
 	void *fragcctx; /* writer's codec contexts (fragnear.c) */
 	void *fragio;	/* fragments.c: spool and packed files */
+	void *tails;	/* tails.c: the units' inline bytes */
 	struct binode *packed_inode;
 	struct binode *mbox_inode; /* -m: the metabox inode */
 	bool tar_src;		   /* the tree came from a tar */
@@ -305,6 +306,14 @@ void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out);
 
 /* layout.c */
 int ezi_bld_write_data(struct ezfs_builder *b);
+/* tails.c: keep the len inline bytes of in's unit (flat tail or
+ * ztailpacking's compressed tail) until the metadata is written, read
+ * them back into dst (0 or -errno, logged); free what keeps them */
+int ezi_bld_tail_keep(struct ezfs_builder *b, struct binode *in, const void *p,
+		      uint32_t len);
+int ezi_bld_tail_read(const struct ezfs_builder *b, const struct binode *in,
+		      uint8_t *dst, uint32_t len);
+void ezi_bld_tails_free(struct ezfs_builder *b);
 /* fragments.c: put every file's pending z->frag into b->packed, in
  * depth-first tree order (after all files are compressed) */
 int ezi_bld_frags_place(struct ezfs_builder *b);
@@ -413,6 +422,10 @@ void ezi_bld_cctx_free(const struct ezfs_builder *b, void *cctx);
 void *ezi_bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
 		       int *err);
 void ezi_bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg);
+/* zcfg.c: the worker's scratch buffer `which` (< EZFS_BLD_CBUFS), at
+ * least len bytes, kept with its contexts (NULL: no memory) */
+#define EZFS_BLD_CBUFS 4
+uint8_t *ezi_bld_cctx_buf(void *cctx, unsigned which, size_t len);
 int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 			  void *cctx, struct bzfile **out);
 /* One part of a file split for the workers (zsplit.c): its bytes

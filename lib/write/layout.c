@@ -168,13 +168,7 @@ static int write_flat_raw(struct ezfs_builder *b, struct binode *in,
 	if (err)
 		return err;
 	b->cursor += in->nblocks;
-	if (in->tail_len) {
-		in->tail = malloc(in->tail_len);
-		if (!in->tail)
-			return -ENOMEM;
-		memcpy(in->tail, raw + full, in->tail_len);
-	}
-	return 0;
+	return ezi_bld_tail_keep(b, in, raw + full, in->tail_len);
 }
 
 /*
@@ -215,18 +209,16 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 	}
 	b->cursor += in->nblocks;
 	if (in->tail_len) {
-		in->tail = malloc(in->tail_len);
-		if (!in->tail) {
-			err = -ENOMEM;
-			goto out;
-		}
-		n = ezi_bld_src_pread(&src, in->tail, in->tail_len, full);
+		n = ezi_bld_src_pread(&src, buf, in->tail_len, full);
 		if (n < 0) {
 			err = (int)n;
 			goto rerr;
 		}
 		if ((uint32_t)n != in->tail_len)
 			goto changed;
+		err = ezi_bld_tail_keep(b, in, buf, in->tail_len);
+		if (err)
+			goto out;
 	}
 	err = ezi_bld_src_check(b, in, &src);
 	goto out;
@@ -559,6 +551,10 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 		z->data = NULL;
 		in->unit_size = ((core_size(in) + in->xattr_isize + 7) & ~7u) +
 				z->idx_size + z->idata_len;
+		if (!err)
+			err = ezi_bld_tail_keep(b, in, z->idata, z->idata_len);
+		free(z->idata);
+		z->idata = NULL;
 		b->st.compressed_files++;
 		if (!err && xdd_wanted(b, in))
 			err = ezi_bld_xdd_commit(b, in, z);
@@ -785,16 +781,12 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 		} else if (S_ISLNK(in->mode)) {
 			plan_flat(b, in, true);
 			err = write_symlink_blocks(b, in);
-			if (!err && in->tail_len) {
-				in->tail = malloc(in->tail_len);
-				if (!in->tail)
-					err = -ENOMEM;
-				else
-					memcpy(in->tail,
-					       in->symlink + (in->nblocks
-							      << b->blkszbits),
-					       in->tail_len);
-			}
+			if (!err)
+				err = ezi_bld_tail_keep(
+					b, in,
+					in->symlink +
+						(in->nblocks << b->blkszbits),
+					in->tail_len);
 		} else if (S_ISDIR(in->mode)) {
 			err = plan_dir(b, in);
 		} else {
@@ -1630,9 +1622,9 @@ static int encode_unit(struct ezfs_builder *b, struct binode *in, uint8_t *p,
 		uint8_t *hp = p + (h - in->meta_off);
 
 		err = ezi_bld_zindex_encode(b, in, hp);
-		if (in->z->idata_len)
-			memcpy(hp + in->z->idx_size, in->z->idata,
-			       in->z->idata_len);
+		if (!err)
+			err = ezi_bld_tail_read(b, in, hp + in->z->idx_size,
+						in->z->idata_len);
 		return err;
 	}
 	if (in->chunkidx) {
@@ -1661,9 +1653,7 @@ static int encode_unit(struct ezfs_builder *b, struct binode *in, uint8_t *p,
 			       in->tail_len);
 		return err;
 	}
-	if (in->tail_len)
-		memcpy(p + hdr, in->tail, in->tail_len);
-	return 0;
+	return ezi_bld_tail_read(b, in, p + hdr, in->tail_len);
 }
 
 /*
@@ -1782,25 +1772,31 @@ static int write_mbox(struct ezfs_builder *b, struct gaps *g,
 					     b->cursor << b->blkszbits);
 			b->cursor += in->nblocks;
 		}
-		if (!err && in->tail_len) {
-			in->tail = malloc(in->tail_len);
-			if (!in->tail)
-				return -ENOMEM;
-			memcpy(in->tail, mbox + (in->nblocks << b->blkszbits),
-			       in->tail_len);
-		}
+		if (!err)
+			err = ezi_bld_tail_keep(
+				b, in, mbox + (in->nblocks << b->blkszbits),
+				in->tail_len);
 	}
 	if (err)
 		return err;
 	return place_late(b, g, in, meta_blkaddr);
 }
 
-/* The buffer that holds in's unit: the early blocks, the area, or the
- * metabox contents; NULL: after the area (a unit placed late). */
+/*
+ * The buffer that holds in's unit: the early blocks, the metabox
+ * contents, or the window over the area [base, end) (win: wcap bytes
+ * from wstart, the area's units come in offset order); NULL: after the
+ * area (a unit placed late).
+ */
 struct mbufs {
-	uint8_t *blk0, *meta, *mbox;
-	uint64_t gap0, base, end;
+	uint8_t *blk0, *mbox, *win;
+	uint64_t gap0, base, end, wstart, wcap;
 };
+
+static bool in_area(const struct mbufs *m, const struct binode *in)
+{
+	return !in->mbox && in->meta_off >= m->base && in->meta_off < m->end;
+}
 
 static uint8_t *unit_buf(const struct mbufs *m, const struct binode *in)
 {
@@ -1809,7 +1805,7 @@ static uint8_t *unit_buf(const struct mbufs *m, const struct binode *in)
 	if (in->meta_off < m->base)
 		return m->blk0 + (in->meta_off - m->gap0);
 	if (in->meta_off < m->end)
-		return m->meta + (in->meta_off - m->base);
+		return m->win + (in->meta_off - m->wstart);
 	return NULL;
 }
 
@@ -1829,6 +1825,65 @@ static int put_unit(struct ezfs_builder *b, const struct mbufs *m,
 	if (!err)
 		err = ezi_bld_pwrite(b, x, in->unit_size, in->meta_off);
 	free(x);
+	return err;
+}
+
+/* Write the window's bytes below to (every unit there is encoded, the
+ * rest of the window is zero) and move it to start there. */
+static int area_flush(struct ezfs_builder *b, struct mbufs *m, uint64_t to)
+{
+	size_t n = (size_t)(to - m->wstart);
+	int err = n ? ezi_bld_pwrite(b, m->win, n, m->wstart) : 0;
+
+	memset(m->win, 0, n);
+	m->wstart = to;
+	return err;
+}
+
+/*
+ * Encode the area's units in offset order through a window of 1 MiB (or
+ * the largest unit) and write it as it fills: the whole area in memory
+ * was 13 MiB per 16,000 files, held beside every inode's metadata.
+ */
+static int write_area(struct ezfs_builder *b, struct mbufs *m, uint8_t **dbuf)
+{
+	size_t i, n = 0;
+	struct punit *u;
+	int err = 0;
+
+	if (m->end <= m->base)
+		return 0;
+	u = malloc(b->ninodes * sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	m->wcap = 1u << 20;
+	for (i = 0; i < b->ninodes; i++) {
+		struct binode *in = b->inodes[i];
+
+		if (!in_area(m, in))
+			continue;
+		u[n].off = in->meta_off;
+		u[n].len = in->unit_size;
+		u[n++].in = in;
+		if (in->unit_size > m->wcap)
+			m->wcap = in->unit_size;
+	}
+	qsort(u, n, sizeof(*u), cmp_punit);
+	m->wstart = m->base;
+	m->win = calloc(1, (size_t)m->wcap);
+	if (!m->win)
+		err = -ENOMEM;
+	for (i = 0; i < n && !err; i++) {
+		if (u[i].off + u[i].len > m->wstart + m->wcap)
+			err = area_flush(b, m, u[i].off);
+		if (!err)
+			err = put_unit(b, m, u[i].in, dbuf);
+	}
+	if (!err)
+		err = area_flush(b, m, m->end);
+	free(m->win);
+	m->win = NULL;
+	free(u);
 	return err;
 }
 
@@ -1907,30 +1962,31 @@ static int write_meta(struct ezfs_builder *b)
 	m.gap0 = gap0;
 	m.base = base;
 	m.end = end;
-	m.meta = calloc(1, end - base ? end - base : 1);
 	m.blk0 = calloc(1, early > gap0 ? early - gap0 : 1);
 	m.mbox = calloc(1, mend ? mend : 1);
-	if (!m.meta || !m.blk0 || !m.mbox) {
+	if (!m.blk0 || !m.mbox) {
 		err = -ENOMEM;
 		goto out;
 	}
+	/* the units outside the area; the area's wait for the window */
 	for (i = 0; i < b->ninodes && !err; i++) {
-		err = put_unit(b, &m, b->inodes[i], &dbuf);
+		if (!in_area(&m, b->inodes[i]))
+			err = put_unit(b, &m, b->inodes[i], &dbuf);
 		if ((i & 1023) == 0)
 			ezi_bld_progress(b, EZFS_BUILD_META, i, b->ninodes, 0,
 					 0);
 	}
 	/* -m: the metabox inode after the directory blocks, its unit in
-	 * the device's metadata */
+	 * the device's metadata (b->inodes' last) */
 	if (!err && mb) {
 		b->cursor = blk;
 		err = write_mbox(b, g, m.mbox, mend, meta_blkaddr);
-		if (!err)
+		if (!err && !in_area(&m, b->mbox_inode))
 			err = put_unit(b, &m, b->mbox_inode, &dbuf);
 		blk = b->cursor;
 	}
-	if (!err && end > base)
-		err = ezi_bld_pwrite(b, m.meta, end - base, base);
+	if (!err)
+		err = write_area(b, &m, &dbuf);
 	if (!err && !meta_blkaddr && early > gap0)
 		err = ezi_bld_pwrite(b, m.blk0, early - gap0, gap0);
 	if (!err)
@@ -1939,7 +1995,6 @@ out:
 	gaps_free(g);
 	free(g);
 	free(dbuf);
-	free(m.meta);
 	free(m.blk0);
 	free(m.mbox);
 	return err;
@@ -1949,6 +2004,7 @@ int ezi_bld_write_meta(struct ezfs_builder *b)
 {
 	int err = write_meta(b);
 
+	ezi_bld_tails_free(b);
 	ezi_bld_packed_free(b); /* --zD: kept until the directories joined */
 	return err;
 }
