@@ -459,10 +459,12 @@ int ezi_bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
 int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la);
 /* Compress len bytes at mem as if they were a file (no fragments;
  * segment pieces: the result is kept even without gain). room: the room
- * for an inline tail (ztailpacking) of what ends the file, else 0. */
+ * for an inline tail (ztailpacking) of what ends the file, else 0.
+ * drop: mem is a shared file mapping (page aligned) whose pages may be
+ * dropped once compressed. */
 int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, const uint8_t *mem, uint64_t len,
-			 size_t room, struct bzfile **out);
+			 size_t room, bool drop, struct bzfile **out);
 
 /* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,

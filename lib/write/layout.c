@@ -1695,7 +1695,7 @@ static int mbox_compress(struct ezfs_builder *b, struct binode *in,
 		return err;
 	}
 	/* no memory file: from memory, without an inline tail */
-	err = ezi_bld_compress_mem(b, in, cctx, mbox, mlen, 0, &s);
+	err = ezi_bld_compress_mem(b, in, cctx, mbox, mlen, 0, false, &s);
 	ezi_bld_cctx_free(b, cctx);
 	if (err)
 		return err;

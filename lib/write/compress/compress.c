@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -302,8 +303,8 @@ static uint64_t max_extent(const struct ezfs_builder *b)
  */
 static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			void *cctx, const uint8_t *mem, uint64_t size,
-			size_t mroom, const struct bzpart *pt, struct bxdd *xd,
-			struct bzfile **out)
+			size_t mroom, bool drop, const struct bzpart *pt,
+			struct bxdd *xd, struct bzfile **out)
 {
 	/* a part of a split file (zsplit.c): only the last has the tail */
 	bool tail = !mem && (!pt || pt->last);
@@ -311,6 +312,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, in->zalg);
 	uint64_t maxext = max_extent(b), pos = 0, wcap;
 	uint64_t wpos = 0, wend = 0, dcap = 0; /* window: file [wpos, wend) */
+	uint64_t dropped = 0; /* drop: mem's pages below are dropped */
 	uint32_t pcap = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 	uint32_t blksz = b->blksz;
 	uint8_t *win = NULL, *obuf = NULL, *obuf2 = NULL, *obuf3 = NULL, *dst;
@@ -377,6 +379,19 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		uint64_t rem = size - pos, want = rem < maxext ? rem : maxext;
 		size_t inlen;
 		int r;
+
+		/* a shared file mapping (zsegs.c): the pages behind this
+		 * pcluster go, 4 MiB at a time (pclusters are independent;
+		 * the file keeps the bytes), not only once the segment is
+		 * done: two segments of 16 MiB resident set the peak of a
+		 * build with fragments */
+		if (drop && (pos & ~(uint64_t)4095) >= dropped + (4u << 20)) {
+			uint64_t to = pos & ~(uint64_t)4095;
+
+			madvise((void *)(uintptr_t)(mem + dropped),
+				(size_t)(to - dropped), MADV_DONTNEED);
+			dropped = to;
+		}
 
 		/* 1. slide the window so that [pos, pos + want) is loaded */
 		if (!mem && pos + want > wend) {
@@ -727,25 +742,28 @@ int ezi_bld_compress_file(const struct ezfs_builder *b, const struct binode *in,
 {
 	if (ezi_bld_zunaligned_ok(b, in))
 		return ezi_bld_zunaligned(b, in, cctx, out);
-	return compress_src(b, in, cctx, NULL, in->size, 0, NULL, NULL, out);
+	return compress_src(b, in, cctx, NULL, in->size, 0, false, NULL, NULL,
+			    out);
 }
 
 int ezi_bld_compress_xdd(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, struct bxdd *x, struct bzfile **out)
 {
-	return compress_src(b, in, cctx, NULL, in->size, 0, NULL, x, out);
+	return compress_src(b, in, cctx, NULL, in->size, 0, false, NULL, x,
+			    out);
 }
 
 int ezi_bld_compress_part(const struct ezfs_builder *b, const struct binode *in,
 			  void *cctx, const struct bzpart *pt,
 			  struct bzfile **out)
 {
-	return compress_src(b, in, cctx, NULL, pt->len, 0, pt, NULL, out);
+	return compress_src(b, in, cctx, NULL, pt->len, 0, false, pt, NULL,
+			    out);
 }
 
 int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, const uint8_t *mem, uint64_t len,
-			 size_t room, struct bzfile **out)
+			 size_t room, bool drop, struct bzfile **out)
 {
-	return compress_src(b, in, cctx, mem, len, room, NULL, NULL, out);
+	return compress_src(b, in, cctx, mem, len, room, drop, NULL, NULL, out);
 }

@@ -230,9 +230,12 @@ struct bcctx {
  * A fresh buffer per file cost a page fault per 4 KiB of it each time
  * (above glibc's mmap threshold, which ezfs mkfs fixes at 1 MiB: 110,000
  * faults against 74,000 for the linux tree's lz4 build); a worker keeps
- * each of its buffers at the largest size asked (2 MiB of window, 1 MiB
- * per output buffer at most).
+ * each of its buffers at the largest size asked up to CBUF_KEEP. A
+ * larger one (the window of a file over 1 MiB is up to 16 MiB) goes at
+ * ezi_bld_cctx_put: kept, each worker's peak would stay resident.
  */
+#define CBUF_KEEP (2u << 20)
+
 uint8_t *ezi_bld_cctx_buf(void *cctx, unsigned which, size_t len)
 {
 	struct bcctx *h = cctx;
@@ -282,13 +285,21 @@ void *ezi_bld_cctx_get(const struct ezfs_builder *b, void *cctx, unsigned zalg,
 /*
  * After a file: the context is reset to what a fresh one gives, else
  * dropped, so results do not depend on which thread compressed what
- * before.
+ * before; scratch buffers over CBUF_KEEP are freed.
  */
 void ezi_bld_cctx_put(const struct ezfs_builder *b, void *cctx, unsigned zalg)
 {
 	struct bcctx *h = cctx;
 	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, zalg);
+	unsigned k;
 
+	for (k = 0; k < EZFS_BLD_CBUFS; k++) {
+		if (h->cap[k] > CBUF_KEEP) {
+			free(h->buf[k]);
+			h->buf[k] = NULL;
+			h->cap[k] = 0;
+		}
+	}
 	if (!h->c[zalg])
 		return;
 	if (ops->cctx_reset && !ops->cctx_reset(h->c[zalg]))

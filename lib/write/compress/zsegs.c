@@ -106,7 +106,7 @@ static void seg_run(struct zsegs *s, size_t i, uint64_t n, size_t room,
 		*cctx = ezi_bld_cctx_new(s->b, &err);
 	if (*cctx)
 		err = ezi_bld_compress_mem(s->b, &s->cfg, *cctx, s->mem + off,
-					   n, room, &s->res[i]);
+					   n, room, s->drop, &s->res[i]);
 	else if (!err)
 		err = -ENOMEM;
 	if (!err)
