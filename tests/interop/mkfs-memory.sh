@@ -30,17 +30,29 @@ if command -v ldd >/dev/null && ldd "$EZFS" 2>/dev/null | grep -Eq 'lib(a|t|ub)s
 fi
 
 LIMIT_KB=$((128 * 1024))
-tree=$TMP/tree
-python3 - "$tree" <<'EOF' || { t_fail "generating the tree"; t_done; }
+# gen ROOT hex: 16 x 100 files of 48000 random hex digits; gen ROOT
+# small: 40 x 500 random files of 1-4095 bytes and a long symlink each
+gen() {
+	python3 - "$@" <<'EOF'
 import os, random, sys
-root = sys.argv[1]
-rnd = random.Random(20)
-for d in range(16):
-    os.makedirs(f"{root}/d{d:02d}")
-    for i in range(100):
-        with open(f"{root}/d{d:02d}/f{i:03d}", "wb") as f:
-            f.write(rnd.randbytes(24000).hex().encode())
+root, hexs = sys.argv[1], sys.argv[2] == "hex"
+rnd = random.Random(20 if hexs else 7)
+for d in range(16 if hexs else 40):
+    top = f"{root}/d{d:02d}"
+    os.makedirs(top)
+    for i in range(100 if hexs else 500):
+        with open(f"{top}/f{i:03d}", "wb") as f:
+            if hexs:
+                f.write(rnd.randbytes(24000).hex().encode())
+            else:
+                f.write(rnd.randbytes(rnd.randrange(1, 4096)))
+    if not hexs:
+        os.symlink("x" * rnd.randrange(100, 3000), f"{top}/l")
 EOF
+}
+
+tree=$TMP/tree
+gen "$tree" hex || { t_fail "generating the tree"; t_done; }
 
 spool=$TMP/spool
 mkdir -p "$spool"
@@ -71,17 +83,7 @@ done
 
 # without fragments: the per-file records alone grow with the tree
 small=$TMP/small
-python3 - "$small" <<'EOF' || { t_fail "generating the small tree"; t_done; }
-import os, random, sys
-root = sys.argv[1]
-rnd = random.Random(7)
-for d in range(40):
-    os.makedirs(f"{root}/one/a/d{d:02d}")
-    for i in range(500):
-        with open(f"{root}/one/a/d{d:02d}/f{i:03d}", "wb") as f:
-            f.write(rnd.randbytes(rnd.randrange(1, 4096)))
-    os.symlink("x" * rnd.randrange(100, 3000), f"{root}/one/a/d{d:02d}/l")
-EOF
+gen "$small/one/a" small || { t_fail "generating the small tree"; t_done; }
 mkdir -p "$small/two" && cp -a "$small/one/a" "$small/two/a" &&
 	cp -a "$small/one/a" "$small/two/b" || t_fail "copying the small tree"
 for o in "-zlz4" "-zlz4hc -Eztailpacking"; do
