@@ -382,9 +382,9 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 
 		/* a shared file mapping (zsegs.c): the pages behind this
 		 * pcluster go, 4 MiB at a time (pclusters are independent;
-		 * the file keeps the bytes), not only once the segment is
-		 * done: two segments of 16 MiB resident set the peak of a
-		 * build with fragments */
+		 * the file keeps the bytes), the rest at the end: two
+		 * segments of 16 MiB resident set the peak of a build with
+		 * fragments */
 		if (drop && (pos & ~(uint64_t)4095) >= dropped + (4u << 20)) {
 			uint64_t to = pos & ~(uint64_t)4095;
 
@@ -696,6 +696,9 @@ cfail:
 fail:
 	ezi_bld_zfile_free(z);
 out:
+	if (drop && size > dropped)
+		madvise((void *)(uintptr_t)(mem + dropped),
+			(size_t)(size - dropped), MADV_DONTNEED);
 	ezi_bld_cctx_put(b, hctx, in->zalg);
 	ezi_bld_src_close(&src);
 	free(obufd);

@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "write/internal.h"
@@ -111,10 +110,6 @@ static void seg_run(struct zsegs *s, size_t i, uint64_t n, size_t room,
 		err = -ENOMEM;
 	if (!err)
 		err = seg_spill(s, i);
-	/* the packed file keeps the bytes (off is page aligned) */
-	if (s->drop)
-		madvise((void *)(uintptr_t)(s->mem + off), (size_t)n,
-			MADV_DONTNEED);
 	s->err[i] = err;
 }
 
