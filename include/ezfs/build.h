@@ -73,7 +73,8 @@ enum ezfs_build_flags {
 /*
  * One compression configuration: enum ezfs_alg (lz4hc = EZFS_ALG_LZ4 with
  * hc = 1; EZFS_ALG_DEFLATE with hc = 1 compresses with libdeflate instead
- * of ezfs' own encoder), level < 0 = the codec's default.
+ * of ezfs' own encoder), level < 0 = the codec's default but for zstd
+ * (its own fast levels, as mkfs.erofs gives them; 0 is zstd's default).
  *
  * This struct and struct ezfs_build_hint are elements of arrays the caller
  * sizes (more_algs, hints): the library steps through them by its own
@@ -154,7 +155,9 @@ struct ezfs_build_params {
 
 	/* Compression: alg < 0 = none; else enum ezfs_alg, with lz4hc given
 	 * as EZFS_ALG_LZ4 + hc = 1 (and libdeflate's encoder as
-	 * EZFS_ALG_DEFLATE + hc = 1). level < 0 = the codec's default. */
+	 * EZFS_ALG_DEFLATE + hc = 1). level < 0 = the codec's default, but
+	 * zstd takes negative levels as its fast ones (mkfs.erofs' -zzstd
+	 * is -1; 0 is zstd's default, 3). */
 	int alg;
 	int hc;
 	int level;

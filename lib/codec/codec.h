@@ -94,9 +94,12 @@ struct ezfs_codec_ops {
 
 	/* ---- encoding (all NULL / 0: decode-only codec) ---- */
 
-	/* Valid levels; level < 0 in cctx_new means default_level.
-	 * lz4: 0; lz4hc: 0..12 (0 = 9); libdeflate: 0..12 (6); zstd: 1..22,
-	 * 0 = default (3); lzma: 0..9 and 100..109 = extreme (6). */
+	/* Valid levels; level < 0 in cctx_new means default_level, but for
+	 * zstd, whose negative levels are its fast ones (mkfs.erofs 1.9.3
+	 * hands libzstd -1 when no level is given).
+	 * lz4: 0; lz4hc: 0..12 (0 = 9); libdeflate: 0..12 (6); zstd:
+	 * ZSTD_minCLevel()..22, 0 = default (3); lzma: 0..9 and 100..109 =
+	 * extreme (6). */
 	int min_level, max_level, default_level;
 	/*
 	 * Per-thread compression state for one level and one cfg (cfg may be

@@ -799,8 +799,10 @@ static void *zstd_cctx_new(int level, const struct ezfs_codec_cfg *cfg,
 	struct zstd_cctx *cc;
 	size_t r;
 
-	if (level < 0)
-		level = ZSTD_CLEVEL_DEFAULT;
+	/* a negative level is zstd's own (fast) level, as mkfs.erofs 1.9.3
+	 * passes it on: its -zzstd without a level is level -1 */
+	if (level < ZSTD_minCLevel())
+		level = ZSTD_minCLevel();
 	if (!cfg || cfg->zstd_windowlog > 10 || level > ZSTD_maxCLevel()) {
 		*err = -EINVAL;
 		return NULL;
@@ -921,7 +923,7 @@ const struct ezfs_codec_ops ezi_codec_zstd = {
 	.ctx_new = zstd_ctx_new,
 	.ctx_free = zstd_ctx_free,
 	.decompress = zstd_decompress,
-	.min_level = 1,
+	.min_level = -131072, /* ZSTD_minCLevel() of libzstd 1.5 */
 	.max_level = 22,
 	.default_level = ZSTD_CLEVEL_DEFAULT,
 	.cctx_new = zstd_cctx_new,

@@ -80,7 +80,7 @@ int ezfs_engine_bench_raw(const char *engine, const void *data, size_t len,
 	       (pcluster * 8 < (1u << 20) ? pcluster * 8 : 1u << 20))
 		wlog++;
 	cfg.zstd_windowlog = wlog - 10;
-	cctx = enc->cctx_new(-1, &cfg, &err);
+	cctx = enc->cctx_new(enc->default_level, &cfg, &err);
 	pool = ezi_codec_pool_new(&cfg);
 	/* each pcluster decodes to its place in a buffer of the whole data,
 	 * as a file read does (not again and again into one hot buffer) */

@@ -155,6 +155,22 @@ else
 	t_fail "ezfs mkfs: rc=$RC, or an image unlike mkfs.erofs': $(head -c 300 "$ERR")"
 fi
 
+# -zzstd without a level is zstd's level -1, which mkfs.erofs 1.9.3 hands
+# libzstd as its "unset"; level=-N are zstd's fast levels, 0 its default
+zsum() {
+	rm -f "$TMP/z.img"
+	"$EZFS" mkfs -q -T 1 -U "$UUID" -C 65536 "$@" "$TMP/z.img" "$TREE" &&
+		md5sum <"$TMP/z.img"
+}
+z_un=$(zsum -zzstd) z_m1=$(zsum -zzstd,level=-1) z_3=$(zsum -zzstd,3)
+z_0=$(zsum -zzstd,level=0) z_m5=$(zsum -zzstd,level=-5)
+if [ -n "$z_un" ] && [ "$z_un" = "$z_m1" ] && [ "$z_0" = "$z_3" ] &&
+	[ "$z_un" != "$z_3" ] && [ -n "$z_m5" ] && [ "$z_m5" != "$z_un" ]; then
+	t_pass "-zzstd is level -1 as in 1.9.3; level=-5 another, 0 is 3"
+else
+	t_fail "-zzstd levels: none '$z_un' -1 '$z_m1' 3 '$z_3' 0 '$z_0' -5 '$z_m5'"
+fi
+
 # -U clear is the all-zero UUID; -V and --help
 uuid_of() { od -An -tx1 -j $((1024 + 48)) -N16 "$1" | tr -d ' \n'; }
 if [ "$(uuid_of "$TMP/misc.img")" = 00000000000000000000000000000000 ] &&

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # mkfs-memory.sh - with fragments, ezfs mkfs' memory does not grow with
 # the packed inode: a generated tree of 1600 files of 48000 bytes of
-# random hex digits (unique, no repeats; zstd halves them) is one whole-file
+# random hex digits (unique, no repeats; zstd-3 halves them) is one whole-file
 # fragment each, about 73 MiB of packed inode. With -E fragments and
 # -E all-fragments the build's peak RSS (/usr/bin/time -f %M) stays under
 # 128 MiB (the fragments and the packed bytes held in memory made it 230
@@ -60,7 +60,7 @@ for e in fragments all-fragments; do
 	for j in 1 2; do
 		img=$TMP/img-$e-$j
 		TMPDIR=$spool /usr/bin/time -f %M -o "$TMP/rss" "$EZFS" mkfs -q \
-			-T0 -U clear -zzstd -C65536 -E"$e" --workers=$j \
+			-T0 -U clear -zzstd,3 -C65536 -E"$e" --workers=$j \
 			"$img" "$tree" >"$TMP/out" 2>&1
 		rc=$?
 		kb=$(tail -n 1 "$TMP/rss")

@@ -58,7 +58,7 @@ usage() {
 # --- option values ---
 usage '^ezfs mkfs: -z lz4hc: level 99 out of range \(0\.\.12\)$' -z lz4hc,99
 usage '-z lz4hc: level 13 out of range \(0\.\.12\)' -z lz4hc,level=13
-usage '-z zstd: level 23 out of range \(0\.\.22\)' -z zstd,23
+usage '-z zstd: level 23 out of range \(-131072\.\.22\)' -z zstd,23
 usage '-z lz4: level 5 out of range \(0\)' -z lz4,5
 usage '-z lzma: level 10 out of range \(0\.\.9, or 100\.\.109' -z lzma,10
 usage '-z lzma: level 110 out of range' -z lzma,110

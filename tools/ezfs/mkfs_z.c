@@ -31,7 +31,7 @@ static const struct zname {
 	{ "lzma", "0..9, or 100..109 for extreme", EZFS_ALG_LZMA, 0, 109 },
 	{ "deflate", "0..12", EZFS_ALG_DEFLATE, 0, 12 },
 	{ "libdeflate", "0..12", EZFS_ALG_DEFLATE, 1, 12 },
-	{ "zstd", "0..22", EZFS_ALG_ZSTD, 0, 22 },
+	{ "zstd", "-131072..22", EZFS_ALG_ZSTD, 0, 22 },
 };
 
 static int level_ok(const struct zname *a, long l)
@@ -98,11 +98,12 @@ static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z,
 		z->alg = zalgs[i].alg;
 		z->hc = zalgs[i].hc;
 		/* mkfs.erofs' defaults: deflate and libdeflate at level 1,
-		 * the others at their library's default */
+		 * zstd at -1 (1.9.3 hands its "unset" -1 to libzstd), the
+		 * others at their library's default */
 		z->level = z->alg == EZFS_ALG_DEFLATE ? 1 : -1;
 		for (lv = comma; lv;) {
 			const char *pe, *next;
-			int first = lv == comma;
+			int first = lv == comma, neg;
 
 			lv++;
 			next = memchr(lv, ',', (size_t)(end - lv));
@@ -121,11 +122,16 @@ static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z,
 				else if (!first)
 					return -EINVAL;
 				*lvl = lv;
-				if (parse_digits(lv, pe, &l))
+				neg = *lv == '-';
+				if (parse_digits(lv + neg, pe, &l))
 					return -EINVAL;
-				if (!level_ok(&zalgs[i], l))
+				if (!neg && !level_ok(&zalgs[i], l))
 					return -ERANGE;
-				z->level = (int)l;
+				/* as mkfs.erofs 1.9.3: a negative level is
+				 * zstd's own (fast) level, the others' default */
+				z->level = !neg ? (int)l
+					   : z->alg == EZFS_ALG_ZSTD ? (int)-l
+								     : -1;
 			}
 			lv = next;
 		}
