@@ -48,19 +48,18 @@ void ezi_bld_dedupe_free(struct ezfs_builder *b)
 }
 
 /*
- * Do `len` bytes at image block blkaddr equal p? Blocks from b->cursor on
- * are the current file's, not written yet: in `pending`.
+ * Do `len` bytes at image block blkaddr equal p? Blocks from block `at`
+ * on are the current file's (or part's), not written yet: in `pending`.
  */
 static bool same_in_image(struct ezfs_builder *b, uint64_t blkaddr,
 			  const uint8_t *p, size_t len, uint8_t *tmp,
-			  const uint8_t *pending)
+			  const uint8_t *pending, uint64_t at)
 {
 	size_t got = 0;
 
-	if (pending && blkaddr >= b->cursor)
-		return !memcmp(pending +
-				       ((blkaddr - b->cursor) << b->blkszbits),
-			       p, len);
+	if (pending && blkaddr >= at)
+		return !memcmp(pending + ((blkaddr - at) << b->blkszbits), p,
+			       len);
 	while (got < len) {
 		ssize_t n = pread(b->fd, tmp + got, len - got,
 				  (off_t)((blkaddr << b->blkszbits) + got));
@@ -81,7 +80,7 @@ static bool same_in_image(struct ezfs_builder *b, uint64_t blkaddr,
 static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 			 uint32_t blocks, uint8_t type, uint64_t dlen,
 			 uint64_t addr, uint64_t *found, uint8_t *tmp,
-			 const uint8_t *pending)
+			 const uint8_t *pending, uint64_t at)
 {
 	struct dtab *t = b->dedupe;
 	size_t len = (size_t)blocks << b->blkszbits, pos = 0;
@@ -100,7 +99,7 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 		struct dent *e = &t->e.v[i - 1];
 
 		if (e->blocks == blocks && e->type == type && e->dlen == dlen &&
-		    same_in_image(b, e->blkaddr, p, len, tmp, pending)) {
+		    same_in_image(b, e->blkaddr, p, len, tmp, pending, at)) {
 			*found = e->blkaddr;
 			return 1;
 		}
@@ -137,24 +136,29 @@ uint32_t ezi_bld_dedupe_new_blocks(struct ezfs_builder *b,
 		    dedupe_lookup(
 			    b, z->data + ((uint64_t)e->blkaddr << b->blkszbits),
 			    e->blocks, e->type, end - e->la, DD_PROBE, &found,
-			    tmp, NULL) != 1)
+			    tmp, NULL, 0) != 1)
 			blocks += e->blocks;
 	}
 	free(tmp);
 	return blocks;
 }
 
-int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
-			     struct bzfile *z)
+/*
+ * Share the pclusters of z (which decodes to `end` bytes) with identical
+ * earlier ones, z's data to go to image block `at`: shared extents get
+ * their block relative to `at` (mod 2^32), the others move together in
+ * z->data. *shared: some extent was shared.
+ */
+static int dedupe_run(struct ezfs_builder *b, struct bzfile *z, uint64_t end,
+		      uint64_t at, bool *shared)
 {
 	uint32_t k, newblocks = 0;
 	uint8_t *tmp = NULL;
-	bool shared = false;
 	int err = 0;
 
 	for (k = 0; k < z->next; k++) {
 		struct bextent *e = &z->ext[k];
-		uint64_t end = k + 1 < z->next ? z->ext[k + 1].la : in->size;
+		uint64_t eend = k + 1 < z->next ? z->ext[k + 1].la : end;
 		uint64_t found;
 		uint8_t *src;
 
@@ -175,16 +179,13 @@ int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 		/* earlier pclusters of this file too (as 1.9.3, which
 		 * writes each before it looks up the next): a file of
 		 * repeated blocks */
-		err = dedupe_lookup(b, src, e->blocks, e->type, end - e->la,
-				    b->cursor + newblocks, &found, tmp,
-				    z->data);
+		err = dedupe_lookup(b, src, e->blocks, e->type, eend - e->la,
+				    at + newblocks, &found, tmp, z->data, at);
 		if (err < 0)
 			break;
 		if (err) {
-			/* layout.c adds the cursor to every blkaddr (mod 2^32)
-			 */
-			e->blkaddr = (uint32_t)(found - b->cursor);
-			shared = true;
+			e->blkaddr = (uint32_t)(found - at);
+			*shared = true;
 			err = 0;
 			continue;
 		}
@@ -199,7 +200,31 @@ int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 		return err;
 	z->blocks = newblocks;
 	z->datalen = (uint64_t)newblocks << b->blkszbits;
-	if (shared || z->has_ref) {
+	return 0;
+}
+
+int ezi_bld_dedupe_part(struct ezfs_builder *b, struct bzfile *part,
+			uint64_t len, uint64_t at)
+{
+	uint32_t blocks = part->blocks;
+	int err = dedupe_run(b, part, len, at, &part->shared);
+
+	part->dd_blocks = blocks - part->blocks;
+	return err;
+}
+
+int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
+			     struct bzfile *z)
+{
+	/* layout.c adds the cursor to every blkaddr (mod 2^32); a split
+	 * file's parts were shared as they were written (zsplit.c) */
+	int err = z->written ? 0
+			     : dedupe_run(b, z, in->size, b->cursor,
+					  &z->shared);
+
+	if (err)
+		return err;
+	if (z->shared || z->has_ref) {
 		z->compact = false;
 		z->idx_size = ezi_bld_zindex_size(b, in, false);
 		b->deduped = true;
@@ -215,5 +240,6 @@ int ezi_bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
 			 uint32_t blocks, uint64_t dlen, uint64_t addr,
 			 uint64_t *found, uint8_t *tmp)
 {
-	return dedupe_lookup(b, p, blocks, 0xFF, dlen, addr, found, tmp, NULL);
+	return dedupe_lookup(b, p, blocks, 0xFF, dlen, addr, found, tmp, NULL,
+			     0);
 }

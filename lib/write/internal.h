@@ -65,6 +65,9 @@ struct bzfile {
 	bool has_ref;	  /* some extent reuses an earlier pcluster */
 	bool written;	  /* data already in the image at the file's
 			   * start (zsplit.c); data is NULL */
+	bool shared;	  /* some pcluster is an earlier one (dedupe.c) */
+	uint32_t dd_blocks; /* blocks sharing took out before the file
+			     * was judged (a split file's parts) */
 	bool extents;	  /* 48-bit encoded extent records (9.12) */
 	uint32_t *plen;	  /* byte-aligned data (zunaligned.c): bytes
 			   * stored per extent; NULL: whole blocks */
@@ -451,10 +454,11 @@ int ezi_bld_zsplit_merge(const struct ezfs_builder *b, const struct binode *in,
 			 struct bzfile **parts, uint32_t n,
 			 struct bzfile **out);
 /* Part k of a split file, just taken by the writer (blocks: of the parts
- * before it): its data goes to the image now when nothing will move it
- * later (no pcluster sharing), behind the file's start at b->cursor. */
-int ezi_bld_zsplit_put(struct ezfs_builder *b, struct bzfile *part,
-		       uint32_t *blocks);
+ * before it): its data goes to the image now, behind the file's start at
+ * b->cursor, its pclusters shared with earlier ones first (fragments);
+ * with -E dedupe it waits for the whole file. */
+int ezi_bld_zsplit_put(struct ezfs_builder *b, const struct binode *in,
+		       uint32_t k, struct bzfile *part, uint32_t *blocks);
 /* Append s (logical start la) to z: extents, data, its tail. */
 int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la);
 /* Compress len bytes at mem as if they were a file (no fragments;
@@ -469,6 +473,10 @@ int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 /* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 			     struct bzfile *z);
+/* The same for one part of a split file (len bytes decoded), its data to
+ * go to image block at; part->shared and part->dd_blocks tell the file */
+int ezi_bld_dedupe_part(struct ezfs_builder *b, struct bzfile *part,
+			uint64_t len, uint64_t at);
 /* The blocks of z's pclusters that no earlier one holds (a probe:
  * nothing recorded) */
 uint32_t ezi_bld_dedupe_new_blocks(struct ezfs_builder *b,

@@ -299,7 +299,7 @@ int ezi_bld_zjobs_take(struct ezfs_builder *b, struct binode *in,
 	for (k = 0; k < np; k++) {
 		e = take_slot(b, j, &parts[k]);
 		if (!e && !err)
-			e = ezi_bld_zsplit_put(b, parts[k], &blocks);
+			e = ezi_bld_zsplit_put(b, in, k, parts[k], &blocks);
 		if (e && !err)
 			err = e;
 		/* a large file takes long: show its parts coming in */
