@@ -218,9 +218,9 @@ int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 {
 	/* layout.c adds the cursor to every blkaddr (mod 2^32); a split
 	 * file's parts were shared as they were written (zsplit.c) */
-	int err = z->written ? 0
-			     : dedupe_run(b, z, in->size, b->cursor,
-					  &z->shared);
+	int err = z->written
+			  ? 0
+			  : dedupe_run(b, z, in->size, b->cursor, &z->shared);
 
 	if (err)
 		return err;

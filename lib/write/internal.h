@@ -57,20 +57,20 @@ struct bzfile {
 	uint8_t *idx;  /* encoded, filled once blkaddrs are known */
 	uint8_t *frag; /* fragments: the tail bytes, until placed */
 	uint64_t frag_len;
-	uint64_t fragoff; /* its offset in the packed inode */
-	uint64_t spoff;	  /* spooled: the fragment's offset in the
-			   * spool file (frag is NULL) */
-	bool spooled;	  /* the fragment waits in the spool file */
-	bool wholefrag;	  /* the whole file is one fragment */
-	bool has_ref;	  /* some extent reuses an earlier pcluster */
-	bool written;	  /* data already in the image at the file's
-			   * start (zsplit.c); data is NULL */
-	bool shared;	  /* some pcluster is an earlier one (dedupe.c) */
+	uint64_t fragoff;   /* its offset in the packed inode */
+	uint64_t spoff;	    /* spooled: the fragment's offset in the
+			     * spool file (frag is NULL) */
+	bool spooled;	    /* the fragment waits in the spool file */
+	bool wholefrag;	    /* the whole file is one fragment */
+	bool has_ref;	    /* some extent reuses an earlier pcluster */
+	bool written;	    /* data already in the image at the file's
+			     * start (zsplit.c); data is NULL */
+	bool shared;	    /* some pcluster is an earlier one (dedupe.c) */
 	uint32_t dd_blocks; /* blocks sharing took out before the file
 			     * was judged (a split file's parts) */
-	bool extents;	  /* 48-bit encoded extent records (9.12) */
-	uint32_t *plen;	  /* byte-aligned data (zunaligned.c): bytes
-			   * stored per extent; NULL: whole blocks */
+	bool extents;	    /* 48-bit encoded extent records (9.12) */
+	uint32_t *plen;	    /* byte-aligned data (zunaligned.c): bytes
+			     * stored per extent; NULL: whole blocks */
 };
 
 struct binode {

@@ -171,6 +171,18 @@ else
 	t_fail "-zzstd levels: none '$z_un' -1 '$z_m1' 3 '$z_3' 0 '$z_0' -5 '$z_m5'"
 fi
 
+# zstd and libdeflate fill a pcluster to a tolerance: a rest of a byte
+# goes into the pcluster when it fits there, not into a raw block
+mkdir -p "$TMP/zz"
+head -c 1048577 /dev/zero >"$TMP/zz/z"
+for z in zstd libdeflate; do
+	rm -f "$TMP/zz.img"
+	"$EZFS" mkfs -q -T0 -z$z -C65536 "$TMP/zz.img" "$TMP/zz" &&
+		ext=$("$EZFS" stat "$TMP/zz.img" /z | sed -n 's/^Data: *//p')
+	t_expect "$z: 1 MiB and a byte of zeros in one pcluster ($ext)" \
+		grep -q '^1 extents, 1 pclusters, 4096 bytes' <<<"$ext"
+done
+
 # -U clear is the all-zero UUID; -V and --help
 uuid_of() { od -An -tx1 -j $((1024 + 48)) -N16 "$1" | tr -d ' \n'; }
 if [ "$(uuid_of "$TMP/misc.img")" = 00000000000000000000000000000000 ] &&

@@ -128,8 +128,9 @@ static int parse_one(const char *arg, size_t len, struct ezfs_build_zalg *z,
 				if (!neg && !level_ok(&zalgs[i], l))
 					return -ERANGE;
 				/* as mkfs.erofs 1.9.3: a negative level is
-				 * zstd's own (fast) level, the others' default */
-				z->level = !neg ? (int)l
+				 * zstd's own (fast) level, the others' default
+				 */
+				z->level = !neg			     ? (int)l
 					   : z->alg == EZFS_ALG_ZSTD ? (int)-l
 								     : -1;
 			}

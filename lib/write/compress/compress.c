@@ -582,6 +582,28 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		if (r > 0) {
 			uint32_t ob = ((uint32_t)r + blksz - 1) & ~(blksz - 1);
 
+			/* zstd and libdeflate fill to a tolerance: a rest of a
+			 * few bytes would take a raw block after this
+			 * pcluster, which may hold all of it in as many
+			 * blocks (1 MiB and a byte of zeros) */
+			if (!ztail && !share && inlen < rem &&
+			    rem - inlen <= blksz && rem <= want &&
+			    (ops == &ezi_codec_zstd ||
+			     ops == &ezi_codec_libdeflate)) {
+				size_t in2 = (size_t)rem;
+				uint8_t *ob2 = ezi_bld_cctx_buf(hctx, 2, pcap);
+				int r2 = ob2 ? ops->compress_destsize(
+						       cctx, win + (pos - wpos),
+						       &in2, ob2, ob)
+					     : -ENOMEM;
+
+				if (r2 > 0 && in2 == rem) {
+					memcpy(obuf, ob2, (size_t)r2);
+					r = r2;
+					inlen = in2;
+				}
+			}
+
 			if (ob >= inlen) {
 				/* no block saved: every whole block of it raw
 				 * (as mkfs.erofs), not one block and the same
@@ -754,8 +776,8 @@ void ezi_bld_zfile_finish(const struct ezfs_builder *b, const struct binode *in,
 		meta = ezi_bld_zindex_size(b, in, false);
 	*out = NULL;
 	if (judge && z->datalen + ((uint64_t)z->dd_blocks << b->blkszbits) +
-			     meta + z->idata_len >=
-		     in->size)
+				     meta + z->idata_len >=
+			     in->size)
 		ezi_bld_zfile_free(z);
 	else
 		*out = z;

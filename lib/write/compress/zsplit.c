@@ -140,8 +140,8 @@ int ezi_bld_zsplit_put(struct ezfs_builder *b, const struct binode *in,
 
 	/* -E dedupe compresses a file again (zxdd.c) and refers to its
 	 * own earlier extents: the parts wait for the whole */
-	if (!part || (b->p.flags & (EZFS_BUILD_DEDUPE |
-				    EZFS_BUILD_ALL_FRAGMENTS)))
+	if (!part ||
+	    (b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_ALL_FRAGMENTS)))
 		return 0;
 	/* with fragments pclusters are shared (as mkfs.erofs): in order,
 	 * part by part, as the whole file would be (the parts held until
