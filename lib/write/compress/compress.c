@@ -286,9 +286,10 @@ static int share_cap(const struct ezfs_codec_ops *ops, void *cctx,
 	return (int)pcap;
 }
 
-/* Longest extent: 0x7FF lclusters keeps every delta below CBLKCNT. */
+/* What a file's window holds past the pcluster being made (below) */
 #define WIN_AHEAD (4ull << 20)
 
+/* Longest extent: 0x7FF lclusters keeps every delta below CBLKCNT. */
 static uint64_t max_extent(const struct ezfs_builder *b)
 {
 	uint64_t m = (uint64_t)0x7FF << b->blkszbits;
