@@ -65,6 +65,9 @@ enum ezfs_codec_flags {
 	EZFS_CODEC_PARTIAL = 1 << 0, /* can stop after outlen bytes */
 	EZFS_CODEC_DECODE = 1 << 1,  /* has decompress */
 	EZFS_CODEC_ENCODE = 1 << 2,  /* has cctx_new + compress_destsize */
+	/* compress_destsize searches by trials (ezi_codec_fit): it stops
+	 * within a tolerance of the longest input that fits */
+	EZFS_CODEC_FIT = 1 << 3,
 };
 
 struct ezfs_codec_ops {

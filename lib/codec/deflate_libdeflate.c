@@ -162,7 +162,7 @@ static const char *ld_version(void)
 const struct ezfs_codec_ops ezi_codec_libdeflate = {
 	.name = "libdeflate",
 	.alg = EZFS_ALG_DEFLATE,
-	.flags = EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE,
+	.flags = EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE | EZFS_CODEC_FIT,
 	.ctx_new = ld_ctx_new,
 	.ctx_free = ld_ctx_free,
 	.decompress = ld_decompress,

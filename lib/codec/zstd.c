@@ -919,7 +919,8 @@ static const char *zstd_version(void)
 const struct ezfs_codec_ops ezi_codec_zstd = {
 	.name = "zstd",
 	.alg = EZFS_ALG_ZSTD,
-	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE,
+	.flags = EZFS_CODEC_PARTIAL | EZFS_CODEC_DECODE | EZFS_CODEC_ENCODE |
+		 EZFS_CODEC_FIT,
 	.ctx_new = zstd_ctx_new,
 	.ctx_free = zstd_ctx_free,
 	.decompress = zstd_decompress,

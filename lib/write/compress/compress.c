@@ -589,8 +589,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			 * blocks (1 MiB and a byte of zeros) */
 			if (!ztail && !share && inlen < rem &&
 			    rem - inlen <= blksz && rem <= want &&
-			    (ops == &ezi_codec_zstd ||
-			     ops == &ezi_codec_libdeflate)) {
+			    (ops->flags & EZFS_CODEC_FIT)) {
 				size_t in2 = (size_t)rem;
 				uint8_t *ob2 = ezi_bld_cctx_buf(hctx, 2, pcap);
 				int r2 = ob2 ? ops->compress_destsize(
