@@ -62,10 +62,12 @@ struct bzfile {
 			     * spool file (frag is NULL) */
 	bool spooled;	    /* the fragment waits in the spool file */
 	bool wholefrag;	    /* the whole file is one fragment */
-	bool has_ref;	    /* some extent reuses an earlier pcluster */
+	bool has_ref;	    /* some extent refers to an earlier extent
+			     * found while compressing (zidd.c, zxdd.c) */
 	bool written;	    /* data already in the image at the file's
 			     * start (zsplit.c); data is NULL */
-	bool shared;	    /* some pcluster is an earlier one (dedupe.c) */
+	bool shared;	    /* some pcluster equals one written before
+			     * (dedupe.c, once compressed) */
 	uint32_t dd_blocks; /* blocks sharing took out before the file
 			     * was judged (a split file's parts) */
 	bool extents;	    /* 48-bit encoded extent records (9.12) */

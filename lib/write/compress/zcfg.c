@@ -231,8 +231,9 @@ struct bcctx {
  * (above glibc's mmap threshold, which ezfs mkfs fixes at 1 MiB: 110,000
  * faults against 74,000 for the linux tree's lz4 build); a worker keeps
  * each of its buffers at the largest size asked up to CBUF_KEEP. A
- * larger one (the window of a file over 1 MiB is up to 16 MiB) goes at
- * ezi_bld_cctx_put: kept, each worker's peak would stay resident.
+ * larger one (a file's window: up to an extent, 8 MiB - 4 KiB, two with
+ * -E dedupe) goes at ezi_bld_cctx_put: kept, each worker's peak would
+ * stay resident.
  */
 #define CBUF_KEEP (2u << 20)
 
