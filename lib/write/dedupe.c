@@ -77,7 +77,7 @@ static bool same_in_image(struct ezfs_builder *b, uint64_t blkaddr,
  */
 #define DD_PROBE UINT64_MAX
 
-static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
+static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p, uint32_t crc,
 			 uint32_t blocks, uint8_t type, uint64_t dlen,
 			 uint64_t addr, uint64_t *found, uint8_t *tmp,
 			 const uint8_t *pending, uint64_t at)
@@ -86,7 +86,6 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 	size_t len = (size_t)blocks << b->blkszbits, pos = 0;
 	struct dent ne;
 	uintptr_t i;
-	uint32_t crc;
 
 	if (!t) {
 		t = calloc(1, sizeof(*t));
@@ -94,7 +93,6 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 			return -ENOMEM;
 		b->dedupe = t;
 	}
-	crc = ezi_crc32c(0, p, len);
 	while ((i = (uintptr_t)ezi_hash_next(&t->idx, crc, &pos))) {
 		struct dent *e = &t->e.v[i - 1];
 
@@ -118,6 +116,14 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p,
 	return 0;
 }
 
+/* The CRC32C of extent e's pcluster at p (the worker's, if it took it). */
+static uint32_t ext_crc(const struct ezfs_builder *b, const struct bextent *e,
+			const uint8_t *p)
+{
+	return e->hashed ? e->crc
+			 : ezi_crc32c(0, p, (size_t)e->blocks << b->blkszbits);
+}
+
 uint32_t ezi_bld_dedupe_new_blocks(struct ezfs_builder *b,
 				   const struct binode *in,
 				   const struct bzfile *z)
@@ -128,15 +134,15 @@ uint32_t ezi_bld_dedupe_new_blocks(struct ezfs_builder *b,
 	for (k = 0; k < z->next; k++) {
 		const struct bextent *e = &z->ext[k];
 		uint64_t end = k + 1 < z->next ? z->ext[k + 1].la : in->size;
+		const uint8_t *p;
 		uint64_t found;
 
 		if (!e->blocks || e->frag || e->ref || e->xref)
 			continue;
-		if (!tmp ||
-		    dedupe_lookup(
-			    b, z->data + ((uint64_t)e->blkaddr << b->blkszbits),
-			    e->blocks, e->type, end - e->la, DD_PROBE, &found,
-			    tmp, NULL, 0) != 1)
+		p = z->data + ((uint64_t)e->blkaddr << b->blkszbits);
+		if (!tmp || dedupe_lookup(b, p, ext_crc(b, e, p), e->blocks,
+					  e->type, end - e->la, DD_PROBE,
+					  &found, tmp, NULL, 0) != 1)
 			blocks += e->blocks;
 	}
 	free(tmp);
@@ -179,8 +185,9 @@ static int dedupe_run(struct ezfs_builder *b, struct bzfile *z, uint64_t end,
 		/* earlier pclusters of this file too (as 1.9.3, which
 		 * writes each before it looks up the next): a file of
 		 * repeated blocks */
-		err = dedupe_lookup(b, src, e->blocks, e->type, eend - e->la,
-				    at + newblocks, &found, tmp, z->data, at);
+		err = dedupe_lookup(b, src, ext_crc(b, e, src), e->blocks,
+				    e->type, eend - e->la, at + newblocks,
+				    &found, tmp, z->data, at);
 		if (err < 0)
 			break;
 		if (err) {
@@ -240,6 +247,7 @@ int ezi_bld_dedupe_chunk(struct ezfs_builder *b, const uint8_t *p,
 			 uint32_t blocks, uint64_t dlen, uint64_t addr,
 			 uint64_t *found, uint8_t *tmp)
 {
-	return dedupe_lookup(b, p, blocks, 0xFF, dlen, addr, found, tmp, NULL,
-			     0);
+	return dedupe_lookup(b, p,
+			     ezi_crc32c(0, p, (size_t)blocks << b->blkszbits),
+			     blocks, 0xFF, dlen, addr, found, tmp, NULL, 0);
 }

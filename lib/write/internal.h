@@ -40,7 +40,9 @@ struct bextent {
 	bool xref;	  /* -E dedupe: reuses an earlier file's pcluster
 			   * (blkaddr; zxdd.c) */
 	bool partial;	  /* PARTIAL_REF: the pcluster decodes to more */
+	bool hashed;	  /* crc holds the CRC32C of its pcluster's bytes */
 	uint32_t refidx;
+	uint32_t crc; /* taken by the worker that made it, for dedupe.c */
 };
 
 /* Result of compressing one file (see compress.c). */

@@ -77,6 +77,7 @@ static int64_t near_head(const struct ezfs_builder *b,
 		ext[*n].ref = false;
 		ext[*n].xref = false;
 		ext[*n].partial = false;
+		ext[*n].hashed = false;
 		(*n)++;
 		*blocks += ob >> b->blkszbits;
 		pos += inlen;
