@@ -408,6 +408,27 @@ out:
 	return err;
 }
 
+/*
+ * Put the complete file tmp in target's place, atomically: readers see
+ * the old file or the new one. Over an existing file an exchange, then
+ * the old file (now at tmp) unlinked: ext4 (auto_da_alloc) writes back
+ * the whole new file inside a rename that replaces a name, 14 of the 38
+ * ms of putting a 33 MiB image over an older one; the exchange does not.
+ * Where the filesystem cannot exchange, a rename.
+ */
+static int replace_name(struct ezfs_builder *b, const char *tmp,
+			const char *target)
+{
+	if (!renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE)) {
+		if (unlink(tmp))
+			ezi_bld_log(b, EZFS_LOG_WARN,
+				    "%s: the replaced file stays as %s: %s",
+				    target, tmp, strerror(errno));
+		return 0;
+	}
+	return rename(tmp, target) ? -errno : 0;
+}
+
 /* A block device is written in place (there is nothing to rename over
  * it); O_EXCL fails while it is mounted. */
 static int open_device(struct ezfs_builder *b, const char *target)
@@ -552,10 +573,10 @@ static int finish_blob(struct ezfs_builder *b, struct blobout *bo)
 	}
 	b->blobfd = -1;
 	if (!err && bo->tmp) {
-		if (rename(bo->tmp, bo->target)) {
-			err = -errno;
+		err = replace_name(b, bo->tmp, bo->target);
+		if (err) {
 			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", name,
-				    strerror(errno));
+				    strerror(-err));
 		} else {
 			free(bo->tmp);
 			bo->tmp = NULL;
@@ -749,10 +770,11 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 			    strerror(errno));
 	}
 	b->fd = -1;
-	if (!err && tmp && rename(tmp, target)) {
-		err = -errno;
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", path,
-			    strerror(errno));
+	if (!err && tmp) {
+		err = replace_name(b, tmp, target);
+		if (err)
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s", path,
+				    strerror(-err));
 	}
 	if (err && tmp)
 		unlink(tmp);

@@ -264,4 +264,29 @@ else
 	t_fail "SIGTERM from outside: the build ended before the signal"
 fi
 
+# Over an existing image: a failed build leaves it as it was; a complete
+# one takes its name in one step (a reader that had the old one open
+# still reads the old bytes), and nothing else is left in the folder.
+start
+mk "$out/img" "$src" || t_fail "replace: first build"
+sha_old=$(sha256sum <"$out/img")
+exec 7<"$out/img"
+t_run "$EZFS" mkfs -q --no-fsync "$out/img" "$src/nonexistent"
+if [ "$RC" -ne 0 ] && [ "$(sha256sum <"$out/img")" = "$sha_old" ] &&
+	[ "$(ls -A "$out")" = img ]; then
+	t_pass "replace: a failed build leaves the old image"
+else
+	t_fail "replace: rc $RC, folder: $(ls -A "$out" | tr '\n' ' ')"
+fi
+echo extra >"$src/added.txt"
+if mk -T0 "$out/img" "$src" && [ "$(ls -A "$out")" = img ] &&
+	[ "$(sha256sum <"$out/img")" != "$sha_old" ] &&
+	[ "$(sha256sum <&7)" = "$sha_old" ] &&
+	"$EZFS" cat "$out/img" /added.txt | grep -qx extra; then
+	t_pass "replace: the new image in the old one's place"
+else
+	t_fail "replace: folder: $(ls -A "$out" | tr '\n' ' ')"
+fi
+exec 7<&-
+
 t_done
