@@ -119,8 +119,7 @@ for i in $(seq 30); do cat "$TMP/mib"; done >"$parts/rep"
 head -c 17000000 /dev/urandom >"$parts/rnd"
 printf 'tail' >>"$parts/rep"
 t_manifest "$parts" --no-times >"$TMP/parts.json"
-# lz4, lz4hc: 16 MiB parts; deflate, zstd: equal parts, the last halved
-# (zsplit.c)
+# 16 MiB parts, the last one what is left (zsplit.c)
 for c in lz4: lz4:ztailpacking lz4:fragments lz4:dedupe lz4hc,3: deflate,1: \
 	zstd,1:dedupe; do
 	z=${c%%:*} e=${c#*:}

@@ -3,14 +3,13 @@
  * zsplit.c - large files compressed in parts on several workers.
  *
  * A file larger than 16 MiB (or 16 pclusters) is cut into parts at fixed
- * offsets (part_plan() says how); each part is
- * compressed on its own by whichever worker takes it (zjobs.c) and the writer
- * appends them in order. A part ends its last pcluster early, as a file would,
- * so the image depends only on the file and the part size, never on the number
- * of workers. Only the last part has the file's tail (inline data or a
- * fragment). Without this a single large file ran on one CPU: 128 MiB of
- * text at lz4hc-12 took 6.7 s against mkfs.erofs 1.9.3's 3.3 s (which
- * cuts 16 MiB segments too).
+ * offsets (seg_size()); each part is compressed on its own by whichever
+ * worker takes it (zjobs.c) and the writer appends them in order. A part ends
+ * its last pcluster early, as a file would, so the image depends only on the
+ * file and the part size, never on the number of workers. Only the last part
+ * has the file's tail (inline data or a fragment). Without this a single large
+ * file ran on one CPU: 128 MiB of text at lz4hc-12 took 6.7 s against
+ * mkfs.erofs 1.9.3's 3.3 s (which cuts 16 MiB segments too).
  *
  * Not split: files whose end is shared with another file's fragment
  * (fragshare.c decides on the whole file), -E all-fragments (the file is
@@ -25,102 +24,45 @@
 /*
  * Every part boundary ends a pcluster early and stores its last block
  * raw: about a block lost, give or take the chance of where the later
- * pclusters then end. How the parts are cut depends on the encoder:
- *
- * lz4, lz4hc and lzma fill pclusters natively, as mkfs.erofs 1.9.3 does,
- * and cost it the same CPU time: their parts are its 16 MiB segments (or
- * 16 pclusters), the last one whatever is left. Same cuts, same
- * pclusters, so the image is not larger than 1.9.3's, and many parts keep
- * both CPUs busy to the end (256 MiB of text, lz4hc-12: 6.5 s; with 64 MiB
- * parts 12 blocks smaller but 6.9 s, one CPU idle behind the last part;
- * lz4: 0.24 s as 1.9.3, with 64 MiB parts 8 blocks smaller but 0.27-0.34).
- *
- * The others (deflate and zstd, whose encoders differ from 1.9.3's) take
- * fewer boundaries: equal parts of at most 64 MiB (or 64 pclusters), in
- * whole MiB, the last one halved so that the slower worker is not waited
- * for long (zstd-3: with 16 MiB parts 11 blocks more than 1.9.3, with 64
- * MiB 6 fewer).
+ * pclusters then end. The parts are mkfs.erofs 1.9.3's segments: 16 MiB
+ * (or 16 pclusters), the last one whatever is left. Same cuts as 1.9.3,
+ * so that its image is never smaller by fewer boundaries, and many parts
+ * keep both CPUs busy to the end (256 MiB of text, lz4hc-12: 6.5 s; with
+ * 64 MiB parts 12 blocks smaller but 6.9 s, one CPU idle behind the last
+ * part). Each part's output waits whole until the writer takes it: with
+ * two parts of 32 MiB, 64 MiB of text at zstd 4K peaked at 56 MiB against
+ * 1.9.3's 49; with its segments at 45 (and 42 against 62 on 256 MiB),
+ * the images of zstd's default level 0-6 blocks smaller than 1.9.3's,
+ * at level 3 1-4 blocks larger on 256 MiB (64 MiB parts: 6-16 smaller).
  */
-#define PART_UNIT (1ull << 20)
 #define SPLIT_MIN (16ull << 20) /* files up to this: one part */
 
-static bool native_fill(const struct ezfs_builder *b, const struct binode *in)
-{
-	const struct ezfs_build_zalg *za = &b->zalgs[in->zalg];
-
-	return za->alg == EZFS_ALG_LZ4 || za->alg == EZFS_ALG_LZMA;
-}
-
-/* 1.9.3's segment: 16 MiB, or 16 pclusters when larger (times k). */
-static uint64_t seg_size(const struct ezfs_builder *b, const struct binode *in,
-			 unsigned k)
+/* 1.9.3's segment: 16 MiB, or 16 pclusters when larger. */
+static uint64_t seg_size(const struct ezfs_builder *b, const struct binode *in)
 {
 	uint64_t pc = (uint64_t)ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
 
-	return k * (pc * 16 > SPLIT_MIN ? pc * 16 : SPLIT_MIN);
-}
-
-/* The parts of a file: nfull of ps bytes, then the rest, halved (at a
- * whole MiB) in `half` unless that is 0. */
-struct plan {
-	uint64_t ps, half;
-	uint32_t nfull, n;
-};
-
-static void part_plan(const struct ezfs_builder *b, const struct binode *in,
-		      struct plan *p)
-{
-	uint64_t max, m;
-
-	if (native_fill(b, in)) {
-		p->ps = seg_size(b, in, 1);
-		p->nfull = (uint32_t)((in->size - 1) / p->ps);
-		p->half = 0;
-	} else {
-		max = seg_size(b, in, 4);
-		m = (in->size + max - 1) / max;
-		p->ps = m <= 1 ? max
-			       : ((in->size + m - 1) / m + PART_UNIT - 1) /
-					 PART_UNIT * PART_UNIT;
-		p->nfull = (uint32_t)((in->size - 1) / p->ps);
-		p->half = (in->size - (uint64_t)p->nfull * p->ps) / 2 /
-			  PART_UNIT * PART_UNIT;
-	}
-	p->n = p->nfull + (p->half ? 2 : 1);
+	return pc * 16 > SPLIT_MIN ? pc * 16 : SPLIT_MIN;
 }
 
 uint32_t ezi_bld_zsplit_parts(const struct ezfs_builder *b,
 			      const struct binode *in)
 {
-	struct plan p;
-
-	if (in->size <= seg_size(b, in, 1) || in->zkeep || in->zshare ||
+	if (in->size <= seg_size(b, in) || in->zkeep || in->zshare ||
 	    (b->p.flags & EZFS_BUILD_ALL_FRAGMENTS) ||
 	    ezi_bld_zunaligned_ok(b, in))
 		return 1;
-	part_plan(b, in, &p);
-	return p.n;
+	return (uint32_t)((in->size - 1) / seg_size(b, in) + 1);
 }
 
 /* Where part k starts, and its length. */
 static void part_range(const struct ezfs_builder *b, const struct binode *in,
 		       uint32_t k, uint64_t *base, uint64_t *len)
 {
-	struct plan p;
-	uint64_t rest;
+	uint64_t ps = seg_size(b, in);
 
-	part_plan(b, in, &p);
-	rest = (uint64_t)p.nfull * p.ps;
-	if (k < p.nfull) {
-		*base = k * p.ps;
-		*len = p.ps;
-	} else if (k == p.nfull && p.half) {
-		*base = rest;
-		*len = p.half;
-	} else {
-		*base = k == p.nfull ? rest : rest + p.half;
-		*len = in->size - *base;
-	}
+	*base = k * ps;
+	*len = in->size - *base < ps ? in->size - *base : ps;
 }
 
 int ezi_bld_zsplit_run(const struct ezfs_builder *b, const struct binode *in,
