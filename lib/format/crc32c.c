@@ -11,8 +11,8 @@
 /*
  * ISA-L's crc32_iscsi is the same function (no inversion in or out) with
  * the CPU's crc32 instruction and carry-less folding: 2.6x the table's
- * rate here (17 against 45 ms for 64 MiB in 4 KiB pieces). mkfs hashes
- * every pcluster it may share with it on the writer thread.
+ * rate here (17 against 45 ms for 64 MiB in 4 KiB pieces); mkfs' workers
+ * hash every pcluster that may be shared with it.
  */
 uint32_t ezi_crc32c(uint32_t crc, const void *data, size_t len)
 {

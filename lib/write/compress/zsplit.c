@@ -25,9 +25,9 @@
  * Every part boundary ends a pcluster early and stores its last block
  * raw: about a block lost, give or take the chance of where the later
  * pclusters then end. The parts are mkfs.erofs 1.9.3's segments: 16 MiB
- * (or 16 pclusters), the last one whatever is left. Same cuts as 1.9.3,
- * so that its image is never smaller by fewer boundaries, and many parts
- * keep both CPUs busy to the end (256 MiB of text, lz4hc-12: 6.5 s; with
+ * (or 16 pclusters), the last one whatever is left. Same cuts as 1.9.3
+ * (whose image then never has fewer boundaries), and many parts keep
+ * both CPUs busy to the end (256 MiB of text, lz4hc-12: 6.5 s; with
  * 64 MiB parts 12 blocks smaller but 6.9 s, one CPU idle behind the last
  * part). Each part's output waits whole until the writer takes it: with
  * two parts of 32 MiB, 64 MiB of text at zstd 4K peaked at 56 MiB against
