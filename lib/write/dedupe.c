@@ -116,6 +116,14 @@ static int dedupe_lookup(struct ezfs_builder *b, const uint8_t *p, uint32_t crc,
 	return 0;
 }
 
+bool ezi_bld_dedupe_shares(const struct ezfs_builder *b,
+			   const struct binode *in)
+{
+	return (b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_FRAGMENTS |
+			      EZFS_BUILD_ALL_FRAGMENTS)) &&
+	       in != b->packed_inode;
+}
+
 /* The CRC32C of extent e's pcluster at p (the worker's, if it took it). */
 static uint32_t ext_crc(const struct ezfs_builder *b, const struct bextent *e,
 			const uint8_t *p)

@@ -475,6 +475,10 @@ int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 			 size_t room, bool drop, struct bzfile **out);
 
 /* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
+/* Are in's pclusters looked up among the written ones (-E dedupe, and
+ * with fragments as 1.9.3; never the packed inode's)? */
+bool ezi_bld_dedupe_shares(const struct ezfs_builder *b,
+			   const struct binode *in);
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 			     struct bzfile *z);
 /* The same for one part of a split file (len bytes decoded), its data to

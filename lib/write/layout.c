@@ -527,9 +527,7 @@ static int place_file(struct ezfs_builder *b, struct binode *in,
 		/* z->frag: placed by ezi_bld_frags_place() once all are known
 		 */
 		/* like mkfs.erofs, fragments also share identical pclusters */
-		if ((b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_FRAGMENTS |
-				   EZFS_BUILD_ALL_FRAGMENTS)) &&
-		    in != b->packed_inode) {
+		if (ezi_bld_dedupe_shares(b, in)) {
 			err = ezi_bld_dedupe_pclusters(b, in, z);
 			if (err) {
 				ezi_bld_zfile_free(z);

@@ -309,9 +309,7 @@ static void hash_pclusters(const struct ezfs_builder *b,
 {
 	uint32_t k;
 
-	if (!(b->p.flags & (EZFS_BUILD_DEDUPE | EZFS_BUILD_FRAGMENTS |
-			    EZFS_BUILD_ALL_FRAGMENTS)) ||
-	    in == b->packed_inode)
+	if (!ezi_bld_dedupe_shares(b, in))
 		return;
 	for (k = 0; k < z->next; k++) {
 		struct bextent *e = &z->ext[k];
