@@ -124,12 +124,16 @@ bool ezi_bld_dedupe_shares(const struct ezfs_builder *b,
 	       in != b->packed_inode;
 }
 
-/* The CRC32C of extent e's pcluster at p (the worker's, if it took it). */
-static uint32_t ext_crc(const struct ezfs_builder *b, const struct bextent *e,
+/* The CRC32C of extent e's pcluster at p: the worker's, else taken and
+ * kept (fragnear.c probes a head's extents, then shares them) */
+static uint32_t ext_crc(const struct ezfs_builder *b, struct bextent *e,
 			const uint8_t *p)
 {
-	return e->hashed ? e->crc
-			 : ezi_crc32c(0, p, (size_t)e->blocks << b->blkszbits);
+	if (!e->hashed) {
+		e->crc = ezi_crc32c(0, p, (size_t)e->blocks << b->blkszbits);
+		e->hashed = true;
+	}
+	return e->crc;
 }
 
 uint32_t ezi_bld_dedupe_new_blocks(struct ezfs_builder *b,
@@ -140,7 +144,7 @@ uint32_t ezi_bld_dedupe_new_blocks(struct ezfs_builder *b,
 	uint32_t k, blocks = 0;
 
 	for (k = 0; k < z->next; k++) {
-		const struct bextent *e = &z->ext[k];
+		struct bextent *e = &z->ext[k];
 		uint64_t end = k + 1 < z->next ? z->ext[k + 1].la : in->size;
 		const uint8_t *p;
 		uint64_t found;

@@ -42,7 +42,7 @@ struct bextent {
 	bool partial;	  /* PARTIAL_REF: the pcluster decodes to more */
 	bool hashed;	  /* crc holds the CRC32C of its pcluster's bytes */
 	uint32_t refidx;
-	uint32_t crc; /* taken by the worker that made it, for dedupe.c */
+	uint32_t crc; /* by the worker that made it, else by dedupe.c */
 };
 
 /* Result of compressing one file (see compress.c). */
