@@ -23,6 +23,7 @@
 #   CLUSTERS   cluster sizes in bytes (default "4096 65536 1048576")
 #   EXTRA      -E option sets, each a row after the plain one
 #              (default "ztailpacking,fragments"; "" for none)
+#   PLAIN      0: only the EXTRA rows (no plain rows, no `none` row)
 #   MKFS_EROFS mkfs.erofs to compare with (default: mkfs.erofs in PATH;
 #              Debian's 1.5 runs only lz4/lz4hc without -E; "none": no
 #              such column)
@@ -63,6 +64,7 @@ EXTRA=${EXTRA-"ztailpacking,fragments"}
 MKFS_EROFS=${MKFS_EROFS:-$(command -v mkfs.erofs || true)}
 [ "$MKFS_EROFS" = none ] && MKFS_EROFS=
 REPEAT=${REPEAT:-1}
+PLAIN=${PLAIN:-1}
 MKFS_EROFS2=${MKFS_EROFS2:-}
 DATASETS=${DATASETS:-"tree text"}
 SQUASHFS=${SQUASHFS:-1}
@@ -350,12 +352,14 @@ for ds in $DATASETS; do
 	*) echo "unknown dataset $ds" >&2; exit 1;;
 	esac
 	inb=$(find "$src" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-	case_row "$ds" "$src" "$inb" none "" "" -
+	plain=-
+	[ "$PLAIN" = 0 ] && plain=
+	[ -n "$plain" ] && case_row "$ds" "$src" "$inb" none "" "" -
 	for a in $ALGS; do
 		alg=${a%%,*} lvl=
 		[ "$alg" != "$a" ] && lvl=${a#*,}
 		for cl in $CLUSTERS; do
-			for e in - $EXTRA; do
+			for e in $plain $EXTRA; do
 				case_row "$ds" "$src" "$inb" "$alg" "$lvl" "$cl" "$e"
 			done
 		done
