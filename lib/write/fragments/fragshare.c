@@ -48,6 +48,7 @@ struct shtab {
 	uint64_t pos;	/* decoded packed bytes so far (guessed) */
 	uint64_t reach; /* how far back the packed inode's codec matches;
 			 * 0: share whatever the distance */
+	uint64_t bigadd; /* what a file of a pcluster or more adds (guessed) */
 	bool allfrag;
 	uint32_t pcap;
 	void *zc; /* zstd at level 3: cost estimates for far near-copies */
@@ -193,17 +194,20 @@ out:
 }
 
 /* Bytes the file adds to the packed inode unless its end is shared: all
- * of it with all-fragments, else its tail (about a pcluster at most) */
+ * of it with all-fragments, else its tail (what compresses below one
+ * pcluster: h->bigadd guessed) */
 static uint64_t packed_add(const struct shtab *h, const struct binode *in)
 {
-	return h->allfrag || in->size < h->pcap ? in->size : h->pcap;
+	if (h->allfrag || in->size < h->pcap)
+		return in->size;
+	return in->size < h->bigadd ? in->size : h->bigadd;
 }
 
 static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 {
 	struct shtab *h = arg;
 	struct shent *best = NULL, ne;
-	uint64_t bestlen = 0, nearlen = 0, add;
+	uint64_t bestlen = 0, bestgain = 0, nearlen = 0, add;
 	struct bsrc s = { .fd = -1 };
 	unsigned cand = 0;
 	uint32_t crc;
@@ -253,9 +257,20 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 			/* the packed inode's codec sees the earlier copy */
 			if (l > nearlen)
 				nearlen = l;
-		} else if (l > bestlen) {
-			bestlen = l;
-			best = c;
+		} else {
+			/* an earlier file that shares its own end gives that
+			 * up when it keeps a longer one for this file: a file
+			 * that it shares with may be as good (amdgpu's dcn
+			 * register headers, lz4 1M: 84 blocks) */
+			uint64_t lost = c->in->zshare && !c->in->zkeep
+						? c->in->zshare
+						: 0;
+
+			if (l > lost && l - lost > bestgain) {
+				bestgain = l - lost;
+				bestlen = l;
+				best = c;
+			}
 		}
 	}
 	if (best && bestlen >= SHARE_MIN && bestlen >= nearlen + SHARE_MIN &&
@@ -279,17 +294,35 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
  * near-copy was shared), but one further back costs as much as a file of
  * its own. 0 (lz4: 64 KiB, deflate: 32 KiB, shorter than SHARE_MIN plus
  * the file): share at any distance (lz4hc-12 and deflate-9 over amdgpu's
- * register headers: -28 and -19 blocks).
+ * register headers: -28 and -19 blocks). The packed inode's pclusters are
+ * compressed apart, so zstd-3 matches no further back than one of them
+ * holds, about 4 pclusters of source text; a file of a pcluster or more
+ * leaves a tail of up to that much, which puts what comes before it out
+ * of reach (linux tree, zstd 4K/64K/1M: 136, 37 and 24 blocks below
+ * 1.9.3; 49 below, 10 above and 1 below with a pcluster guessed for both
+ * and earlier files chosen by length alone). lzma-6 packs more into a
+ * pcluster and its dictionary sets the reach; there a pcluster per large
+ * file guessed best (64K: 3 blocks above 1.9.3, 4 with zstd's guess, 19
+ * with half a pcluster).
  */
-static uint64_t codec_reach(const struct ezfs_builder *b)
+static void codec_reach(const struct ezfs_builder *b, struct shtab *h)
 {
+	uint64_t span = 4 * (uint64_t)h->pcap;
+
+	h->reach = 0;
+	h->bigadd = h->pcap;
 	switch (b->zalgs[0].alg) {
 	case EZFS_ALG_LZMA:
-		return ezi_bld_lzma_dict_size(b);
+		h->reach = ezi_bld_lzma_dict_size(b);
+		break;
 	case EZFS_ALG_ZSTD:
-		return 1ull << ezi_bld_zstd_windowlog(b);
+		h->reach = 1ull << ezi_bld_zstd_windowlog(b);
+		if (h->reach > span)
+			h->reach = span;
+		h->bigadd = span;
+		break;
 	default:
-		return 0;
+		break;
 	}
 }
 
@@ -302,8 +335,8 @@ int ezi_bld_frags_share(struct ezfs_builder *b)
 	    (b->p.flags & EZFS_BUILD_48BIT) || !b->nzalgs)
 		return 0;
 	h.allfrag = b->p.flags & EZFS_BUILD_ALL_FRAGMENTS;
-	h.reach = codec_reach(b);
 	h.pcap = b->pclusterblks << b->blkszbits;
+	codec_reach(b, &h);
 	h.b1 = malloc(SHARE_BUF);
 	h.b2 = malloc(SHARE_BUF);
 	err = !ezi_hash_reserve(&h.t, 512) && h.b1 && h.b2
