@@ -45,9 +45,9 @@ struct shtab {
 	struct ezi_hash t; /* CRC of a file's end -> 1 + index (multimap) */
 	EZI_VEC(struct shent) e;
 	uint8_t *b1, *b2;
-	uint64_t pos;	/* decoded packed bytes so far (guessed) */
-	uint64_t reach; /* how far back the packed inode's codec matches;
-			 * 0: share whatever the distance */
+	uint64_t pos;	 /* decoded packed bytes so far (guessed) */
+	uint64_t reach;	 /* how far back the packed inode's codec matches;
+			  * 0: share whatever the distance */
 	uint64_t bigadd; /* what a file of a pcluster or more adds (guessed) */
 	bool allfrag;
 	uint32_t pcap;
