@@ -288,7 +288,8 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 }
 
 /*
- * How far back the packed inode's codec finds a match: with zstd and
+ * How far back the packed inode's codec finds a match (h->reach; and
+ * h->bigadd, what a file of a pcluster or more adds): with zstd and
  * lzma, a near-copy within it costs much less in the packed inode than a
  * head in pclusters of its own (linux tools/ zstd-3: +8 blocks when every
  * near-copy was shared), but one further back costs as much as a file of
@@ -305,7 +306,7 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
  * file guessed best (64K: 3 blocks above 1.9.3, 4 with zstd's guess, 19
  * with half a pcluster).
  */
-static void codec_reach(const struct ezfs_builder *b, struct shtab *h)
+static void guess_reach(const struct ezfs_builder *b, struct shtab *h)
 {
 	uint64_t span = 4 * (uint64_t)h->pcap;
 
@@ -336,7 +337,7 @@ int ezi_bld_frags_share(struct ezfs_builder *b)
 		return 0;
 	h.allfrag = b->p.flags & EZFS_BUILD_ALL_FRAGMENTS;
 	h.pcap = b->pclusterblks << b->blkszbits;
-	codec_reach(b, &h);
+	guess_reach(b, &h);
 	h.b1 = malloc(SHARE_BUF);
 	h.b2 = malloc(SHARE_BUF);
 	err = !ezi_hash_reserve(&h.t, 512) && h.b1 && h.b2
