@@ -355,6 +355,12 @@ typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,
 			   void *arg);
 int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg);
 /* fragshare.c: mark files that end alike (zkeep, zshare) */
+/* the end that in shares with an earlier file: none while it keeps an end
+ * of its own for a later one (zkeep wins) */
+static inline uint64_t ezi_bld_zshare(const struct binode *in)
+{
+	return in->zkeep ? 0 : in->zshare;
+}
 int ezi_bld_frags_share(struct ezfs_builder *b);
 /* fragnear.c: a whole-file fragment whose last `matched` bytes end the
  * packed bytes at cend: 1 if its head became pclusters, 0 if not */

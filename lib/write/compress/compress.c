@@ -360,7 +360,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 	/* fragshare.c: keep a long fragment, or share the end of another
 	 * (with all-fragments too: the head then goes to pclusters) */
 	uint64_t zkeep = frags && !allfrag ? in->zkeep : 0;
-	uint64_t share = frags && !in->zkeep ? in->zshare : 0;
+	uint64_t share = frags ? ezi_bld_zshare(in) : 0;
 	size_t room = mroom ? mroom : ztail ? ezi_bld_zinline_room(b, in) : 0;
 	struct bzfile *z;
 	struct bsrc src = { .fd = -1 };

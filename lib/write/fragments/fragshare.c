@@ -262,9 +262,7 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
 			 * up when it keeps a longer one for this file: a file
 			 * that it shares with may be as good (amdgpu's dcn
 			 * register headers, lz4 1M: 84 blocks) */
-			uint64_t lost = c->in->zshare && !c->in->zkeep
-						? c->in->zshare
-						: 0;
+			uint64_t lost = ezi_bld_zshare(c->in);
 
 			if (l > lost && l - lost > bestgain) {
 				bestgain = l - lost;
