@@ -63,6 +63,8 @@ struct bzfile {
 	uint64_t spoff;	    /* spooled: the fragment's offset in the
 			     * spool file (frag is NULL) */
 	bool spooled;	    /* the fragment waits in the spool file */
+	bool fromsrc;	    /* spooled: not copied, the whole source
+			     * file is the fragment (read when placed) */
 	bool wholefrag;	    /* the whole file is one fragment */
 	bool has_ref;	    /* some extent refers to an earlier extent
 			     * found while compressing (zidd.c, zxdd.c) */
@@ -330,6 +332,9 @@ void ezi_bld_packed_free(struct ezfs_builder *b);
  * start); then move z->frag there until it is placed (any thread) */
 int ezi_bld_frags_open(struct ezfs_builder *b);
 int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z);
+/* fragments.c: is there a spool file (a whole-file fragment may then wait
+ * in its source, z->fromsrc)? */
+bool ezi_bld_spool_on(const struct ezfs_builder *b);
 /* fragments.c: room for len bytes in the spool file (its offset in *off;
  * false: no spool file), and a write into it (0 or -errno, logged) */
 bool ezi_bld_spool_reserve(const struct ezfs_builder *b, uint64_t len,

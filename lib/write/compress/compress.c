@@ -120,6 +120,21 @@ static int set_inline(struct bzfile *z, uint64_t pos, const uint8_t *src,
 }
 
 /*
+ * Fragments: do the file's last rem bytes, from pos, go to the packed
+ * inode? The last <= 1 pcluster, or what fragshare.c chose (share: the
+ * end of another file; zkeep: a long end kept for a later file), or all.
+ */
+static bool frag_rest(uint64_t pos, uint64_t rem, uint64_t share, bool allfrag,
+		      uint64_t zkeep, uint32_t pcap, uint32_t blksz)
+{
+	if (share)
+		return rem <= share;
+	if (allfrag)
+		return pos == 0;
+	return rem <= pcap || (zkeep && rem <= zkeep + blksz);
+}
+
+/*
  * Fragments (9.10): keep the file's bytes [pos, size) for the packed inode;
  * the window holds [wpos, wend), the rest is read from src.
  */
@@ -411,9 +426,24 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		err = -ENOMEM;
 		goto fail;
 	}
+	/* the whole file is one fragment: unread here, the packed inode
+	 * takes it from the source when placed (fragments.c); it was
+	 * written to the spool and read back, 1.1 GB twice more than
+	 * mkfs.erofs 1.9.3 for the Linux tree at lz4 1M */
+	if (frags && !pt && !xd && size &&
+	    frag_rest(0, size, share, allfrag, zkeep, pcap, blksz) &&
+	    ezi_bld_spool_on(b)) {
+		z->fromsrc = z->spooled = true;
+		z->frag_len = size;
+		err = add_extent(z, 0, 0, Z_EROFS_LCLUSTER_TYPE_HEAD1);
+		if (err)
+			goto fail;
+		z->ext[z->next - 1].frag = true;
+		pos = size;
+	}
 	if (mem)
 		wend = size;
-	else if ((err = ezi_bld_src_open(b, in, &src)))
+	else if (pos < size && (err = ezi_bld_src_open(b, in, &src)))
 		goto fail;
 	while (pos < size) {
 		uint64_t rem = size - pos, want = rem < maxext ? rem : maxext;
@@ -521,10 +551,7 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 		/* fragments: the last <= 1 pcluster (or all) to the packed
 		 * inode */
 		if (frags &&
-		    (share     ? rem <= share
-		     : allfrag ? pos == 0
-			       : rem <= pcap ||
-					 (zkeep && rem <= zkeep + blksz))) {
+		    frag_rest(pos, rem, share, allfrag, zkeep, pcap, blksz)) {
 			err = take_frag(b, in, z, &src, win, wpos, wend, pos,
 					size, base);
 			if (err)

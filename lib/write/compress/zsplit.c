@@ -156,6 +156,7 @@ int ezi_bld_zfile_append(struct bzfile *z, struct bzfile *s, uint64_t la)
 		z->frag_len = s->frag_len;
 		z->spoff = s->spoff;
 		z->spooled = s->spooled;
+		z->fromsrc = s->fromsrc;
 		s->frag = NULL;
 		s->spooled = false;
 	}
