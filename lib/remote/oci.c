@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
+#include "remote/curl_dl.h"
 
 #include "remote/internal.h"
 #include "remote/json.h"

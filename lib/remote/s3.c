@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
+#include "remote/curl_dl.h"
 
 #include "remote/internal.h"
 

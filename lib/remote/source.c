@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
+#include "remote/curl_dl.h"
 
 #include "remote/internal.h"
 #include "util/sha256.h"
@@ -1272,10 +1272,15 @@ static int cache_adopt(struct ezfs_remote *r, int same)
 	return 0;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_setup(void)
+/* libcurl, loaded on first use (curl_dl.c): 0, or why not, logged */
+static int curl_ready(const struct ezfs_remote_params *p)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	const char *why;
+	int err = ezi_curl_load(&why);
+
+	if (err)
+		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR, "%s", why);
+	return err;
 }
 
 /* oci://: resolve the reference to its layer's blob URL and digest. */
@@ -1318,7 +1323,8 @@ int ezfs_remote_push(const char *path, const char *ref,
 
 	if (!p || !p->size || p->size > sizeof(struct ezfs_remote_params))
 		return -EINVAL;
-	pthread_once(&curl_once, curl_setup);
+	if (curl_ready(p))
+		return -ELIBACC;
 	if (ezi_oci_parse(ref, p->insecure, &o) ||
 	    !strncmp(o.ref, "sha256:", 7)) {
 		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR,
@@ -1343,7 +1349,8 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 	*out = NULL;
 	if (!p || !p->size || p->size > sizeof(*p) || !ezfs_remote_is_url(url))
 		return -EINVAL;
-	pthread_once(&curl_once, curl_setup);
+	if (curl_ready(p))
+		return -ELIBACC;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

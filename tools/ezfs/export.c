@@ -28,8 +28,7 @@ int cmd_export(int argc, char **argv)
 }
 #else
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "archive_dl.h"
 
 #define E_CMD	    "export"
 #define E_MAX_DEPTH 4096
@@ -486,6 +485,7 @@ int cmd_export(int argc, char **argv)
 	struct cli_log lg = { 0 };
 	const char *fmt = "pax", *comp = NULL, *errors = NULL, *sub = "/";
 	char *tmp = NULL;
+	const char *why;
 	ezfs_inode *root = NULL;
 	int c, ret, fd = -1, rc = 1;
 	struct ezfs_stat st;
@@ -564,6 +564,10 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	ezfs_inode_stat(root, &st);
+	if (archive_dl_load(&why) < 0) {
+		cli_error(E_CMD, "%s", why);
+		goto out;
+	}
 	x.buf = malloc(E_CHUNK);
 	x.a = archive_write_new();
 	if (!x.buf || !x.a) {
