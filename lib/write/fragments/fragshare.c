@@ -13,8 +13,9 @@
  * later one compresses its head into pclusters and leaves only a part of
  * the common end as its fragment (zshare), which then points into the
  * earlier fragment. With -E all-fragments the later file's head goes to
- * pclusters the same way. With zstd and lzma packed inodes only an
- * earlier copy beyond the codec's window counts (its distance guessed
+ * pclusters the same way. With zstd packed inodes, and lzma ones with a
+ * dictionary of 1 MiB or more, only an earlier copy beyond the codec's
+ * window counts (its distance guessed
  * from the decoded bytes the files between add to the packed inode): a
  * nearer one costs little in the packed inode anyway. Only file contents
  * decide, so the image does not depend on the number of workers.
@@ -300,9 +301,12 @@ static int visit(struct ezfs_builder *b, struct binode *in, void *arg)
  * of reach (linux tree, zstd 4K/64K/1M: 136, 37 and 24 blocks below
  * 1.9.3; 49 below, 10 above and 1 below with a pcluster guessed for both
  * and earlier files chosen by length alone). lzma-6 packs more into a
- * pcluster and its dictionary sets the reach; there a pcluster per large
- * file guessed best (64K: 3 blocks above 1.9.3, 4 with zstd's guess, 19
- * with half a pcluster).
+ * pcluster and its dictionary sets the reach, with a pcluster per large
+ * file guessed (1M, 4 MiB dictionary: 8 blocks below 1.9.3, 26 above
+ * when sharing at any distance); with a smaller dictionary (pclusters
+ * below 256 KiB) a near-copy is shared at any distance (4K: 231.38 MiB
+ * against 1.9.3's 231.64, 231.57 with the dictionary as reach; 64K: 18
+ * blocks below, 3 above).
  */
 static void guess_reach(const struct ezfs_builder *b, struct shtab *h)
 {
@@ -312,7 +316,10 @@ static void guess_reach(const struct ezfs_builder *b, struct shtab *h)
 	h->bigadd = h->pcap;
 	switch (b->zalgs[0].alg) {
 	case EZFS_ALG_LZMA:
+		/* below 1 MiB, as with lz4: any distance */
 		h->reach = ezi_bld_lzma_dict_size(b);
+		if (h->reach < (1u << 20))
+			h->reach = 0;
 		break;
 	case EZFS_ALG_ZSTD:
 		h->reach = 1ull << ezi_bld_zstd_windowlog(b);
