@@ -136,27 +136,22 @@ for opts in "" "-z lz4" "-z lz4hc -C 16384 -E ztailpacking" \
 	}
 done
 
-# A victim over 16 MiB is compressed in parts on two workers: still one
-# error line, whichever parts meet the change.
+# A victim over 16 MiB is compressed in parts on two workers (split):
+# still one error line, whichever parts meet the change; stored flat, its
+# whole blocks are copied by copy_file_range (layout.c).
 seq 1 2500000 >>"$pristine/v/victim.bin"
-for a in shrink grow eio; do
-	start
-	fault $a -z lz4 --workers=2
-	case $a in
-	shrink) check "shrunk file [split]" 1 "$victim.*(shrank|changed)" 'v/victim';;
-	grow) check "grown file [split]" 1 "$victim.*(grew|changed)" 'v/victim';;
-	eio) check "read error [split]" 1 "$victim.*Input/output error";;
-	esac
-done
-# Stored flat, its whole blocks copied by copy_file_range (layout.c).
-for a in shrink grow eio; do
-	start
-	fault $a --workers=2
-	case $a in
-	shrink) check "shrunk file [flat, copied]" 1 "$victim.*(shrank|changed)" 'v/victim';;
-	grow) check "grown file [flat, copied]" 1 "$victim.*(grew|changed)" 'v/victim';;
-	eio) check "read error [flat, copied]" 1 "$victim.*Input/output error";;
-	esac
+for how in "split|-z lz4" "flat, copied|"; do
+	for a in shrink grow eio; do
+		start
+		# shellcheck disable=SC2086
+		fault $a ${how#*|} --workers=2
+		w="[${how%%|*}]"
+		case $a in
+		shrink) check "shrunk file $w" 1 "$victim.*(shrank|changed)" 'v/victim';;
+		grow) check "grown file $w" 1 "$victim.*(grew|changed)" 'v/victim';;
+		eio) check "read error $w" 1 "$victim.*Input/output error";;
+		esac
+	done
 done
 head -c 70000 /dev/urandom >"$pristine/v/victim.bin"
 seq 1 9000 >>"$pristine/v/victim.bin"
