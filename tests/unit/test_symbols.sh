@@ -47,10 +47,43 @@ else
 	echo "SKIP: readelf is not installed: the libfuse3 check did not run"
 fi
 
+# The ABI as debian/libezfs0.symbols records it: a symbol added or removed
+# without that file changing is an ABI change nobody saw.
+src=${EZFS_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+symfile=$src/debian/libezfs0.symbols
+# symcheck SONAME LIBRARY: the file's section for SONAME against LIBRARY's exports
+symcheck() {
+	local listed have added gone
+	listed=$(awk -v so="$1" '/^[^ *]/ {f = ($1 == so); next}
+		f && /^ ezfs_/ {sub(/@.*/, "", $1); print $1}' "$symfile" | sort -u)
+	have=$(nm -D --defined-only "$2" | awk '{print $NF}' | grep '^ezfs_' | sort -u)
+	added=$(comm -13 <(echo "$listed") <(echo "$have") | grep . || true)
+	gone=$(comm -23 <(echo "$listed") <(echo "$have") | grep . || true)
+	if [ -n "$added$gone" ]; then
+		echo "FAIL: $(basename "$2") exports differ from $1 in debian/libezfs0.symbols:"
+		[ -z "$added" ] || sed 's/^/  new, not in the file: /' <<<"$added" | head -n 40
+		[ -z "$gone" ] || sed 's/^/  in the file, not exported: /' <<<"$gone" | head -n 40
+		fails=$((fails + 1))
+	else
+		echo "ok: $(basename "$2") exports exactly the $(grep -c . <<<"$have") symbols of $1 in debian/libezfs0.symbols"
+	fi
+}
+if [ -f "$symfile" ]; then
+	symcheck libezfs.so.0 "$lib"
+	fuse=$(dirname "$lib")/libezfs-fuse.so
+	if [ -f "$fuse" ]; then
+		symcheck libezfs-fuse.so.0 "$fuse"
+	else
+		echo "SKIP: $fuse was not built: its symbols were not compared"
+	fi
+else
+	echo "FAIL: $symfile is missing"
+	fails=$((fails + 1))
+fi
+
 a=${2:-}
 if [ -n "$a" ]; then
 	[ -f "$a" ] || { echo "FAIL: $a does not exist"; exit 1; }
-	src=${EZFS_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 	public=$(grep -ho 'EZFS_API[^;(]*(' "$src"/include/ezfs/*.h |
 		sed 's/.*[ *]\(ezfs_[a-z0-9_]*\)($/\1/' | sort -u)
 	# less what a sanitizer adds (__odr_asan.NAME, __asan_*, __tsan_*...)
