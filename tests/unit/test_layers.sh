@@ -5,9 +5,9 @@
 # or in a layer below it, and every `#include "LAYER/..."` of a lib/ file
 # must name its own layer or one below.
 #
-#   util < format < io < codec < engine < read < check, write < mount, remote < tools
+#   util < format < io < codec < engine < read < check, write, extract < mount, remote, bench < tools
 #
-# check and write sit side by side: neither may call the other. Sub-folders
+# Layers of one height sit side by side: neither may call the other. Sub-folders
 # (lib/write/compress/...) belong to their layer. A reference that goes up
 # or sideways is printed with both files and the symbol, and fails the test.
 #
@@ -23,8 +23,8 @@ command -v nm >/dev/null || { echo "SKIP: nm (binutils) is not installed"; exit 
 rank() {
 	case $1 in
 	util) echo 0 ;; format) echo 1 ;; io) echo 2 ;; codec) echo 3 ;;
-	engine) echo 4 ;; read) echo 5 ;; check | write) echo 6 ;;
-	mount | remote) echo 7 ;; tools) echo 8 ;; *) echo -1 ;;
+	engine) echo 4 ;; read) echo 5 ;; check | write | extract) echo 6 ;;
+	mount | remote | bench) echo 7 ;; tools) echo 8 ;; *) echo -1 ;;
 	esac
 }
 
