@@ -5,7 +5,9 @@
 # images, --ls, --cat, --blkid-udev; fsck.erofs exit status on good and
 # damaged images; fsck.erofs --extract (and ezfs fsck --extract) against
 # the fixture's manifest, xattrs only with --xattrs; the deapexer and AOSP
-# spellings; mkfs.erofs --help through its link.
+# spellings; mkfs.erofs --help through its link; messages that start with
+# the name called; dump.erofs -S of fragment images as 1.9.3 counts them
+# and --nid of a number where no inode lies.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
@@ -65,6 +67,35 @@ same_fields() {
 	[ $bad = 0 ]
 }
 
+# Messages start with the name the user typed, and so does the hint.
+# said NAME RC PATTERN: exit status RC, stderr matches PATTERN (ERE),
+# and no line says "ezfs ..." ("Try 'ezfs ...", "ezfs mkfs:").
+said() {
+	[ "$RC" = "$2" ] && grep -qE -- "$3" "$ERR" &&
+		! grep -qE "(^|')ezfs[ :]" "$ERR" ||
+		{ echo "  rc $RC: $(head -c 300 "$ERR")"; return 1; }
+}
+mkdir -p "$TMP/src"
+for n in mkfs.erofs fsck.erofs dump.erofs; do
+	t_run pfx "$BIN/$n" --no-such-option "$TMP/x.img" "$TMP/src"
+	t_expect "$n: a usage error starts '$n:'" said "$n" 2 "^$n: unknown option"
+	t_expect "$n: its hint is 'Try '$n --help'.'" grep -qxF "Try '$n --help'." "$ERR"
+done
+t_run pfx "$BIN/mkfs.erofs" -z bogus "$TMP/x.img" "$TMP/src"
+t_expect "mkfs.erofs -z bogus: 'mkfs.erofs: bad -z'" said mkfs.erofs 2 "^mkfs.erofs: bad -z"
+t_run pfx "$BIN/mkfs.erofs" "$TMP/x.img" "$TMP/no-such-dir"
+t_expect "mkfs.erofs of a missing source: one line 'mkfs.erofs: ...'" \
+	said mkfs.erofs 1 "^mkfs.erofs: .*no-such-dir"
+t_expect "mkfs.erofs of a missing source: one line" [ "$(wc -l < "$ERR")" = 1 ]
+t_run pfx "$DUMP" "$TMP/no-such.img"
+t_expect "dump.erofs of a missing image: 'dump.erofs: IMG: ...'" \
+	said dump.erofs 1 "^dump.erofs: $TMP/no-such.img: "
+t_run pfx "$FSCK" "$TMP/no-such.img"
+t_expect "fsck.erofs of a missing image: 'fsck.erofs: IMG: ...'" \
+	said fsck.erofs 1 "^fsck.erofs: $TMP/no-such.img: "
+t_run pfx "$EZFS" mkfs "$TMP/x.img" "$TMP/no-such-dir"
+t_expect "ezfs mkfs keeps its own 'ezfs mkfs:'" grep -q "^ezfs mkfs: " "$ERR"
+
 # --- one image made by Debian's mkfs.erofs -----------------------------
 mkdir -p "$TMP/tree/d/e"
 printf 'hello\n' > "$TMP/tree/a.txt"
@@ -101,6 +132,35 @@ for im in "${images[@]}"; do
 	t_expect "$n: fsck.erofs exits 0" [ "$RC" -eq 0 ]
 done
 
+# -S of fragment images (Debian's 1.5 cannot read them): the packed
+# inode's blocks count as file data, as dump.erofs 1.9.3 counts them.
+# These lines are what 1.9.3's dump.erofs -S prints for the fixtures
+# (made by 1.9.3, so fixed bytes); with a 1.9.3 dump.erofs at hand
+# (DUMP_EROFS2, or dump/dump.erofs beside MKFS_EROFS2's mkfs/) the
+# whole output is compared with it as well.
+peer_dump=${DUMP_EROFS2:-}
+[ -z "$peer_dump" ] && [ -n "${MKFS_EROFS2:-}" ] &&
+	peer_dump=$(dirname "$MKFS_EROFS2")/../dump/dump.erofs
+[ -n "$peer_dump" ] && [ -x "$peer_dump" ] ||
+	{ peer_dump=; echo "SKIP: -S against dump.erofs 1.9.3 (set DUMP_EROFS2)"; }
+while IFS='|' read -r name comp uncomp total rate; do
+	t_fixture_unpack "$name" || continue
+	t_run ours "$DUMP" -S "$img"
+	t_expect "$name: dump.erofs -S as 1.9.3's ($rate)" eval '
+		grep -qx "Filesystem compressed files: *$comp" "$OUT" &&
+		grep -qx "Filesystem uncompressed files: *$uncomp" "$OUT" &&
+		grep -qx "Filesystem total file size: *$total Bytes" "$OUT" &&
+		grep -qx "Filesystem compress rate: *$rate" "$OUT"'
+	if [ -n "$peer_dump" ]; then
+		"$peer_dump" -S "$img" > "$TMP/peer.out" 2>&1
+		t_expect "$name: dump.erofs -S, every line as 1.9.3's" \
+			cmp -s "$TMP/peer.out" "$OUT"
+	fi
+done <<'EOF2'
+all-fragments|1629|70|3751936|33.69%
+fragments-dedupe|1629|70|1789952|16.07%
+EOF2
+
 # --path, --nid, -e: as Debian's, where 1.5 gets them right
 im=$TMP/lz4hc-64k.img
 for p in / /big/text_3m /links/hard1 /sizes /special; do
@@ -113,6 +173,16 @@ t_run ours "$DUMP" --nid="$nid" "$im"
 t_expect "dump.erofs --nid names the path" grep -qx 'File : /special' "$OUT"
 t_run ours "$DUMP" --nid=999999999 "$im"
 t_expect "dump.erofs --nid of no inode fails" [ "$RC" -ne 0 ]
+# a nid that is no inode (past the end, inside another inode, in the
+# superblock) is the user's mistake: named as such, the image not
+# called corrupt
+for bad in 999999999 1; do
+	t_run ours "$DUMP" --nid="$bad" "$im"
+	t_expect "dump.erofs --nid=$bad: one line 'nid $bad is not an inode'" \
+		said dump.erofs 1 "^dump.erofs: $im: nid $bad is not an inode"
+	t_expect "dump.erofs --nid=$bad: one line, the image not called corrupt" \
+		eval '[ "$(wc -l < "$ERR")" = 1 ] && ! grep -qi corrupt "$ERR"'
+done
 t_run ours "$DUMP" --path=/no/such "$im"
 t_expect "dump.erofs --path of nothing fails" [ "$RC" -ne 0 ]
 

@@ -11,7 +11,15 @@
 
 #define CLI_ATTR_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
-/* "ezfs CMD: <formatted>" on stderr, one line. */
+/*
+ * The erofs-utils name ezfs was called by ("mkfs.erofs", "fsck.erofs",
+ * "dump.erofs": main.c sets it), else NULL. When set, every message below
+ * starts "NAME:" and the usage hint says "Try 'NAME --help'.", whatever
+ * the cmd given: the name the user typed, not "ezfs CMD".
+ */
+extern const char *cli_prog;
+
+/* "ezfs CMD: <formatted>" (or "NAME: ..." under cli_prog) on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3);
 /* "ezfs CMD: IMG: [PATH: ]reason" where reason = ezfs_strerror(err). */
 void cli_fail(const char *cmd, const char *img, const char *path, int err);
