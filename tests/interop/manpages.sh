@@ -10,7 +10,10 @@
 #  - the options a page names (tokens like -x, --foo, --[no-]bar, read from
 #    the rendered page) are the options its command's --help names, no more
 #    and no fewer. --help and -h are left out on both sides: every command
-#    takes them and ezfs(1) says so once.
+#    takes them and ezfs(1) says so once;
+#  - a page that names http:// images names oci:// and s3:// ones too;
+#  - ezfs(1) lists every command; docs/remote.md names only options that
+#    the commands it speaks of take.
 #
 # usage: EZFS_BIN=build/tools/ezfs/ezfs tests/interop/manpages.sh
 set -uo pipefail
@@ -146,6 +149,12 @@ for page in $(printf '%s\n' "${!runs[@]}" | sort); do
 	else
 		t_pass "$page: renders at 80 columns without warnings"
 	fi
+	# A page that speaks of http:// images speaks of oci:// and s3:// too
+	# (ezfs-cache(1) once knew only http).
+	if grep -q 'http://' "$TMP/$page.txt" &&
+		! { grep -q 'oci://' "$TMP/$page.txt" && grep -q 's3://' "$TMP/$page.txt"; }; then
+		t_fail "$page: names http:// images but not oci:// and s3:// ones"
+	fi
 	# Wide enough that no option name is broken across lines (groff breaks
 	# lines after a hyphen).
 	render "$TMP/$page.1" 3000 2>/dev/null | tokens >"$TMP/$page.man-opts"
@@ -163,6 +172,63 @@ for page in $(printf '%s\n' "${!runs[@]}" | sort); do
 		comm -13 "$TMP/$page.help-opts" "$TMP/$page.man-opts" | sed 's/^/  only in the page: /'
 	fi
 done
+
+# ezfs(1) lists every command of `ezfs --help` under COMMANDS and in SEE
+# ALSO (it had left out push).
+for c in "${cmds[@]}"; do
+	if ! sed -n '/^# COMMANDS/,/^# OPTIONS/p' "$man_dir/ezfs.1.scd" | grep -qE "^(\*[a-z]+\*, )*\*$c\*"; then
+		t_fail "ezfs(1): COMMANDS does not list $c"
+	elif ! sed -n '/^# SEE ALSO/,$p' "$man_dir/ezfs.1.scd" | grep -qF "*ezfs-$c*(1)"; then
+		t_fail "ezfs(1): SEE ALSO does not name ezfs-$c(1)"
+	else
+		t_pass "ezfs(1) lists $c and ezfs-$c(1)"
+	fi
+done
+
+# An option docs/remote.md tells users to pass is one the commands it is
+# about take: `ezfs cat` (every command that reads an image takes the
+# same), else a command its paragraph or list item names (`ezfs mount`,
+# `ezfs accel stats`...). It once said (`-v`), which only mount takes.
+"$EZFS" cat --help >"$TMP/cat.help" 2>&1
+bad=$(python3 - "$SRC/docs/remote.md" "$EZFS" "$TMP/cat.help" <<'PY'
+import re, subprocess, sys
+doc, ezfs, cat_help = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
+cmds = ["accel stats", "cache", "push", "mount", "umount", "bench", "info",
+        "ls", "stat", "cat", "extract", "export", "fsck", "mkfs", "lpinfo"]
+helps = {}
+def takes(help_text, opt):
+    return re.search(r"(?<![\w-])" + re.escape(opt) + r"(?![\w-])", help_text)
+units, cur = [], []
+for line in open(doc):
+    if not line.strip() or line.startswith("- ") or line.startswith("#"):
+        if cur:
+            units.append(" ".join(cur))
+        cur = []
+    if line.strip():
+        cur.append(line.strip())
+units.append(" ".join(cur))
+for u in units:
+    for opt in re.findall(r"`(--?[A-Za-z][\w-]*)[^`]*`", u):
+        if takes(cat_help, opt):
+            continue
+        ok = False
+        for c in cmds:
+            if not re.search(r"ezfs %s\b" % c, u):
+                continue
+            if c not in helps:
+                helps[c] = subprocess.run([ezfs] + c.split() + ["--help"],
+                    capture_output=True, text=True).stdout
+            ok = ok or takes(helps[c], opt)
+        if not ok:
+            print("%s (in: %s...)" % (opt, u[:70]))
+PY
+)
+if [ -z "$bad" ]; then
+	t_pass "docs/remote.md names only options its commands take"
+else
+	t_fail "docs/remote.md names options no command it speaks of takes:"
+	printf '  %s\n' "$bad"
+fi
 
 # Pages that document no command any more.
 for scd in "$man_dir"/*.1.scd; do
