@@ -12,8 +12,9 @@
 #    and no fewer. --help and -h are left out on both sides: every command
 #    takes them and ezfs(1) says so once;
 #  - a page that names http:// images names oci:// and s3:// ones too;
-#  - ezfs(1) lists every command; docs/remote.md names only options that
-#    the commands it speaks of take.
+#  - ezfs(1) and README.md list every command (README.md after `make
+#    demo` and `make check`); docs/remote.md names only options that the
+#    commands it speaks of take.
 #
 # usage: EZFS_BIN=build/tools/ezfs/ezfs tests/interop/manpages.sh
 set -uo pipefail
@@ -183,6 +184,20 @@ for c in "${cmds[@]}"; do
 	else
 		t_pass "ezfs(1) lists $c and ezfs-$c(1)"
 	fi
+done
+
+# README.md: its first commands are `make demo` and `make check`, and it
+# names every command (it had no word of push, cache or lpinfo) and the
+# kinds of image they take (remote, Android sparse).
+readme=$SRC/README.md
+first=$(awk '/^```/ { if (on) exit; on = 1; next } on' "$readme")
+t_expect "README.md starts with 'make demo' and 'make check'" \
+	[ "$first" = "$(printf 'make demo\nmake check')" ]
+for c in "${cmds[@]}"; do
+	t_expect "README.md names 'ezfs $c'" grep -q "ezfs $c\b" "$readme"
+done
+for w in 'http://' 'oci://' 's3://' 'sparse image' 'SUPER:NAME' 'extract --android'; do
+	t_expect "README.md speaks of '$w'" grep -qF -- "$w" "$readme"
 done
 
 # An option docs/remote.md tells users to pass is one the commands it is
