@@ -67,6 +67,12 @@ same_fields() {
 	[ $bad = 0 ]
 }
 
+# The long --version of both (1.9.3's spelling)
+t_run dumpv "$DUMP" --version
+t_expect "dump.erofs --version" grep -q '^dump.erofs ' "$OUT"
+t_run fsckv "$FSCK" --version
+t_expect "fsck.erofs --version" grep -q '^fsck.erofs ' "$OUT"
+
 # Messages start with the name the user typed, and so does the hint.
 # said NAME RC PATTERN: exit status RC, stderr matches PATTERN (ERE),
 # and no line says "ezfs ..." ("Try 'ezfs ...", "ezfs mkfs:").
@@ -95,6 +101,48 @@ t_expect "fsck.erofs of a missing image: 'fsck.erofs: IMG: ...'" \
 	said fsck.erofs 1 "^fsck.erofs: $TMP/no-such.img: "
 t_run pfx "$EZFS" mkfs "$TMP/x.img" "$TMP/no-such-dir"
 t_expect "ezfs mkfs keeps its own 'ezfs mkfs:'" grep -q "^ezfs mkfs: " "$ERR"
+
+# docs/compat.md's table of what the names still refuse stays true: each
+# option it lists is refused (exit 2, one line and the hint).
+refused=$(python3 - "$SRC/docs/compat.md" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+sec = text.split("## What the names still refuse", 1)[1]
+for line in sec.splitlines():
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+    if len(cells) != 3 or cells[0] not in ("mkfs.erofs", "fsck.erofs", "dump.erofs"):
+        continue
+    tool, opts, why = cells
+    if why.startswith("only in an ezfs built without"):
+        continue
+    m = re.match(r"`-E \^OPT` for (.*)", opts)
+    if m:
+        for name in re.findall(r"`([^`]+)`", m.group(1)):
+            print(tool, "-E^" + name)
+        continue
+    for o in re.findall(r"`([^`]+)`", opts):
+        o = o.replace("\\|", "|")
+        o = re.sub(r"\[=[^]]*\]$", "", o)          # --clean[=data|rvsp|0]
+        o = o.replace(" ", "")                      # -E fragdedupe
+        o = o.replace("=...", "=x").replace("=FILE", "=x").replace("=NAME", "=x")
+        o = o.replace("=N", "=1")
+        print(tool, o)
+PY
+)
+if [ "$(wc -l <<<"$refused")" -lt 10 ]; then
+	t_fail "docs/compat.md: the table of refused options was not read ($(wc -l <<<"$refused") rows)"
+fi
+mkdir -p "$TMP/rtree"
+echo x > "$TMP/rtree/f"
+while read -r tool opt; do
+	[ -n "$tool" ] || continue
+	case $tool in
+	mkfs.erofs) t_run ref "$BIN/mkfs.erofs" -q "$opt" "$TMP/r.img" "$TMP/rtree" ;;
+	*) t_run ref "$BIN/$tool" "$opt" "$TMP/none.img" ;;
+	esac
+	t_expect "docs/compat.md: $tool $opt is refused (exit 2, one line)" \
+		eval '[ "$RC" = 2 ] && [ "$(grep -vc "^Try " "$ERR")" = 1 ] && [ ! -e "$TMP/r.img" ]'
+done <<<"$refused"
 
 # --- one image made by Debian's mkfs.erofs -----------------------------
 mkdir -p "$TMP/tree/d/e"
@@ -229,6 +277,39 @@ t_run fsck timeout "$tmo" "$FSCK" "$TMP/bad2.img"
 t_expect "fsck.erofs: damaged pcluster at $pa, non-zero exit" [ "$RC" -ne 0 ]
 t_run fsck timeout "$tmo" "$FSCK" --extract="$TMP/bx" "$TMP/bad2.img"
 t_expect "fsck.erofs --extract: damaged pcluster, non-zero exit" [ "$RC" -ne 0 ]
+
+# --no-sbcrc: an image whose stored superblock checksum is wrong (the
+# field flipped, nothing else) is refused, as Debian's fsck.erofs refuses
+# it, and checked with --no-sbcrc, as 1.9.3 does (DUMP_EROFS2's fsck/).
+cp "$im" "$TMP/crc.img"
+chmod u+w "$TMP/crc.img"
+printf '\377' | dd of="$TMP/crc.img" bs=1 seek=1028 conv=notrunc 2>/dev/null
+# (erofs-utils exits 0 after "failed to verify superblock checksum")
+t_expect "Debian's fsck.erofs refuses the image with a flipped checksum" \
+	eval 'fsck.erofs "$TMP/crc.img" 2>&1 | grep -q "verify superblock checksum"'
+
+t_run fsck "$FSCK" "$TMP/crc.img"
+t_expect "fsck.erofs: a superblock checksum mismatch, exit 1, one line" \
+	eval '[ "$RC" = 1 ] && [ "$(wc -l < "$ERR")" = 1 ] && grep -q "checksum mismatch" "$ERR"'
+t_run fsck timeout "$tmo" "$FSCK" --no-sbcrc "$TMP/crc.img"
+t_expect "fsck.erofs --no-sbcrc: the rest of the image is clean (exit 0)" [ "$RC" = 0 ]
+peer_fsck=${peer_dump:+$(dirname "$peer_dump")/fsck.erofs}
+[ -n "$peer_fsck" ] && [ ! -x "$peer_fsck" ] && peer_fsck=$(dirname "$peer_dump")/../fsck/fsck.erofs
+if [ -n "$peer_fsck" ] && [ -x "$peer_fsck" ]; then
+	t_expect "1.9.3's fsck.erofs refuses it too" \
+		eval '"$peer_fsck" "$TMP/crc.img" 2>&1 | grep -q "verify superblock checksum"'
+	t_expect "1.9.3's fsck.erofs --no-sbcrc agrees: no error" \
+		eval '"$peer_fsck" --no-sbcrc "$TMP/crc.img" 2>&1 >/dev/null | { ! grep -q .; }'
+	t_expect "1.9.3's fsck.erofs --no-sbcrc agrees: exit 0" \
+		eval '"$peer_fsck" --no-sbcrc "$TMP/crc.img" >/dev/null 2>&1'
+
+fi
+# --[no-]xattrs without --extract=X: accepted, as by 1.9.3 (ezfs checks
+# every xattr anyway)
+t_run fsck timeout "$tmo" "$FSCK" --xattrs "$im"
+t_expect "fsck.erofs --xattrs without --extract=X exits 0" [ "$RC" = 0 ]
+t_run fsck timeout "$tmo" "$FSCK" --no-xattrs "$im"
+t_expect "fsck.erofs --no-xattrs without --extract=X exits 0" [ "$RC" = 0 ]
 
 # --- fsck.erofs --extract ---------------------------------------------
 if ! t_is_root; then

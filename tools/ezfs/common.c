@@ -265,7 +265,13 @@ static struct {
 	const char *devices[CLI_MAX_DEVICES];
 	unsigned ndevices;
 	uint64_t offset;
+	int no_sb_crc;
 } image_opts;
+
+void cli_set_no_sb_crc(void)
+{
+	image_opts.no_sb_crc = 1;
+}
 
 int cli_add_device(const char *cmd, const char *path)
 {
@@ -407,6 +413,7 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	}
 	p.strict_accel = engine_opts.strict;
 	p.offset = image_opts.offset;
+	p.no_sb_crc = image_opts.no_sb_crc;
 	p.devices = image_opts.devices;
 	p.ndevices = image_opts.ndevices;
 	lg->opening = 1;

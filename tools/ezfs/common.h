@@ -158,6 +158,9 @@ enum {
 int cli_add_device(const char *cmd, const char *path);
 /* Parse and record --offset N; returns 0, or 2 after a usage error. */
 int cli_set_offset(const char *cmd, const char *arg);
+/* Record fsck.erofs --no-sbcrc: cli_open() then takes an image whose
+ * superblock checksum does not match. */
+void cli_set_no_sb_crc(void);
 
 /*
  * The default case of an option switch: an engine option is checked and

@@ -58,7 +58,7 @@ static void usage(FILE *f)
 		"usage: dump.erofs [OPTIONS] IMAGE\n"
 		"Show the layout of an EROFS image (ezfs %s).\n"
 		" -S              show statistics of the image\n"
-		" -V              print the version and exit\n"
+		" -V, --version   print the version and exit\n"
 		" -e              show the extents (an inode required)\n"
 		" -s              show the superblock (the default)\n"
 		" --ls            list a directory (an inode required)\n"
@@ -536,6 +536,7 @@ int compat_dump_main(int argc, char **argv)
 		{ "ls", no_argument, NULL, CD_LS },
 		{ "cat", no_argument, NULL, CD_CAT },
 		{ "blkid-udev", no_argument, NULL, CD_BLKID },
+		{ "version", no_argument, NULL, 'V' },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
