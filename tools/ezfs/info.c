@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -262,9 +263,25 @@ static void print_sparse(const char *img)
 	       sp.dont_care_blocks, sp.crc32_chunks);
 }
 
+/* The "sparse" object of info.json: each count under its field's name. */
+/* clang-format off */
+#define SP_U64(f) { #f, offsetof(struct ezfs_sparse_info, f) }
+/* clang-format on */
 static void json_sparse(struct cj *j, const char *img)
 {
+	static const struct {
+		const char *key;
+		size_t off;
+	} u64s[] = {
+		SP_U64(blocks),		  SP_U64(stored_bytes),
+		SP_U64(chunks),		  SP_U64(raw_chunks),
+		SP_U64(raw_blocks),	  SP_U64(fill_chunks),
+		SP_U64(fill_blocks),	  SP_U64(dont_care_chunks),
+		SP_U64(dont_care_blocks), SP_U64(crc32_chunks),
+	};
 	struct ezfs_sparse_info sp;
+	uint64_t v;
+	size_t i;
 
 	if (!sparse_of(img, &sp)) {
 		cj_null(j, "sparse");
@@ -273,18 +290,13 @@ static void json_sparse(struct cj *j, const char *img)
 	cj_obj(j, "sparse");
 	cj_u64(j, "files", sp.files);
 	cj_u64(j, "block_size", sp.block_size);
-	cj_u64(j, "blocks", sp.blocks);
-	cj_u64(j, "stored_bytes", sp.stored_bytes);
-	cj_u64(j, "chunks", sp.chunks);
-	cj_u64(j, "raw_chunks", sp.raw_chunks);
-	cj_u64(j, "raw_blocks", sp.raw_blocks);
-	cj_u64(j, "fill_chunks", sp.fill_chunks);
-	cj_u64(j, "fill_blocks", sp.fill_blocks);
-	cj_u64(j, "dont_care_chunks", sp.dont_care_chunks);
-	cj_u64(j, "dont_care_blocks", sp.dont_care_blocks);
-	cj_u64(j, "crc32_chunks", sp.crc32_chunks);
+	for (i = 0; i < sizeof(u64s) / sizeof(u64s[0]); i++) {
+		memcpy(&v, (const char *)&sp + u64s[i].off, sizeof(v));
+		cj_u64(j, u64s[i].key, v);
+	}
 	cj_end(j);
 }
+#undef SP_U64
 
 static void print_sb(const char *img, ezfs_image *fs)
 {
