@@ -202,8 +202,9 @@ done
 
 # An option docs/remote.md tells users to pass is one the commands it is
 # about take: `ezfs cat` (every command that reads an image takes the
-# same), else a command its paragraph or list item names (`ezfs mount`,
-# `ezfs accel stats`...). It once said (`-v`), which only mount takes.
+# same), else a command its section names (`ezfs mount`, `ezfs accel
+# stats`...); "without `-x`" tells of none. It once said (`-v`) of the
+# warnings of every command, where only mount takes -v.
 "$EZFS" cat --help >"$TMP/cat.help" 2>&1
 bad=$(python3 - "$SRC/docs/remote.md" "$EZFS" "$TMP/cat.help" <<'PY'
 import re, subprocess, sys
@@ -213,29 +214,23 @@ cmds = ["accel stats", "cache", "push", "mount", "umount", "bench", "info",
 helps = {}
 def takes(help_text, opt):
     return re.search(r"(?<![\w-])" + re.escape(opt) + r"(?![\w-])", help_text)
-units, cur = [], []
-for line in open(doc):
-    if not line.strip() or line.startswith("- ") or line.startswith("#"):
-        if cur:
-            units.append(" ".join(cur))
-        cur = []
-    if line.strip():
-        cur.append(line.strip())
-units.append(" ".join(cur))
-for u in units:
-    for opt in re.findall(r"`(--?[A-Za-z][\w-]*)[^`]*`", u):
-        if takes(cat_help, opt):
+for sec in re.split(r"\n(?=#)", open(doc).read()):
+    for m in re.finditer(r"`(--?[A-Za-z][\w-]*)[^`]*`", sec):
+        opt = m.group(1)
+        if takes(cat_help, opt) or re.search(r"\b(without|no)\s+$",
+                                             sec[max(0, m.start() - 12):m.start()]):
             continue
         ok = False
         for c in cmds:
-            if not re.search(r"ezfs %s\b" % c, u):
+            if not re.search(r"ezfs %s\b" % c, sec):
                 continue
             if c not in helps:
                 helps[c] = subprocess.run([ezfs] + c.split() + ["--help"],
                     capture_output=True, text=True).stdout
             ok = ok or takes(helps[c], opt)
         if not ok:
-            print("%s (in: %s...)" % (opt, u[:70]))
+            line = sec[:m.start()].count("\n") + 1
+            print("%s (section '%s', its line %d)" % (opt, sec.split("\n", 1)[0], line))
 PY
 )
 if [ -z "$bad" ]; then
