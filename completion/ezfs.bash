@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Bash completion for ezfs: subcommands, each command's options (read from
-# `ezfs COMMAND --help` the first time they are asked for) and, for ls,
-# stat, cat, extract and export, paths inside the image (`ezfs ls -l IMAGE DIR` of
-# the directory typed so far). Installed as
+# `ezfs COMMAND --help` the first time they are asked for), the values of
+# mkfs -z and -E, mount -o, bench --goal and --storage and --dispatch,
+# and, for ls, stat, cat, extract and export, paths inside the image
+# (`ezfs ls -l IMAGE DIR` of the directory typed so far). Installed as
 # share/bash-completion/completions/ezfs; works without bash-completion
 # too (source this file).
 
@@ -90,6 +91,40 @@ _ezfs_image_paths()
 	return 0
 }
 
+# The values of options that take one of a few words (each in the
+# command's --help; interop.completion checks that they still are).
+_ezfs_z_algs="lz4 lz4hc lzma deflate libdeflate zstd none"
+_ezfs_e_opts="noinline_data force-inode-compact force-inode-extended \
+legacy-compress nosbcrc ztailpacking fragments all-fragments dedupe \
+force-chunk-indexes 48bit dot-omitted fragdedupe= force-inode-blockmap \
+xattr-name-filter ^xattr-name-filter plain-xattr-prefixes"
+_ezfs_mount_opts="cache= threads= allow_other offset= device= uid= gid= \
+accel= dispatch= prefetch= readahead= ro"
+_ezfs_goals="size seq random balanced"
+_ezfs_storages="cloud-hdd cloud-ssd nvme emmc registry-20ms"
+_ezfs_dispatches="inline queue percpu"
+
+# _ezfs_list CUR SEP WORDS: COMPREPLY gets CUR's part up to its last SEP
+# followed by each of WORDS that starts with the rest (a list such as
+# -E ztailpacking,fragments); no space after a word that ends in '=' or
+# SEP, where more is to come.
+_ezfs_list()
+{
+	local cur=$1 sep=$2 head='' w
+	if [[ $cur == *"$sep"* ]]; then
+		head=${cur%"$sep"*}$sep
+		cur=${cur##*"$sep"}
+	fi
+	for w in $3; do
+		[[ $w == "$cur"* ]] && COMPREPLY+=("$head$w")
+	done
+	if [[ ${COMPREPLY[*]} == *= || ${COMPREPLY[*]} == *"= "* ]] &&
+		type compopt &>/dev/null; then
+		compopt -o nospace 2>/dev/null
+	fi
+	return 0
+}
+
 # _ezfs_takes_value CMD WORD: WORD is an option of CMD whose value is the
 # next word.
 _ezfs_takes_value()
@@ -154,15 +189,40 @@ _ezfs()
 		mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_options "$ezfs" "$cmd")" -- "$cur")
 		return 0
 	fi
-	# The value of an option: a file name where it names one, else nothing.
+	# The value of an option: its words, or a file name where it names
+	# one, else nothing.
 	if _ezfs_takes_value "$cmd" "$prev"; then
+		case $cmd:$prev in
+		mkfs:-z)
+			_ezfs_list "$cur" : "$_ezfs_z_algs"
+			return 0
+			;;
+		mkfs:-E)
+			_ezfs_list "$cur" , "$_ezfs_e_opts"
+			return 0
+			;;
+		mount:-o)
+			_ezfs_list "$cur" , "$_ezfs_mount_opts"
+			return 0
+			;;
+		*:--goal)
+			_ezfs_list "$cur" , "$_ezfs_goals"
+			return 0
+			;;
+		*:--dispatch)
+			_ezfs_list "$cur" , "$_ezfs_dispatches"
+			return 0
+			;;
+		*:--storage)
+			# a profile, or a file or device to measure
+			_ezfs_list "$cur" , "$_ezfs_storages"
+			;;
+		esac
 		case $prev in
 		--log | --csv | --json | --plot | --path | --device | --storage | \
 			--errors | --fs-config | --file-contexts | --output | -o | \
 			--cache-dir)
-			# mount -o takes mount options, not a file
-			[[ $prev == -o && $cmd == mount ]] && return 0
-			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+			mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -- "$cur")
 			type compopt &>/dev/null && compopt -o filenames 2>/dev/null
 			;;
 		--format)

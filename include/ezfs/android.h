@@ -18,6 +18,29 @@
 extern "C" {
 #endif
 
+/* What an Android sparse image, or a split set of them, holds. */
+struct ezfs_sparse_info {
+	uint32_t files;	       /* sparse files: 1, or the split set's count */
+	uint32_t block_size;   /* bytes per block */
+	uint64_t blocks;       /* blocks of the expanded image */
+	uint64_t image_bytes;  /* the expanded image: blocks * block_size */
+	uint64_t stored_bytes; /* the sparse files' sizes together */
+	uint64_t chunks;       /* chunks of every type in every file */
+	uint64_t raw_chunks, fill_chunks, dont_care_chunks, crc32_chunks;
+	uint64_t raw_blocks, fill_blocks, dont_care_blocks; /* their blocks */
+};
+
+/*
+ * Read the headers of the Android sparse image at path, or of the split
+ * set whose first file path is (NAME.0 takes NAME.1, ... as
+ * ezfs_image_open does), into *out (zeroed first). Only the file and
+ * chunk headers are read. Returns 0, -EMEDIUMTYPE when path is not a
+ * sparse image (a raw image, or SUPER:NAME), or what ezfs_image_open
+ * returns for the file (-ENOENT, -EUCLEAN for a broken sparse file...).
+ * Thread-safe; nothing to free.
+ */
+EZFS_API int ezfs_sparse_stat(const char *path, struct ezfs_sparse_info *out);
+
 typedef struct ezfs_lp ezfs_lp;
 
 struct ezfs_lp_params {

@@ -108,6 +108,9 @@ struct ezfs_open_params {
 	 * its errors are ignored (the read that follows reports its own).
 	 * NULL: none (files get POSIX_FADV_WILLNEED for data hints). */
 	void (*io_hint)(void *arg, uint64_t off, uint64_t len, unsigned flags);
+	/* 1: open an image whose superblock checksum (SB_CHKSUM) does not
+	 * match, logging a warning (fsck.erofs --no-sbcrc); 0: -EUCLEAN. */
+	int no_sb_crc;
 };
 
 /* What an io hint announces. */

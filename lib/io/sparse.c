@@ -44,6 +44,7 @@ struct sparse_io {
 	struct sp_chunk *c;
 	size_t n, cap;
 	uint64_t size;
+	struct ezfs_sparse_info info; /* ezfs_sparse_stat's counts */
 };
 
 static uint16_t le16(const uint8_t *p)
@@ -327,7 +328,9 @@ static int parse_piece(struct sparse_io *s, unsigned pi, const char *name,
 				 (unsigned long long)p->size);
 			return -EUCLEAN;
 		}
+		s->info.chunks++;
 		if (type == CHUNK_CRC32) {
+			s->info.crc32_chunks++;
 			pos = data + want;
 			continue; /* no blocks */
 		}
@@ -345,10 +348,17 @@ static int parse_piece(struct sparse_io *s, unsigned pi, const char *name,
 		if (type == CHUNK_RAW) {
 			c.raw = 1;
 			c.src = data;
+			s->info.raw_chunks++;
+			s->info.raw_blocks += nblk;
 		} else if (type == CHUNK_FILL) {
 			err = piece_read(p, c.fill, 4, data);
 			if (err)
 				return err;
+			s->info.fill_chunks++;
+			s->info.fill_blocks += nblk;
+		} else {
+			s->info.dont_care_chunks++;
+			s->info.dont_care_blocks += nblk;
 		}
 		if (type != CHUNK_DONT_CARE && nblk) {
 			err = add_chunk(s, &c);
@@ -427,8 +437,31 @@ int ezi_sparse_open(struct ezfs_io *pieces, unsigned n,
 		return err;
 	}
 	s->size = (uint64_t)g.total_blks * g.blk_sz;
+	s->info.files = n;
+	s->info.block_size = g.blk_sz;
+	s->info.blocks = g.total_blks;
+	s->info.image_bytes = s->size;
+	for (i = 0; i < n; i++)
+		s->info.stored_bytes += s->pieces[i].size;
 	out->ops = &sparse_ops;
 	out->arg = s;
 	out->size = s->size;
 	return 0;
+}
+
+int ezfs_sparse_stat(const char *path, struct ezfs_sparse_info *out)
+{
+	struct ezfs_io io;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = ezi_io_open_path(path, NULL, &io);
+	if (err)
+		return err;
+	if (io.ops == &sparse_ops)
+		*out = ((const struct sparse_io *)io.arg)->info;
+	else
+		err = -EMEDIUMTYPE;
+	ezi_io_close(&io);
+	return err;
 }

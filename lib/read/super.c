@@ -35,8 +35,9 @@ uint64_t ezfs_root_nid(const ezfs_image *img)
 	return img->si.root_nid;
 }
 
-/* [2.3] The checksum covers 1024..end of block 0 with the field zeroed. */
-static int check_sb_crc(ezfs_image *img, uint32_t expect)
+/* [2.3] The checksum covers 1024..end of block 0 with the field zeroed.
+ * A mismatch is -EUCLEAN, or a warning when the caller asked to go on. */
+static int check_sb_crc(ezfs_image *img, uint32_t expect, int go_on)
 {
 	uint32_t len = img->blksz > EROFS_SUPER_OFFSET
 			       ? img->blksz - EROFS_SUPER_OFFSET
@@ -56,11 +57,11 @@ static int check_sb_crc(ezfs_image *img, uint32_t expect)
 	crc = ezi_crc32c(0xFFFFFFFFu, buf, len);
 	free(buf);
 	if (crc != expect) {
-		ezfs_err(img,
+		ezfs_log(img, go_on ? EZFS_LOG_WARN : EZFS_LOG_ERROR,
 			 "superblock checksum mismatch: stored 0x%08x, "
-			 "computed 0x%08x",
-			 expect, crc);
-		return -EUCLEAN;
+			 "computed 0x%08x%s",
+			 expect, crc, go_on ? "; ignored" : "");
+		return go_on ? 0 : -EUCLEAN;
 	}
 	return 0;
 }
@@ -237,7 +238,7 @@ static int parse_super(ezfs_image *img, const struct ezfs_open_params *p)
 	si->feature_compat = get_le32(&sb->feature_compat);
 	si->feature_incompat = get_le32(&sb->feature_incompat);
 	if (si->feature_compat & EROFS_FEATURE_COMPAT_SB_CHKSUM) {
-		err = check_sb_crc(img, get_le32(&sb->checksum));
+		err = check_sb_crc(img, get_le32(&sb->checksum), p->no_sb_crc);
 		if (err)
 			return err;
 	}

@@ -5,6 +5,7 @@
 # split sets (simg2simg), super images with two partitions (android-img.py,
 # from the liblp format), sparse super images; every command on them must
 # see exactly the fixture inside, and broken containers get one error line.
+# ezfs info says a sparse image is one, with simg_dump's chunk counts.
 #
 # usage: tests/interop/android-read.sh
 set -uo pipefail
@@ -146,6 +147,61 @@ if [ $LIBSPARSE = 1 ]; then
 	cp "$TMP/badset/a.img_sparsechunk.0" "$TMP/badset/a.img_sparsechunk.1"
 	bad "split set with overlapping files" "also in" \
 		"$EZFS" fsck "$TMP/badset/a.img_sparsechunk.0"
+fi
+
+# --- ezfs info of a sparse image: says so, with its chunks as simg_dump
+# counts them (every file of a split set), in the text and in --json
+# simg_counts FILE...: the chunks and blocks of each type, as info prints.
+simg_counts() {
+	simg_dump -v "$@" | awk '
+	$1 ~ /^[0-9]+$/ && NF >= 6 {
+		n++
+		if (/Raw data/) { r++; rb += $5 }
+		else if (/Fill with/) { f++; fb += $5 }
+		else if (/Don.t care/) { d++; db += $5 }
+		else if (/CRC32/) c++
+	}
+	END { printf "%d: %d raw (%d blocks), %d fill (%d), %d don'"'"'t care (%d), %d crc32\n",
+		n, r, rb, f, fb, d, db, c }'
+}
+if [ $LIBSPARSE = 1 ] && command -v simg_dump >/dev/null; then
+	for s in a.simg dc.simg a.img_sparsechunk.0; do
+		files=1
+		set -- "$TMP/$s"
+		if [ $s = a.img_sparsechunk.0 ]; then
+			set -- "$TMP"/a.img_sparsechunk.*
+			files=$#
+		fi
+		want_c=$(simg_counts "$@")
+		blocks=$(simg_dump "$1" | sed -n 's/.*Total of \([0-9]*\) \([0-9]*\)-byte output blocks.*/\1 blocks of \2/p')
+		t_run info "$EZFS" info "$TMP/$s"
+		t_check "info $s: 'Container: Android sparse, $files file(s)', $blocks" 0 \
+			stdout "^Container: +Android sparse, $files files?, [0-9]+ bytes stored .*, $blocks\$"
+		t_check "info $s: 'Sparse chunks: $want_c' as simg_dump counts" 0 \
+			stdout "^Sparse chunks: +$(sed 's/[()]/\\&/g' <<<"$want_c")\$"
+		t_run infoj "$EZFS" info --json "$TMP/$s"
+		t_expect "info --json $s: valid against info.json" \
+			python3 "$SRC/tests/interop/json-check.py" validate \
+			"$SRC/docs/schemas/info.json" "$TMP/infoj.out"
+		t_expect "info --json $s: 'sparse' has the counts of the text" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["sparse"]
+line = "%d: %d raw (%d blocks), %d fill (%d), %d don'"'"'t care (%d), %d crc32" % (
+    s["chunks"], s["raw_chunks"], s["raw_blocks"], s["fill_chunks"],
+    s["fill_blocks"], s["dont_care_chunks"], s["dont_care_blocks"],
+    s["crc32_chunks"])
+sys.exit(not (line == sys.argv[2] and s["files"] == int(sys.argv[3]) and
+    s["stored_bytes"] == sum(int(x) for x in sys.argv[4:])))' \
+			"$TMP/infoj.out" "$want_c" "$files" $(stat -c %s "$@")
+	done
+	t_run info "$EZFS" info "$imgA"
+	t_expect "info of a raw image: no Container line" \
+		eval '[ "$RC" = 0 ] && ! grep -q "^Container:" "$OUT"'
+	t_run infoj "$EZFS" info --json "$imgA"
+	t_expect "info --json of a raw image: \"sparse\": null" \
+		python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["sparse"] is not None)' "$TMP/infoj.out"
+else
+	echo "SKIP: ezfs info of sparse images against simg_dump (android-sdk-libsparse-utils is not installed)"
 fi
 
 # --- super images -------------------------------------------------------

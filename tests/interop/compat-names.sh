@@ -5,7 +5,9 @@
 # images, --ls, --cat, --blkid-udev; fsck.erofs exit status on good and
 # damaged images; fsck.erofs --extract (and ezfs fsck --extract) against
 # the fixture's manifest, xattrs only with --xattrs; the deapexer and AOSP
-# spellings; mkfs.erofs --help through its link.
+# spellings; mkfs.erofs --help through its link; messages that start with
+# the name called; dump.erofs -S of fragment images as 1.9.3 counts them
+# and --nid of a number where no inode lies.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
@@ -65,6 +67,83 @@ same_fields() {
 	[ $bad = 0 ]
 }
 
+# The long --version of both (1.9.3's spelling)
+t_run dumpv "$DUMP" --version
+t_expect "dump.erofs --version" grep -q '^dump.erofs ' "$OUT"
+t_run fsckv "$FSCK" --version
+t_expect "fsck.erofs --version" grep -q '^fsck.erofs ' "$OUT"
+
+# Messages start with the name the user typed, and so does the hint.
+# said NAME RC PATTERN: exit status RC, stderr matches PATTERN (ERE),
+# and no line says "ezfs ..." ("Try 'ezfs ...", "ezfs mkfs:").
+said() {
+	[ "$RC" = "$2" ] && grep -qE -- "$3" "$ERR" &&
+		! grep -qE "(^|')ezfs[ :]" "$ERR" ||
+		{ echo "  rc $RC: $(head -c 300 "$ERR")"; return 1; }
+}
+mkdir -p "$TMP/src"
+for n in mkfs.erofs fsck.erofs dump.erofs; do
+	t_run pfx "$BIN/$n" --no-such-option "$TMP/x.img" "$TMP/src"
+	t_expect "$n: a usage error starts '$n:'" said "$n" 2 "^$n: unknown option"
+	t_expect "$n: its hint is 'Try '$n --help'.'" grep -qxF "Try '$n --help'." "$ERR"
+done
+t_run pfx "$BIN/mkfs.erofs" -z bogus "$TMP/x.img" "$TMP/src"
+t_expect "mkfs.erofs -z bogus: 'mkfs.erofs: bad -z'" said mkfs.erofs 2 "^mkfs.erofs: bad -z"
+t_run pfx "$BIN/mkfs.erofs" "$TMP/x.img" "$TMP/no-such-dir"
+t_expect "mkfs.erofs of a missing source: one line 'mkfs.erofs: ...'" \
+	said mkfs.erofs 1 "^mkfs.erofs: .*no-such-dir"
+t_expect "mkfs.erofs of a missing source: one line" [ "$(wc -l < "$ERR")" = 1 ]
+t_run pfx "$DUMP" "$TMP/no-such.img"
+t_expect "dump.erofs of a missing image: 'dump.erofs: IMG: ...'" \
+	said dump.erofs 1 "^dump.erofs: $TMP/no-such.img: "
+t_run pfx "$FSCK" "$TMP/no-such.img"
+t_expect "fsck.erofs of a missing image: 'fsck.erofs: IMG: ...'" \
+	said fsck.erofs 1 "^fsck.erofs: $TMP/no-such.img: "
+t_run pfx "$EZFS" mkfs "$TMP/x.img" "$TMP/no-such-dir"
+t_expect "ezfs mkfs keeps its own 'ezfs mkfs:'" grep -q "^ezfs mkfs: " "$ERR"
+
+# docs/compat.md's table of what the names still refuse stays true: each
+# option it lists is refused (exit 2, one line and the hint).
+refused=$(python3 - "$SRC/docs/compat.md" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+sec = text.split("## What the names still refuse", 1)[1]
+for line in sec.splitlines():
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+    if len(cells) != 3 or cells[0] not in ("mkfs.erofs", "fsck.erofs", "dump.erofs"):
+        continue
+    tool, opts, why = cells
+    if why.startswith("only in an ezfs built without"):
+        continue
+    m = re.match(r"`-E \^OPT` for (.*)", opts)
+    if m:
+        for name in re.findall(r"`([^`]+)`", m.group(1)):
+            print(tool, "-E^" + name)
+        continue
+    for o in re.findall(r"`([^`]+)`", opts):
+        o = o.replace("\\|", "|")
+        o = re.sub(r"\[=[^]]*\]$", "", o)          # --clean[=data|rvsp|0]
+        o = o.replace(" ", "")                      # -E fragdedupe
+        o = o.replace("=...", "=x").replace("=FILE", "=x").replace("=NAME", "=x")
+        o = o.replace("=N", "=1")
+        print(tool, o)
+PY
+)
+if [ "$(wc -l <<<"$refused")" -lt 10 ]; then
+	t_fail "docs/compat.md: the table of refused options was not read ($(wc -l <<<"$refused") rows)"
+fi
+mkdir -p "$TMP/rtree"
+echo x > "$TMP/rtree/f"
+while read -r tool opt; do
+	[ -n "$tool" ] || continue
+	case $tool in
+	mkfs.erofs) t_run ref "$BIN/mkfs.erofs" -q "$opt" "$TMP/r.img" "$TMP/rtree" ;;
+	*) t_run ref "$BIN/$tool" "$opt" "$TMP/none.img" ;;
+	esac
+	t_expect "docs/compat.md: $tool $opt is refused (exit 2, one line)" \
+		eval '[ "$RC" = 2 ] && [ "$(grep -vc "^Try " "$ERR")" = 1 ] && [ ! -e "$TMP/r.img" ]'
+done <<<"$refused"
+
 # --- one image made by Debian's mkfs.erofs -----------------------------
 mkdir -p "$TMP/tree/d/e"
 printf 'hello\n' > "$TMP/tree/a.txt"
@@ -101,6 +180,35 @@ for im in "${images[@]}"; do
 	t_expect "$n: fsck.erofs exits 0" [ "$RC" -eq 0 ]
 done
 
+# -S of fragment images (Debian's 1.5 cannot read them): the packed
+# inode's blocks count as file data, as dump.erofs 1.9.3 counts them.
+# These lines are what 1.9.3's dump.erofs -S prints for the fixtures
+# (made by 1.9.3, so fixed bytes); with a 1.9.3 dump.erofs at hand
+# (DUMP_EROFS2, or dump/dump.erofs beside MKFS_EROFS2's mkfs/) the
+# whole output is compared with it as well.
+peer_dump=${DUMP_EROFS2:-}
+[ -z "$peer_dump" ] && [ -n "${MKFS_EROFS2:-}" ] &&
+	peer_dump=$(dirname "$MKFS_EROFS2")/../dump/dump.erofs
+[ -n "$peer_dump" ] && [ -x "$peer_dump" ] ||
+	{ peer_dump=; echo "SKIP: -S against dump.erofs 1.9.3 (set DUMP_EROFS2)"; }
+while IFS='|' read -r name comp uncomp total rate; do
+	t_fixture_unpack "$name" || continue
+	t_run ours "$DUMP" -S "$img"
+	t_expect "$name: dump.erofs -S as 1.9.3's ($rate)" eval '
+		grep -qx "Filesystem compressed files: *$comp" "$OUT" &&
+		grep -qx "Filesystem uncompressed files: *$uncomp" "$OUT" &&
+		grep -qx "Filesystem total file size: *$total Bytes" "$OUT" &&
+		grep -qx "Filesystem compress rate: *$rate" "$OUT"'
+	if [ -n "$peer_dump" ]; then
+		"$peer_dump" -S "$img" > "$TMP/peer.out" 2>&1
+		t_expect "$name: dump.erofs -S, every line as 1.9.3's" \
+			cmp -s "$TMP/peer.out" "$OUT"
+	fi
+done <<'EOF2'
+all-fragments|1629|70|3751936|33.69%
+fragments-dedupe|1629|70|1789952|16.07%
+EOF2
+
 # --path, --nid, -e: as Debian's, where 1.5 gets them right
 im=$TMP/lz4hc-64k.img
 for p in / /big/text_3m /links/hard1 /sizes /special; do
@@ -113,6 +221,16 @@ t_run ours "$DUMP" --nid="$nid" "$im"
 t_expect "dump.erofs --nid names the path" grep -qx 'File : /special' "$OUT"
 t_run ours "$DUMP" --nid=999999999 "$im"
 t_expect "dump.erofs --nid of no inode fails" [ "$RC" -ne 0 ]
+# a nid that is no inode (past the end, inside another inode, in the
+# superblock) is the user's mistake: named as such, the image not
+# called corrupt
+for bad in 999999999 1; do
+	t_run ours "$DUMP" --nid="$bad" "$im"
+	t_expect "dump.erofs --nid=$bad: one line 'nid $bad is not an inode'" \
+		said dump.erofs 1 "^dump.erofs: $im: nid $bad is not an inode"
+	t_expect "dump.erofs --nid=$bad: one line, the image not called corrupt" \
+		eval '[ "$(wc -l < "$ERR")" = 1 ] && ! grep -qi corrupt "$ERR"'
+done
 t_run ours "$DUMP" --path=/no/such "$im"
 t_expect "dump.erofs --path of nothing fails" [ "$RC" -ne 0 ]
 
@@ -159,6 +277,39 @@ t_run fsck timeout "$tmo" "$FSCK" "$TMP/bad2.img"
 t_expect "fsck.erofs: damaged pcluster at $pa, non-zero exit" [ "$RC" -ne 0 ]
 t_run fsck timeout "$tmo" "$FSCK" --extract="$TMP/bx" "$TMP/bad2.img"
 t_expect "fsck.erofs --extract: damaged pcluster, non-zero exit" [ "$RC" -ne 0 ]
+
+# --no-sbcrc: an image whose stored superblock checksum is wrong (the
+# field flipped, nothing else) is refused, as Debian's fsck.erofs refuses
+# it, and checked with --no-sbcrc, as 1.9.3 does (DUMP_EROFS2's fsck/).
+cp "$im" "$TMP/crc.img"
+chmod u+w "$TMP/crc.img"
+printf '\377' | dd of="$TMP/crc.img" bs=1 seek=1028 conv=notrunc 2>/dev/null
+# (erofs-utils exits 0 after "failed to verify superblock checksum")
+t_expect "Debian's fsck.erofs refuses the image with a flipped checksum" \
+	eval 'fsck.erofs "$TMP/crc.img" 2>&1 | grep -q "verify superblock checksum"'
+
+t_run fsck "$FSCK" "$TMP/crc.img"
+t_expect "fsck.erofs: a superblock checksum mismatch, exit 1, one line" \
+	eval '[ "$RC" = 1 ] && [ "$(wc -l < "$ERR")" = 1 ] && grep -q "checksum mismatch" "$ERR"'
+t_run fsck timeout "$tmo" "$FSCK" --no-sbcrc "$TMP/crc.img"
+t_expect "fsck.erofs --no-sbcrc: the rest of the image is clean (exit 0)" [ "$RC" = 0 ]
+peer_fsck=${peer_dump:+$(dirname "$peer_dump")/fsck.erofs}
+[ -n "$peer_fsck" ] && [ ! -x "$peer_fsck" ] && peer_fsck=$(dirname "$peer_dump")/../fsck/fsck.erofs
+if [ -n "$peer_fsck" ] && [ -x "$peer_fsck" ]; then
+	t_expect "1.9.3's fsck.erofs refuses it too" \
+		eval '"$peer_fsck" "$TMP/crc.img" 2>&1 | grep -q "verify superblock checksum"'
+	t_expect "1.9.3's fsck.erofs --no-sbcrc agrees: no error" \
+		eval '"$peer_fsck" --no-sbcrc "$TMP/crc.img" 2>&1 >/dev/null | { ! grep -q .; }'
+	t_expect "1.9.3's fsck.erofs --no-sbcrc agrees: exit 0" \
+		eval '"$peer_fsck" --no-sbcrc "$TMP/crc.img" >/dev/null 2>&1'
+
+fi
+# --[no-]xattrs without --extract=X: accepted, as by 1.9.3 (ezfs checks
+# every xattr anyway)
+t_run fsck timeout "$tmo" "$FSCK" --xattrs "$im"
+t_expect "fsck.erofs --xattrs without --extract=X exits 0" [ "$RC" = 0 ]
+t_run fsck timeout "$tmo" "$FSCK" --no-xattrs "$im"
+t_expect "fsck.erofs --no-xattrs without --extract=X exits 0" [ "$RC" = 0 ]
 
 # --- fsck.erofs --extract ---------------------------------------------
 if ! t_is_root; then

@@ -5,7 +5,9 @@
 # subcommand prefix, an option prefix of a command (read from its --help),
 # the image's directory entries after `ezfs ls IMG` and a path prefix inside
 # the image (`ezfs ls IMG DIR` of the typed directory), for ls, stat, cat
-# and extract's third operand, on a fixture image.
+# and extract's third operand, on a fixture image; the values of mkfs -z
+# and -E, mount -o, bench --goal and --storage, --dispatch, each of them
+# in its command's --help.
 #
 # usage: EZFS_BIN=build/tools/ezfs/ezfs tests/interop/completion.sh
 set -uo pipefail
@@ -103,5 +105,47 @@ for pre in "${preloads[@]}"; do
 	want "ls IMG /no-such-dir/<tab>: nothing$w" "" "$got" /no-such-dir/
 	got=$(complete_words "$pre" ezfs accel s)
 	want "accel s<tab>$w" "$(printf 'set\nstats')" "$got" s
+	# option values
+	got=$(complete_words "$pre" ezfs mkfs -z l)
+	want "mkfs -z l<tab>$w" "$(printf 'lz4\nlz4hc\nlzma\nlibdeflate')" "$got" l
+	got=$(complete_words "$pre" ezfs mkfs -z lz4hc,12:z)
+	want "mkfs -z lz4hc,12:z<tab>$w" lz4hc,12:zstd "$got" lz4hc,12:z
+	got=$(complete_words "$pre" ezfs mkfs -q -E ztailpacking,fr)
+	want "mkfs -E ztailpacking,fr<tab>$w" \
+		"$(printf 'ztailpacking,fragments\nztailpacking,fragdedupe=')" "$got" ztailpacking,fr
+	got=$(complete_words "$pre" ezfs bench advise --goal r)
+	want "bench --goal r<tab>$w" random "$got" r
+	got=$(complete_words "$pre" ezfs bench advise --storage cloud)
+	want "bench --storage cloud<tab>$w" "$(printf 'cloud-hdd\ncloud-ssd')" "$got" cloud
+	got=$(complete_words "$pre" ezfs bench advise --storage "$TMP/$fixture.i")
+	want "bench --storage FILE<tab>: files too$w" "$img" "$got"
+	got=$(complete_words "$pre" ezfs mount -o cache=64M,allow)
+	want "mount -o cache=64M,allow<tab>$w" cache=64M,allow_other "$got" cache=64M,allow
+	got=$(complete_words "$pre" ezfs cat --dispatch p)
+	want "cat --dispatch p<tab>$w" percpu "$got" p
+	got=$(complete_words "$pre" ezfs export -o "$TMP/$fixture.i")
+	want "export -o FILE<tab>: a file name$w" "$img" "$got"
 done
+
+# Every value offered is in the --help of its command (so neither falls
+# behind the other).
+src_vals() { bash --norc --noprofile -c '. "$1"; eval "printf %s \"\$$2\""' bash "$comp" "$1"; }
+in_help() {
+	local var=$1 help v miss=
+	shift
+	help=$("$EZFS" "$@" --help 2>&1)
+	[ -n "$(src_vals "$var")" ] || { echo "  no \$$var in $comp"; return 1; }
+	for v in $(src_vals "$var"); do
+		v=${v#^}
+		v=${v%=}
+		grep -qE -- "(^|[^a-z0-9_-])$v([^a-z0-9_-]|\$)" <<<"$help" || miss+=" $v"
+	done
+	[ -z "$miss" ] || { echo "  not in 'ezfs $* --help':$miss"; return 1; }
+}
+t_expect "mkfs -z values are in 'mkfs --help'" in_help _ezfs_z_algs mkfs
+t_expect "mkfs -E values are in 'mkfs --help'" in_help _ezfs_e_opts mkfs
+t_expect "mount -o values are in 'mount --help'" in_help _ezfs_mount_opts mount
+t_expect "--goal values are in 'bench --help'" in_help _ezfs_goals bench
+t_expect "--storage values are in 'bench --help'" in_help _ezfs_storages bench
+t_expect "--dispatch values are in 'cat --help'" in_help _ezfs_dispatches cat
 t_done

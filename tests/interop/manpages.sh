@@ -10,7 +10,11 @@
 #  - the options a page names (tokens like -x, --foo, --[no-]bar, read from
 #    the rendered page) are the options its command's --help names, no more
 #    and no fewer. --help and -h are left out on both sides: every command
-#    takes them and ezfs(1) says so once.
+#    takes them and ezfs(1) says so once;
+#  - a page that names http:// images names oci:// and s3:// ones too;
+#  - ezfs(1) and README.md list every command (README.md after `make
+#    demo` and `make check`); docs/remote.md names only options that the
+#    commands it speaks of take.
 #
 # usage: EZFS_BIN=build/tools/ezfs/ezfs tests/interop/manpages.sh
 set -uo pipefail
@@ -146,6 +150,12 @@ for page in $(printf '%s\n' "${!runs[@]}" | sort); do
 	else
 		t_pass "$page: renders at 80 columns without warnings"
 	fi
+	# A page that speaks of http:// images speaks of oci:// and s3:// too
+	# (ezfs-cache(1) once knew only http).
+	if grep -q 'http://' "$TMP/$page.txt" &&
+		! { grep -q 'oci://' "$TMP/$page.txt" && grep -q 's3://' "$TMP/$page.txt"; }; then
+		t_fail "$page: names http:// images but not oci:// and s3:// ones"
+	fi
 	# Wide enough that no option name is broken across lines (groff breaks
 	# lines after a hyphen).
 	render "$TMP/$page.1" 3000 2>/dev/null | tokens >"$TMP/$page.man-opts"
@@ -163,6 +173,72 @@ for page in $(printf '%s\n' "${!runs[@]}" | sort); do
 		comm -13 "$TMP/$page.help-opts" "$TMP/$page.man-opts" | sed 's/^/  only in the page: /'
 	fi
 done
+
+# ezfs(1) lists every command of `ezfs --help` under COMMANDS and in SEE
+# ALSO (it had left out push).
+for c in "${cmds[@]}"; do
+	if ! sed -n '/^# COMMANDS/,/^# OPTIONS/p' "$man_dir/ezfs.1.scd" | grep -qE "^(\*[a-z]+\*, )*\*$c\*"; then
+		t_fail "ezfs(1): COMMANDS does not list $c"
+	elif ! sed -n '/^# SEE ALSO/,$p' "$man_dir/ezfs.1.scd" | grep -qF "*ezfs-$c*(1)"; then
+		t_fail "ezfs(1): SEE ALSO does not name ezfs-$c(1)"
+	else
+		t_pass "ezfs(1) lists $c and ezfs-$c(1)"
+	fi
+done
+
+# README.md: its first commands are `make demo` and `make check`, and it
+# names every command (it had no word of push, cache or lpinfo) and the
+# kinds of image they take (remote, Android sparse).
+readme=$SRC/README.md
+first=$(awk '/^```/ { if (on) exit; on = 1; next } on' "$readme")
+t_expect "README.md starts with 'make demo' and 'make check'" \
+	[ "$first" = "$(printf 'make demo\nmake check')" ]
+for c in "${cmds[@]}"; do
+	t_expect "README.md names 'ezfs $c'" grep -q "ezfs $c\b" "$readme"
+done
+for w in 'http://' 'oci://' 's3://' 'sparse image' 'SUPER:NAME' 'extract --android'; do
+	t_expect "README.md speaks of '$w'" grep -qF -- "$w" "$readme"
+done
+
+# An option docs/remote.md tells users to pass is one the commands it is
+# about take: `ezfs cat` (every command that reads an image takes the
+# same), else a command its section names (`ezfs mount`, `ezfs accel
+# stats`...); "without `-x`" tells of none. It once said (`-v`) of the
+# warnings of every command, where only mount takes -v.
+"$EZFS" cat --help >"$TMP/cat.help" 2>&1
+bad=$(python3 - "$SRC/docs/remote.md" "$EZFS" "$TMP/cat.help" <<'PY'
+import re, subprocess, sys
+doc, ezfs, cat_help = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
+cmds = ["accel stats", "cache", "push", "mount", "umount", "bench", "info",
+        "ls", "stat", "cat", "extract", "export", "fsck", "mkfs", "lpinfo"]
+helps = {}
+def takes(help_text, opt):
+    return re.search(r"(?<![\w-])" + re.escape(opt) + r"(?![\w-])", help_text)
+for sec in re.split(r"\n(?=#)", open(doc).read()):
+    for m in re.finditer(r"`(--?[A-Za-z][\w-]*)[^`]*`", sec):
+        opt = m.group(1)
+        if takes(cat_help, opt) or re.search(r"\b(without|no)\s+$",
+                                             sec[max(0, m.start() - 12):m.start()]):
+            continue
+        ok = False
+        for c in cmds:
+            if not re.search(r"ezfs %s\b" % c, sec):
+                continue
+            if c not in helps:
+                helps[c] = subprocess.run([ezfs] + c.split() + ["--help"],
+                    capture_output=True, text=True).stdout
+            ok = ok or takes(helps[c], opt)
+        if not ok:
+            line = sec[:m.start()].count("\n") + 1
+            print("%s (section '%s', its line %d)" % (opt, sec.split("\n", 1)[0], line))
+PY
+)
+if [ -z "$bad" ]; then
+	t_pass "docs/remote.md names only options its commands take"
+else
+	t_fail "docs/remote.md names options no command it speaks of takes:"
+	printf '  %s\n' "$bad"
+fi
 
 # Pages that document no command any more.
 for scd in "$man_dir"/*.1.scd; do

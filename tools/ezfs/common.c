@@ -14,6 +14,17 @@
 
 #include "common.h"
 
+const char *cli_prog;
+
+/* Who a message comes from: "ezfs CMD", "ezfs" (cmd NULL), or cli_prog. */
+static const char *who(const char *cmd, char *buf, size_t size)
+{
+	if (cli_prog)
+		return cli_prog;
+	snprintf(buf, size, "ezfs%s%s", cmd ? " " : "", cmd ? cmd : "");
+	return buf;
+}
+
 /* A progress line is on the terminal: clear it before printing a message. */
 static int progress_dirty;
 
@@ -125,11 +136,11 @@ static const char *held_img;
 
 static void print_lib_line(const char *img, const char *msg)
 {
-	char safe[2048];
+	char safe[2048], w[64];
 
 	clear_progress();
 	escape_ctrl(msg, safe, sizeof(safe));
-	fprintf(stderr, "ezfs: %s: %s\n", img, safe);
+	fprintf(stderr, "%s: %s: %s\n", who(NULL, w, sizeof(w)), img, safe);
 }
 
 static void held_flush(void)
@@ -160,7 +171,7 @@ static void held_put(const char *img, const char *msg)
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
-	char msg[4096], safe[4096];
+	char msg[4096], safe[4096], w[64];
 	va_list ap;
 	size_t n;
 
@@ -176,7 +187,7 @@ void cli_error(const char *cmd, const char *fmt, ...)
 	pthread_mutex_unlock(&held_mu);
 	/* names from an untrusted image must not drive the terminal */
 	escape_ctrl(msg, safe, sizeof(safe));
-	fprintf(stderr, "ezfs %s: %s\n", cmd, safe);
+	fprintf(stderr, "%s: %s\n", who(cmd, w, sizeof(w)), safe);
 }
 
 void cli_fail(const char *cmd, const char *img, const char *path, int err)
@@ -189,13 +200,14 @@ void cli_fail(const char *cmd, const char *img, const char *path, int err)
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[1024], w[64];
+	const char *p = who(cmd, w, sizeof(w));
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "ezfs %s: %s\nTry 'ezfs %s --help'.\n", cmd, msg, cmd);
+	fprintf(stderr, "%s: %s\nTry '%s --help'.\n", p, msg, p);
 	return 2;
 }
 
@@ -253,7 +265,13 @@ static struct {
 	const char *devices[CLI_MAX_DEVICES];
 	unsigned ndevices;
 	uint64_t offset;
+	int no_sb_crc;
 } image_opts;
+
+void cli_set_no_sb_crc(void)
+{
+	image_opts.no_sb_crc = 1;
+}
 
 int cli_add_device(const char *cmd, const char *path)
 {
@@ -315,6 +333,7 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
 static void log_cb(void *arg, int level, const char *msg)
 {
 	struct cli_log *lg = arg;
+	char w[64];
 	unsigned n;
 
 	if (lg->opening && level == EZFS_LOG_ERROR) {
@@ -330,8 +349,8 @@ static void log_cb(void *arg, int level, const char *msg)
 	if (n == lg->max + 1) {
 		held_flush();
 		clear_progress();
-		fprintf(stderr, "ezfs: %s: further messages suppressed\n",
-			lg->img);
+		fprintf(stderr, "%s: %s: further messages suppressed\n",
+			who(NULL, w, sizeof(w)), lg->img);
 	} else if (level == EZFS_LOG_ERROR) {
 		held_put(lg->img, msg);
 	} else {
@@ -394,6 +413,7 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	}
 	p.strict_accel = engine_opts.strict;
 	p.offset = image_opts.offset;
+	p.no_sb_crc = image_opts.no_sb_crc;
 	p.devices = image_opts.devices;
 	p.ndevices = image_opts.ndevices;
 	lg->opening = 1;

@@ -11,7 +11,15 @@
 
 #define CLI_ATTR_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
-/* "ezfs CMD: <formatted>" on stderr, one line. */
+/*
+ * The erofs-utils name ezfs was called by ("mkfs.erofs", "fsck.erofs",
+ * "dump.erofs": main.c sets it), else NULL. When set, every message below
+ * starts "NAME:" and the usage hint says "Try 'NAME --help'.", whatever
+ * the cmd given: the name the user typed, not "ezfs CMD".
+ */
+extern const char *cli_prog;
+
+/* "ezfs CMD: <formatted>" (or "NAME: ..." under cli_prog) on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_ATTR_PRINTF(2, 3);
 /* "ezfs CMD: IMG: [PATH: ]reason" where reason = ezfs_strerror(err). */
 void cli_fail(const char *cmd, const char *img, const char *path, int err);
@@ -150,6 +158,9 @@ enum {
 int cli_add_device(const char *cmd, const char *path);
 /* Parse and record --offset N; returns 0, or 2 after a usage error. */
 int cli_set_offset(const char *cmd, const char *arg);
+/* Record fsck.erofs --no-sbcrc: cli_open() then takes an image whose
+ * superblock checksum does not match. */
+void cli_set_no_sb_crc(void);
 
 /*
  * The default case of an option switch: an engine option is checked and

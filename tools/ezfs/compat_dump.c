@@ -15,10 +15,11 @@
 #include "common.h"
 #include "cmd.h"
 
-#define CD	 "dump.erofs"
-#define CD_MAGIC 0xE0F5E1E2u
-#define CD_HIST	 17 /* size classes: <1K, <2K, ... >=32M */
-#define CD_BAR	 50
+#define CD	     "dump.erofs"
+#define CD_MAGIC     0xE0F5E1E2u
+#define CD_HIST	     17 /* size classes: <1K, <2K, ... >=32M */
+#define CD_BAR	     50
+#define CD_FRAGMENTS 0x020 /* incompat: the packed inode holds fragments */
 
 enum {
 	CD_NID = 0x200,
@@ -57,7 +58,7 @@ static void usage(FILE *f)
 		"usage: dump.erofs [OPTIONS] IMAGE\n"
 		"Show the layout of an EROFS image (ezfs %s).\n"
 		" -S              show statistics of the image\n"
-		" -V              print the version and exit\n"
+		" -V, --version   print the version and exit\n"
 		" -e              show the extents (an inode required)\n"
 		" -s              show the superblock (the default)\n"
 		" --ls            list a directory (an inode required)\n"
@@ -170,7 +171,7 @@ static uint64_t ondisk_size(const struct ezfs_stat *st, unsigned bits)
 
 struct stats {
 	unsigned blkszbits;
-	uint64_t total, types[8], compressed;
+	uint64_t total, types[8], compressed, uncompressed;
 	uint64_t orig, disk;
 	uint64_t hist_orig[CD_HIST], hist_disk[CD_HIST];
 	uint64_t suffix[CD_NSUFFIX + 1];
@@ -200,11 +201,14 @@ static int stats_cb(void *arg, const char *path, uint64_t nid,
 	(void)ino;
 	s->total++;
 	s->types[ezfs_mode_ftype(st->mode) & 7]++;
+	/* dump.erofs counts layouts of every inode, directories too */
+	if (is_compressed(st))
+		s->compressed++;
+	else
+		s->uncompressed++;
 	if (!S_ISREG(st->mode))
 		return 0;
 	disk = ondisk_size(st, s->blkszbits);
-	if (is_compressed(st))
-		s->compressed++;
 	s->orig += st->size;
 	s->disk += disk;
 	s->hist_orig[size_class(st->size)]++;
@@ -273,6 +277,31 @@ static int dump_stats(ezfs_image *fs, const struct ezfs_sb_info *si)
 		return ret;
 	s.total++; /* the root itself */
 	s.types[EZFS_FT_DIR]++;
+	if (is_compressed(&root))
+		s.compressed++;
+	else
+		s.uncompressed++;
+	/*
+	 * The packed inode's blocks (the fragments of every file) are file
+	 * data on disk: dump.erofs 1.9.3 adds them to the total file size
+	 * (and so to the compress rate), to the on-disk histogram and to the
+	 * count of its layout, not to the file counts.
+	 */
+	if ((si->feature_incompat & CD_FRAGMENTS) && si->packed_nid) {
+		struct ezfs_stat pk;
+		uint64_t disk;
+
+		ret = ezfs_stat_nid(fs, si->packed_nid, &pk);
+		if (ret < 0)
+			return ret;
+		disk = ondisk_size(&pk, s.blkszbits);
+		if (is_compressed(&pk))
+			s.compressed++;
+		else
+			s.uncompressed++;
+		s.disk += disk;
+		s.hist_disk[size_class(disk)]++;
+	}
 	printf("Filesystem total file count:\t\t%" PRIu64 "\n", s.total);
 	for (i = 0; i < 8; i++) {
 		char label[64];
@@ -284,7 +313,7 @@ static int dump_stats(ezfs_image *fs, const struct ezfs_sb_info *si)
 	printf("%-40s%" PRIu64 "\n",
 	       "Filesystem compressed files:", s.compressed);
 	printf("%-40s%" PRIu64 "\n",
-	       "Filesystem uncompressed files:", s.total - s.compressed);
+	       "Filesystem uncompressed files:", s.uncompressed);
 	printf("%-40s%" PRIu64 " Bytes\n",
 	       "Filesystem total original file size:", s.orig);
 	printf("%-40s%" PRIu64 " Bytes\n",
@@ -460,6 +489,16 @@ static int dump_one(ezfs_image *fs, const char *img, struct cd_opts *o,
 		ret = ezfs_resolve(fs, o->path, &nid);
 	if (!ret)
 		ret = ezfs_inode_get(fs, nid, &ino);
+	if (ret < 0 && !o->path &&
+	    (ret == -EUCLEAN || ret == -EOPNOTSUPP || ret == -ERANGE)) {
+		/*
+		 * No inode at a number the user typed says nothing about the
+		 * image: name the nid, not a corruption (the library's line,
+		 * held by cli_error, says what lies there instead).
+		 */
+		cli_error(CD, "%s: nid %" PRIu64 " is not an inode", img, nid);
+		return 1;
+	}
 	if (ret < 0) {
 		cli_fail(CD, img, o->path, ret);
 		return 1;
@@ -497,6 +536,7 @@ int compat_dump_main(int argc, char **argv)
 		{ "ls", no_argument, NULL, CD_LS },
 		{ "cat", no_argument, NULL, CD_CAT },
 		{ "blkid-udev", no_argument, NULL, CD_BLKID },
+		{ "version", no_argument, NULL, 'V' },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },

@@ -34,6 +34,7 @@ enum {
 	CF_NID,
 	CF_PATH,
 	CF_NO_DATA,
+	CF_NO_SBCRC,
 };
 
 struct cf_state {
@@ -47,7 +48,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: fsck.erofs [OPTIONS] IMAGE\n"
 		"Check an EROFS image (ezfs %s), optionally extracting it.\n"
-		" -V                   print the version and exit\n"
+		" -V, --version        print the version and exit\n"
 		" -d N                 message level (accepted, ignored)\n"
 		" -p                   print the compression ratio of all "
 		"files\n"
@@ -64,6 +65,12 @@ static void usage(FILE *f)
 		" --device=X           an extra device (again for each, in\n"
 		"                      device-table order)\n"
 		" --offset=#           skip # bytes at the beginning of IMAGE\n"
+		" --no-sbcrc           check an image whose superblock "
+		"checksum\n"
+		"                      does not match\n"
+		" --[no-]xattrs        with --extract=X: restore extended\n"
+		"                      attributes (default off); xattrs are\n"
+		"                      always checked\n"
 		" --help               display this help and exit\n"
 		"Extraction options (--extract=X is required):\n"
 		" --force              allow extracting to the root directory\n"
@@ -74,8 +81,6 @@ static void usage(FILE *f)
 		"root)\n"
 		" --[no-]preserve-perms\n"
 		"                      accepted; modes are always restored\n"
-		" --[no-]xattrs        restore extended attributes (default "
-		"off)\n"
 		"ezfs options:\n" CLI_ENGINE_HELP CLI_REMOTE_HELP
 		"Exit status: 0 clean, 1 problems found or extraction failed,\n"
 		"2 usage error.\n",
@@ -214,7 +219,9 @@ int compat_fsck_main(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "workers", required_argument, NULL, 'j' },
 		{ "no-data", no_argument, NULL, CF_NO_DATA },
+		{ "no-sbcrc", no_argument, NULL, CF_NO_SBCRC },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "version", no_argument, NULL, 'V' },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -260,6 +267,9 @@ int compat_fsck_main(int argc, char **argv)
 		case CF_NO_DATA:
 			no_data = 1;
 			break;
+		case CF_NO_SBCRC:
+			cli_set_no_sb_crc();
+			break;
 		case CF_EXTRACT:
 			extract = 1;
 			dir = optarg && *optarg ? optarg : NULL;
@@ -286,13 +296,11 @@ int compat_fsck_main(int argc, char **argv)
 		case CF_NO_PRESERVE_PERMS:
 			xonly = 1;
 			break;
-		case CF_XATTRS:
+		case CF_XATTRS: /* without --extract=X: checked anyway */
 			xattrs = 1;
-			xonly = 1;
 			break;
 		case CF_NO_XATTRS:
 			xattrs = 0;
-			xonly = 1;
 			break;
 		case CF_NID:
 			errno = 0;

@@ -3,9 +3,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "ezfs/android.h"
 
 #include "common.h"
 #include "cmd.h"
@@ -233,6 +236,68 @@ static void print_devices(ezfs_image *fs)
 	}
 }
 
+/* An Android sparse image (or split set) at img: 1 and *sp, else 0. */
+static int sparse_of(const char *img, struct ezfs_sparse_info *sp)
+{
+	return !cli_is_remote(img) && !ezfs_sparse_stat(img, sp);
+}
+
+/* Two lines for a sparse image: its files and its chunks by type. */
+static void print_sparse(const char *img)
+{
+	struct ezfs_sparse_info sp;
+	char b[32];
+
+	if (!sparse_of(img, &sp))
+		return;
+	printf("%-20s Android sparse, %u file%s, %" PRIu64
+	       " bytes stored (%s), %" PRIu64 " blocks of %u\n",
+	       "Container:", sp.files, sp.files == 1 ? "" : "s",
+	       sp.stored_bytes, cli_fmt_size(sp.stored_bytes, b, sizeof(b)),
+	       sp.blocks, sp.block_size);
+	printf("%-20s %" PRIu64 ": %" PRIu64 " raw (%" PRIu64
+	       " blocks), %" PRIu64 " fill (%" PRIu64 "), %" PRIu64
+	       " don't care (%" PRIu64 "), %" PRIu64 " crc32\n",
+	       "Sparse chunks:", sp.chunks, sp.raw_chunks, sp.raw_blocks,
+	       sp.fill_chunks, sp.fill_blocks, sp.dont_care_chunks,
+	       sp.dont_care_blocks, sp.crc32_chunks);
+}
+
+/* The "sparse" object of info.json: each count under its field's name. */
+/* clang-format off */
+#define SP_U64(f) { #f, offsetof(struct ezfs_sparse_info, f) }
+/* clang-format on */
+static void json_sparse(struct cj *j, const char *img)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} u64s[] = {
+		SP_U64(blocks),		  SP_U64(stored_bytes),
+		SP_U64(chunks),		  SP_U64(raw_chunks),
+		SP_U64(raw_blocks),	  SP_U64(fill_chunks),
+		SP_U64(fill_blocks),	  SP_U64(dont_care_chunks),
+		SP_U64(dont_care_blocks), SP_U64(crc32_chunks),
+	};
+	struct ezfs_sparse_info sp;
+	uint64_t v;
+	size_t i;
+
+	if (!sparse_of(img, &sp)) {
+		cj_null(j, "sparse");
+		return;
+	}
+	cj_obj(j, "sparse");
+	cj_u64(j, "files", sp.files);
+	cj_u64(j, "block_size", sp.block_size);
+	for (i = 0; i < sizeof(u64s) / sizeof(u64s[0]); i++) {
+		memcpy(&v, (const char *)&sp + u64s[i].off, sizeof(v));
+		cj_u64(j, u64s[i].key, v);
+	}
+	cj_end(j);
+}
+#undef SP_U64
+
 static void print_sb(const char *img, ezfs_image *fs)
 {
 	struct ezfs_sb_info si;
@@ -244,6 +309,7 @@ static void print_sb(const char *img, ezfs_image *fs)
 	printf("%-20s %s\n", "Image:", img);
 	printf("%-20s %" PRIu64 " (%s)\n", "Image bytes:", si.image_bytes,
 	       cli_fmt_size(si.image_bytes, b, sizeof(b)));
+	print_sparse(img);
 	printf("%-20s %u (2^%u)\n", "Block size:", si.blksz, si.blkszbits);
 	printf("%-20s %" PRIu64 "\n", "Blocks:", si.blocks);
 	printf("%-20s %s\n", "Features:", *feat ? feat : "(none)");
@@ -503,6 +569,7 @@ static void print_json(const char *img, ezfs_image *fs,
 	cj_obj(&j, NULL);
 	cj_bytes(&j, "image", img, strlen(img));
 	cj_u64(&j, "image_bytes", si.image_bytes);
+	json_sparse(&j, img);
 	cj_u64(&j, "block_size", si.blksz);
 	cj_u64(&j, "blocks", si.blocks);
 	cj_arr(&j, "features");

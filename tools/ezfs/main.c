@@ -7,6 +7,7 @@
 #include "ezfs/engine.h"
 #include "ezfs/ezfs.h"
 #include "cmd.h"
+#include "common.h"
 
 static int cmd_help(int argc, char **argv);
 int cmd_lpinfo(int argc, char **argv); /* lpinfo.c */
@@ -156,7 +157,8 @@ static int cmd_help(int argc, char **argv)
 /*
  * Whatever a command printed must have reached stdout: a full disk or a
  * closed pipe at the last buffered write is an error, not a silent exit 0
- * (GNU's close_stdout). The name is the command's, "ezfs" before one.
+ * (GNU's close_stdout), said as cli_error says it: "ezfs CMD", "ezfs"
+ * before a command, or the erofs-utils name ezfs was called by.
  */
 static int close_stdout(const char *name, int rc)
 {
@@ -173,8 +175,11 @@ static int close_stdout(const char *name, int rc)
 		why = strerror(errno ? errno : EIO);
 	if (!why || errno == EPIPE) /* ezfs ls | head: the reader left */
 		return rc;
-	fprintf(stderr, "ezfs%s%s: stdout: %s\n", name ? " " : "",
-		name ? name : "", why);
+	if (cli_prog)
+		fprintf(stderr, "%s: stdout: %s\n", cli_prog, why);
+	else
+		fprintf(stderr, "ezfs%s%s: stdout: %s\n", name ? " " : "",
+			name ? name : "", why);
 	return rc ? rc : 1;
 }
 
@@ -242,6 +247,8 @@ int main(int argc, char **argv)
 
 	p = find_persona(argv[0]);
 	if (p >= 0) {
+		/* its messages name it, as the user typed it */
+		cli_prog = personas[p].name;
 		rc = personas[p].fn(argc, argv);
 		return close_stdout(personas[p].name, rc);
 	}
