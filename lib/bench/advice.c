@@ -164,8 +164,9 @@ static void verdict(const struct ezi_bench_advice *a, struct verdict *v)
 			snprintf(v->text, sizeof(v->text),
 				 "the storage's latency per request, which "
 				 "the pcluster size changes little here "
-				 "(%.2f ms per MiB at %s, %.2f at %s): the "
-				 "readahead window joins the requests",
+				 "(%.2f ms per MiB at %s, %.2f at %s): its "
+				 "reader's requests follow the readahead "
+				 "windows and the files, not the pclusters",
 				 v->req_lo * 1e3, l1, v->req_hi * 1e3, l2);
 	} else {
 		v->dominant = "decode";

@@ -31,8 +31,7 @@ static const struct profile {
 	{ "emmc", 250, 400e-6, EZFS_BENCH_READER_KERNEL,
 	  "eMMC 5.1 flash of a phone or board" },
 	{ "registry-20ms", 100, 20e-3, EZFS_BENCH_READER_REMOTE,
-	  "an OCI registry or HTTP server 20 ms away, 100 MB/s, read by "
-	  "ezfs (oci://, http://)" },
+	  "an OCI registry or HTTP server 20 ms away, 100 MB/s" },
 };
 
 const char *ezi_adv_reader_name(int reader)
