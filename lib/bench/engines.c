@@ -344,40 +344,18 @@ static void bench_alg(struct ezfs_bench_engines *b, int alg,
 		free(img[k]);
 }
 
-/* Call fn(b, nid) for each regular file under directory nid, depth first,
- * until the sample is full; a non-zero return ends the walk. */
-static int slurp_dir(struct ezfs_bench_engines *b, uint64_t nid,
-		     unsigned depth);
-
-static int slurp_ent(void *arg, const char *name, size_t namelen, uint64_t nid,
-		     unsigned ftype, uint64_t next_pos)
+/* The sample from the image's regular files, in directory order, until
+ * it is full. */
+static int slurp(struct ezfs_bench_engines *b)
 {
-	struct ezfs_bench_engines *b = arg;
+	struct ezi_bench_files fl = { 0 };
+	size_t i;
+	int err = ezi_bench_list_files(b->img, &fl);
 
-	(void)next_pos;
-	if ((namelen == 1 && name[0] == '.') ||
-	    (namelen == 2 && name[0] == '.' && name[1] == '.'))
-		return 0;
-	if (b->len == b->cap)
-		return 1; /* full: stop */
-	if (ftype == EZFS_FT_DIR)
-		return slurp_dir(b, nid, 1);
-	return ftype == EZFS_FT_REG ? slurp_file(b, nid) : 0;
-}
-
-static int slurp_dir(struct ezfs_bench_engines *b, uint64_t nid, unsigned depth)
-{
-	ezfs_inode *dir;
-	int err;
-
-	if (depth > 256)
-		return -ELOOP;
-	err = ezfs_inode_get(b->img, nid, &dir);
-	if (err)
-		return err;
-	err = ezfs_readdir(dir, 0, slurp_ent, b);
-	ezfs_inode_put(dir);
-	return err < 0 ? err : 0;
+	for (i = 0; !err && i < fl.n && b->len < b->cap; i++)
+		err = slurp_file(b, fl.v[i].nid);
+	free(fl.v);
+	return err;
 }
 
 void ezfs_bench_engines_params_init(struct ezfs_bench_engines_params *p)
@@ -423,7 +401,7 @@ int ezfs_bench_engines_new(const struct ezfs_bench_engines_params *p,
 	}
 	if (p->image) {
 		b->img = p->image;
-		err = slurp_dir(b, ezfs_root_nid(b->img), 0);
+		err = slurp(b);
 		b->img = NULL;
 		if (!err && !b->len)
 			err = -ENODATA;
