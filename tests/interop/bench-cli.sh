@@ -122,14 +122,12 @@ d = json.load(open(sys.argv[1]))
 c = d["candidates"]
 st = d["storage"]
 rate, lat = st["rate_mb_s"] * 1e6, st["latency_us"] / 1e6
-req_min = d["model"]["seq_request_min_bytes"]
 bad = []
 for x in c:
-    req = max(x["seq_extent_bytes"], req_min)
-    s = x["ratio"] * 2**20 / rate + x["ratio"] * 2**20 / req * lat + \
-        2**20 / (x["decode_mib_s"] * 2**20)
-    r = lat + x["rand_fetch_bytes"] / rate + \
-        x["rand_decode_bytes"] / (x["decode_mib_s"] * 2**20)
+    s = x["ratio"] * 2**20 / rate + x["seq_rounds_per_mib"] * lat + \
+        x["read_ms_per_mib"] / 1e3
+    r = lat + x["rand_fetch_bytes"] / rate + (x["rand_decode_bytes"] /
+        (x["decode_mib_s"] * 2**20) if x["decode_mib_s"] > 0 else 0)
     if abs(1 / s - x["seq_mib_s"]) > 0.01 * x["seq_mib_s"] + 0.1:
         bad.append("seq %s" % x)
     if abs(r * 1e6 - x["rand4k_us"]) > 0.01 * x["rand4k_us"] + 0.1:

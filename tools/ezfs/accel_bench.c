@@ -1,360 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * accel_bench.c - ezfs accel bench: per engine and pcluster size, the raw
- * in-memory decode speed (ezfs_engine_bench_raw) beside the speed of the
- * same data read through ezfs: an image built by the library's builder at
- * that pcluster size, held in memory, read with ezfs_pread in large
- * sequential reads (no page cache, a fresh pcluster cache every round).
- * Both figures: the fastest round, in CPU time of the (only) decoding
- * thread, so that other load on the machine disturbs them less.
+ * accel_bench.c - ezfs accel bench: its options and its table. The
+ * measuring (raw decode against reads through ezfs, per engine and
+ * pcluster size) is lib/bench's (ezfs_bench_engines_*).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <ezfs/build.h>
+#include <ezfs/bench.h>
 #include <ezfs/engine.h>
 #include <ezfs/ezfs.h>
 
 #include "accel.h"
 #include "common.h"
 
-#define NSIZES 5
-static const size_t sizes[NSIZES] = { 4096, 16384, 65536, 262144, 1048576 };
-
-struct bench {
-	uint8_t *data; /* the sample */
-	size_t len, cap;
-	const char *from; /* where it came from, for the header */
-	unsigned iters;	  /* 0: calibrate */
-	size_t rdsz;	  /* ezfs_pread size */
-	const char *only; /* -e: this engine only */
-	char dir[64];	  /* temporary directory */
-	ezfs_image *img;  /* IMG while slurping */
-};
-
-/* ---- the sample ---- */
-
-static int slurp_file(void *arg, uint64_t nid)
+static void on_log(void *arg, int level, const char *msg)
 {
-	struct bench *b = arg;
-	ezfs_inode *ino;
-	ssize_t n;
-	int err;
-
-	if (b->len == b->cap)
-		return 0;
-	err = ezfs_inode_get(b->img, nid, &ino);
-	if (err)
-		return err;
-	n = ezfs_pread(ino, b->data + b->len, b->cap - b->len, 0);
-	ezfs_inode_put(ino);
-	if (n < 0)
-		return (int)n;
-	b->len += (size_t)n;
-	return 0;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-/*
- * Text: lines of the license texts of the system in a pseudo-random order
- * (real prose, no long-range repeats of whole files), or, without them,
- * pseudo-random words of a small vocabulary in lines of 40..80 bytes.
- */
-static void gen_text(struct bench *b)
-{
-	static const char *const words[] = {
-		"the",	    "of",     "and",	    "to",      "a",
-		"in",	    "is",     "that",	    "for",     "it",
-		"as",	    "with",   "be",	    "on",      "not",
-		"this",	    "by",     "are",	    "or",      "from",
-		"file",	    "system", "read",	    "block",   "data",
-		"image",    "kernel", "compressed", "cluster", "license",
-		"software", "copy",   "program",    "work",    "source",
-		"terms",
-	};
-	static const char *const lic[] = {
-		"Apache-2.0", "Artistic", "BSD",    "GFDL-1.3", "GPL-2",
-		"GPL-3",      "LGPL-2.1", "LGPL-3", "MPL-2.0",
-	};
-	char *text = NULL, **lines = NULL;
-	size_t tlen = 0, nl = 0, i;
-	uint64_t s = 0x9e3779b97f4a7c15ull;
-	FILE *f;
-
-	for (i = 0; i < sizeof(lic) / sizeof(lic[0]); i++) {
-		char path[128], *t;
-		long n;
-
-		snprintf(path, sizeof(path), "/usr/share/common-licenses/%s",
-			 lic[i]);
-		f = fopen(path, "rb");
-		if (!f)
-			continue;
-		if (fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 ||
-		    fseek(f, 0, SEEK_SET) ||
-		    !(t = realloc(text, tlen + (size_t)n + 1))) {
-			fclose(f);
-			continue;
-		}
-		text = t;
-		tlen += fread(text + tlen, 1, (size_t)n, f);
-		fclose(f);
+	if (level == EZFS_LOG_ERROR) {
+		cli_error("accel", "bench: %s", msg);
+		*(int *)arg = 1;
 	}
-	if (text) {
-		char *p = text, *nlp;
-
-		text[tlen] = '\0';
-		lines = malloc((tlen / 2 + 1) * sizeof(*lines));
-		for (; lines && (nlp = strchr(p, '\n')); p = nlp + 1)
-			lines[nl++] = p;
-	}
-	b->from = nl > 100 ? "shuffled lines of /usr/share/common-licenses"
-			   : "generated words";
-	while (b->len < b->cap) {
-		const char *src;
-		size_t n;
-		char tmp[96];
-
-		if (nl > 100) {
-			src = lines[rnd(&s) % nl];
-			n = (size_t)(strchr(src, '\n') - src) + 1;
-		} else {
-			size_t want = 40 + rnd(&s) % 40;
-
-			for (n = 0; n < want;)
-				n += (size_t)snprintf(
-					tmp + n, sizeof(tmp) - n, "%s ",
-					words[rnd(&s) % (sizeof(words) /
-							 sizeof(words[0]))]);
-			tmp[n - 1] = '\n';
-			src = tmp;
-		}
-		if (n > b->cap - b->len)
-			n = b->cap - b->len;
-		memcpy(b->data + b->len, src, n);
-		b->len += n;
-	}
-	free(lines);
-	free(text);
 }
 
-/* ---- an image of the sample, in memory ---- */
-
-static int write_sample(struct bench *b)
+/* A cell as it comes: the row's name before its first one. */
+static void on_cell(void *arg, const struct ezfs_bench_engines_cell *c)
 {
-	char path[128];
-	int fd, err = 0;
-	ssize_t n;
-
-	snprintf(b->dir, sizeof(b->dir), "%s/ezfs-accel-XXXXXX",
-		 getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 32
-			 ? getenv("TMPDIR")
-			 : "/tmp");
-	if (!mkdtemp(b->dir))
-		return -errno;
-	snprintf(path, sizeof(path), "%s/src", b->dir);
-	if (mkdir(path, 0700))
-		return -errno;
-	snprintf(path, sizeof(path), "%s/src/sample", b->dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, b->data, b->len);
-	if (n != (ssize_t)b->len)
-		err = n < 0 ? -errno : -EIO;
-	close(fd);
-	return err;
-}
-
-static void remove_sample(struct bench *b)
-{
-	char path[128];
-
-	if (!b->dir[0])
-		return;
-	snprintf(path, sizeof(path), "%s/src/sample", b->dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/src", b->dir);
-	rmdir(path);
-	rmdir(b->dir);
-}
-
-/* Build the sample with alg at pcluster size; *img = the image bytes. */
-static int build_image(struct bench *b, int alg, size_t pcluster, uint8_t **img,
-		       size_t *len)
-{
-	struct ezfs_build_params p;
-	ezfs_builder *bl;
-	char src[128], out[128];
-	struct stat st;
-	int fd, err;
-
-	ezfs_build_params_init(&p);
-	p.alg = alg;
-	p.level = -1;
-	p.pcluster_size = (uint32_t)pcluster;
-	p.flags = EZFS_BUILD_NO_FSYNC;
-	p.has_timestamp = 1;
-	snprintf(src, sizeof(src), "%s/src", b->dir);
-	snprintf(out, sizeof(out), "%s/img", b->dir);
-	err = ezfs_builder_new(&p, &bl);
-	if (err)
-		return err;
-	err = ezfs_builder_scan(bl, src);
-	if (!err)
-		err = ezfs_builder_write(bl, out);
-	ezfs_builder_free(bl);
-	if (err)
-		return err;
-	fd = open(out, O_RDONLY | O_CLOEXEC);
-	err = fd < 0 || fstat(fd, &st) ? -errno : 0;
-	*img = err ? NULL : malloc((size_t)st.st_size);
-	if (!err && !*img)
-		err = -ENOMEM;
-	if (!err && read(fd, *img, (size_t)st.st_size) != st.st_size)
-		err = -EIO;
-	if (fd >= 0)
-		close(fd);
-	unlink(out);
-	*len = err ? 0 : (size_t)st.st_size;
-	return err;
-}
-
-/*
- * One round: open the in-memory image with only engine for its algorithm,
- * read /sample with ezfs_pread in b->rdsz pieces; check = compare with the
- * sample. Returns 0 or a negative errno, *ns the time of the reads.
- */
-static int read_round(struct bench *b, const uint8_t *img, size_t len,
-		      const char *spec, uint8_t *buf, int check, uint64_t *ns)
-{
-	struct ezfs_open_params p;
-	struct timespec t0, t1;
-	ezfs_image *fs;
-	ezfs_inode *ino = NULL;
-	uint64_t nid, off = 0;
-	ssize_t n = 0;
-	int err;
-
-	ezfs_open_params_init(&p);
-	p.accel = spec;
-	p.dispatch = "inline";
-	err = ezfs_image_open_mem(img, len, &p, &fs);
-	if (err)
-		return err;
-	err = ezfs_resolve(fs, "/sample", &nid);
-	if (!err)
-		err = ezfs_inode_get(fs, nid, &ino);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-	while (!err && (n = ezfs_pread(ino, buf, b->rdsz, off)) > 0) {
-		if (check && memcmp(buf, b->data + off, (size_t)n))
-			err = -EUCLEAN;
-		off += (uint64_t)n;
-	}
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-	*ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
-	      (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
-	if (!err && n < 0)
-		err = (int)n;
-	if (!err && off != b->len)
-		err = -EUCLEAN;
-	if (ino)
-		ezfs_inode_put(ino);
-	ezfs_image_close(fs);
-	return err;
-}
-
-/* One cell: raw and through-ezfs MB/s of engine at one pcluster size. */
-static void bench_cell(struct bench *b, const char *engine, int alg,
-		       size_t pcluster, const uint8_t *img, size_t len,
-		       uint8_t *buf)
-{
-	unsigned iters = b->iters, i;
-	uint64_t ns, best = 0;
-	double raw = 0, thr;
-	char spec[64];
-	int err;
-
-	snprintf(spec, sizeof(spec), "%s=%s", ezfs_alg_name(alg), engine);
-	err = read_round(b, img, len, spec, buf, 1, &ns);
-	if (!err && !iters) /* about 0.2 s of reading */
-		iters = ns ? (unsigned)(2e8 / ns) : 100;
-	iters = iters < 1 ? 1 : iters > 200 ? 200 : iters;
-	if (!err)
-		err = ezfs_engine_bench_raw(engine, b->data, b->len, pcluster,
-					    iters, &raw, NULL);
-	for (i = 0; !err && i < iters; i++) {
-		err = read_round(b, img, len, spec, buf, 0, &ns);
-		if (!best || ns < best)
-			best = ns;
-	}
-	if (err) {
-		printf(" %22.22s", ezfs_strerror(err));
-	} else {
-		thr = best ? (double)b->len / ((double)best / 1e9) / 1e6 : 0;
-		printf(" %6.0f %6.0f %4.0f%%", raw, thr,
-		       raw > 0 ? 100 * thr / raw : 0);
-	}
+	(void)arg;
+	if (!c->index)
+		printf("%-11s %-8s", c->engine, ezfs_alg_name(c->alg));
+	if (c->err)
+		printf(" %22.22s", ezfs_strerror(c->err));
+	else
+		printf(" %6.0f %6.0f %4.0f%%", c->raw_mb_s, c->thr_mb_s,
+		       c->raw_mb_s > 0 ? 100 * c->thr_mb_s / c->raw_mb_s : 0);
+	if (c->index + 1 == EZFS_BENCH_ENGINE_SIZES)
+		printf("\n");
 	fflush(stdout);
 }
 
-/* Every usable engine of alg, on images of each pcluster size. */
-static void bench_alg(struct bench *b, int alg, uint8_t *buf)
-{
-	struct ezfs_engine_info info;
-	uint8_t *img[NSIZES] = { NULL };
-	size_t len[NSIZES] = { 0 };
-	int err[NSIZES];
-	unsigned i, k;
-
-	for (k = 0; k < NSIZES; k++)
-		err[k] = -EAGAIN; /* built on first use */
-	for (i = 0; i < ezfs_engine_count(); i++) {
-		if (ezfs_engine_get_info(i, &info) || info.alg != alg ||
-		    info.probe || (info.flags & EZFS_ENGINE_TEST) ||
-		    (b->only && strcmp(b->only, info.name)))
-			continue;
-		printf("%-11s %-8s", info.name, ezfs_alg_name(alg));
-		for (k = 0; k < NSIZES; k++) {
-			if (err[k] == -EAGAIN)
-				err[k] = build_image(b, alg, sizes[k], &img[k],
-						     &len[k]);
-			if (err[k])
-				printf(" %22.22s", ezfs_strerror(err[k]));
-			else
-				bench_cell(b, info.name, alg, sizes[k], img[k],
-					   len[k], buf);
-		}
-		printf("\n");
-	}
-	for (k = 0; k < NSIZES; k++)
-		free(img[k]);
-}
-
-static bool engine_known(const char *name)
+static int engine_known(const char *name)
 {
 	struct ezfs_engine_info info;
 	unsigned i;
 
 	for (i = 0; i < ezfs_engine_count(); i++)
 		if (!ezfs_engine_get_info(i, &info) && !strcmp(info.name, name))
-			return true;
-	return false;
+			return 1;
+	return 0;
 }
 
 int accel_bench(int argc, char **argv)
@@ -363,13 +57,16 @@ int accel_bench(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct bench b = { 0 };
+	struct ezfs_bench_engines_params p;
 	struct cli_log lg = { 0 };
-	const char *path = NULL;
-	uint8_t *buf = NULL;
-	unsigned mib = 4, rd = 4;
-	int c, alg, err = 0;
+	ezfs_bench_engines *e = NULL;
+	ezfs_image *img = NULL;
+	const char *path = NULL, *from;
+	unsigned mib = 4, rd = 4, k;
+	size_t len;
+	int c, err, logged = 0;
 
+	ezfs_bench_engines_params_init(&p);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":e:n:s:r:h", opts, NULL)) != -1) {
@@ -384,74 +81,54 @@ int accel_bench(int argc, char **argv)
 						       c, optarg);
 		}
 		if (c == 'n')
-			b.iters = v;
+			p.iters = v;
 		else if (c == 's')
 			mib = v;
 		else if (c == 'r')
 			rd = v;
 		else if (c == 'e')
-			b.only = optarg;
+			p.only = optarg;
 		else
 			return cli_opt_default("accel", c, argv, accel_usage);
 	}
 	if (cli_nargs("accel", argc - optind, 0, 1, ""))
 		return 2;
-	if (b.only && !engine_known(b.only))
+	if (p.only && !engine_known(p.only))
 		return cli_usage_error("accel",
 				       "unknown engine '%s' (see "
 				       "'ezfs accel list')",
-				       b.only);
+				       p.only);
 	if (argc > optind)
 		path = argv[optind];
-	b.cap = (size_t)mib << 20;
-	b.rdsz = (size_t)rd << 20;
-	b.data = malloc(b.cap);
-	buf = malloc(b.rdsz);
-	if (!b.data || !buf) {
-		cli_error("accel", "bench: %s", strerror(ENOMEM));
-		err = 1;
-		goto out;
-	}
-	if (path) {
-		if (cli_open("accel", path, &lg, &b.img) < 0) {
-			err = 1;
-			goto out;
-		}
-		err = accel_for_each_file(b.img, slurp_file, &b);
-		ezfs_image_close(b.img);
-		if (!err && !b.len)
-			err = -ENODATA;
-		if (err) {
-			cli_fail("accel", path, NULL, err);
-			err = 1;
-			goto out;
-		}
-		b.from = path;
-	} else {
-		gen_text(&b);
-	}
-	err = write_sample(&b);
+	if (path && cli_open("accel", path, &lg, &img) < 0)
+		return 1;
+	p.image = img;
+	p.sample_bytes = (size_t)mib << 20;
+	p.read_bytes = (size_t)rd << 20;
+	p.log = on_log;
+	p.log_arg = &logged;
+	err = ezfs_bench_engines_new(&p, &e);
+	if (img)
+		ezfs_image_close(img);
 	if (err) {
-		cli_error("accel", "bench: temporary directory %s: %s", b.dir,
-			  strerror(-err));
-		err = 1;
-		goto out;
+		if (path && !logged)
+			cli_fail("accel", path, NULL, err);
+		else if (!logged)
+			cli_error("accel", "bench: %s", strerror(-err));
+		return 1;
 	}
-	printf("sample: %zu bytes (%s), %zu KiB ezfs_pread reads, %s\n", b.len,
-	       b.from, b.rdsz >> 10,
-	       b.iters ? "fixed rounds" : "about 0.2 s per figure");
+	len = ezfs_bench_engines_sample(e, &from);
+	printf("sample: %zu bytes (%s), %zu KiB ezfs_pread reads, %s\n", len,
+	       path ? path : from, p.read_bytes >> 10,
+	       p.iters ? "fixed rounds" : "about 0.2 s per figure");
 	printf("MB/s (CPU time, fastest round): raw decode, through ezfs "
-	       "(in-memory image built at "
-	       "that pcluster size), through/raw\n%-11s %-8s",
+	       "(in-memory image built at that pcluster size), "
+	       "through/raw\n%-11s %-8s",
 	       "ENGINE", "ALG");
-	for (c = 0; c < NSIZES; c++)
-		printf(" %22zuK", sizes[c] >> 10);
+	for (k = 0; k < EZFS_BENCH_ENGINE_SIZES; k++)
+		printf(" %22zuK", ezfs_bench_engines_size(k) >> 10);
 	printf("\n");
-	for (alg = 0; alg < EZFS_ALG_MAX; alg++)
-		bench_alg(&b, alg, buf);
-out:
-	remove_sample(&b);
-	free(buf);
-	free(b.data);
-	return err;
+	err = ezfs_bench_engines_run(e, on_cell, NULL);
+	ezfs_bench_engines_free(e);
+	return err ? 1 : 0;
 }

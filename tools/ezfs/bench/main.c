@@ -1,15 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* bench/main.c - ezfs bench: options, defaults and the mode dispatcher. */
+/*
+ * bench/main.c - ezfs bench: its options, the progress line, the tables on
+ * stdout and the exit code. The measuring, the model and the formatting of
+ * results are lib/bench's (include/ezfs/bench.h).
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "ezfs/bench.h"
+#include "ezfs/engine.h"
 #include "../cmd.h"
 #include "../common.h"
+
+#define BENCH_CMD "bench"
 
 static const char bench_usage_text[] =
 	"usage: ezfs bench read|ratio|latency|all [OPTIONS] SOURCE\n"
@@ -63,6 +74,9 @@ static const char bench_usage_text[] =
 	"  --storage-rate R    advise: its read rate in MB/s (overrides S)\n"
 	"  --storage-latency T advise: its latency per request, e.g. 20ms,\n"
 	"                      150us (overrides S)\n"
+	"  --reader R          advise: who reads the image there: kernel (a\n"
+	"                      mount, 128 KiB readahead) or remote (ezfs over\n"
+	"                      http/oci/s3); default remote for registry-20ms\n"
 	"  --csv FILE          one row per measured cell\n"
 	"  --json FILE         one record per measured cell\n"
 	"  --plot DIR          PNG charts (gnuplot)\n"
@@ -74,276 +88,68 @@ static void bench_usage(FILE *f)
 	fputs(bench_usage_text, f);
 }
 
-/* "4K", "1M", "65536", "1.5G" -> bytes; 0 on error. */
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
+/* above the CLI_OPT_* values of common.h: the command's own options;
+ * O_LIB: a parameter of the library, set by its name */
+enum { O_CSV = 0x200, O_JSON, O_PLOT, O_LIB };
 
-	if (end == s || v <= 0)
-		return 0;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v *= 1024;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v *= 1024 * 1024;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v *= 1024.0 * 1024 * 1024;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B')
-		end++;
-	return *end ? 0 : (uint64_t)v;
-}
-
-static int parse_clusters(const char *s, uint32_t *out, int *n)
-{
-	char *dup = strdup(s), *tok, *save = NULL;
-	int err = 0;
-
-	if (!dup)
-		return -ENOMEM;
-	*n = 0;
-	for (tok = strtok_r(dup, ", ", &save); tok;
-	     tok = strtok_r(NULL, ", ", &save)) {
-		uint64_t v = parse_size(tok);
-
-		if (!v || v > (1u << 20) || (v & (v - 1)) || v < 4096 ||
-		    *n >= BENCH_MAX_CLUSTERS) {
-			err = -EINVAL;
-			break;
-		}
-		out[(*n)++] = (uint32_t)v;
-	}
-	free(dup);
-	return err ? err : (*n ? 0 : -EINVAL);
-}
-
-static int parse_algs(const char *s, struct bench_alg *out, int *n)
-{
-	char *dup = strdup(s), *tok, *save = NULL;
-	int err = 0;
-
-	if (!dup)
-		return -ENOMEM;
-	*n = 0;
-	for (tok = strtok_r(dup, ", ", &save); tok && !err;
-	     tok = strtok_r(NULL, ", ", &save)) {
-		if (*n >= BENCH_MAX_ALGS)
-			err = -EINVAL;
-		else
-			err = bench_parse_alg(tok, &out[(*n)++]);
-	}
-	free(dup);
-	return err ? err : (*n ? 0 : -EINVAL);
-}
-
-/* "lz4hc:1,9,12 deflate:1,6,9 zstd lzma:6" (also ';' between groups). */
-static int parse_levels(const char *s, struct bench_alg *out, int *n)
-{
-	char *dup = strdup(s), *grp, *save = NULL;
-	int err = 0;
-
-	if (!dup)
-		return -ENOMEM;
-	*n = 0;
-	for (grp = strtok_r(dup, " ;", &save); grp && !err;
-	     grp = strtok_r(NULL, " ;", &save)) {
-		char *colon = strchr(grp, ':'), *lv, *s2 = NULL, one[48];
-
-		if (colon)
-			*colon = '\0';
-		if (!colon) {
-			if (*n >= BENCH_MAX_ALGS)
-				err = -EINVAL;
-			else
-				err = bench_parse_alg(grp, &out[(*n)++]);
-			continue;
-		}
-		for (lv = strtok_r(colon + 1, ",", &s2); lv && !err;
-		     lv = strtok_r(NULL, ",", &s2)) {
-			snprintf(one, sizeof(one), "%s:%s", grp, lv);
-			if (*n >= BENCH_MAX_ALGS)
-				err = -EINVAL;
-			else
-				err = bench_parse_alg(one, &out[(*n)++]);
-		}
-	}
-	free(dup);
-	return err ? err : (*n ? 0 : -EINVAL);
-}
-
-static void set_defaults(struct bench_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	parse_clusters("4K,16K,64K,256K,1M", o->clusters, &o->nclusters);
-	parse_algs("lz4hc,deflate,zstd", o->algs, &o->nalgs);
-	parse_levels("lz4hc:1,9,12 deflate:1,6,9 zstd:3,9,12 lzma:6", o->levels,
-		     &o->nlevels);
-	o->ratio_cluster = 16384;
-	o->bs = 4096;
-	o->io_share = 0.05;
-	o->runtime = 3;
-	o->size = 64ull << 20;
-	o->repeat = 1;
-	o->seed = 1;
-	o->goal = "balanced";
-	bench_parse_dispatch("inline,queue,percpu", o);
-	bench_parse_loads("none,busy", o);
-	o->window = 16ull << 20;
-	o->storage_rate = -1;
-	o->storage_lat = -1;
-}
-
-/* above the CLI_OPT_* values of common.h */
-enum {
-	O_CSV = 0x200,
-	O_JSON,
-	O_PLOT,
-	O_PATH,
-	O_ENGINES,
-	O_GOAL,
-	O_CLUSTERS,
-	O_CLUSTER,
-	O_ALGS,
-	O_LEVELS,
-	O_BS,
-	O_SHARE,
-	O_RUNTIME,
-	O_SIZE,
-	O_REPEAT,
-	O_NODROP,
-	O_LOAD,
-	O_WINDOW,
-	O_STORAGE,
-	O_STORAGE_RATE,
-	O_STORAGE_LAT
+/* What the command adds to the library's parameters. */
+struct bench_cli {
+	int quiet;
+	int size_given;
+	const char *csv, *json, *plot;
 };
 
-/* "50", "50M", "50MB/s", "1.5G" -> MB/s (10^6 bytes); -1 on error. */
-static double parse_rate(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || !(v > 0))
-		return -1;
-	if (*end == 'k' || *end == 'K')
-		v /= 1000, end++;
-	else if (*end == 'M')
-		end++;
-	else if (*end == 'G')
-		v *= 1000, end++;
-	if (!strcmp(end, "B/s") || !strcmp(end, "/s"))
-		end += strlen(end);
-	return *end ? -1 : v;
-}
-
-/* "20ms", "150us", "0.02s", "0" -> seconds; -1 on error. */
-static double parse_time(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || v < 0)
-		return -1;
-	if (!strcmp(end, "s"))
-		return v;
-	if (!strcmp(end, "ms"))
-		return v / 1e3;
-	if (!strcmp(end, "us"))
-		return v / 1e6;
-	if (!strcmp(end, "ns"))
-		return v / 1e9;
-	return !*end && v == 0 ? 0 : -1;
-}
-
-static int parse_opts(int argc, char **argv, struct bench_opts *o)
+static int parse_opts(int argc, char **argv, struct ezfs_bench_params *o,
+		      struct bench_cli *cli)
 {
 	static const struct option lo[] = {
 		{ "csv", 1, NULL, O_CSV },
 		{ "json", 1, NULL, O_JSON },
 		{ "plot", 1, NULL, O_PLOT },
-		{ "path", 1, NULL, O_PATH },
-		{ "engines", 1, NULL, O_ENGINES },
-		{ "goal", 1, NULL, O_GOAL },
-		{ "clusters", 1, NULL, O_CLUSTERS },
-		{ "cluster", 1, NULL, O_CLUSTER },
-		{ "algs", 1, NULL, O_ALGS },
-		{ "levels", 1, NULL, O_LEVELS },
-		{ "bs", 1, NULL, O_BS },
-		{ "io-share", 1, NULL, O_SHARE },
-		{ "runtime", 1, NULL, O_RUNTIME },
-		{ "size", 1, NULL, O_SIZE },
-		{ "repeat", 1, NULL, O_REPEAT },
-		{ "no-drop", 0, NULL, O_NODROP },
-		{ "load", 1, NULL, O_LOAD },
+		{ "path", 1, NULL, O_LIB },
+		{ "engines", 1, NULL, O_LIB },
+		{ "goal", 1, NULL, O_LIB },
+		{ "clusters", 1, NULL, O_LIB },
+		{ "cluster", 1, NULL, O_LIB },
+		{ "algs", 1, NULL, O_LIB },
+		{ "levels", 1, NULL, O_LIB },
+		{ "bs", 1, NULL, O_LIB },
+		{ "io-share", 1, NULL, O_LIB },
+		{ "runtime", 1, NULL, O_LIB },
+		{ "size", 1, NULL, O_LIB },
+		{ "repeat", 1, NULL, O_LIB },
+		{ "no-drop", 0, NULL, O_LIB },
+		{ "load", 1, NULL, O_LIB },
 		CLI_ENGINE_OPTS,
-		{ "window", 1, NULL, O_WINDOW },
-		{ "storage", 1, NULL, O_STORAGE },
-		{ "storage-rate", 1, NULL, O_STORAGE_RATE },
-		{ "storage-latency", 1, NULL, O_STORAGE_LAT },
+		{ "window", 1, NULL, O_LIB },
+		{ "storage", 1, NULL, O_LIB },
+		{ "storage-rate", 1, NULL, O_LIB },
+		{ "storage-latency", 1, NULL, O_LIB },
+		{ "reader", 1, NULL, O_LIB },
 		{ "quiet", 0, NULL, 'q' },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint32_t one[BENCH_MAX_CLUSTERS];
-	char *end;
-	int c, n;
+	const char *why;
+	int c, n, idx;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":qh", lo, &idx)) != -1) {
 		switch (c) {
 		case 'q':
-			o->quiet = 1;
+			cli->quiet = 1;
 			break;
 		case 'h':
 			bench_usage(stdout);
 			return 1;
 		case O_CSV:
-			o->csv = optarg;
+			cli->csv = optarg;
 			break;
 		case O_JSON:
-			o->json = optarg;
+			cli->json = optarg;
 			break;
 		case O_PLOT:
-			o->plot = optarg;
-			break;
-		case O_PATH:
-			o->path = optarg;
-			break;
-		case O_NODROP:
-			o->no_drop = 1;
-			break;
-		case O_ENGINES:
-			if (bench_check_engines(optarg))
-				return cli_usage_error(
-					BENCH_CMD,
-					"--engines: engine names (ezfs accel "
-					"list) or default, comma-separated");
-			o->engines = optarg;
-			break;
-		case CLI_OPT_DISPATCH:
-			/* a list: each mode is measured in turn */
-			if (bench_parse_dispatch(optarg, o))
-				return cli_usage_error(
-					BENCH_CMD,
-					"invalid --dispatch '%s' (inline, "
-					"queue[:N] or percpu, comma-separated)",
-					optarg);
-			o->disp_given = 1;
+			cli->plot = optarg;
 			break;
 		case CLI_OPT_ACCEL:
 		case CLI_OPT_STRICT_ACCEL:
@@ -351,120 +157,14 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			n = cli_opt_other(BENCH_CMD, c, argv, bench_usage);
 			if (n != -1)
 				return n;
-			if (c == CLI_OPT_ACCEL)
-				o->accel = optarg;
-			else
-				o->strict = 1;
-			break;
-		case O_LOAD:
-			if (bench_parse_loads(optarg, o))
-				return cli_usage_error(BENCH_CMD,
-						       "--load: none, busy");
-			break;
-		case O_WINDOW:
-			o->window =
-				strcmp(optarg, "0") ? parse_size(optarg) : 0;
-			if ((!o->window && strcmp(optarg, "0")) ||
-			    o->window > (1ull << 30))
-				return cli_usage_error(
-					BENCH_CMD,
-					"--window: a size up to 1G, or 0");
-			break;
-		case O_GOAL:
-			if (strcmp(optarg, "size") && strcmp(optarg, "seq") &&
-			    strcmp(optarg, "random") &&
-			    strcmp(optarg, "balanced"))
-				return cli_usage_error(BENCH_CMD,
-						       "--goal: size, seq, "
-						       "random or balanced");
-			o->goal = optarg;
-			break;
-		case O_CLUSTERS:
-			if (parse_clusters(optarg, o->clusters, &o->nclusters))
-				return cli_usage_error(
-					BENCH_CMD,
-					"--clusters: powers of two, 4K..1M");
-			o->clusters_given = 1;
-			break;
-		case O_STORAGE:
-			if (!*optarg)
-				return cli_usage_error(
-					BENCH_CMD,
-					"--storage: a file, a device or a "
-					"profile (cloud-hdd, cloud-ssd, "
-					"nvme, emmc, registry-20ms)");
-			o->storage = optarg;
-			break;
-		case O_STORAGE_RATE:
-			o->storage_rate = parse_rate(optarg);
-			if (o->storage_rate <= 0)
-				return cli_usage_error(
-					BENCH_CMD,
-					"--storage-rate: MB/s > 0, e.g. 50 "
-					"or 1.5G");
-			break;
-		case O_STORAGE_LAT:
-			o->storage_lat = parse_time(optarg);
-			if (o->storage_lat < 0 || o->storage_lat > 60)
-				return cli_usage_error(
-					BENCH_CMD,
-					"--storage-latency: a time up to 60s "
-					"with its unit, e.g. 20ms or 150us");
-			break;
-		case O_CLUSTER:
-			if (parse_clusters(optarg, one, &n) || n != 1)
-				return cli_usage_error(
-					BENCH_CMD,
-					"--cluster: a power of two, 4K..1M");
-			o->ratio_cluster = one[0];
-			break;
-		case O_ALGS:
-			if (parse_algs(optarg, o->algs, &o->nalgs))
-				return cli_usage_error(
-					BENCH_CMD,
-					"--algs: "
-					"lz4,lz4hc,lzma,deflate,zstd[:LEVEL]");
-			break;
-		case O_LEVELS:
-			if (parse_levels(optarg, o->levels, &o->nlevels))
-				return cli_usage_error(
-					BENCH_CMD,
-					"--levels: e.g. \"zstd:3,9 lzma:6\"");
-			o->levels_given = 1;
-			break;
-		case O_BS:
-			o->bs = (uint32_t)parse_size(optarg);
-			if (!o->bs || o->bs > (64u << 20))
-				return cli_usage_error(BENCH_CMD,
-						       "--bs: a size");
-			break;
-		case O_SHARE:
-			o->io_share = strtod(optarg, &end) / 100;
-			if (*end == '%')
-				end++;
-			if (end == optarg || *end || o->io_share <= 0 ||
-			    o->io_share > 1)
-				return cli_usage_error(
-					BENCH_CMD,
-					"--io-share: a percentage, 0..100");
-			break;
-		case O_RUNTIME:
-			o->runtime = strtod(optarg, &end);
-			if (end == optarg || *end || o->runtime <= 0)
-				return cli_usage_error(
-					BENCH_CMD, "--runtime: seconds > 0");
-			break;
-		case O_SIZE:
-			o->size = parse_size(optarg);
-			if (!o->size)
-				return cli_usage_error(BENCH_CMD,
-						       "--size: a size");
-			break;
-		case O_REPEAT:
-			o->repeat = atoi(optarg);
-			if (o->repeat < 1 || o->repeat > 100)
-				return cli_usage_error(BENCH_CMD,
-						       "--repeat: 1..100");
+			/* fall through */
+		case CLI_OPT_DISPATCH: /* a list: each mode in turn */
+		case O_LIB:
+			if (ezfs_bench_params_set(o, lo[idx].name, optarg,
+						  &why))
+				return cli_usage_error(BENCH_CMD, "--%s: %s",
+						       lo[idx].name, why);
+			cli->size_given |= !strcmp(lo[idx].name, "size");
 			break;
 		default:
 			return cli_opt_error(BENCH_CMD, c, argv);
@@ -485,12 +185,12 @@ static void loadavg(double la[3])
 	}
 }
 
-static void print_header(const struct bench_opts *o, const char *what)
+static void print_header(const struct bench_cli *cli, const char *what)
 {
 	const char *acc = getenv("EZFS_ACCEL"), *dis = getenv("EZFS_DISPATCH");
 	double la[3];
 
-	if (o->quiet)
+	if (cli->quiet)
 		return;
 	loadavg(la);
 	printf("ezfs bench %s: %u CPUs, load average %.2f %.2f %.2f\n", what,
@@ -500,82 +200,208 @@ static void print_header(const struct bench_opts *o, const char *what)
 		       acc ? acc : "", dis ? dis : "");
 }
 
-static void print_footer(const struct bench_opts *o, double t0)
+static double now(void)
 {
-	double la[3];
+	struct timespec ts;
 
-	if (o->quiet)
-		return;
-	loadavg(la);
-	printf("\ndone in %.1f s, load average %.2f %.2f %.2f\n",
-	       bench_now() - t0, la[0], la[1], la[2]);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int size_given(int argc, char **argv)
-{
-	int i;
+/* The progress line on a terminal: "[3/15] read zstd 64K rand  ETA 0:42". */
+struct prog {
+	int on, shown;
+	double start;
+	int quiet;
+};
 
-	for (i = 1; i < argc; i++)
-		if (!strncmp(argv[i], "--size", 6))
-			return 1;
+static void prog_clear(struct prog *p)
+{
+	if (p->shown)
+		fputs("\r\033[K", stderr);
+	p->shown = 0;
+}
+
+static void on_progress(void *arg, const char *what, unsigned done,
+			unsigned total)
+{
+	struct prog *p = arg;
+	double el = now() - p->start;
+	char eta[32] = "";
+
+	if (!p->on)
+		return;
+	if (done && done < total) {
+		unsigned s = (unsigned)(el / done * (total - done));
+
+		snprintf(eta, sizeof(eta), "  ETA %u:%02u", s / 60, s % 60);
+	}
+	fprintf(stderr, "\r\033[K[%u/%u] %s%s", done + 1, total, what, eta);
+	fflush(stderr);
+	p->shown = 1;
+}
+
+/* The library's messages: errors on stderr; its notes on stdout and its
+ * warnings on stderr unless -q. */
+static void on_log(void *arg, int level, const char *msg)
+{
+	struct prog *p = arg;
+
+	if (level > EZFS_LOG_ERROR && p->quiet)
+		return;
+	prog_clear(p);
+	if (level == EZFS_LOG_INFO) {
+		printf("%s\n", msg);
+		fflush(stdout);
+	} else if (level <= EZFS_LOG_WARN) {
+		fflush(stdout);
+		cli_error(BENCH_CMD, "%s", msg);
+	}
+}
+
+/* ---- the workspace goes when the command does (exit, a signal) ---- */
+
+static ezfs_bench *running;
+
+static void cleanup(void)
+{
+	ezfs_bench_cleanup(running);
+}
+
+static void on_signal(int sig)
+{
+	/* Not strictly async-signal-safe (readdir), acceptable for a CLI
+	 * that exits right after; the alternative leaves GBs behind. */
+	cleanup();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Clean up on SIGINT, SIGTERM and SIGHUP, unless one was ignored when we
+ * started (nohup, a shell's trap '' HUP): it stays ignored. */
+static void catch_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, old;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	for (i = 0; i < 3; i++)
+		if (sigaction(sigs[i], NULL, &old) || old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	atexit(cleanup);
+}
+
+/* Runs this short say more about the clock and the start-up than about
+ * the reads. */
+#define SHORT_RUN 0.05
+
+static void warn_short(const ezfs_bench *b)
+{
+	double shortest = ezfs_bench_shortest_read(b);
+
+	if (shortest < 0 || shortest >= SHORT_RUN)
+		return;
+	cli_error(BENCH_CMD,
+		  "read: runs as short as %.2g ms are too short to be "
+		  "meaningful (under %.0f ms): measure more data (a larger "
+		  "--size or SOURCE) or more runs (--repeat N)",
+		  shortest * 1e3, SHORT_RUN * 1e3);
+}
+
+static int have_gnuplot(void)
+{
+	const char *path = getenv("PATH");
+	char *dup, *dir, *save = NULL, full[4096];
+	int found = 0;
+
+	dup = strdup(path ? path : "/usr/bin:/bin");
+	for (dir = dup ? strtok_r(dup, ":", &save) : NULL; dir && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		snprintf(full, sizeof(full), "%s/gnuplot", dir);
+		found = !access(full, X_OK);
+	}
+	free(dup);
+	return found;
+}
+
+/* --plot DIR: the library writes the data and the script, gnuplot draws. */
+static int plot(const ezfs_bench *b, const char *dir, int quiet)
+{
+	char script[4096];
+	pid_t pid;
+	int st;
+
+	if (!have_gnuplot()) {
+		fprintf(stderr,
+			"ezfs bench: --plot: gnuplot not found; install "
+			"it (Debian: apt-get install gnuplot-nox) and rerun; "
+			"no charts written\n");
+		return 0;
+	}
+	if (ezfs_bench_write_plot(b, dir, script, sizeof(script)))
+		return -EIO;
+	pid = fork();
+	if (pid == 0) {
+		execlp("gnuplot", "gnuplot", script, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
+	    WEXITSTATUS(st)) {
+		cli_error(BENCH_CMD, "gnuplot %s failed", script);
+		return -EIO;
+	}
+	if (!quiet)
+		printf("charts: %s/*.png\n", dir);
 	return 0;
 }
 
-static int run_modes(struct bench_opts *o, const char *mode,
-		     const struct bench_src *src, struct bench_results *res)
+/* The modes of mode ("all": read, ratio, latency), each then its table. */
+static int run_modes(ezfs_bench *b, unsigned modes, struct prog *pg)
 {
-	int rd = !strcmp(mode, "read"), ra = !strcmp(mode, "ratio");
-	int la = !strcmp(mode, "latency"), err = 0;
-	struct bench_prog pg;
-	unsigned cells = 0;
+	unsigned m;
+	int err = 0;
 
-	if (!strcmp(mode, "all"))
-		rd = ra = la = 1;
-	if (ra && src->is_image) {
-		if (!o->quiet || !rd)
-			printf("ratio: skipped, SOURCE is an image (give the "
-			       "directory it was built from)\n");
-		ra = 0;
-	}
-	if (rd)
-		cells += bench_read_cells(o, src);
-	if (ra)
-		cells += (unsigned)o->nlevels;
-	if (la)
-		cells += bench_latency_cells(o, src);
-	bench_prog_init(&pg, o->quiet || !isatty(2), cells);
-	if (rd && la && !src->is_image)
-		bench_keep_cluster(o->ratio_cluster); /* latency reuses them */
-	if (rd && !err) {
-		err = bench_read(o, src, res, &pg);
-		bench_prog_end(&pg);
-		bench_print_table(stdout, res, "read");
-		bench_read_warn_short(res);
-	}
-	if (ra && !err) {
-		err = bench_ratio(o, src, res, &pg);
-		bench_prog_end(&pg);
-		bench_print_table(stdout, res, "ratio");
-	}
-	if (la && !err) {
-		err = bench_latency(o, src, res, &pg);
-		bench_prog_end(&pg);
-		bench_print_table(stdout, res, "latency");
+	for (m = EZFS_BENCH_READ; m <= EZFS_BENCH_ADVISE && !err; m <<= 1) {
+		if (!(modes & m))
+			continue;
+		err = ezfs_bench_run(b, m);
+		prog_clear(pg);
+		if (m == EZFS_BENCH_ADVISE && err)
+			break;
+		ezfs_bench_write_table(b, m, stdout);
+		if (m == EZFS_BENCH_READ)
+			warn_short(b);
 	}
 	return err;
 }
 
+static unsigned mode_bits(const char *mode)
+{
+	if (!strcmp(mode, "all"))
+		return EZFS_BENCH_READ | EZFS_BENCH_RATIO | EZFS_BENCH_LATENCY;
+	return !strcmp(mode, "read")	  ? EZFS_BENCH_READ
+	       : !strcmp(mode, "ratio")	  ? EZFS_BENCH_RATIO
+	       : !strcmp(mode, "latency") ? EZFS_BENCH_LATENCY
+	       : !strcmp(mode, "advise")  ? EZFS_BENCH_ADVISE
+					  : 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
-	struct bench_results res = { 0 };
-	struct bench_src src = { 0 };
-	struct bench_opts o;
+	struct ezfs_bench_params o;
+	struct ezfs_bench_source src = { 0 };
+	struct bench_cli cli = { 0 };
+	struct prog pg = { 0 };
+	ezfs_bench *b = NULL;
 	const char *mode, *source;
-	double t0 = bench_now();
+	unsigned modes;
+	double t0 = now(), la[3];
 	int rc, err;
 
-	set_defaults(&o);
-	rc = parse_opts(argc, argv, &o);
+	ezfs_bench_params_init(&o);
+	rc = parse_opts(argc, argv, &o, &cli);
 	if (rc)
 		return rc == 1 ? 0 : rc;
 	if (optind >= argc)
@@ -583,9 +409,8 @@ int cmd_bench(int argc, char **argv)
 				       "missing mode "
 				       "(read, ratio, latency, all, advise)");
 	mode = argv[optind++];
-	if (strcmp(mode, "read") && strcmp(mode, "ratio") &&
-	    strcmp(mode, "latency") && strcmp(mode, "all") &&
-	    strcmp(mode, "advise"))
+	modes = mode_bits(mode);
+	if (!modes)
 		return cli_usage_error(BENCH_CMD, "unknown mode '%s'", mode);
 	source = optind < argc ? argv[optind++] : NULL;
 	if (optind < argc)
@@ -593,15 +418,17 @@ int cmd_bench(int argc, char **argv)
 				       argv[optind]);
 	if (o.path && strcmp(mode, "read"))
 		return cli_usage_error(BENCH_CMD, "--path works with read");
-	if ((o.storage || o.storage_rate > 0 || o.storage_lat >= 0) &&
+	if ((o.storage || o.storage_rate > 0 || o.storage_lat >= 0 ||
+	     o.reader) &&
 	    strcmp(mode, "advise"))
 		return cli_usage_error(BENCH_CMD,
-				       "--storage, --storage-rate and "
-				       "--storage-latency work with advise");
+				       "--storage, --storage-rate, "
+				       "--storage-latency and --reader work "
+				       "with advise");
 	if (!source && !o.path)
 		return cli_usage_error(BENCH_CMD, "missing SOURCE");
-	if (!strcmp(mode, "advise") && !size_given(argc, argv))
-		o.size = 16ull << 20;
+	if (!strcmp(mode, "advise") && !cli.size_given)
+		o.max_sample = 16ull << 20;
 	if (!strcmp(mode, "advise") && o.disp_given && o.ndisp > 1)
 		return cli_usage_error(BENCH_CMD, "advise: --dispatch takes "
 						  "one mode");
@@ -615,30 +442,51 @@ int cmd_bench(int argc, char **argv)
 		unsetenv("EZFS_ACCEL");
 	if (o.disp_given)
 		unsetenv("EZFS_DISPATCH");
-	bench_set_engine_opts(o.accel, o.strict);
-	print_header(&o, mode);
-	err = bench_tmp_init();
-	if (!err && source)
-		err = bench_src_prepare(&src, source, o.size);
-	if (!err && !o.quiet && source && !src.is_image)
+	print_header(&cli, mode);
+	pg.quiet = cli.quiet;
+	pg.on = !cli.quiet && isatty(2);
+	pg.start = t0;
+	o.modes = modes;
+	o.log = on_log;
+	o.log_arg = &pg;
+	o.progress = on_progress;
+	o.progress_arg = &pg;
+	catch_signals();
+	err = ezfs_bench_new(&o, source, &running);
+	b = running;
+	if (!err)
+		ezfs_bench_source_info(b, &src);
+	if (!err && !cli.quiet && source && !src.is_image)
 		printf("sample: %s, %llu bytes, %llu blocks of 4 KiB\n", source,
 		       (unsigned long long)src.input_bytes,
 		       (unsigned long long)src.input_blocks);
-	if (!err && !strcmp(mode, "advise"))
-		err = bench_advise(&o, &src, &res);
-	else if (!err)
-		err = run_modes(&o, mode, &src, &res);
-	if (o.csv && res.n && bench_write_csv(o.csv, &res))
-		err = err ? err : -EIO;
-	/* advise writes its own JSON: the whole table and the pick */
-	if (o.json && res.n && strcmp(mode, "advise") &&
-	    bench_write_json(o.json, &res))
-		err = err ? err : -EIO;
-	if (o.plot && res.n)
-		bench_plot(o.plot, &res, o.quiet);
-	print_footer(&o, t0);
-	bench_src_free(&src);
-	free(res.v);
-	bench_tmp_cleanup();
+	if (!err && (modes & EZFS_BENCH_RATIO) && src.is_image) {
+		if (!cli.quiet || modes == EZFS_BENCH_RATIO)
+			printf("ratio: skipped, SOURCE is an image (give the "
+			       "directory it was built from)\n");
+		modes &= ~(unsigned)EZFS_BENCH_RATIO;
+	}
+	if (!err && (modes & EZFS_BENCH_ADVISE) && src.is_image) {
+		cli_error(BENCH_CMD, "advise needs the source tree, not an "
+				     "image");
+		err = -EINVAL;
+	}
+	if (!err)
+		err = run_modes(b, modes, &pg);
+	if (b && ezfs_bench_nrecords(b)) {
+		if (cli.csv && ezfs_bench_write_csv(b, cli.csv))
+			err = err ? err : -EIO;
+		if (cli.json && ezfs_bench_write_json(b, cli.json))
+			err = err ? err : -EIO;
+		if (cli.plot && strcmp(mode, "advise"))
+			plot(b, cli.plot, cli.quiet);
+	}
+	if (!cli.quiet) {
+		loadavg(la);
+		printf("\ndone in %.1f s, load average %.2f %.2f %.2f\n",
+		       now() - t0, la[0], la[1], la[2]);
+	}
+	running = NULL;
+	ezfs_bench_free(b);
 	return err ? 1 : 0;
 }

@@ -1,24 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* bench/src.c - ezfs bench: sources, the temporary workspace, image builds. */
+/* bench/src.c - the bench's sources, its temporary workspace, image builds. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ezfs/build.h"
-#include "bench.h"
-#include "../common.h"
+#include "bench/internal.h"
 
-static char tmp_dir[PATH_MAX - 512];
-static pid_t tmp_owner;
-
-int bench_is_erofs(const char *path)
+int ezi_bench_is_erofs(const char *path)
 {
 	unsigned char m[4];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -56,69 +51,34 @@ static void rm_tree_at(int dfd, const char *name)
 	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
-void bench_tmp_cleanup(void)
+void ezfs_bench_cleanup(ezfs_bench *b)
 {
-	if (!tmp_dir[0] || getpid() != tmp_owner)
+	if (!b || !b->tmp[0] || getpid() != b->owner)
 		return;
-	rm_tree_at(AT_FDCWD, tmp_dir);
-	tmp_dir[0] = '\0';
+	rm_tree_at(AT_FDCWD, b->tmp);
+	b->tmp[0] = '\0';
 }
 
-static void on_signal(int sig)
+int ezi_bench_tmp_init(ezfs_bench *b)
 {
-	/* Not strictly async-signal-safe (readdir), acceptable for a CLI
-	 * that exits right after; the alternative leaves GBs behind. */
-	bench_tmp_cleanup();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
+	const char *base = b->p.tmpdir;
 
-/*
- * Clean up on sig, unless it was ignored when we started (nohup, a shell's
- * trap '' HUP): then it stays ignored, as the caller asked.
- */
-static void catch_signal(int sig, const struct sigaction *sa)
-{
-	struct sigaction old;
-
-	if (!sigaction(sig, NULL, &old) && old.sa_handler == SIG_IGN)
-		return;
-	sigaction(sig, sa, NULL);
-}
-
-int bench_tmp_init(void)
-{
-	const char *base = getenv("TMPDIR");
-	struct sigaction sa;
-
-	if (tmp_dir[0])
-		return 0;
+	if (!base || !*base)
+		base = getenv("TMPDIR");
 	if (!base || !*base)
 		base = "/tmp";
-	snprintf(tmp_dir, sizeof(tmp_dir), "%s/ezfs-bench.XXXXXX", base);
-	if (!mkdtemp(tmp_dir)) {
+	snprintf(b->tmp, sizeof(b->tmp), "%s/ezfs-bench.XXXXXX", base);
+	if (!mkdtemp(b->tmp)) {
 		int err = -errno;
 
-		cli_error(BENCH_CMD,
-			  "cannot create a temporary directory in "
-			  "%s: %s",
-			  base, strerror(errno));
-		tmp_dir[0] = '\0';
+		ezi_bench_log(b, EZFS_LOG_ERROR,
+			      "cannot create a temporary directory in %s: %s",
+			      base, strerror(errno));
+		b->tmp[0] = '\0';
 		return err;
 	}
-	tmp_owner = getpid();
-	atexit(bench_tmp_cleanup);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	catch_signal(SIGINT, &sa);
-	catch_signal(SIGTERM, &sa);
-	catch_signal(SIGHUP, &sa);
+	b->owner = getpid();
 	return 0;
-}
-
-const char *bench_tmp_dir(void)
-{
-	return tmp_dir;
 }
 
 /* Copy at most *left bytes of src to dst; a short copy ends the sample. */
@@ -210,28 +170,28 @@ static int stage_dir(const char *src, const char *dst, struct stage *st)
 	return err;
 }
 
-int bench_src_prepare(struct bench_src *s, const char *source,
-		      uint64_t max_bytes)
+int ezi_bench_src_prepare(ezfs_bench *b, const char *source)
 {
+	uint64_t max_bytes = b->p.max_sample;
 	char dst[PATH_MAX];
 	struct stage st = { .left = max_bytes ? max_bytes : UINT64_MAX };
 	struct stat sb;
 	int err;
 
-	memset(s, 0, sizeof(*s));
-	s->source = source;
 	if (stat(source, &sb)) {
 		err = -errno;
-		cli_error(BENCH_CMD, "%s: %s", source, strerror(errno));
+		ezi_bench_log(b, EZFS_LOG_ERROR, "%s: %s", source,
+			      strerror(errno));
 		return err;
 	}
-	if (S_ISREG(sb.st_mode) && bench_is_erofs(source)) {
-		s->is_image = 1;
+	if (S_ISREG(sb.st_mode) && ezi_bench_is_erofs(source)) {
+		b->is_image = 1;
 		return 0;
 	}
 	if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
-		cli_error(BENCH_CMD, "%s: not a directory, file or EROFS image",
-			  source);
+		ezi_bench_log(b, EZFS_LOG_ERROR,
+			      "%s: not a directory, file or EROFS image",
+			      source);
 		return -EINVAL;
 	}
 	if (S_ISDIR(sb.st_mode)) {
@@ -243,13 +203,13 @@ int bench_src_prepare(struct bench_src *s, const char *source,
 		if (!st.bytes)
 			goto empty;
 		if (!max_bytes || st.bytes <= max_bytes) {
-			s->dir = realpath(source, NULL);
-			s->input_bytes = st.bytes;
-			s->input_blocks = st.blocks;
-			return s->dir ? 0 : -ENOMEM;
+			b->dir = realpath(source, NULL);
+			b->input_bytes = st.bytes;
+			b->input_blocks = st.blocks;
+			return b->dir ? 0 : -ENOMEM;
 		}
 	}
-	snprintf(dst, sizeof(dst), "%s/src", bench_tmp_dir());
+	snprintf(dst, sizeof(dst), "%s/src", b->tmp);
 	if (mkdir(dst, 0755)) {
 		err = -errno;
 		goto fail;
@@ -260,11 +220,12 @@ int bench_src_prepare(struct bench_src *s, const char *source,
 	if (S_ISDIR(sb.st_mode)) {
 		err = stage_dir(source, dst, &st);
 	} else {
-		const char *b = strrchr(source, '/');
+		const char *base = strrchr(source, '/');
 		char fp[PATH_MAX + 8];
 		uint64_t before = st.left;
 
-		snprintf(fp, sizeof(fp), "%s/%s", dst, b ? b + 1 : source);
+		snprintf(fp, sizeof(fp), "%s/%s", dst,
+			 base ? base + 1 : source);
 		err = copy_part(source, fp, &st.left);
 		st.bytes = before - st.left;
 		st.blocks = (st.bytes + 4095) / 4096;
@@ -273,96 +234,82 @@ int bench_src_prepare(struct bench_src *s, const char *source,
 		goto fail;
 	if (!st.bytes)
 		goto empty;
-	s->dir = strdup(dst);
-	s->input_bytes = st.bytes;
-	s->input_blocks = st.blocks;
-	return s->dir ? 0 : -ENOMEM;
+	b->dir = strdup(dst);
+	b->input_bytes = st.bytes;
+	b->input_blocks = st.blocks;
+	return b->dir ? 0 : -ENOMEM;
 fail:
-	cli_error(BENCH_CMD, "%s: cannot prepare the sample: %s", source,
-		  strerror(-err));
+	ezi_bench_log(b, EZFS_LOG_ERROR, "%s: cannot prepare the sample: %s",
+		      source, strerror(-err));
 	return err;
 empty:
 	/* nothing to build or read: every figure would be 0 or a division
 	 * by zero */
-	cli_error(BENCH_CMD, "%s: no file data to measure", source);
+	ezi_bench_log(b, EZFS_LOG_ERROR, "%s: no file data to measure", source);
 	return -ENODATA;
-}
-
-void bench_src_free(struct bench_src *s)
-{
-	free(s->dir);
-	s->dir = NULL;
 }
 
 static void build_log(void *arg, int level, const char *msg)
 {
-	(void)arg;
+	const ezfs_bench *b = arg;
+
 	if (level == EZFS_LOG_ERROR)
-		cli_error(BENCH_CMD, "build: %s", msg);
+		ezi_bench_log(b, EZFS_LOG_ERROR, "build: %s", msg);
 }
 
 /*
- * Images at keep_cluster outlive their first use (read builds what latency
- * measures next in 'all'); kept[] remembers their build figures.
+ * Images at b->keep_cluster outlive their first use (read builds what
+ * latency measures next in 'all'); kept[] remembers their build figures.
  */
-#define BENCH_KEPT_MAX BENCH_MAX_ALGS
-static uint32_t keep_cluster;
-static struct {
-	char *path;
-	uint64_t bytes;
-	double seconds;
-} kept[BENCH_KEPT_MAX];
-static int nkept;
-
-void bench_keep_cluster(uint32_t cluster)
-{
-	keep_cluster = cluster;
-}
-
-void bench_image_done(char *path, uint32_t cluster)
+void ezi_bench_image_done(ezfs_bench *b, char *path, uint32_t cluster)
 {
 	int i;
 
-	for (i = 0; path && i < nkept; i++)
-		if (!strcmp(kept[i].path, path))
+	for (i = 0; path && i < b->nkept; i++)
+		if (!strcmp(b->kept[i].path, path))
 			break;
-	if (path && i == nkept && cluster != keep_cluster)
+	if (path && i == b->nkept &&
+	    (!b->keep_cluster || cluster != b->keep_cluster))
 		unlink(path);
 	free(path);
 }
 
-static void keep_image(const char *path, uint64_t bytes, double seconds)
+static void keep_image(ezfs_bench *b, const char *path, uint64_t bytes,
+		       double seconds)
 {
-	if (nkept == BENCH_KEPT_MAX || !(kept[nkept].path = strdup(path)))
+	if (b->nkept == EZI_BENCH_KEPT_MAX ||
+	    !(b->kept[b->nkept].path = strdup(path)))
 		return;
-	kept[nkept].bytes = bytes;
-	kept[nkept++].seconds = seconds;
+	b->kept[b->nkept].bytes = bytes;
+	b->kept[b->nkept++].seconds = seconds;
 }
 
-int bench_build(const struct bench_src *s, const struct bench_alg *a,
-		uint32_t cluster, char **path, uint64_t *image_bytes,
-		double *seconds)
+int ezi_bench_build(ezfs_bench *b, const struct ezfs_bench_alg *a,
+		    uint32_t cluster, char **path, uint64_t *image_bytes,
+		    double *seconds)
 {
 	struct ezfs_build_params p;
 	struct ezfs_build_stats bs;
-	ezfs_builder *b = NULL;
+	ezfs_builder *bl = NULL;
 	char lab[32], img[PATH_MAX];
 	double t0;
 	int err, i;
 
-	bench_alg_label(a, lab, sizeof(lab));
-	snprintf(img, sizeof(img), "%s/%s-%u.img", bench_tmp_dir(), lab,
+	*path = NULL;
+	ezi_bench_alg_label(a, lab, sizeof(lab));
+	snprintf(img, sizeof(img), "%s/%s-%u.img", b->tmp, lab,
 		 (unsigned)cluster);
-	for (i = 0; i < nkept; i++) {
-		if (strcmp(kept[i].path, img))
+	for (i = 0; i < b->nkept; i++) {
+		if (strcmp(b->kept[i].path, img))
 			continue;
-		*image_bytes = kept[i].bytes;
-		*seconds = kept[i].seconds;
+		*image_bytes = b->kept[i].bytes;
+		*seconds = b->kept[i].seconds;
 		*path = strdup(img);
 		return *path ? 0 : -ENOMEM;
 	}
 	ezfs_build_params_init(&p);
 	p.log = build_log;
+	p.log_arg = b;
 	p.alg = a->alg;
 	p.hc = a->hc;
 	p.level = a->level;
@@ -371,25 +318,26 @@ int bench_build(const struct bench_src *s, const struct bench_alg *a,
 	p.has_timestamp = 1;
 	p.timestamp = 0;
 	p.time_mode = EZFS_TIME_FIXED;
-	t0 = bench_now();
-	err = ezfs_builder_new(&p, &b);
+	t0 = ezi_bench_now();
+	err = ezfs_builder_new(&p, &bl);
 	if (!err)
-		err = ezfs_builder_scan(b, s->dir);
+		err = ezfs_builder_scan(bl, b->dir);
 	if (!err)
-		err = ezfs_builder_write(b, img);
+		err = ezfs_builder_write(bl, img);
 	if (!err) {
-		ezfs_builder_stats(b, &bs);
+		ezfs_builder_stats(bl, &bs);
 		*image_bytes = bs.image_bytes;
 	}
-	*seconds = bench_now() - t0;
-	ezfs_builder_free(b);
+	*seconds = ezi_bench_now() - t0;
+	ezfs_builder_free(bl);
 	if (err) {
-		cli_error(BENCH_CMD, "building %s (%s, %u): %s", s->dir, lab,
-			  (unsigned)cluster, ezfs_strerror(err));
+		ezi_bench_log(b, EZFS_LOG_ERROR, "building %s (%s, %u): %s",
+			      b->dir, lab, (unsigned)cluster,
+			      ezfs_strerror(err));
 		return err;
 	}
-	if (cluster == keep_cluster)
-		keep_image(img, *image_bytes, *seconds);
+	if (b->keep_cluster && cluster == b->keep_cluster)
+		keep_image(b, img, *image_bytes, *seconds);
 	*path = strdup(img);
 	return *path ? 0 : -ENOMEM;
 }

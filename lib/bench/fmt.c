@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/fmt.c - ezfs bench: parsing and formatting helpers the dispatcher
- * and the modes share (algorithm names, cluster sizes).
+ * bench/fmt.c - algorithm settings and cluster sizes: parsed and named.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/internal.h"
 
-const char *bench_fmt_cluster(uint32_t c, char *buf, size_t size)
+const char *ezi_bench_fmt_cluster(uint32_t c, char *buf, size_t size)
 {
 	if (c >= (1u << 20) && !(c % (1u << 20)))
 		snprintf(buf, size, "%uM", c >> 20);
@@ -21,7 +20,7 @@ const char *bench_fmt_cluster(uint32_t c, char *buf, size_t size)
 	return buf;
 }
 
-int bench_parse_alg(const char *s, struct bench_alg *a)
+int ezfs_bench_parse_alg(const char *s, struct ezfs_bench_alg *a)
 {
 	static const struct {
 		const char *name;
@@ -58,7 +57,7 @@ int bench_parse_alg(const char *s, struct bench_alg *a)
 	return -EINVAL;
 }
 
-void bench_alg_label(const struct bench_alg *a, char *buf, size_t size)
+void ezi_bench_alg_label(const struct ezfs_bench_alg *a, char *buf, size_t size)
 {
 	if (a->level >= 0)
 		snprintf(buf, size, "%s-%d", a->name, a->level);

@@ -1,49 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* bench/plot.c - ezfs bench --plot: PNG charts through gnuplot. */
+/* bench/plot.c - the charts: gnuplot data and a script drawing PNGs. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "bench.h"
-#include "../common.h"
+#include "bench/internal.h"
 
-static int have_gnuplot(void)
-{
-	const char *path = getenv("PATH");
-	char *dup, *dir, *save = NULL, full[4096];
-	int found = 0;
-
-	if (!path)
-		path = "/usr/bin:/bin";
-	dup = strdup(path);
-	if (!dup)
-		return 0;
-	for (dir = strtok_r(dup, ":", &save); dir && !found;
-	     dir = strtok_r(NULL, ":", &save)) {
-		snprintf(full, sizeof(full), "%s/gnuplot", dir);
-		found = !access(full, X_OK);
-	}
-	free(dup);
-	return found;
-}
-
-static int has_mode(const struct bench_results *r, const char *mode)
+static int has_mode(const ezfs_bench *b, const char *mode)
 {
 	size_t i;
 
-	for (i = 0; i < r->n; i++)
-		if (!strcmp(r->v[i].mode, mode))
+	for (i = 0; i < b->n; i++)
+		if (!strcmp(b->v[i].mode, mode))
 			return 1;
 	return 0;
 }
 
 /* The series ("ALG[-LEVEL]/ENGINE/DISPATCH") of a read record of workload
  * wl in s, or NULL for a record of another kind. */
-static const char *read_series(const struct bench_rec *x, const char *wl,
+static const char *read_series(const struct ezfs_bench_rec *x, const char *wl,
 			       char *s, size_t size)
 {
 	char lv[16];
@@ -93,7 +70,7 @@ static unsigned series_part(char (*series)[80], size_t j, int part)
 }
 
 /* read-WORKLOAD.png: MiB/s against cluster size, a line per alg/engine. */
-static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
+static void plot_read(FILE *gp, const char *dir, const ezfs_bench *b,
 		      const char *wl)
 {
 	static const unsigned pts[5] = { 7, 5, 9, 11, 13 };
@@ -101,10 +78,10 @@ static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
 	size_t i, j, ns = 0;
 	FILE *d;
 
-	for (i = 0; i < r->n; i++) {
+	for (i = 0; i < b->n; i++) {
 		char s[80];
 
-		if (!read_series(&r->v[i], wl, s, sizeof(s)))
+		if (!read_series(&b->v[i], wl, s, sizeof(s)))
 			continue;
 		for (j = 0; j < ns && strcmp(series[j], s); j++)
 			;
@@ -119,8 +96,8 @@ static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
 		return;
 	for (j = 0; j < ns; j++) {
 		fprintf(d, "# %s\n", series[j]);
-		for (i = 0; i < r->n; i++) {
-			const struct bench_rec *x = &r->v[i];
+		for (i = 0; i < b->n; i++) {
+			const struct ezfs_bench_rec *x = &b->v[i];
 			char s[80];
 
 			if (read_series(x, wl, s, sizeof(s)) &&
@@ -151,7 +128,7 @@ static void plot_read(FILE *gp, const char *dir, const struct bench_results *r,
 	fprintf(gp, "\nunset logscale x\n");
 }
 
-static void plot_ratio(FILE *gp, const char *dir, const struct bench_results *r)
+static void plot_ratio(FILE *gp, const char *dir, const ezfs_bench *b)
 {
 	static const char *const algs[] = { "lz4", "lz4hc", "lzma", "deflate",
 					    "zstd" };
@@ -173,8 +150,8 @@ static void plot_ratio(FILE *gp, const char *dir, const struct bench_results *r)
 	for (j = 0; j < 5; j++) {
 		int any = 0;
 
-		for (i = 0; i < r->n; i++) {
-			const struct bench_rec *x = &r->v[i];
+		for (i = 0; i < b->n; i++) {
+			const struct ezfs_bench_rec *x = &b->v[i];
 
 			if (strcmp(x->mode, "ratio") || strcmp(x->alg, algs[j]))
 				continue;
@@ -198,7 +175,7 @@ static void plot_ratio(FILE *gp, const char *dir, const struct bench_results *r)
 
 /* The bar ("DISPATCH load LOAD", with the engine unless default) and the
  * group ("ALG CLUSTER") of a latency record. */
-static void lat_names(const struct bench_rec *x, char *bar, size_t bsz,
+static void lat_names(const struct ezfs_bench_rec *x, char *bar, size_t bsz,
 		      char *grp, size_t gsz)
 {
 	char cl[16];
@@ -209,7 +186,7 @@ static void lat_names(const struct bench_rec *x, char *bar, size_t bsz,
 	else
 		snprintf(bar, bsz, "%s, load %s", x->dispatch, x->load);
 	snprintf(grp, gsz, "%s %s", x->alg,
-		 x->cluster ? bench_fmt_cluster(x->cluster, cl, sizeof(cl))
+		 x->cluster ? ezi_bench_fmt_cluster(x->cluster, cl, sizeof(cl))
 			    : "");
 }
 
@@ -229,8 +206,7 @@ static size_t name_index(char (*v)[64], size_t *n, size_t max, const char *s)
  * latency.png: two panels, median and mean, each a group of bars per
  * algorithm/cluster and a bar per dispatch mode and load (log scale).
  */
-static void plot_latency(FILE *gp, const char *dir,
-			 const struct bench_results *r)
+static void plot_latency(FILE *gp, const char *dir, const ezfs_bench *bn)
 {
 	char bars[24][64], grps[32][64], bar[64], grp[64], fn[4096];
 	double med[32][24], avg[32][24];
@@ -241,8 +217,8 @@ static void plot_latency(FILE *gp, const char *dir,
 	for (g = 0; g < 32; g++)
 		for (b = 0; b < 24; b++)
 			med[g][b] = avg[g][b] = -1;
-	for (i = 0; i < r->n; i++) {
-		const struct bench_rec *x = &r->v[i];
+	for (i = 0; i < bn->n; i++) {
+		const struct ezfs_bench_rec *x = &bn->v[i];
 
 		if (strcmp(x->mode, "latency"))
 			continue;
@@ -297,55 +273,34 @@ static void plot_latency(FILE *gp, const char *dir,
 		    "set style data points\n");
 }
 
-int bench_plot(const char *dir, const struct bench_results *r, int quiet)
+int ezfs_bench_write_plot(const ezfs_bench *b, const char *dir, char *script,
+			  size_t size)
 {
-	char script[4096];
 	FILE *gp;
-	pid_t pid;
-	int st;
+	int err;
 
-	if (!have_gnuplot()) {
-		fprintf(stderr,
-			"ezfs bench: --plot: gnuplot not found; install "
-			"it (Debian: apt-get install gnuplot-nox) and rerun; "
-			"no charts written\n");
-		return 0;
-	}
 	if (mkdir(dir, 0755) && errno != EEXIST) {
-		cli_error(BENCH_CMD, "%s: %s", dir, strerror(errno));
-		return -errno;
+		err = -errno;
+		ezi_bench_log(b, EZFS_LOG_ERROR, "%s: %s", dir,
+			      strerror(errno));
+		return err;
 	}
-	snprintf(script, sizeof(script), "%s/bench.gp", dir);
-	gp = fopen(script, "w");
-	if (!gp) {
-		cli_error(BENCH_CMD, "%s: %s", script, strerror(errno));
-		return -errno;
-	}
+	snprintf(script, size, "%s/bench.gp", dir);
+	gp = ezi_bench_create(b, script);
+	if (!gp)
+		return -EIO;
 	fprintf(gp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
 		    "  set terminal pngcairo size 1100,600 noenhanced\n"
 		    "} else {\n  set terminal png size 1100,600 noenhanced\n}\n"
 		    "set grid\n");
-	if (has_mode(r, "read")) {
-		plot_read(gp, dir, r, "seq");
-		plot_read(gp, dir, r, "rand");
-		plot_read(gp, dir, r, "small");
+	if (has_mode(b, "read")) {
+		plot_read(gp, dir, b, "seq");
+		plot_read(gp, dir, b, "rand");
+		plot_read(gp, dir, b, "small");
 	}
-	if (has_mode(r, "ratio"))
-		plot_ratio(gp, dir, r);
-	if (has_mode(r, "latency"))
-		plot_latency(gp, dir, r);
-	fclose(gp);
-	pid = fork();
-	if (pid == 0) {
-		execlp("gnuplot", "gnuplot", script, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
-	    WEXITSTATUS(st)) {
-		cli_error(BENCH_CMD, "gnuplot %s failed", script);
-		return -EIO;
-	}
-	if (!quiet)
-		printf("charts: %s/*.png\n", dir);
-	return 0;
+	if (has_mode(b, "ratio"))
+		plot_ratio(gp, dir, b);
+	if (has_mode(b, "latency"))
+		plot_latency(gp, dir, b);
+	return ezi_bench_close(b, gp, script);
 }
