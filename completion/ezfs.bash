@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 # Bash completion for ezfs: subcommands, each command's options (read from
 # `ezfs COMMAND --help` the first time they are asked for), the values of
-# mkfs -z and -E, mount -o, bench --goal and --storage and --dispatch,
+# mkfs -z and -E, mount -o, bench --goal, --storage, --reader and --dispatch,
 # and, for ls, stat, cat, extract and export, paths inside the image
 # (`ezfs ls -l IMAGE DIR` of the directory typed so far). Installed as
 # share/bash-completion/completions/ezfs; works without bash-completion
@@ -102,6 +102,7 @@ _ezfs_mount_opts="cache= threads= allow_other offset= device= uid= gid= \
 accel= dispatch= prefetch= readahead= ro"
 _ezfs_goals="size seq random balanced"
 _ezfs_storages="cloud-hdd cloud-ssd nvme emmc registry-20ms"
+_ezfs_readers="kernel remote"
 _ezfs_dispatches="inline queue percpu"
 
 # _ezfs_list CUR SEP WORDS: COMPREPLY gets CUR's part up to its last SEP
@@ -137,7 +138,7 @@ _ezfs_takes_value()
 		--storage | --storage-rate | --storage-latency | --slot | \
 		--errors | --fs-config | --file-contexts | --mount-point | \
 		--output | --format | --compress | --cache-dir | --cache-max | \
-		--remote-timeout | --remote-retries | --max)
+		--remote-timeout | --remote-retries | --max | --reader)
 		return 0
 		;;
 	esac
@@ -211,6 +212,10 @@ _ezfs()
 			;;
 		*:--dispatch)
 			_ezfs_list "$cur" , "$_ezfs_dispatches"
+			return 0
+			;;
+		*:--reader)
+			_ezfs_list "$cur" , "$_ezfs_readers"
 			return 0
 			;;
 		*:--storage)

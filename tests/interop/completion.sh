@@ -115,6 +115,8 @@ for pre in "${preloads[@]}"; do
 		"$(printf 'ztailpacking,fragments\nztailpacking,fragdedupe=')" "$got" ztailpacking,fr
 	got=$(complete_words "$pre" ezfs bench advise --goal r)
 	want "bench --goal r<tab>$w" random "$got" r
+	got=$(complete_words "$pre" ezfs bench advise --reader k)
+	want "bench --reader k<tab>$w" kernel "$got" k
 	got=$(complete_words "$pre" ezfs bench advise --storage cloud)
 	want "bench --storage cloud<tab>$w" "$(printf 'cloud-hdd\ncloud-ssd')" "$got" cloud
 	got=$(complete_words "$pre" ezfs bench advise --storage "$TMP/$fixture.i")
@@ -147,5 +149,6 @@ t_expect "mkfs -E values are in 'mkfs --help'" in_help _ezfs_e_opts mkfs
 t_expect "mount -o values are in 'mount --help'" in_help _ezfs_mount_opts mount
 t_expect "--goal values are in 'bench --help'" in_help _ezfs_goals bench
 t_expect "--storage values are in 'bench --help'" in_help _ezfs_storages bench
+t_expect "--reader values are in 'bench --help'" in_help _ezfs_readers bench
 t_expect "--dispatch values are in 'cat --help'" in_help _ezfs_dispatches cat
 t_done
