@@ -744,3 +744,103 @@ int ezi_oci_push(struct ezi_reg *g, const char *path, char *out_digest,
 	snprintf(out_manifest, msize, "sha256:%s", hex);
 	return 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* The scheme                                                          */
+
+/* The registry cannot be reached (err, from the resolve), but the cache
+ * holds the complete entry opened by this reference: its blob, read by
+ * the digest in its URL (and checked against it as always). */
+static int resolve_offline(struct ezfs_remote *r, int err)
+{
+	struct ezi_cmap m;
+	const char *d;
+
+	if (err != -EIO || !r->p.cache_dir || !*r->p.cache_dir ||
+	    ezi_cache_find(r->p.cache_dir, r->name, &m))
+		return err;
+	d = strstr(m.url, "/blobs/sha256:");
+	if (d && strlen(d + 7) < sizeof(r->digest)) {
+		r->url = strdup(m.url);
+		snprintf(r->digest, sizeof(r->digest), "%s", d + 7);
+		err = r->url ? 0 : -ENOMEM;
+	}
+	free(m.bits);
+	return err;
+}
+
+/* oci://: the reference resolved to its layer's blob URL and digest. */
+static int oci_resolve(struct ezfs_remote *r)
+{
+	struct ezi_oci_sel sel = { .layer = r->p.layer,
+				   .blob = r->p.blob,
+				   .platform = r->p.platform };
+	struct ezi_oci_ref o;
+	struct ezi_reg *g;
+	char url[4096];
+	uint64_t size = 0;
+	int err;
+
+	if (ezi_oci_parse(r->name, r->p.insecure, &o)) {
+		ezi_rlog(r, EZFS_LOG_ERROR,
+			 "not a reference oci://HOST[:PORT]/REPO:TAG or "
+			 "oci://HOST[:PORT]/REPO@sha256:HEX");
+		return -EINVAL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	r->sd = g;
+	ezi_reg_init(g, &o, r->p.log, r->p.log_arg, r->p.timeout_ms);
+	err = ezi_oci_resolve(g, &sel, url, sizeof(url), r->digest, &size);
+	if (!err) {
+		r->url = strdup(url);
+		return r->url ? 0 : -ENOMEM;
+	}
+	ezi_rlog(r, EZFS_LOG_ERROR, "%s", g->err);
+	return resolve_offline(r, err);
+}
+
+static int oci_sign(struct ezfs_remote *r, void *e, struct curl_slist **h)
+{
+	char a[4200];
+	struct curl_slist *n;
+
+	(void)e;
+	ezi_reg_auth(r->sd, a, sizeof(a));
+	if (!a[0])
+		return 0;
+	n = curl_slist_append(*h, a);
+	if (!n)
+		return -ENOMEM;
+	*h = n;
+	return 0;
+}
+
+static int oci_reauth(struct ezfs_remote *r, const char *www, char *why,
+		      size_t whylen)
+{
+	struct ezi_reg *g = r->sd;
+
+	if (!ezi_reg_reauth(g, www))
+		return 0;
+	snprintf(why, whylen, "%.400s", g->err);
+	return -EACCES;
+}
+
+static void oci_release(struct ezfs_remote *r)
+{
+	if (r->sd) {
+		ezi_reg_destroy(r->sd);
+		free(r->sd);
+	}
+	r->sd = NULL;
+}
+
+const struct ezi_scheme ezi_scheme_oci = {
+	.prefix = "oci://",
+	.resolve = oci_resolve,
+	.sign = oci_sign,
+	.reauth = oci_reauth,
+	.release = oci_release,
+};
