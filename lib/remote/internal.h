@@ -70,7 +70,12 @@ int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,
 /* ------------------------------------------------------------------ */
 /* Registries (oci.c, push.c)                                          */
 
-#define EZI_MT_EROFS "application/vnd.erofs.layer.v1"
+#define EZI_MT_EROFS	"application/vnd.erofs.layer.v1"
+#define EZI_MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define EZI_MT_EMPTY	"application/vnd.oci.empty.v1+json"
+#define EZI_EMPTY_DIGEST                                                       \
+	"sha256:"                                                              \
+	"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 struct ezi_oci_ref {
 	int http; /* plain http (127.0.0.1, localhost, --insecure) */
 	char host[256];
@@ -113,6 +118,29 @@ void ezi_reg_auth(struct ezi_reg *g, char *dst, size_t size);
 /* After a 401 with this WWW-Authenticate value: get new credentials. */
 int ezi_reg_reauth(struct ezi_reg *g, const char *www);
 
+/* Registry answers: the body (up to max bytes) and the headers read. */
+struct ezi_rbuf {
+	char *p;
+	size_t n, cap;
+	size_t max;
+};
+struct ezi_rhdrs {
+	char www[1024];
+	char location[4096];
+	char ctype[256];
+	char digest[128];
+};
+/*
+ * One registry request, with new credentials after a 401 (once): method
+ * to url with an Accept and a Content-Type header (each NULL: none) and
+ * the body [body, body + len). out (NULL: thrown away) gets the answer's
+ * body, h its headers, *status its code. 0, or -EIO (no answer: g->err
+ * says why), -EACCES, -ENOMEM.
+ */
+int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
+		const char *accept, const char *ctype, const void *body,
+		size_t len, struct ezi_rbuf *out, struct ezi_rhdrs *h,
+		long *status);
 int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		    char *blob_url, size_t size, char digest[128],
 		    uint64_t *blob_size);
@@ -120,6 +148,10 @@ int ezi_oci_push(struct ezi_reg *g, const char *path, char *out_digest,
 		 size_t size, char *out_manifest, size_t msize);
 
 struct curl_slist;
+
+/* libcurl, loaded on first use (curl_dl.c): 0, or -ELIBACC with why
+ * logged to p's log. */
+int ezi_curl_ready(const struct ezfs_remote_params *p);
 
 /* ------------------------------------------------------------------ */
 /* A source                                                            */

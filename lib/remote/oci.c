@@ -5,8 +5,8 @@
  *
  * The reference is resolved to a manifest (through an index, by
  * platform), a layer of it chosen (by digest, index, or the EROFS layer
- * media type), and its blob URL handed to source.c, which reads it with
- * Range like any other. Authentication: anonymous first; a 401 with a
+ * media type), and its blob URL read with Range like any other image
+ * (the oci scheme at the end of this file). Authentication: anonymous first; a 401 with a
  * Bearer challenge (WWW-Authenticate: realm, service, scope) fetches a
  * token from the realm, with Basic credentials from the docker config's
  * auths when it has the host; a Basic challenge uses those directly. A
@@ -14,14 +14,11 @@
  * Plain http for 127.0.0.1 and localhost, or when asked for.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,18 +27,13 @@
 
 #include "remote/internal.h"
 #include "remote/json.h"
-#include "util/sha256.h"
 
-#define MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define MT_MANIFEST EZI_MT_MANIFEST
 #define MT_INDEX    "application/vnd.oci.image.index.v1+json"
 #define MT_DOCKER_MANIFEST                                                     \
 	"application/vnd.docker.distribution.manifest.v2+json"
 #define MT_DOCKER_LIST                                                         \
 	"application/vnd.docker.distribution.manifest.list.v2+json"
-#define MT_EMPTY "application/vnd.oci.empty.v1+json"
-#define EMPTY_DIGEST                                                           \
-	"sha256:"                                                              \
-	"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 
 int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r)
 {
@@ -142,15 +134,9 @@ int ezi_www_auth_parse(const char *v, struct ezi_challenge *c)
 	return c->bearer && !c->realm[0] ? -1 : 0;
 }
 
-struct rbuf {
-	char *p;
-	size_t n, cap;
-	size_t max;
-};
-
 static size_t rbuf_write(char *b, size_t sz, size_t n, void *arg)
 {
-	struct rbuf *r = arg;
+	struct ezi_rbuf *r = arg;
 	size_t len = sz * n;
 
 	if (r->n + len + 1 > r->max)
@@ -170,16 +156,9 @@ static size_t rbuf_write(char *b, size_t sz, size_t n, void *arg)
 	return len;
 }
 
-struct hdrs {
-	char www[1024];
-	char location[4096];
-	char ctype[256];
-	char digest[128];
-};
-
 static size_t on_hdr(char *b, size_t sz, size_t n, void *arg)
 {
-	struct hdrs *h = arg;
+	struct ezi_rhdrs *h = arg;
 	size_t len = sz * n;
 
 	if (len >= 5 && !strncmp(b, "HTTP/", 5))
@@ -251,7 +230,7 @@ void ezi_reg_destroy(struct ezi_reg *g)
 
 static int fetch_token(struct ezi_reg *g, const struct ezi_challenge *c)
 {
-	struct rbuf out = { .max = 1 << 20 };
+	struct ezi_rbuf out = { .max = 1 << 20 };
 	struct curl_slist *h = NULL;
 	char url[4096], auth[1200];
 	CURL *e = curl_easy_init();
@@ -362,10 +341,10 @@ void ezi_reg_auth(struct ezi_reg *g, char *dst, size_t size)
 	pthread_mutex_unlock(&g->lock);
 }
 
-/* One registry request, with authentication on a 401 (once). */
-static int reg_req(struct ezi_reg *g, const char *method, const char *url,
-		   const char *accept, const char *ctype, const void *body,
-		   size_t len, struct rbuf *out, struct hdrs *h, long *status)
+int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
+		const char *accept, const char *ctype, const void *body,
+		size_t len, struct ezi_rbuf *out, struct ezi_rhdrs *h,
+		long *status)
 {
 	for (int round = 0; round < 2; round++) {
 		struct curl_slist *hl = NULL;
@@ -451,19 +430,20 @@ static const char *host_arch(void)
 	return u.machine;
 }
 
-static int get_manifest(struct ezi_reg *g, const char *ref, struct rbuf *out)
+static int get_manifest(struct ezi_reg *g, const char *ref,
+			struct ezi_rbuf *out)
 {
 	char url[4096];
-	struct hdrs h;
+	struct ezi_rhdrs h;
 	long st;
 	int err;
 
 	snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base,
 		 g->ref.repo, ref);
-	err = reg_req(g, "GET", url,
-		      MT_MANIFEST ", " MT_INDEX ", " MT_DOCKER_MANIFEST
-				  ", " MT_DOCKER_LIST,
-		      NULL, NULL, 0, out, &h, &st);
+	err = ezi_reg_req(g, "GET", url,
+			  MT_MANIFEST ", " MT_INDEX ", " MT_DOCKER_MANIFEST
+				      ", " MT_DOCKER_LIST,
+			  NULL, NULL, 0, out, &h, &st);
 	if (err)
 		return err;
 	if (st == 200)
@@ -484,7 +464,7 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		    char *blob_url, size_t size, char digest[128],
 		    uint64_t *blob_size)
 {
-	struct rbuf out = { .max = 4 << 20 };
+	struct ezi_rbuf out = { .max = 4 << 20 };
 	struct ezi_json *j = NULL;
 	const struct ezi_json *layers, *pick = NULL;
 	char want_os[192] = "linux", want_arch[192], want_var[192] = "";
@@ -625,124 +605,6 @@ out:
 	ezi_json_free(j);
 	free(out.p);
 	return err;
-}
-
-/* ------------------------------------------------------------------ */
-/* Push                                                                */
-
-static int put_blob(struct ezi_reg *g, const void *data, size_t len,
-		    const char *digest)
-{
-	char url[8192];
-	struct hdrs h;
-	long st;
-	int err;
-
-	snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", g->base, g->ref.repo,
-		 digest);
-	err = reg_req(g, "HEAD", url, NULL, NULL, NULL, 0, NULL, &h, &st);
-	if (err)
-		return err;
-	if (st == 200)
-		return 0; /* there already */
-	snprintf(url, sizeof(url), "%s/v2/%s/blobs/uploads/", g->base,
-		 g->ref.repo);
-	err = reg_req(g, "POST", url, NULL, NULL, NULL, 0, NULL, &h, &st);
-	if (err)
-		return err;
-	if (st != 202 || !h.location[0]) {
-		snprintf(g->err, sizeof(g->err),
-			 "starting the upload: HTTP %ld", st);
-		return st == 401 || st == 403 ? -EACCES : -EIO;
-	}
-	if (h.location[0] == '/')
-		snprintf(url, sizeof(url), "%s%s%sdigest=%s", g->base,
-			 h.location, strchr(h.location, '?') ? "&" : "?",
-			 digest);
-	else
-		snprintf(url, sizeof(url), "%s%sdigest=%s", h.location,
-			 strchr(h.location, '?') ? "&" : "?", digest);
-	err = reg_req(g, "PUT", url, NULL, "application/octet-stream", data,
-		      len, NULL, &h, &st);
-	if (err)
-		return err;
-	if (st != 201) {
-		snprintf(g->err, sizeof(g->err), "uploading %s: HTTP %ld",
-			 digest, st);
-		return -EIO;
-	}
-	return 0;
-}
-
-int ezi_oci_push(struct ezi_reg *g, const char *path, char *out_digest,
-		 size_t size, char *out_manifest, size_t msize)
-{
-	struct stat st;
-	char hex[65], digest[80], manifest[2048], url[4096], title[256];
-	const char *base = strrchr(path, '/');
-	struct hdrs h;
-	void *map;
-	long status;
-	int fd, err, n;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		err = -errno;
-		snprintf(g->err, sizeof(g->err), "%s: %s", path,
-			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
-	if (!S_ISREG(st.st_mode) || !st.st_size) {
-		close(fd);
-		snprintf(g->err, sizeof(g->err), "%s: not a regular file",
-			 path);
-		return -EINVAL;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED) {
-		snprintf(g->err, sizeof(g->err), "%s: %s", path,
-			 strerror(errno));
-		return -EIO;
-	}
-	ezi_sha256_hex(map, (size_t)st.st_size, hex);
-	snprintf(digest, sizeof(digest), "sha256:%s", hex);
-	err = put_blob(g, map, (size_t)st.st_size, digest);
-	munmap(map, (size_t)st.st_size);
-	if (!err)
-		err = put_blob(g, "{}", 2, EMPTY_DIGEST);
-	if (err)
-		return err;
-	snprintf(title, sizeof(title), "%s", base ? base + 1 : path);
-	for (char *c = title; *c; c++)
-		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
-			*c = '_';
-	n = snprintf(manifest, sizeof(manifest),
-		     "{\"schemaVersion\":2,\"mediaType\":\"" MT_MANIFEST "\","
-		     "\"artifactType\":\"" EZI_MT_EROFS "\","
-		     "\"config\":{\"mediaType\":\"" MT_EMPTY "\","
-		     "\"digest\":\"" EMPTY_DIGEST "\",\"size\":2},"
-		     "\"layers\":[{\"mediaType\":\"" EZI_MT_EROFS "\","
-		     "\"digest\":\"%s\",\"size\":%lld,\"annotations\":{"
-		     "\"org.opencontainers.image.title\":\"%s\"}}]}",
-		     digest, (long long)st.st_size, title);
-	snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base,
-		 g->ref.repo, g->ref.ref);
-	err = reg_req(g, "PUT", url, NULL, MT_MANIFEST, manifest, (size_t)n,
-		      NULL, &h, &status);
-	if (err)
-		return err;
-	if (status != 201) {
-		snprintf(g->err, sizeof(g->err), "the manifest: HTTP %ld",
-			 status);
-		return -EIO;
-	}
-	snprintf(out_digest, size, "%s", digest);
-	ezi_sha256_hex(manifest, (size_t)n, hex);
-	snprintf(out_manifest, msize, "sha256:%s", hex);
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -102,40 +102,13 @@ void ezfs_remote_get_stats(ezfs_remote *r, struct ezfs_remote_stats *st)
 	}
 }
 
-/* libcurl, loaded on first use (curl_dl.c): 0, or why not, logged */
-static int curl_ready(const struct ezfs_remote_params *p)
+int ezi_curl_ready(const struct ezfs_remote_params *p)
 {
 	const char *why;
 	int err = ezi_curl_load(&why);
 
 	if (err)
 		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR, "%s", why);
-	return err;
-}
-
-int ezfs_remote_push(const char *path, const char *ref,
-		     const struct ezfs_remote_params *p, char digest[72],
-		     char manifest[72])
-{
-	struct ezi_oci_ref o;
-	struct ezi_reg g;
-	int err;
-
-	if (!p || !p->size || p->size > sizeof(struct ezfs_remote_params))
-		return -EINVAL;
-	if (curl_ready(p))
-		return -ELIBACC;
-	if (ezi_oci_parse(ref, p->insecure, &o) ||
-	    !strncmp(o.ref, "sha256:", 7)) {
-		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR,
-			  "not a reference oci://HOST[:PORT]/REPO:TAG");
-		return -EINVAL;
-	}
-	ezi_reg_init(&g, &o, p->log, p->log_arg, p->timeout_ms);
-	err = ezi_oci_push(&g, path, digest, 72, manifest, 72);
-	if (err)
-		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR, "%s", g.err);
-	ezi_reg_destroy(&g);
 	return err;
 }
 
@@ -149,7 +122,7 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 	*out = NULL;
 	if (!p || !p->size || p->size > sizeof(*p) || !ezi_scheme_of(url))
 		return -EINVAL;
-	if (curl_ready(p))
+	if (ezi_curl_ready(p))
 		return -ELIBACC;
 	r = calloc(1, sizeof(*r));
 	if (!r)
