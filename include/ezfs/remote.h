@@ -151,6 +151,14 @@ EZFS_API int ezfs_remote_cache_list(
 	void *arg);
 EZFS_API int ezfs_remote_cache_gc(const char *dir, uint64_t max,
 				  uint64_t *freed);
+/*
+ * The default cache folder into buf (size bytes): EZFS_CACHE_DIR, else
+ * $XDG_CACHE_HOME/ezfs, else ~/.cache/ezfs (~/.cache is created when
+ * missing; the folder itself when an image is first cached). Returns buf,
+ * or NULL when none of these is set. Reads the environment: call it
+ * before other threads may change it.
+ */
+EZFS_API const char *ezfs_remote_cache_dir(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

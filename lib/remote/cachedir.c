@@ -186,3 +186,27 @@ int ezfs_remote_cache_gc(const char *dir, uint64_t max, uint64_t *freed)
 {
 	return ezi_cache_gc(dir, max, NULL, freed);
 }
+
+const char *ezfs_remote_cache_dir(char *buf, size_t size)
+{
+	const char *v = getenv("EZFS_CACHE_DIR");
+
+	if (v && *v) {
+		snprintf(buf, size, "%s", v);
+		return buf;
+	}
+	v = getenv("XDG_CACHE_HOME");
+	if (v && *v) {
+		snprintf(buf, size, "%s/ezfs", v);
+		return buf;
+	}
+	v = getenv("HOME");
+	if (v && *v) {
+		snprintf(buf, size, "%s/.cache", v);
+		/* ~/.cache may not exist yet */
+		(void)mkdir(buf, 0700);
+		snprintf(buf, size, "%s/.cache/ezfs", v);
+		return buf;
+	}
+	return NULL;
+}

@@ -156,33 +156,21 @@ int cli_remote_opt(const char *cmd, int c, const char *arg)
 	return 0;
 }
 
-/* The cache folder: --cache-dir, EZFS_CACHE_DIR, $XDG_CACHE_HOME/ezfs,
- * ~/.cache/ezfs; NULL with --no-cache (or nowhere to put it). */
+/* The cache folder: --cache-dir, else the library's default; NULL with
+ * --no-cache (or nowhere to put it). */
 static const char *cache_dir(char *buf, size_t size)
 {
-	const char *v;
-
 	if (ropts.no_cache)
 		return NULL;
 	if (ropts.cache_dir)
 		return ropts.cache_dir;
-	v = getenv("EZFS_CACHE_DIR");
-	if (v && *v)
-		return v;
-	v = getenv("XDG_CACHE_HOME");
-	if (v && *v) {
-		snprintf(buf, size, "%s/ezfs", v);
-		return buf;
-	}
-	v = getenv("HOME");
-	if (v && *v) {
-		snprintf(buf, size, "%s/.cache", v);
-		/* ~/.cache may not exist yet */
-		(void)mkdir(buf, 0700);
-		snprintf(buf, size, "%s/.cache/ezfs", v);
-		return buf;
-	}
+#ifdef EZFS_HAVE_REMOTE
+	return ezfs_remote_cache_dir(buf, size);
+#else
+	(void)buf;
+	(void)size;
 	return NULL;
+#endif
 }
 
 #ifdef EZFS_HAVE_REMOTE
