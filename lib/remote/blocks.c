@@ -52,10 +52,9 @@ void ezi_blocks_store(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
 				r->state[b] = EZI_B_ABSENT;
 		return;
 	}
-	if (r->data_fd >= 0) {
+	if (r->data_fd >= 0 && !r->cache_off)
 		ezi_cache_put(r, b0, end, buf);
-		return;
-	}
+	/* in memory: without a cache entry, or what it refused */
 	for (uint64_t b = b0; b < end; b++) {
 		size_t l = ezi_blk_len(r, b);
 
@@ -145,7 +144,7 @@ static int fetch_blocks(struct ezfs_remote *r, const uint64_t *list, unsigned n,
 int ezi_block_copy(struct ezfs_remote *r, uint64_t b, size_t in, void *dst,
 		   size_t l)
 {
-	if (r->data_fd < 0) {
+	if (r->mem[b]) {
 		memcpy(dst, r->mem[b] + in, l);
 		return 0;
 	}
@@ -351,12 +350,12 @@ int ezi_blocks_setup(struct ezfs_remote *r)
 	r->state = calloc(r->nblocks ? r->nblocks : 1, 1);
 	if (!r->state)
 		return -ENOMEM;
-	if (r->data_fd < 0) {
-		r->mem = calloc(r->nblocks ? r->nblocks : 1, sizeof(*r->mem));
-		r->fifo = calloc(r->nblocks ? r->nblocks : 1, sizeof(*r->fifo));
-		if (!r->mem || !r->fifo)
-			return -ENOMEM;
-	}
+	/* the memory blocks, also beside a cache entry: what it refuses
+	 * (a full disk) is kept here */
+	r->mem = calloc(r->nblocks ? r->nblocks : 1, sizeof(*r->mem));
+	r->fifo = calloc(r->nblocks ? r->nblocks : 1, sizeof(*r->fifo));
+	if (!r->mem || !r->fifo)
+		return -ENOMEM;
 	return 0;
 }
 

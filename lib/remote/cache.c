@@ -160,19 +160,42 @@ int ezi_cmap_store(const char *path, const struct ezi_cmap *m)
 /* ------------------------------------------------------------------ */
 /* The entry of a source                                               */
 
+/*
+ * A write to the entry failed (err: a negative errno): one warning naming
+ * the folder and the reason, and no more writes this run; the blocks go
+ * to memory instead (blocks.c), those already on disk stay readable, and
+ * the next open tries the cache again.
+ */
+static void cache_failed(struct ezfs_remote *r, int err)
+{
+	if (r->cache_off)
+		return;
+	r->cache_off = 1;
+	ezi_rlog(r, EZFS_LOG_WARN,
+		 "cache folder %s: %s; reading on from the network, the "
+		 "blocks kept in memory (the cache is tried again at the "
+		 "next open)",
+		 r->p.cache_dir, strerror(-err));
+}
+
 void ezi_cache_flush(struct ezfs_remote *r)
 {
-	if (r->data_fd < 0 || !r->dirty)
+	int err;
+
+	if (r->data_fd < 0 || !r->dirty || r->dropped)
 		return;
-	if (fdatasync(r->data_fd))
-		return;
-	for (uint64_t b = 0; b < r->nblocks; b++)
-		if (r->state[b] == EZI_B_PRESENT)
-			r->map.bits[b >> 3] |= (uint8_t)(1u << (b & 7));
-	if (ezi_cmap_store(r->map_path, &r->map))
-		ezi_rlog(r, EZFS_LOG_WARN, "cannot write the cache map %s",
-			 r->map_path);
 	r->dirty = 0;
+	if (fdatasync(r->data_fd)) {
+		cache_failed(r, -errno);
+		return;
+	}
+	/* the blocks on disk; those in memory are not the entry's */
+	for (uint64_t b = 0; b < r->nblocks; b++)
+		if (r->state[b] == EZI_B_PRESENT && !r->mem[b])
+			r->map.bits[b >> 3] |= (uint8_t)(1u << (b & 7));
+	err = ezi_cmap_store(r->map_path, &r->map);
+	if (err)
+		cache_failed(r, err);
 }
 
 void ezi_cache_attach(struct ezfs_remote *r)
@@ -215,6 +238,18 @@ int ezi_cache_adopt(struct ezfs_remote *r, int same)
 
 	if (r->data_fd < 0)
 		return 0;
+	if (r->size > r->p.cache_max) {
+		/* it would not fit: memory only, and no entry of it stays */
+		ezi_rlog(r, EZFS_LOG_WARN,
+			 "the image (%" PRIu64 " bytes) is larger than the "
+			 "cache may grow (%" PRIu64 " bytes, --cache-max): "
+			 "not cached on disk",
+			 r->size, r->p.cache_max);
+		(void)unlink(r->map_path);
+		(void)unlink(r->data_path);
+		ezi_cache_detach(r);
+		return 0;
+	}
 	if (!same || r->map.size != r->size || r->map.nblocks != nb) {
 		free(r->map.bits);
 		memset(&r->map, 0, sizeof(r->map));
@@ -223,8 +258,9 @@ int ezi_cache_adopt(struct ezfs_remote *r, int same)
 		(void)unlink(r->map_path);
 	}
 	if (ftruncate(r->data_fd, (off_t)r->size)) {
-		close(r->data_fd);
-		r->data_fd = -1;
+		ezi_rlog(r, EZFS_LOG_WARN, "cache file %s: %s; not caching",
+			 r->data_path, strerror(errno));
+		ezi_cache_detach(r);
 		return 0;
 	}
 	if (!r->map.bits) {
@@ -254,9 +290,9 @@ void ezi_cache_put(struct ezfs_remote *r, uint64_t b0, uint64_t b1,
 		   const uint8_t *src)
 {
 	/* each run of blocks not yet present in one write */
-	for (uint64_t b = b0, e; b < b1; b = e) {
+	for (uint64_t b = b0, e; b < b1 && !r->cache_off; b = e) {
 		uint64_t o = b << r->bsbits, l;
-		int ok;
+		ssize_t n;
 
 		for (e = b; e < b1 && r->state[e] != EZI_B_PRESENT; e++)
 			;
@@ -265,14 +301,17 @@ void ezi_cache_put(struct ezfs_remote *r, uint64_t b0, uint64_t b1,
 			continue;
 		}
 		l = (e << r->bsbits < r->size ? e << r->bsbits : r->size) - o;
-		ok = pwrite(r->data_fd, src + ((b - b0) << r->bsbits), l,
-			    (off_t)o) == (ssize_t)l;
+		n = pwrite(r->data_fd, src + ((b - b0) << r->bsbits), l,
+			   (off_t)o);
+		if (n != (ssize_t)l) {
+			/* a short write: the disk is full */
+			cache_failed(r, n < 0 ? -errno : -ENOSPC);
+			break;
+		}
 		for (uint64_t k = b; k < e; k++) {
-			r->state[k] = ok ? EZI_B_PRESENT : EZI_B_ABSENT;
-			if (ok) {
-				r->dirty += ezi_blk_len(r, k);
-				r->st.cache_bytes += ezi_blk_len(r, k);
-			}
+			r->state[k] = EZI_B_PRESENT;
+			r->dirty += ezi_blk_len(r, k);
+			r->st.cache_bytes += ezi_blk_len(r, k);
 		}
 	}
 	if (r->dirty >= FLUSH_BYTES)
@@ -281,11 +320,15 @@ void ezi_cache_put(struct ezfs_remote *r, uint64_t b0, uint64_t b1,
 
 void ezi_cache_drop(struct ezfs_remote *r)
 {
+	/* the map first: data without a map is never read; the open file
+	 * keeps serving what it holds (when the reads go on) */
 	if (r->map_path)
 		(void)unlink(r->map_path);
+	if (r->data_path)
+		(void)unlink(r->data_path);
+	r->dropped = 1;
+	r->cache_off = 1;
 	r->dirty = 0;
-	if (r->data_fd >= 0 && ftruncate(r->data_fd, 0))
-		__atomic_store_n(&r->bad, 1, __ATOMIC_RELAXED);
 }
 
 void ezi_cache_detach(struct ezfs_remote *r)

@@ -46,6 +46,7 @@ int ezi_cache_find(const char *dir, const char *name, struct ezi_cmap *m)
 struct centry {
 	char key[64];
 	char url[4096];
+	char name[4096];
 	uint64_t size, present, disk;
 	int64_t used;
 };
@@ -94,6 +95,8 @@ static int scan(const char *dir, struct centry **out, size_t *count)
 		e->used = (int64_t)st.st_mtime;
 		if (!ezi_cmap_load(path, &m)) {
 			snprintf(e->url, sizeof(e->url), "%s", m.url);
+			snprintf(e->name, sizeof(e->name), "%s",
+				 m.name[0] ? m.name : m.url);
 			e->size = m.size;
 			for (uint64_t b = 0; b < m.nblocks; b++)
 				if (m.bits[b >> 3] & (1u << (b & 7)))
@@ -114,6 +117,17 @@ static int scan(const char *dir, struct centry **out, size_t *count)
 	return 0;
 }
 
+/* the most recently used first; equal times by key, so the order is
+ * stable */
+static int by_recent_use(const void *a, const void *b)
+{
+	const struct centry *x = a, *y = b;
+
+	if (x->used != y->used)
+		return x->used > y->used ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
 int ezfs_remote_cache_list(const char *dir,
 			   int (*fn)(void *arg,
 				     const struct ezfs_remote_cache_entry *e),
@@ -123,6 +137,8 @@ int ezfs_remote_cache_list(const char *dir,
 	size_t n;
 	int err = scan(dir, &v, &n);
 
+	if (!err)
+		qsort(v, n, sizeof(*v), by_recent_use);
 	for (size_t i = 0; !err && i < n; i++) {
 		struct ezfs_remote_cache_entry e = {
 			.key = v[i].key,
@@ -130,6 +146,8 @@ int ezfs_remote_cache_list(const char *dir,
 			.size = v[i].size,
 			.present = v[i].present,
 			.used = v[i].used,
+			.name = v[i].name,
+			.disk = v[i].disk,
 		};
 
 		err = fn(arg, &e);

@@ -83,6 +83,7 @@ static size_t on_header(char *b, size_t sz, size_t n, void *arg)
 	char v[512];
 
 	if (len >= 5 && !strncmp(b, "HTTP/", 5)) {
+		x->answered = 1;
 		/* a new response (after a redirect): forget the last */
 		x->have_cr = 0;
 		x->clen = 0;
@@ -181,7 +182,7 @@ static int xfer_start(struct ezfs_remote *r, CURLM *multi, struct ezi_xfer *x)
 	x->have_cr = 0;
 	x->clen = 0;
 	x->status = 0;
-	x->early = x->refuse = 0;
+	x->early = x->refuse = x->answered = 0;
 	x->cerr[0] = '\0';
 	x->etag[0] = x->lastmod[0] = '\0';
 	if (x->whole) {
@@ -241,6 +242,23 @@ static int xfer_start(struct ezfs_remote *r, CURLM *multi, struct ezi_xfer *x)
 	return 0;
 }
 
+/* A request that timed out: what the user waited for, in words. */
+static void timeout_why(struct ezfs_remote *r, struct ezi_xfer *x)
+{
+	char host[256];
+	unsigned s = (r->p.timeout_ms + 999) / 1000;
+
+	ezi_url_host(x->used_url, host, sizeof(host));
+	if (!x->answered)
+		snprintf(x->why, sizeof(x->why), "no answer from %s for %u s",
+			 host, s);
+	else
+		snprintf(x->why, sizeof(x->why),
+			 "%s stopped sending for %u s (%" PRIu64 " of %" PRIu64
+			 " bytes received)",
+			 host, s, x->got, x->len);
+}
+
 /* Judge a finished attempt: 0 (its bytes are good), 1 (retry), or a
  * negative errno with x->why set. */
 static int xfer_judge(struct ezfs_remote *r, struct ezi_xfer *x, CURLcode rc)
@@ -274,6 +292,8 @@ static int xfer_judge(struct ezfs_remote *r, struct ezi_xfer *x, CURLcode rc)
 			goto check206; /* a bad Content-Range, below */
 		snprintf(x->why, sizeof(x->why), "%s",
 			 x->cerr[0] ? x->cerr : curl_easy_strerror(rc));
+		if (rc == CURLE_OPERATION_TIMEDOUT)
+			timeout_why(r, x);
 		if (rc == CURLE_OUT_OF_MEMORY)
 			return -ENOMEM;
 		if (rc == CURLE_UNSUPPORTED_PROTOCOL ||
@@ -433,10 +453,70 @@ static void fetcher_put(struct ezfs_remote *r, struct ezi_fetcher *f)
 
 /* Run n transfers to the end, at most INFLIGHT at once, each retried up
  * to retries times with backoff. Each ends with x->err set. */
+/*
+ * A retry, said: the first of each round of retries after a silence (the
+ * server accepts and never answers) as a warning, since the reader waits
+ * for it, once per source and attempt however many ranges time out
+ * together; other reasons (a 503...) as info. The wait record says it to
+ * ezfs_remote_waiting.
+ */
+static void retry_said(struct ezfs_remote *r, struct ezi_wait *w,
+		       struct ezi_xfer *x, unsigned ms)
+{
+	int silent = !strncmp(x->why, "no answer from ", 15) ||
+		     strstr(x->why, " stopped sending for ");
+	int warn = 0;
+
+	pthread_mutex_lock(&r->lock);
+	if (silent && x->attempt > r->warned_attempt) {
+		r->warned_attempt = x->attempt;
+		warn = 1;
+	}
+	w->off = x->off;
+	w->len = x->len;
+	w->attempt = x->attempt;
+	snprintf(w->why, sizeof(w->why), "%.150s", x->why);
+	pthread_mutex_unlock(&r->lock);
+	if (warn)
+		ezi_rlog(r, EZFS_LOG_WARN, "%s; retrying, %u of %d", x->why,
+			 x->attempt, r->p.retries);
+	else
+		ezi_rlog(r, EZFS_LOG_INFO,
+			 "bytes %" PRIu64 "-%" PRIu64
+			 ": %s; retrying in %u ms (%u of %d)",
+			 x->off, x->off + x->len - 1, x->why, ms, x->attempt,
+			 r->p.retries);
+}
+
+static void wait_begin(struct ezfs_remote *r, struct ezi_wait *w,
+		       const struct ezi_xfer *x)
+{
+	memset(w, 0, sizeof(*w));
+	w->since = ezi_now_us();
+	w->off = x->off;
+	w->len = x->len;
+	pthread_mutex_lock(&r->lock);
+	w->next = r->waits;
+	r->waits = w;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void wait_end(struct ezfs_remote *r, struct ezi_wait *w)
+{
+	pthread_mutex_lock(&r->lock);
+	for (struct ezi_wait **p = &r->waits; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	pthread_mutex_unlock(&r->lock);
+}
+
 void ezi_xfers_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned n)
 {
 	struct ezi_fetcher *f = fetcher_get(r);
 	unsigned done = 0, active = 0;
+	struct ezi_wait w;
 	int still;
 
 	for (unsigned i = 0; i < n; i++)
@@ -451,6 +531,7 @@ void ezi_xfers_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned n)
 		}
 		return;
 	}
+	wait_begin(r, &w, xs);
 	while (done < n) {
 		uint64_t now = ezi_now_us(), next = UINT64_MAX;
 		CURLMsg *msg;
@@ -494,12 +575,8 @@ void ezi_xfers_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned n)
 					100u
 					<< (x->attempt < 5 ? x->attempt : 5);
 
-				ezi_rlog(r, EZFS_LOG_WARN,
-					 "bytes %" PRIu64 "-%" PRIu64
-					 ": %s; retrying in %u ms",
-					 x->off, x->off + x->len - 1, x->why,
-					 ms);
 				x->attempt++;
+				retry_said(r, &w, x, ms);
 				x->not_before = ezi_now_us() + ms * 1000u;
 				x->state = 0;
 				continue;
@@ -526,6 +603,7 @@ void ezi_xfers_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned n)
 				usleep((useconds_t)ms * 1000u);
 		}
 	}
+	wait_end(r, &w);
 	fetcher_put(r, f);
 }
 
@@ -549,4 +627,45 @@ void ezi_fetchers_free(struct ezfs_remote *r)
 		curl_multi_cleanup(f->multi);
 		free(f);
 	}
+}
+
+void ezi_url_host(const char *url, char *out, size_t size)
+{
+	const char *h = url ? strstr(url, "://") : NULL;
+	size_t n;
+
+	h = h ? h + 3 : url ? url : "";
+	n = strcspn(h, "/?#");
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, h, n);
+	out[n] = '\0';
+}
+
+int ezfs_remote_waiting(ezfs_remote *r, char *buf, size_t size)
+{
+	const struct ezi_wait *old = NULL;
+	char host[256];
+	uint64_t now = ezi_now_us();
+	int n;
+
+	pthread_mutex_lock(&r->lock);
+	for (const struct ezi_wait *w = r->waits; w; w = w->next)
+		if (!old || w->since < old->since)
+			old = w;
+	if (!old) {
+		pthread_mutex_unlock(&r->lock);
+		return 0;
+	}
+	ezi_url_host(r->eff_url ? r->eff_url : r->url, host, sizeof(host));
+	n = snprintf(buf, size,
+		     "a read waits on %s (bytes %" PRIu64 "-%" PRIu64
+		     ") for %" PRIu64 " s",
+		     host, old->off, old->off + old->len - 1,
+		     (now - old->since) / 1000000u);
+	if (old->attempt && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, "; %s, retry %u of %d",
+			 old->why, old->attempt, r->p.retries);
+	pthread_mutex_unlock(&r->lock);
+	return 1;
 }

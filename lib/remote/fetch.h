@@ -23,6 +23,7 @@ struct ezi_xfer {
 	int whole;    /* a 200 taken whole */
 	int refuse;   /* a 200 too big to take */
 	int early;    /* stopped on purpose once it had its bytes */
+	int answered; /* a status line came */
 	int cond;     /* sent a conditional request */
 	long status;
 	uint64_t cr_a, cr_b, cr_total;

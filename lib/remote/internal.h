@@ -190,6 +190,18 @@ extern const struct ezi_scheme ezi_scheme_s3;  /* s3.c */
 
 struct ezi_fetcher;
 
+/* A reader waiting for its transfers (fetch.c), for ezfs_remote_waiting. */
+struct ezi_wait {
+	struct ezi_wait *next;
+	uint64_t since;	   /* us, monotonic */
+	uint64_t off, len; /* the range retried last (or the first) */
+	unsigned attempt;  /* of that range */
+	char why[160];	   /* why it was retried */
+};
+
+/* The host[:port] of url into out. */
+void ezi_url_host(const char *url, char *out, size_t size);
+
 struct ezfs_remote {
 	struct ezfs_remote_params p;
 	const struct ezi_scheme *scheme;
@@ -198,6 +210,7 @@ struct ezfs_remote {
 	char *url;	   /* what is fetched */
 	char digest[128];  /* the bytes' sha256:HEX ("": none known) */
 	int verified, bad; /* against the digest (bad: atomic) */
+	int offline;	   /* resolved to a complete cache entry: no probe */
 	char *eff_url;	   /* where the last redirect led; NULL: none */
 	char etag[256];
 	char lastmod[128];
@@ -218,11 +231,15 @@ struct ezfs_remote {
 	char *data_path, *map_path;
 	struct ezi_cmap map;
 	uint64_t dirty;
+	int cache_off; /* no more writes to the entry: refused, dropped */
+	int dropped;   /* the entry was removed from the folder */
 	int ignores_range;
 
 	struct ezi_fetcher *fetchers;
-	uint64_t last_end, ra; /* ra: bytes */
-	int reader_ahead;      /* the reader hints its own read-ahead */
+	struct ezi_wait *waits;	 /* under the lock */
+	unsigned warned_attempt; /* the silences said so far (fetch.c) */
+	uint64_t last_end, ra;	 /* ra: bytes */
+	int reader_ahead;	 /* the reader hints its own read-ahead */
 	struct ezfs_remote_stats st;
 	/* counted without the lock (atomics) */
 	uint64_t a_requests, a_retries, a_fetched, a_rounds;
@@ -270,19 +287,22 @@ void ezi_cache_attach(struct ezfs_remote *r);
  * else start afresh; present blocks marked. 0 or -ENOMEM. */
 int ezi_cache_adopt(struct ezfs_remote *r, int same);
 /* Write blocks [b0, b1) from src (the bytes of block b0 on) to the data
- * file; those not written are left absent. Lock held. */
+ * file, those not present yet; a failed write (a full disk) turns the
+ * entry's writes off with one warning, and leaves the blocks not written
+ * as they were, for memory. Lock held. */
 void ezi_cache_put(struct ezfs_remote *r, uint64_t b0, uint64_t b1,
 		   const uint8_t *src);
 /* Sync the data, then write the map (lock held). */
 void ezi_cache_flush(struct ezfs_remote *r);
-/* Drop the entry from the folder (the map first). Lock held. */
+/* Drop the entry from the folder (the map first); its open data file
+ * still serves what it holds. Lock held. */
 void ezi_cache_drop(struct ezfs_remote *r);
 /* Close the entry's files. */
 void ezi_cache_detach(struct ezfs_remote *r);
 
 /* verify.c: once every block is present, the bytes against r->digest; a
- * mismatch drops the cache and fails every read from then on. Lock
- * held. */
+ * mismatch drops the cache entry and fails every read from then on (but
+ * with p.serve_unverified). Lock held. */
 void ezi_verify_blob(struct ezfs_remote *r);
 
 #endif

@@ -612,7 +612,8 @@ out:
 
 /* The registry cannot be reached (err, from the resolve), but the cache
  * holds the complete entry opened by this reference: its blob, read by
- * the digest in its URL (and checked against it as always). */
+ * the digest in its URL (and checked against it as always), without a
+ * request (r->offline). */
 static int resolve_offline(struct ezfs_remote *r, int err)
 {
 	struct ezi_cmap m;
@@ -626,6 +627,7 @@ static int resolve_offline(struct ezfs_remote *r, int err)
 		r->url = strdup(m.url);
 		snprintf(r->digest, sizeof(r->digest), "%s", d + 7);
 		err = r->url ? 0 : -ENOMEM;
+		r->offline = !err;
 	}
 	free(m.bits);
 	return err;
@@ -659,8 +661,15 @@ static int oci_resolve(struct ezfs_remote *r)
 		r->url = strdup(url);
 		return r->url ? 0 : -ENOMEM;
 	}
+	if (!resolve_offline(r, err)) {
+		ezi_rlog(r, EZFS_LOG_WARN,
+			 "registry %s unreachable; using the cached blob %s",
+			 o.host, r->digest);
+		ezi_rlog(r, EZFS_LOG_INFO, "%s", g->err);
+		return 0;
+	}
 	ezi_rlog(r, EZFS_LOG_ERROR, "%s", g->err);
-	return resolve_offline(r, err);
+	return err;
 }
 
 static int oci_sign(struct ezfs_remote *r, void *e, struct curl_slist **h)

@@ -177,16 +177,28 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 		err = -ENOMEM;
 		goto fail;
 	}
-	ezi_xfers_run(r, &x, 1);
-	err = x.err;
+	if (r->offline && r->map.bits && ezi_cmap_complete(&r->map)) {
+		/* a blob by its digest, whole in the cache, and the
+		 * registry unreachable: nothing to ask (checked below) */
+		err = 0;
+		x.status = 304;
+	} else {
+		ezi_xfers_run(r, &x, 1);
+		err = x.err;
+	}
 	if (err == -EIO && (!x.status || x.status >= 500) && have_map &&
 	    ezi_cmap_complete(&r->map)) {
 		/* the server is gone (no answer, or 5xx) but every block
 		 * is cached: serve the copy, as a 304 would */
+		char host[256];
+
+		ezi_url_host(r->url, host, sizeof(host));
 		ezi_rlog(r, EZFS_LOG_WARN,
-			 "%s; serving the complete cached copy (%" PRIu64
-			 " bytes)",
-			 x.why[0] ? x.why : strerror(-err), r->map.size);
+			 "%s unreachable; using the complete cached copy "
+			 "(%" PRIu64 " bytes)",
+			 host, r->map.size);
+		ezi_rlog(r, EZFS_LOG_INFO, "%s",
+			 x.why[0] ? x.why : strerror(-err));
 		err = 0;
 		x.status = 304;
 	}

@@ -217,7 +217,9 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	ezfs_remote_params_init(&rp);
 	rp.log = log;
 	rp.log_arg = log_arg;
-	rp.verbose = verbose;
+	/* a remote source's warnings are for the user: a full cache disk,
+	 * a server that does not answer, a registry gone */
+	rp.verbose = verbose > EZFS_LOG_WARN ? verbose : EZFS_LOG_WARN;
 	rp.cache_dir = cache_dir(buf, sizeof(buf));
 	rp.cache_max = ropts.cache_max;
 	rp.timeout_ms = ropts.timeout_ms;
@@ -298,11 +300,15 @@ int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 static void cache_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezfs cache [--cache-dir DIR] ls\n"
-		"       ezfs cache [--cache-dir DIR] gc [--max SIZE]\n"
-		"The persistent cache of remote images (http://, https://):\n"
-		"  ls    one line per image: the bytes cached, its size, last "
-		"use, URL\n"
+		"usage: ezfs cache ls [--cache-dir DIR]\n"
+		"       ezfs cache gc [--max SIZE] [--cache-dir DIR]\n"
+		"The persistent cache of remote images (http://, https://, "
+		"oci://, s3://):\n"
+		"  ls    one line per image under a header: the bytes cached, "
+		"its size,\n"
+		"        last use and what was opened (URL or oci:// "
+		"reference), most\n"
+		"        recently used first\n"
 		"  gc    remove the least recently used images until the "
 		"cache takes\n"
 		"        at most SIZE (K/M/G/T suffixes; default 0: remove "
@@ -310,7 +316,8 @@ static void cache_usage(FILE *f)
 		"  --cache-dir DIR   the cache (default: EZFS_CACHE_DIR, "
 		"else\n"
 		"                    $XDG_CACHE_HOME/ezfs, else "
-		"~/.cache/ezfs)\n");
+		"~/.cache/ezfs)\n"
+		"Options may come before or after ls and gc.\n");
 }
 
 #ifdef EZFS_HAVE_REMOTE
@@ -319,10 +326,10 @@ static int ls_one(void *arg, const struct ezfs_remote_cache_entry *e)
 	char a[32], b[32], t[32];
 
 	(void)arg;
-	printf("%s %10s %10s  %s  %s\n", e->key,
+	printf("%-16s %10s %10s  %-19s  %s\n", e->key,
 	       cli_fmt_size(e->present, a, sizeof(a)),
 	       cli_fmt_size(e->size, b, sizeof(b)),
-	       cli_fmt_time(e->used, t, sizeof(t)), e->url);
+	       cli_fmt_time(e->used, t, sizeof(t)), e->name);
 	return 0;
 }
 #endif
@@ -337,51 +344,45 @@ int cmd_cache(int argc, char **argv)
 	};
 	const char *cmd = "cache", *dir, *sub;
 	uint64_t max = 0;
+	int c, have_max = 0;
 	char buf[4096];
-	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			cache_usage(stdout);
 			return 0;
 		case 'C':
+			if (!*optarg)
+				return cli_usage_error(cmd, "--cache-dir needs "
+							    "a folder");
 			ropts.cache_dir = optarg;
 			break;
 		case 'm':
 			if (parse_size(optarg, &max))
 				return cli_usage_error(
-					cmd, "invalid --max '%s'", optarg);
+					cmd,
+					"invalid --max '%s' (SIZE, K/M/G/T "
+					"suffixes)",
+					optarg);
+			have_max = 1;
 			break;
 		default:
-			return cli_usage_error(cmd, "unknown option '%s'",
-					       argv[optind - 1]);
+			return cli_opt_error(cmd, c, argv);
 		}
 	}
 	if (optind >= argc)
 		return cli_usage_error(cmd, "need ls or gc");
 	sub = argv[optind++];
-	/* gc's --max may follow it */
-	while (optind < argc) {
-		if (!strcmp(argv[optind], "--max") && optind + 1 < argc) {
-			if (parse_size(argv[optind + 1], &max))
-				return cli_usage_error(cmd,
-						       "invalid --max '%s'",
-						       argv[optind + 1]);
-			optind += 2;
-		} else if (!strncmp(argv[optind], "--max=", 6)) {
-			if (parse_size(argv[optind] + 6, &max))
-				return cli_usage_error(cmd,
-						       "invalid --max '%s'",
-						       argv[optind] + 6);
-			optind++;
-		} else {
-			return cli_usage_error(cmd, "unexpected '%s'",
-					       argv[optind]);
-		}
-	}
+	if (strcmp(sub, "ls") && strcmp(sub, "gc"))
+		return cli_usage_error(
+			cmd, "unknown subcommand '%s' (ls or gc)", sub);
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected '%s'", argv[optind]);
+	if (have_max && strcmp(sub, "gc"))
+		return cli_usage_error(cmd, "--max is an option of gc");
 	dir = cache_dir(buf, sizeof(buf));
 	if (!dir) {
 		fprintf(stderr, "ezfs cache: no cache folder (set "
@@ -390,8 +391,11 @@ int cmd_cache(int argc, char **argv)
 	}
 #ifdef EZFS_HAVE_REMOTE
 	if (!strcmp(sub, "ls")) {
-		int err = ezfs_remote_cache_list(dir, ls_one, NULL);
+		int err;
 
+		printf("%-16s %10s %10s  %-19s  %s\n", "KEY", "CACHED", "SIZE",
+		       "LAST USE", "IMAGE");
+		err = ezfs_remote_cache_list(dir, ls_one, NULL);
 		if (err) {
 			fprintf(stderr, "ezfs cache: %s: %s\n", dir,
 				strerror(-err));
@@ -399,7 +403,7 @@ int cmd_cache(int argc, char **argv)
 		}
 		return 0;
 	}
-	if (!strcmp(sub, "gc")) {
+	{
 		uint64_t freed = 0;
 		char a[32];
 		int err = ezfs_remote_cache_gc(dir, max, &freed);
@@ -412,10 +416,8 @@ int cmd_cache(int argc, char **argv)
 		printf("freed %s\n", cli_fmt_size(freed, a, sizeof(a)));
 		return 0;
 	}
-	return cli_usage_error(cmd, "unknown subcommand '%s' (ls or gc)", sub);
 #else
 	(void)max;
-	(void)sub;
 	fprintf(stderr, "ezfs cache: this ezfs was built without libcurl "
 			"(no remote images)\n");
 	return 1;
