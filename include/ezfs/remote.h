@@ -83,6 +83,22 @@ struct ezfs_remote_params {
 	const char *blob;
 	const char *platform;
 	int insecure;
+	/* ezfs_remote_push: the image starts at this byte of the file (as
+	 * ezfs_open_params.offset); what is uploaded starts there. */
+	uint64_t offset;
+	/* ezfs_remote_push: called as it goes, what ("hashing", then
+	 * "uploading") done of total bytes; a nonzero return stops the
+	 * push (an upload session begun is deleted): -ECANCELED. NULL:
+	 * none. Called on the pushing thread. */
+	int (*progress)(void *arg, const char *what, uint64_t done,
+			uint64_t total);
+	void *progress_arg;
+	/* The bytes failed their digest (an oci:// layer): 0 (default),
+	 * every read fails with -EIO from then on; 1, reads go on serving
+	 * what was fetched, and ezfs_remote_verify() says so at the end
+	 * (for a caller that lists what it wrote as unverified). Either
+	 * way the cache entry is dropped. */
+	int serve_unverified;
 };
 
 /* Defaults; size set. */
@@ -91,9 +107,16 @@ EZFS_API void ezfs_remote_params_init(struct ezfs_remote_params *p);
 /*
  * Upload the image at path as the one layer (media type
  * application/vnd.erofs.layer.v1, config the empty descriptor) of an OCI
- * artifact manifest tagged ref (oci://HOST[:PORT]/REPO:TAG). digest gets
- * the layer's sha256:HEX, manifest the manifest's (both 72 bytes). The log
- * (of p) gets one line on failure.
+ * artifact manifest tagged ref (oci://HOST[:PORT]/REPO[:TAG], no tag:
+ * latest). The image is checked first as ezfs_image_open reads it (from
+ * p->offset on): a file that is no EROFS image is refused and nothing is
+ * sent (a tar archive is named as one); an Android sparse image goes up
+ * expanded; trailing data after the filesystem (a dm-verity tree) goes
+ * with it. digest gets the layer's sha256:HEX, manifest the manifest's
+ * (both 72 bytes). Returns 0, -EMEDIUMTYPE (not an image ezfs reads),
+ * -EINVAL (bad ref or params), -ECANCELED (p->progress said stop; the
+ * upload session was deleted), -EACCES, -EIO...; the log (of p) gets one
+ * line on failure.
  */
 EZFS_API int ezfs_remote_push(const char *path, const char *ref,
 			      const struct ezfs_remote_params *p,

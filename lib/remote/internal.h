@@ -82,8 +82,10 @@ struct ezi_oci_ref {
 	char repo[512];
 	char ref[256]; /* a tag or sha256:HEX */
 };
-/* oci://HOST[:PORT]/REPO:TAG or .../REPO@sha256:HEX; -EINVAL if not. */
-int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r);
+/* oci://HOST[:PORT]/REPO[:TAG] or .../REPO@sha256:HEX (no tag: latest):
+ * 0, or -EINVAL with the reason in why (NULL: not wanted). */
+int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r, char *why,
+		  size_t whylen);
 
 struct ezi_challenge {
 	int bearer, basic;
@@ -130,22 +132,31 @@ struct ezi_rhdrs {
 	char ctype[256];
 	char digest[128];
 };
+/* A request body read as it is sent (an upload of any size). */
+struct ezi_upload {
+	uint64_t len;
+	/* n bytes of the body at off into buf: 0, or a negative errno */
+	int (*read)(void *arg, void *buf, size_t n, uint64_t off);
+	void *arg;
+	/* as it goes (bytes sent of len): nonzero stops it (NULL: none) */
+	int (*progress)(void *arg, uint64_t sent, uint64_t total);
+	void *progress_arg;
+	int err; /* out: read's error, or -ECANCELED */
+};
 /*
  * One registry request, with new credentials after a 401 (once): method
  * to url with an Accept and a Content-Type header (each NULL: none) and
- * the body [body, body + len). out (NULL: thrown away) gets the answer's
- * body, h its headers, *status its code. 0, or -EIO (no answer: g->err
- * says why), -EACCES, -ENOMEM.
+ * the body [body, body + len), or up's when up is not NULL. out (NULL:
+ * thrown away) gets the answer's body, h its headers, *status its code.
+ * 0, or -EIO (no answer: g->err says why), -EACCES, -ENOMEM, up->err.
  */
 int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
 		const char *accept, const char *ctype, const void *body,
-		size_t len, struct ezi_rbuf *out, struct ezi_rhdrs *h,
-		long *status);
+		size_t len, struct ezi_upload *up, struct ezi_rbuf *out,
+		struct ezi_rhdrs *h, long *status);
 int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		    char *blob_url, size_t size, char digest[128],
 		    uint64_t *blob_size);
-int ezi_oci_push(struct ezi_reg *g, const char *path, char *out_digest,
-		 size_t size, char *out_manifest, size_t msize);
 
 struct curl_slist;
 

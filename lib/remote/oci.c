@@ -6,12 +6,12 @@
  * The reference is resolved to a manifest (through an index, by
  * platform), a layer of it chosen (by digest, index, or the EROFS layer
  * media type), and its blob URL read with Range like any other image
- * (the oci scheme at the end of this file). Authentication: anonymous first; a 401 with a
- * Bearer challenge (WWW-Authenticate: realm, service, scope) fetches a
- * token from the realm, with Basic credentials from the docker config's
- * auths when it has the host; a Basic challenge uses those directly. A
- * token is kept until expires_in runs out or a 401 says otherwise.
- * Plain http for 127.0.0.1 and localhost, or when asked for.
+ * (the oci scheme at the end of this file). Authentication: anonymous first; a
+ * 401 with a Bearer challenge (WWW-Authenticate: realm, service, scope) fetches
+ * a token from the realm, with Basic credentials from the docker config's auths
+ * when it has the host; a Basic challenge uses those directly. A token is kept
+ * until expires_in runs out or a 401 says otherwise. Plain http for 127.0.0.1
+ * and localhost, or when asked for.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,45 +35,87 @@
 #define MT_DOCKER_LIST                                                         \
 	"application/vnd.docker.distribution.manifest.list.v2+json"
 
-int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r)
+#define OCI_FORM                                                               \
+	"oci://HOST[:PORT]/REPO[:TAG] or oci://HOST[:PORT]/REPO@sha256:HEX"
+
+static int bad_ref(char *why, size_t whylen, const char *fmt, const char *arg)
 {
-	const char *h, *slash, *at, *colon;
-	size_t hl;
+	if (why) {
+		char what[600];
+
+		snprintf(what, sizeof(what), fmt, arg);
+		snprintf(why, whylen, "%s", what);
+	}
+	return -EINVAL;
+}
+
+int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r, char *why,
+		  size_t whylen)
+{
+	const char *h, *slash, *at, *colon, *last;
+	size_t hl, rl;
+	int upper = 0;
 
 	memset(r, 0, sizeof(*r));
 	if (strncasecmp(s, "oci://", 6))
-		return -EINVAL;
+		return bad_ref(why, whylen, "not a reference %s", OCI_FORM);
 	h = s + 6;
 	slash = strchr(h, '/');
-	if (!slash || slash == h)
-		return -EINVAL;
+	if (!slash || slash == h || !slash[1])
+		return bad_ref(why, whylen,
+			       "no host or no repository: %s wanted", OCI_FORM);
 	hl = (size_t)(slash - h);
 	if (hl >= sizeof(r->host))
-		return -EINVAL;
+		return bad_ref(why, whylen, "the host is too long%s", "");
 	memcpy(r->host, h, hl);
 	r->host[hl] = '\0';
 	s = slash + 1;
 	at = strchr(s, '@');
-	if (at) {
-		colon = at;
-	} else {
-		const char *last = strrchr(s, '/');
-
-		colon = strrchr(last ? last : s, ':');
+	last = strrchr(s, '/');
+	/* a ':' after the last '/' starts the tag; none: latest */
+	colon = at ? at : strrchr(last ? last : s, ':');
+	rl = colon ? (size_t)(colon - s) : strlen(s);
+	if (!rl || (colon && !colon[1]))
+		return bad_ref(why, whylen, "an empty repository or tag: %s",
+			       OCI_FORM);
+	if (rl >= sizeof(r->repo) ||
+	    (colon && strlen(colon + 1) >= sizeof(r->ref)))
+		return bad_ref(why, whylen,
+			       "the repository or tag is too long%s", "");
+	memcpy(r->repo, s, rl);
+	r->repo[rl] = '\0';
+	snprintf(r->ref, sizeof(r->ref), "%s", colon ? colon + 1 : "latest");
+	if (at && (strncmp(r->ref, "sha256:", 7) || strlen(r->ref) != 71 ||
+		   strspn(r->ref + 7, "0123456789abcdef") != 64))
+		return bad_ref(why, whylen,
+			       "'@%s' is no digest (sha256: and 64 lower-case "
+			       "hex digits)",
+			       r->ref);
+	for (const char *c = r->repo; *c; c++) {
+		if (*c >= 'A' && *c <= 'Z') {
+			upper = 1;
+		} else if (!((*c >= 'a' && *c <= 'z') ||
+			     (*c >= '0' && *c <= '9') || *c == '.' ||
+			     *c == '_' || *c == '-' || *c == '/')) {
+			return bad_ref(why, whylen,
+				       "repository '%s': only a-z, 0-9, '.', "
+				       "'_', '-' and '/' may name one",
+				       r->repo);
+		}
 	}
-	if (!colon || colon == s || !colon[1] ||
-	    (size_t)(colon - s) >= sizeof(r->repo) ||
-	    strlen(colon + 1) >= sizeof(r->ref))
-		return -EINVAL;
-	memcpy(r->repo, s, (size_t)(colon - s));
-	r->repo[colon - s] = '\0';
-	strcpy(r->ref, colon + 1);
-	if (at && strncmp(r->ref, "sha256:", 7))
-		return -EINVAL;
-	for (const char *c = r->repo; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-		      *c == '.' || *c == '_' || *c == '-' || *c == '/'))
-			return -EINVAL;
+	if (upper)
+		return bad_ref(why, whylen,
+			       "repository '%s' has upper-case letters: "
+			       "registries name repositories in lower case "
+			       "only",
+			       r->repo);
+	if (!at &&
+	    strspn(r->ref, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
+			   "UVWXYZ0123456789_.-") != strlen(r->ref))
+		return bad_ref(why, whylen,
+			       "tag '%s': only letters, digits, '_', '.' and "
+			       "'-' may name one",
+			       r->ref);
 	r->http = insecure || !strncmp(r->host, "127.0.0.1", 9) ||
 		  !strncmp(r->host, "localhost", 9) ||
 		  !strncmp(r->host, "[::1]", 5);
@@ -341,12 +383,53 @@ void ezi_reg_auth(struct ezi_reg *g, char *dst, size_t size)
 	pthread_mutex_unlock(&g->lock);
 }
 
+struct upstate {
+	struct ezi_upload *up;
+	uint64_t pos;
+};
+
+static size_t up_read(char *buf, size_t sz, size_t n, void *arg)
+{
+	struct upstate *u = arg;
+	size_t want = sz * n;
+	int err;
+
+	if (want > u->up->len - u->pos)
+		want = (size_t)(u->up->len - u->pos);
+	if (!want)
+		return 0;
+	err = u->up->read(u->up->arg, buf, want, u->pos);
+	if (err) {
+		u->up->err = err;
+		return CURL_READFUNC_ABORT;
+	}
+	u->pos += want;
+	return want;
+}
+
+static int up_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct upstate *u = arg;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	if (u->up->progress &&
+	    u->up->progress(u->up->progress_arg, (uint64_t)ulnow, u->up->len)) {
+		u->up->err = -ECANCELED;
+		return 1;
+	}
+	return 0;
+}
+
 int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
 		const char *accept, const char *ctype, const void *body,
-		size_t len, struct ezi_rbuf *out, struct ezi_rhdrs *h,
-		long *status)
+		size_t len, struct ezi_upload *up, struct ezi_rbuf *out,
+		struct ezi_rhdrs *h, long *status)
 {
 	for (int round = 0; round < 2; round++) {
+		struct upstate us = { .up = up };
 		struct curl_slist *hl = NULL;
 		char a[4200];
 		CURL *e = curl_easy_init();
@@ -375,7 +458,21 @@ int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
 		if (!strcmp(method, "HEAD"))
 			curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-		if (body || !strcmp(method, "PUT") || !strcmp(method, "POST")) {
+		if (up) {
+			/* no 100-continue round trip before the body */
+			hl = curl_slist_append(hl, "Expect:");
+			up->err = 0;
+			curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+			curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE,
+					 (curl_off_t)up->len);
+			curl_easy_setopt(e, CURLOPT_READFUNCTION, up_read);
+			curl_easy_setopt(e, CURLOPT_READDATA, &us);
+			curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+			curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION,
+					 up_progress);
+			curl_easy_setopt(e, CURLOPT_XFERINFODATA, &us);
+		} else if (body || !strcmp(method, "PUT") ||
+			   !strcmp(method, "POST")) {
 			curl_easy_setopt(e, CURLOPT_POSTFIELDS,
 					 body ? body : "");
 			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -400,6 +497,8 @@ int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
 		curl_easy_cleanup(e);
 		curl_slist_free_all(hl);
+		if (up && up->err)
+			return up->err;
 		if (rc != CURLE_OK) {
 			snprintf(g->err, sizeof(g->err), "%s %.600s: %s",
 				 method, url, curl_easy_strerror(rc));
@@ -443,7 +542,7 @@ static int get_manifest(struct ezi_reg *g, const char *ref,
 	err = ezi_reg_req(g, "GET", url,
 			  MT_MANIFEST ", " MT_INDEX ", " MT_DOCKER_MANIFEST
 				      ", " MT_DOCKER_LIST,
-			  NULL, NULL, 0, out, &h, &st);
+			  NULL, NULL, 0, NULL, out, &h, &st);
 	if (err)
 		return err;
 	if (st == 200)
@@ -641,14 +740,12 @@ static int oci_resolve(struct ezfs_remote *r)
 				   .platform = r->p.platform };
 	struct ezi_oci_ref o;
 	struct ezi_reg *g;
-	char url[4096];
+	char url[4096], why[700];
 	uint64_t size = 0;
 	int err;
 
-	if (ezi_oci_parse(r->name, r->p.insecure, &o)) {
-		ezi_rlog(r, EZFS_LOG_ERROR,
-			 "not a reference oci://HOST[:PORT]/REPO:TAG or "
-			 "oci://HOST[:PORT]/REPO@sha256:HEX");
+	if (ezi_oci_parse(r->name, r->p.insecure, &o, why, sizeof(why))) {
+		ezi_rlog(r, EZFS_LOG_ERROR, "%s", why);
 		return -EINVAL;
 	}
 	g = calloc(1, sizeof(*g));

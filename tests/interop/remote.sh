@@ -455,6 +455,27 @@ else
 	t_fail "expiring tokens: rc=$RC, $ntok tokens, $n401 401s: $(head -c 300 "$ERR")"
 fi
 
+# Ctrl-C during a push: the upload stops and its session is deleted (an
+# upload side of a registry of the test's own that reads at ~1 MiB/s)
+start_srv upload
+"$EZFS" push -q "$WWW/$big.img" "oci://127.0.0.1:$SPORT/test:t" >"$TMP/pint.out" 2>"$TMP/pint.err" &
+ppid=$!
+for i in $(seq 100); do
+	grep -q "^PUT " "$TMP/srv.upload.log" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 0.5
+kill -INT "$ppid" 2>/dev/null || true
+prc=0
+wait "$ppid" || prc=$?
+sleep 0.3
+if [ "$prc" = 130 ] && grep -q "^DELETE /v2/test/blobs/uploads/u1" "$TMP/srv.upload.log" &&
+	! grep -q "^PUT done" "$TMP/srv.upload.log" && grep -q "interrupted" "$TMP/pint.err"; then
+	t_pass "Ctrl-C during a push: exit $prc, the upload session deleted ($(grep -c . "$TMP/srv.upload.log") requests)"
+else
+	t_fail "Ctrl-C during a push: exit $prc: $(tr '\n' ' ' <"$TMP/srv.upload.log" | head -c 300) $(head -c 200 "$TMP/pint.err")"
+fi
+
 # --- an OCI registry: Debian's docker-registry ---------------------------
 REG=$(command -v docker-registry || true)
 if [ -z "$REG" ]; then
@@ -529,6 +550,73 @@ if [ "$RC" = 0 ] && cmp -s "$TMP/ols1.out" "$TMP/ols.out"; then
 else
 	t_fail "ls -R $REF: rc=$RC: $(head -c 300 "$ERR")"
 fi
+# what is pushed is checked first: a tar is refused and nothing is sent
+tar -C "$WWW" -cf "$TMP/some.tar" "$push_name.img"
+t_run ptar timeout "$tmo" "$EZFS" push -q "$TMP/some.tar" "oci://127.0.0.1:$RPORT/test/tar:t"
+t_run ptar2 timeout "$tmo" "$EZFS" info --no-cache "oci://127.0.0.1:$RPORT/test/tar:t"
+if [ "$(cat "$TMP/ptar.err" | wc -l)" = 1 ] && grep -q "is a tar archive, not an EROFS image.*nothing was uploaded" "$TMP/ptar.err" &&
+	[ "$RC" = 1 ] && grep -q "not found\|404\|unknown" "$ERR"; then
+	t_pass "push of a tar: refused in one line, nothing in the registry ($(head -c 120 "$TMP/ptar.err"))"
+else
+	t_fail "push of a tar: $(head -c 300 "$TMP/ptar.err") / $(head -c 200 "$ERR")"
+fi
+# an Android sparse image goes up expanded: the layer is simg2img's output
+if command -v img2simg >/dev/null && command -v simg2img >/dev/null; then
+	img2simg "$WWW/$push_name.img" "$TMP/sp.simg"
+	simg2img "$TMP/sp.simg" "$TMP/sp.raw"
+	t_run psp timeout "$tmo" "$EZFS" push -q "$TMP/sp.simg" "oci://127.0.0.1:$RPORT/test/sparse:t"
+	t_run psp2 timeout "$tmo" "$EZFS" ls -R --no-cache "oci://127.0.0.1:$RPORT/test/sparse:t" /
+	if [ "$(sed -n 's/^layer //p' "$TMP/psp.out")" = "sha256:$(sha256sum "$TMP/sp.raw" | cut -d' ' -f1)" ] &&
+		[ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/ols1.out"; then
+		t_pass "push of a sparse image: the layer is what simg2img expands, and reads back"
+	else
+		t_fail "push of a sparse image: $(head -c 200 "$TMP/psp.out") $(head -c 200 "$TMP/psp.err") $(head -c 200 "$ERR")"
+	fi
+else
+	echo "SKIP: push of a sparse image (img2simg, simg2img: android-sdk-libsparse-utils)"
+fi
+# trailing data (a dm-verity tree, here 8 KiB of junk) goes up with it;
+# an image 4 KiB into its file needs --offset, and the layer starts there
+cat "$WWW/$push_name.img" >"$TMP/tail.img"
+head -c 8192 /dev/urandom >>"$TMP/tail.img"
+t_run ptail timeout "$tmo" "$EZFS" push -q "$TMP/tail.img" "oci://127.0.0.1:$RPORT/test/tail:t"
+if [ "$RC" = 0 ] && [ "$(sed -n 's/^layer //p' "$OUT")" = "sha256:$(sha256sum "$TMP/tail.img" | cut -d' ' -f1)" ]; then
+	t_pass "push of an image with trailing data: accepted, the layer whole"
+else
+	t_fail "push with trailing data: rc=$RC: $(head -c 300 "$ERR")"
+fi
+{ head -c 4096 /dev/zero; cat "$WWW/$push_name.img"; } >"$TMP/off.img"
+t_run poff0 timeout "$tmo" "$EZFS" push -q "$TMP/off.img" "oci://127.0.0.1:$RPORT/test/off:t"
+t_run poff timeout "$tmo" "$EZFS" push -q --offset 4096 "$TMP/off.img" "oci://127.0.0.1:$RPORT/test/off:t"
+if [ "$(wc -l <"$TMP/poff0.err")" = 1 ] && grep -q -- "--offset" "$TMP/poff0.err" && [ "$RC" = 0 ] &&
+	[ "$(sed -n 's/^layer //p' "$OUT")" = "$digest" ]; then
+	t_pass "push of an image 4 KiB into its file: refused without --offset (one line), with it the layer is the image"
+else
+	t_fail "push --offset: $(head -c 200 "$TMP/poff0.err") rc=$RC $(head -c 200 "$ERR")"
+fi
+# no tag means latest; an upper-case repository gets its own line
+t_run plat timeout "$tmo" "$EZFS" push -q "$WWW/$push_name.img" "oci://127.0.0.1:$RPORT/test/lat"
+t_run plat2 timeout "$tmo" "$EZFS" ls -R --no-cache "oci://127.0.0.1:$RPORT/test/lat:latest" /
+t_run plat3 timeout "$tmo" "$EZFS" ls -R --no-cache "oci://127.0.0.1:$RPORT/test/lat" /
+if [ "$(sed -n 's/^layer //p' "$TMP/plat.out")" = "$digest" ] && cmp -s "$TMP/plat2.out" "$TMP/ols1.out" &&
+	cmp -s "$TMP/plat3.out" "$TMP/ols1.out"; then
+	t_pass "oci://HOST/REPO without a tag is REPO:latest (push and read)"
+else
+	t_fail "no tag: $(head -c 200 "$TMP/plat.err") $(head -c 200 "$TMP/plat2.err") $(head -c 200 "$TMP/plat3.err")"
+fi
+t_run pup "$EZFS" info --no-cache "oci://127.0.0.1:$RPORT/Test/Erofs:tag"
+if [ "$RC" = 1 ] && [ "$(wc -l <"$ERR")" = 1 ] && grep -q "'Test/Erofs' has upper-case letters" "$ERR"; then
+	t_pass "an upper-case repository: $(head -c 150 "$ERR")"
+else
+	t_fail "upper-case repository: rc=$RC: $(head -c 300 "$ERR")"
+fi
+t_run ocls "$EZFS" cache ls --cache-dir "$TMP/ocache"
+if [ "$RC" = 0 ] && grep -q " $REF\$" "$OUT" && ! grep -q "/blobs/" "$OUT"; then
+	t_pass "cache ls names an oci:// image by its reference"
+else
+	t_fail "cache ls of oci://: $(head -c 300 "$OUT")"
+fi
+
 t_run odig timeout "$tmo" "$EZFS" ls --no-cache "oci://127.0.0.1:$RPORT/test/erofs@$mdigest" /
 t_run oblob timeout "$tmo" "$EZFS" ls --no-cache --blob "$digest" "$REF" /
 t_run ol1 timeout "$tmo" "$EZFS" ls --no-cache --layer 1 "$REF" /
