@@ -179,7 +179,7 @@ ssize_t ezi_read_range(struct ezfs_remote *r, void *buf, size_t len,
 	unsigned cap, tries = 0;
 	int fetched = 0, err;
 
-	if (__atomic_load_n(&r->bad, __ATOMIC_RELAXED)) {
+	if (ezi_refused(r)) {
 		ezi_rlog(r, EZFS_LOG_ERROR,
 			 "the blob does not match its digest %s", r->digest);
 		return -EIO;
@@ -259,14 +259,14 @@ ssize_t ezi_read_range(struct ezfs_remote *r, void *buf, size_t len,
 		}
 	}
 	err = copy_out(r, buf, len, off);
-	if (!err && __atomic_load_n(&r->bad, __ATOMIC_RELAXED))
-		err = -EIO; /* found out by this read's fetch */
-	if (err) {
+	if (err || ezi_refused(r)) {
 		pthread_mutex_unlock(&r->lock);
 		free(list);
-		ezi_rlog(r, EZFS_LOG_ERROR, "cache file %s: %s", r->data_path,
-			 strerror(EIO));
-		return err;
+		if (err)
+			ezi_rlog(r, EZFS_LOG_ERROR, "cache file %s: %s",
+				 r->data_path, strerror(-err));
+		/* else found out by this read's fetch, and logged */
+		return -EIO;
 	}
 	if (count) {
 		r->st.reads++;
@@ -285,8 +285,7 @@ void ezfs_remote_hint(void *arg, uint64_t off, uint64_t len, unsigned flags)
 	uint64_t b0, b1, *list, got = 0;
 	unsigned n = 0;
 
-	if (__atomic_load_n(&r->bad, __ATOMIC_RELAXED) || off >= r->size ||
-	    !len)
+	if (ezi_refused(r) || off >= r->size || !len)
 		return;
 	if (len > r->size - off)
 		len = r->size - off;

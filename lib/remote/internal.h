@@ -265,6 +265,14 @@ struct ezfs_remote {
 				  __VA_ARGS__);                                \
 	} while (0)
 
+/* Do reads fail: the bytes failed their digest (unless the caller asked
+ * for them all the same)? */
+static inline int ezi_refused(const struct ezfs_remote *r)
+{
+	return __atomic_load_n(&r->bad, __ATOMIC_RELAXED) &&
+	       !r->p.serve_unverified;
+}
+
 /* The bytes of block b (the last may be short). */
 static inline size_t ezi_blk_len(const struct ezfs_remote *r, uint64_t b)
 {

@@ -652,6 +652,24 @@ if [ -f "$blob" ]; then
 		t_fail "tampered blob: rc=$RC: $(head -c 300 "$ERR")"
 	fi
 fi
+# extract of the changed blob: the whole layer fails its digest, so every
+# file written from it is listed as unverified (also in --errors) and kept,
+# no other file is blamed, and its cache entry is dropped
+if [ -f "$blob" ] && [ $extract = 1 ]; then
+	rm -rf "$TMP/xbad" "$TMP/x0"
+	"$EZFS" extract -q "$WWW/$push_name.img" "$TMP/x0"
+	t_run xbad timeout "$tmo" "$EZFS" extract -q --cache-dir "$TMP/xcache" --errors "$TMP/xbad.list" "$REF" "$TMP/xbad"
+	nfiles=$(cd "$TMP/x0" 2>/dev/null && find . ! -type d | wc -l)
+	nlist=$(wc -l <"$TMP/xbad.list" 2>/dev/null || echo 0)
+	nout=$(cd "$TMP/xbad" && find . ! -type d | wc -l)
+	if [ "$RC" = 1 ] && grep -q "failed its digest check" "$ERR" && ! grep -q "not extracted" "$ERR" &&
+		[ "$nlist" = "$nfiles" ] && [ "$nout" = "$nfiles" ] && [ "$nfiles" -gt 0 ] &&
+		! ls "$TMP/xcache"/*.map >/dev/null 2>&1; then
+		t_pass "extract of a blob that fails its digest: exit 1, $nlist files listed unverified and kept, the cache entry dropped"
+	else
+		t_fail "extract of a bad blob: rc=$RC, $nlist listed, $nout written of $nfiles: $(head -c 400 "$ERR") $(ls "$TMP/xcache" 2>&1 | head -c 100)"
+	fi
+fi
 # the registry gone after a full fill: the cache still serves (the
 # reference's blob found by the name it was opened as, then read whole
 # from the cache and checked against its digest)

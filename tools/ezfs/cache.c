@@ -34,6 +34,7 @@ static struct {
 	int layer;
 	const char *blob, *platform;
 	int insecure;
+	int serve_unverified; /* cli_remote_keep_unverified() */
 } ropts = { .retries = -1, .layer = -1 };
 
 int cli_is_remote(const char *img)
@@ -174,8 +175,11 @@ static const char *cache_dir(char *buf, size_t size)
 }
 
 #ifdef EZFS_HAVE_REMOTE
-static void print_stats(void *arg, const char *url,
-			const struct ezfs_remote_stats *st)
+/* The source the command opened last, until it closes (one image per
+ * command): cli_remote_unverified asks it at the end. */
+static ezfs_remote *last_src;
+
+static void print_stats(const char *url, const struct ezfs_remote_stats *st)
 {
 	const char *path = getenv("EZFS_REMOTE_STATS");
 	FILE *f = stderr;
@@ -193,7 +197,6 @@ static void print_stats(void *arg, const char *url,
 		 st->cache_bytes, st->size, st->fetch_us_p50, st->fetch_us_p99,
 		 st->hints, st->hints_fetched, st->bytes_hinted,
 		 st->reads ? st->reads_hit * 100 / st->reads : 0, st->rounds);
-	(void)arg;
 	if (path && *path && strcmp(path, "1")) {
 		f = fopen(path, "ae");
 		if (!f)
@@ -204,12 +207,23 @@ static void print_stats(void *arg, const char *url,
 		fclose(f);
 }
 
+static void on_close(void *arg, const char *url,
+		     const struct ezfs_remote_stats *st)
+{
+	const char *v = getenv("EZFS_REMOTE_STATS");
+
+	last_src = NULL;
+	if (ropts.stats || (v && *v))
+		print_stats(url, st);
+	(void)arg;
+}
+
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      unsigned verbose, const struct ezfs_io_ops **ops,
 		      void **arg, uint64_t *size)
 {
 	struct ezfs_remote_params rp;
-	const char *v = getenv("EZFS_REMOTE_STATS");
+	const char *v;
 	char buf[4096];
 	ezfs_remote *r;
 	int err;
@@ -220,6 +234,7 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	/* a remote source's warnings are for the user: a full cache disk,
 	 * a server that does not answer, a registry gone */
 	rp.verbose = verbose > EZFS_LOG_WARN ? verbose : EZFS_LOG_WARN;
+	rp.serve_unverified = ropts.serve_unverified;
 	rp.cache_dir = cache_dir(buf, sizeof(buf));
 	rp.cache_max = ropts.cache_max;
 	rp.timeout_ms = ropts.timeout_ms;
@@ -235,12 +250,11 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	/* a server ignoring Range: the largest image taken whole */
 	if ((v = getenv("EZFS_REMOTE_WHOLE_MAX")) && *v)
 		rp.whole_max = strtoull(v, NULL, 10);
-	v = getenv("EZFS_REMOTE_STATS");
-	if (ropts.stats || (v && *v))
-		rp.on_close = print_stats;
+	rp.on_close = on_close;
 	err = ezfs_remote_open(url, &rp, &r);
 	if (err)
 		return err;
+	last_src = r;
 	*ops = ezfs_remote_io_ops();
 	*arg = r;
 	*size = ezfs_remote_size(r);
@@ -252,11 +266,93 @@ void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 {
 	return ezfs_remote_hint;
 }
+
+void cli_remote_keep_unverified(void)
+{
+	ropts.serve_unverified = 1;
+}
+
+#define UNVERIFIED_NAMED 20 /* named on stderr; --errors FILE has all */
+
+struct unverified {
+	FILE *errs;
+	uint64_t n;
+};
+
+static int unverified_one(void *arg, const char *path, uint64_t nid,
+			  const struct ezfs_stat *st, ezfs_inode *ino)
+{
+	struct unverified *u = arg;
+
+	(void)nid;
+	(void)ino;
+	if (S_ISDIR(st->mode))
+		return 0;
+	if (++u->n <= UNVERIFIED_NAMED)
+		fprintf(stderr, "  unverified: %s\n", path);
+	if (u->errs)
+		fprintf(u->errs, "%s\n", path);
+	return 0;
+}
+
+int cli_remote_unverified(const char *cmd, const char *img, ezfs_image *fs,
+			  const char *sub, FILE *errs)
+{
+	struct unverified u = { .errs = errs };
+	uint64_t nid;
+	int err;
+
+	if (!cli_is_remote(img) || !last_src)
+		return 0;
+	err = ezfs_remote_verify(last_src);
+	if (err >= 0)
+		return 0;
+	if (err != -EBADMSG) {
+		cli_error(cmd,
+			  "%s: the layer's digest could not be checked (%s); "
+			  "the files written from it are unverified",
+			  img, strerror(-err));
+		return 1;
+	}
+	cli_error(cmd,
+		  "%s: the layer failed its digest check; every file written "
+		  "from it is unverified (kept: check them, or extract again "
+		  "from a good copy):",
+		  img);
+	if (sub && *sub == '/' && !ezfs_resolve(fs, sub, &nid) &&
+	    cli_walk(fs, nid, unverified_one, &u) >= 0) {
+		if (u.n > UNVERIFIED_NAMED)
+			fprintf(stderr, "  ... and %llu more%s\n",
+				(unsigned long long)(u.n - UNVERIFIED_NAMED),
+				errs ? " (--errors lists them all)" : "");
+	} else if (sub) {
+		/* one file (by nid, or a walk that failed): its name */
+		fprintf(stderr, "  unverified: %s\n", sub);
+		if (errs)
+			fprintf(errs, "%s\n", sub);
+	}
+	return 1;
+}
 #else
 void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 			      unsigned flags)
 {
 	return NULL;
+}
+
+void cli_remote_keep_unverified(void)
+{
+}
+
+int cli_remote_unverified(const char *cmd, const char *img, ezfs_image *fs,
+			  const char *sub, FILE *errs)
+{
+	(void)cmd;
+	(void)img;
+	(void)fs;
+	(void)sub;
+	(void)errs;
+	return 0;
 }
 
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
