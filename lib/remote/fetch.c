@@ -451,13 +451,11 @@ static void fetcher_put(struct ezfs_remote *r, struct ezi_fetcher *f)
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* Run n transfers to the end, at most INFLIGHT at once, each retried up
- * to retries times with backoff. Each ends with x->err set. */
 /*
- * A retry, said: the first of each round of retries after a silence (the
- * server accepts and never answers) as a warning, since the reader waits
- * for it, once per source and attempt however many ranges time out
- * together; other reasons (a 503...) as info. The wait record says it to
+ * A retry, said: a retry after a silence (the server accepts and never
+ * answers) as a warning, since the reader waits for it, once per attempt
+ * however many ranges time out together, until an answer comes; other
+ * reasons (a 503...) as info. The wait record says it to
  * ezfs_remote_waiting.
  */
 static void retry_said(struct ezfs_remote *r, struct ezi_wait *w,
@@ -501,9 +499,12 @@ static void wait_begin(struct ezfs_remote *r, struct ezi_wait *w,
 	pthread_mutex_unlock(&r->lock);
 }
 
-static void wait_end(struct ezfs_remote *r, struct ezi_wait *w)
+/* The wait is over; answers came (ok): the next silence is said again. */
+static void wait_end(struct ezfs_remote *r, struct ezi_wait *w, int ok)
 {
 	pthread_mutex_lock(&r->lock);
+	if (ok)
+		r->warned_attempt = 0;
 	for (struct ezi_wait **p = &r->waits; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;
@@ -512,12 +513,14 @@ static void wait_end(struct ezfs_remote *r, struct ezi_wait *w)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* Run n transfers to the end, at most INFLIGHT at once, each retried up
+ * to retries times with backoff. Each ends with x->err set. */
 void ezi_xfers_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned n)
 {
 	struct ezi_fetcher *f = fetcher_get(r);
 	unsigned done = 0, active = 0;
 	struct ezi_wait w;
-	int still;
+	int still, failed = 0;
 
 	for (unsigned i = 0; i < n; i++)
 		done += xs[i].state == 2;
@@ -585,6 +588,7 @@ void ezi_xfers_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned n)
 				v = -EIO;
 			x->err = v;
 			x->state = 2;
+			failed |= v != 0;
 			done++;
 		}
 		if (done == n)
@@ -603,7 +607,7 @@ void ezi_xfers_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned n)
 				usleep((useconds_t)ms * 1000u);
 		}
 	}
-	wait_end(r, &w);
+	wait_end(r, &w, !failed);
 	fetcher_put(r, f);
 }
 

@@ -248,7 +248,7 @@ struct ezfs_remote {
 
 	struct ezi_fetcher *fetchers;
 	struct ezi_wait *waits;	 /* under the lock */
-	unsigned warned_attempt; /* the silences said so far (fetch.c) */
+	unsigned warned_attempt; /* the silences said since the last answer */
 	uint64_t last_end, ra;	 /* ra: bytes */
 	int reader_ahead;	 /* the reader hints its own read-ahead */
 	struct ezfs_remote_stats st;

@@ -39,7 +39,7 @@ static void push_usage(FILE *f)
 		"Bearer token from the registry's challenge. Ctrl-C deletes "
 		"the upload\n"
 		"session begun.\n"
-		"  -q            no progress\n"
+		"  -q, --quiet   no progress\n"
 		"  --insecure    plain http (always for 127.0.0.1 and "
 		"localhost)\n"
 		"  --offset N    the image starts at byte N of the file; the "
