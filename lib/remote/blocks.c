@@ -36,6 +36,7 @@ static void mem_evict(struct ezfs_remote *r, size_t need)
 		r->mem[b] = NULL;
 		r->state[b] = EZI_B_ABSENT;
 		r->mem_used -= r->bs;
+		r->st.cache_bytes -= ezi_blk_len(r, b);
 	}
 }
 

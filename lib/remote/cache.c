@@ -52,7 +52,7 @@ static int header_line(const char *line, const char *name, char *dst,
 
 	if (strncmp(line, name, n) || line[n] != ' ')
 		return 0;
-	snprintf(dst, size, "%s", line + n + 1);
+	snprintf(dst, size, "%.*s", (int)(size - 1), line + n + 1);
 	return 1;
 }
 

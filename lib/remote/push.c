@@ -117,7 +117,7 @@ static int up_progress(void *arg, uint64_t sent, uint64_t total)
 	return p->progress(p->progress_arg, "uploading", sent, total);
 }
 
-/* The image's bytes hashed: its digest sha256:HEX into out (80 bytes). */
+/* The image's bytes hashed: its digest sha256:HEX into out (72 bytes). */
 static int hash_image(struct push *ps, char *out)
 {
 	struct ezi_sha256 c;
@@ -234,7 +234,7 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 		.read = src_read,
 		.arg = ps->img,
 	};
-	char hex[65], digest[80], manifest[2048], url[4096], title[256];
+	char hex[65], digest[72], manifest[2048], url[4096], title[256];
 	const char *base = strrchr(path, '/');
 	struct ezi_rhdrs h;
 	long status;
@@ -278,7 +278,7 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 			 status);
 		return -EIO;
 	}
-	snprintf(out_digest, 72, "%s", digest);
+	memcpy(out_digest, digest, 72);
 	ezi_sha256_hex(manifest, (size_t)n, hex);
 	snprintf(out_manifest, 72, "sha256:%s", hex);
 	return 0;
