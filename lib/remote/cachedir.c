@@ -137,7 +137,7 @@ int ezfs_remote_cache_list(const char *dir,
 	size_t n;
 	int err = scan(dir, &v, &n);
 
-	if (!err)
+	if (!err && n)
 		qsort(v, n, sizeof(*v), by_recent_use);
 	for (size_t i = 0; !err && i < n; i++) {
 		struct ezfs_remote_cache_entry e = {
@@ -186,7 +186,8 @@ int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,
 		return err;
 	for (size_t i = 0; i < n; i++)
 		total += v[i].disk;
-	qsort(v, n, sizeof(*v), by_use);
+	if (n)
+		qsort(v, n, sizeof(*v), by_use);
 	for (size_t i = 0; i < n && total > max; i++) {
 		if (keep && !strcmp(v[i].key, keep))
 			continue;
