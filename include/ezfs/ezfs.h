@@ -151,6 +151,18 @@ EZFS_API int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg,
  * flight; its inode handles may afterwards only be put. */
 EZFS_API void ezfs_image_close(ezfs_image *img);
 
+/*
+ * The image's own bytes, as it was opened: from the open offset on, an
+ * Android sparse image (or split set) expanded, trailing data after the
+ * filesystem (a dm-verity tree...) included; what `simg2img` writes, or
+ * the file cut at the offset. ezfs_image_raw_size gives their count;
+ * ezfs_image_read_raw reads len of them at off (all, or an error):
+ * 0, -EUCLEAN (beyond the end), -EIO (logged), -ENOMEM. Thread-safe.
+ */
+EZFS_API uint64_t ezfs_image_raw_size(const ezfs_image *img);
+EZFS_API int ezfs_image_read_raw(ezfs_image *img, void *buf, size_t len,
+				 uint64_t off);
+
 /* ------------------------------------------------------------------ */
 /* Superblock information                                              */
 

@@ -202,6 +202,7 @@ struct ezfs_ctl_remote {
 	uint64_t size;	      /* the image's size */
 	uint64_t fetch_us_p50, fetch_us_p99; /* request latency, recent */
 	uint64_t hints, hints_fetched, bytes_hinted;
+	char waiting[256]; /* what a read waits for, in words ("": none) */
 };
 
 #define EZFS_IOC_SET	_IOWR('E', 0x41, struct ezfs_ctl_set)

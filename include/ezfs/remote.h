@@ -83,6 +83,22 @@ struct ezfs_remote_params {
 	const char *blob;
 	const char *platform;
 	int insecure;
+	/* ezfs_remote_push: the image starts at this byte of the file (as
+	 * ezfs_open_params.offset); what is uploaded starts there. */
+	uint64_t offset;
+	/* ezfs_remote_push: called as it goes, what ("hashing", then
+	 * "uploading") done of total bytes; a nonzero return stops the
+	 * push (an upload session begun is deleted): -ECANCELED. NULL:
+	 * none. Called on the pushing thread. */
+	int (*progress)(void *arg, const char *what, uint64_t done,
+			uint64_t total);
+	void *progress_arg;
+	/* The bytes failed their digest (an oci:// layer): 0 (default),
+	 * every read fails with -EIO from then on; 1, reads go on serving
+	 * what was fetched, and ezfs_remote_verify() says so at the end
+	 * (for a caller that lists what it wrote as unverified). Either
+	 * way the cache entry is dropped. */
+	int serve_unverified;
 };
 
 /* Defaults; size set. */
@@ -91,9 +107,16 @@ EZFS_API void ezfs_remote_params_init(struct ezfs_remote_params *p);
 /*
  * Upload the image at path as the one layer (media type
  * application/vnd.erofs.layer.v1, config the empty descriptor) of an OCI
- * artifact manifest tagged ref (oci://HOST[:PORT]/REPO:TAG). digest gets
- * the layer's sha256:HEX, manifest the manifest's (both 72 bytes). The log
- * (of p) gets one line on failure.
+ * artifact manifest tagged ref (oci://HOST[:PORT]/REPO[:TAG], no tag:
+ * latest). The image is checked first as ezfs_image_open reads it (from
+ * p->offset on): a file that is no EROFS image is refused and nothing is
+ * sent (a tar archive is named as one); an Android sparse image goes up
+ * expanded; trailing data after the filesystem (a dm-verity tree) goes
+ * with it. digest gets the layer's sha256:HEX, manifest the manifest's
+ * (both 72 bytes). Returns 0, -EMEDIUMTYPE (not an image ezfs reads),
+ * -EINVAL (bad ref or params), -ECANCELED (p->progress said stop; the
+ * upload session was deleted), -EACCES, -EIO...; the log (of p) gets one
+ * line on failure.
  */
 EZFS_API int ezfs_remote_push(const char *path, const char *ref,
 			      const struct ezfs_remote_params *p,
@@ -128,22 +151,49 @@ EZFS_API void ezfs_remote_hint(void *arg, uint64_t off, uint64_t len,
 EZFS_API void ezfs_remote_prefetch(ezfs_remote *r, uint64_t off, uint64_t len);
 EZFS_API void ezfs_remote_get_stats(ezfs_remote *r,
 				    struct ezfs_remote_stats *st);
+/*
+ * What a reader of r waits for now, in words for a person ("a read waits
+ * on HOST (bytes A-B) for N s; no answer from HOST for 10 s, retry 1 of
+ * 3"), the longest wait of all: 1 with buf set, or 0 when no read waits.
+ * Thread-safe (for another thread than the reader's).
+ */
+EZFS_API int ezfs_remote_waiting(ezfs_remote *r, char *buf, size_t size);
+/*
+ * Check the whole image against what the source knows of its bytes (an
+ * oci:// layer's digest): the blocks not fetched yet are fetched as reads
+ * fetch them, then the bytes hashed in order. Returns 1 (they match), 0
+ * (nothing to check against: http(s), s3), -EBADMSG (they do not: logged
+ * once, the cache entry dropped; also when a read found it out before),
+ * or the error of a fetch. Not while other threads read r.
+ */
+EZFS_API int ezfs_remote_verify(ezfs_remote *r);
 /* Write what is cached to disk, call on_close, free r (NULL is fine). */
 EZFS_API void ezfs_remote_close(ezfs_remote *r);
 
 /*
- * The persistent cache directory: one entry per image (its URL, size and
- * the bytes present). ezfs_remote_cache_list calls fn per entry;
- * ezfs_remote_cache_gc removes the least recently used entries until all
- * together take at most max bytes (0: remove all). Both return 0 or a
- * negative errno.
+ * The persistent cache folder (the one of ezfs_remote_params.cache_dir):
+ * one entry per image, KEY.data (its bytes at their own offsets, a sparse
+ * file) and KEY.map (the URL fetched, the name it was opened as, size,
+ * validators, a bit per block present).
+ *
+ * ezfs_remote_cache_list calls fn once per entry, the most recently used
+ * first (the entry's strings live until fn returns); a nonzero return of
+ * fn stops the listing and is returned. ezfs_remote_cache_gc removes the
+ * least recently used entries until all together take at most max bytes
+ * on disk (0: remove all); *freed (may be NULL) gets the bytes removed.
+ * Both return 0 or a negative errno (a folder that does not exist is an
+ * empty cache). Entries in use by a source may be removed: its open
+ * files keep serving it, and its next open fetches again. Both are safe
+ * to call from any thread and process; neither logs.
  */
 struct ezfs_remote_cache_entry {
-	const char *key; /* its file names' stem */
-	const char *url;
+	const char *key;  /* its file names' stem */
+	const char *url;  /* what is fetched (an oci:// layer: its blob URL) */
 	uint64_t size;	  /* the image's size */
 	uint64_t present; /* bytes of it in the cache */
 	int64_t used;	  /* last use, seconds since the epoch */
+	const char *name; /* what was opened: the URL or oci:// reference */
+	uint64_t disk;	  /* bytes its data file takes on disk */
 };
 EZFS_API int ezfs_remote_cache_list(
 	const char *dir,
@@ -151,6 +201,14 @@ EZFS_API int ezfs_remote_cache_list(
 	void *arg);
 EZFS_API int ezfs_remote_cache_gc(const char *dir, uint64_t max,
 				  uint64_t *freed);
+/*
+ * The default cache folder into buf (size bytes): EZFS_CACHE_DIR, else
+ * $XDG_CACHE_HOME/ezfs, else ~/.cache/ezfs (~/.cache is created when
+ * missing; the folder itself when an image is first cached). Returns buf,
+ * or NULL when none of these is set. Reads the environment: call it
+ * before other threads may change it.
+ */
+EZFS_API const char *ezfs_remote_cache_dir(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

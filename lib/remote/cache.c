@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache.c - the persistent cache: per image KEY.data, a sparse file with
- * the image's bytes at their own offsets, and KEY.map, which blocks of it
- * are present. The map is only ever replaced whole (a temporary file,
- * fsync, rename, fsync of the folder) after the data it lists was synced,
- * so after a crash it lists fewer blocks than the data holds, never more.
+ * cache.c - the persistent cache entry of an image: KEY.data, a sparse
+ * file with the image's bytes at their own offsets, and KEY.map, which
+ * blocks of it are present (the folder as a whole: cachedir.c). The map is only
+ * ever replaced whole (a temporary file, fsync, rename, fsync of the folder)
+ * after the data it lists was synced, so after a crash it lists fewer blocks
+ * than the data holds, never more.
  *
  * KEY.map: a text header, an empty line, then one bit per block:
  *
@@ -30,7 +31,8 @@
 
 #include "remote/internal.h"
 
-#define MAP_MAGIC "ezfs-remote-cache 1"
+#define MAP_MAGIC   "ezfs-remote-cache 1"
+#define FLUSH_BYTES (4ull << 20) /* the map written after this much */
 
 void ezi_cache_key(const char *s, char key[17])
 {
@@ -50,7 +52,7 @@ static int header_line(const char *line, const char *name, char *dst,
 
 	if (strncmp(line, name, n) || line[n] != ' ')
 		return 0;
-	snprintf(dst, size, "%s", line + n + 1);
+	snprintf(dst, size, "%.*s", (int)(size - 1), line + n + 1);
 	return 1;
 }
 
@@ -109,34 +111,6 @@ int ezi_cmap_complete(const struct ezi_cmap *m)
 	return 1;
 }
 
-int ezi_cache_find(const char *dir, const char *name, struct ezi_cmap *m)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[4200];
-	size_t n;
-
-	memset(m, 0, sizeof(*m));
-	if (!d)
-		return -ENOENT;
-	while ((de = readdir(d))) {
-		n = strlen(de->d_name);
-		if (n < 5 || strcmp(de->d_name + n - 4, ".map"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (ezi_cmap_load(path, m))
-			continue;
-		if (!strcmp(m->name, name) && ezi_cmap_complete(m)) {
-			closedir(d);
-			return 0;
-		}
-		free(m->bits);
-		memset(m, 0, sizeof(*m));
-	}
-	closedir(d);
-	return -ENOENT;
-}
-
 int ezi_cmap_store(const char *path, const struct ezi_cmap *m)
 {
 	size_t n = strlen(path) + 8, nbytes = (size_t)((m->nblocks + 7) / 8);
@@ -183,146 +157,188 @@ int ezi_cmap_store(const char *path, const struct ezi_cmap *m)
 	return 0;
 }
 
-struct centry {
-	char key[64];
-	char url[4096];
-	uint64_t size, present, disk;
-	int64_t used;
-};
+/* ------------------------------------------------------------------ */
+/* The entry of a source                                               */
 
-/* Every entry of dir; *out freed by the caller. */
-static int scan(const char *dir, struct centry **out, size_t *count)
+/*
+ * A write to the entry failed (err: a negative errno): one warning naming
+ * the folder and the reason, and no more writes this run; the blocks go
+ * to memory instead (blocks.c), those already on disk stay readable, and
+ * the next open tries the cache again.
+ */
+static void cache_failed(struct ezfs_remote *r, int err)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	struct centry *v = NULL;
-	size_t n = 0, cap = 0;
+	if (r->cache_off)
+		return;
+	r->cache_off = 1;
+	ezi_rlog(r, EZFS_LOG_WARN,
+		 "cache folder %s: %s; reading on from the network, the "
+		 "blocks kept in memory (the cache is tried again at the "
+		 "next open)",
+		 r->p.cache_dir, strerror(-err));
+}
 
-	*out = NULL;
-	*count = 0;
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		char path[4096];
-		struct ezi_cmap m;
-		struct stat st;
-		struct centry *e;
+void ezi_cache_flush(struct ezfs_remote *r)
+{
+	int err;
 
-		if (l < 5 || l - 4 >= sizeof(v->key) ||
-		    strcmp(de->d_name + l - 4, ".map"))
-			continue;
-		if (n == cap) {
-			struct centry *nv;
-
-			cap = cap ? cap * 2 : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		e = &v[n];
-		memset(e, 0, sizeof(*e));
-		memcpy(e->key, de->d_name, l - 4);
-		e->key[l - 4] = '\0';
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &st))
-			continue;
-		e->used = (int64_t)st.st_mtime;
-		if (!ezi_cmap_load(path, &m)) {
-			snprintf(e->url, sizeof(e->url), "%s", m.url);
-			e->size = m.size;
-			for (uint64_t b = 0; b < m.nblocks; b++)
-				if (m.bits[b >> 3] & (1u << (b & 7)))
-					e->present +=
-						b + 1 == m.nblocks
-							? m.size - b * m.bs
-							: m.bs;
-			free(m.bits);
-		}
-		snprintf(path, sizeof(path), "%s/%s.data", dir, e->key);
-		if (!stat(path, &st))
-			e->disk = (uint64_t)st.st_blocks * 512u;
-		n++;
+	if (r->data_fd < 0 || !r->dirty || r->dropped)
+		return;
+	r->dirty = 0;
+	if (fdatasync(r->data_fd)) {
+		cache_failed(r, -errno);
+		return;
 	}
-	closedir(d);
-	*out = v;
-	*count = n;
-	return 0;
-}
-
-int ezfs_remote_cache_list(const char *dir,
-			   int (*fn)(void *arg,
-				     const struct ezfs_remote_cache_entry *e),
-			   void *arg)
-{
-	struct centry *v;
-	size_t n;
-	int err = scan(dir, &v, &n);
-
-	for (size_t i = 0; !err && i < n; i++) {
-		struct ezfs_remote_cache_entry e = {
-			.key = v[i].key,
-			.url = v[i].url,
-			.size = v[i].size,
-			.present = v[i].present,
-			.used = v[i].used,
-		};
-
-		err = fn(arg, &e);
-	}
-	free(v);
-	return err;
-}
-
-static int by_use(const void *a, const void *b)
-{
-	const struct centry *x = a, *y = b;
-
-	return x->used < y->used ? -1 : x->used > y->used;
-}
-
-static void remove_entry(const char *dir, const char *key)
-{
-	char path[4096];
-
-	/* the map first: data without a map is never read */
-	snprintf(path, sizeof(path), "%s/%s.map", dir, key);
-	(void)unlink(path);
-	snprintf(path, sizeof(path), "%s/%s.data", dir, key);
-	(void)unlink(path);
-}
-
-int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,
-		 uint64_t *freed)
-{
-	struct centry *v;
-	uint64_t total = 0, gone = 0;
-	size_t n;
-	int err = scan(dir, &v, &n);
-
+	/* the blocks on disk; those in memory are not the entry's */
+	for (uint64_t b = 0; b < r->nblocks; b++)
+		if (r->state[b] == EZI_B_PRESENT && !r->mem[b])
+			r->map.bits[b >> 3] |= (uint8_t)(1u << (b & 7));
+	err = ezi_cmap_store(r->map_path, &r->map);
 	if (err)
-		return err;
-	for (size_t i = 0; i < n; i++)
-		total += v[i].disk;
-	qsort(v, n, sizeof(*v), by_use);
-	for (size_t i = 0; i < n && total > max; i++) {
-		if (keep && !strcmp(v[i].key, keep))
-			continue;
-		remove_entry(dir, v[i].key);
-		total -= v[i].disk;
-		gone += v[i].disk;
+		cache_failed(r, err);
+}
+
+void ezi_cache_attach(struct ezfs_remote *r)
+{
+	char key[17];
+	size_t n;
+
+	if (!r->p.cache_dir || !*r->p.cache_dir)
+		return;
+	if (mkdir(r->p.cache_dir, 0700) && errno != EEXIST) {
+		ezi_rlog(r, EZFS_LOG_WARN, "cache folder %s: %s; not caching",
+			 r->p.cache_dir, strerror(errno));
+		return;
 	}
-	free(v);
-	if (freed)
-		*freed = gone;
+	ezi_cache_key(r->digest[0] ? r->digest : r->url, key);
+	n = strlen(r->p.cache_dir) + 32;
+	r->data_path = malloc(n);
+	r->map_path = malloc(n);
+	if (!r->data_path || !r->map_path)
+		return;
+	snprintf(r->data_path, n, "%s/%s.data", r->p.cache_dir, key);
+	snprintf(r->map_path, n, "%s/%s.map", r->p.cache_dir, key);
+	if (!ezi_cmap_load(r->map_path, &r->map) &&
+	    !strcmp(r->map.url, r->url) && r->map.bs == r->bs) {
+		snprintf(r->etag, sizeof(r->etag), "%s", r->map.etag);
+		snprintf(r->lastmod, sizeof(r->lastmod), "%s", r->map.lastmod);
+	} else {
+		free(r->map.bits);
+		memset(&r->map, 0, sizeof(r->map));
+	}
+	r->data_fd = open(r->data_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (r->data_fd < 0)
+		ezi_rlog(r, EZFS_LOG_WARN, "cache file %s: %s; not caching",
+			 r->data_path, strerror(errno));
+}
+
+int ezi_cache_adopt(struct ezfs_remote *r, int same)
+{
+	uint64_t nb = r->nblocks, present = 0;
+
+	if (r->data_fd < 0)
+		return 0;
+	if (r->size > r->p.cache_max) {
+		/* it would not fit: memory only, and no entry of it stays */
+		ezi_rlog(r, EZFS_LOG_WARN,
+			 "the image (%" PRIu64 " bytes) is larger than the "
+			 "cache may grow (%" PRIu64 " bytes, --cache-max): "
+			 "not cached on disk",
+			 r->size, r->p.cache_max);
+		(void)unlink(r->map_path);
+		(void)unlink(r->data_path);
+		ezi_cache_detach(r);
+		return 0;
+	}
+	if (!same || r->map.size != r->size || r->map.nblocks != nb) {
+		free(r->map.bits);
+		memset(&r->map, 0, sizeof(r->map));
+		if (ftruncate(r->data_fd, 0))
+			return 0;
+		(void)unlink(r->map_path);
+	}
+	if (ftruncate(r->data_fd, (off_t)r->size)) {
+		ezi_rlog(r, EZFS_LOG_WARN, "cache file %s: %s; not caching",
+			 r->data_path, strerror(errno));
+		ezi_cache_detach(r);
+		return 0;
+	}
+	if (!r->map.bits) {
+		r->map.bits = calloc((nb + 7) / 8 ? (nb + 7) / 8 : 1, 1);
+		if (!r->map.bits)
+			return -ENOMEM;
+	}
+	snprintf(r->map.url, sizeof(r->map.url), "%s", r->url);
+	snprintf(r->map.name, sizeof(r->map.name), "%s", r->name);
+	snprintf(r->map.etag, sizeof(r->map.etag), "%s", r->etag);
+	snprintf(r->map.lastmod, sizeof(r->map.lastmod), "%s", r->lastmod);
+	r->map.size = r->size;
+	r->map.bs = r->bs;
+	r->map.nblocks = nb;
+	for (uint64_t b = 0; b < nb; b++)
+		if (r->map.bits[b >> 3] & (1u << (b & 7))) {
+			r->state[b] = EZI_B_PRESENT;
+			present += ezi_blk_len(r, b);
+		}
+	r->st.cache_bytes = present;
+	/* mark it used now, for the LRU order of gc */
+	(void)utimensat(AT_FDCWD, r->map_path, NULL, 0);
 	return 0;
 }
 
-int ezfs_remote_cache_gc(const char *dir, uint64_t max, uint64_t *freed)
+void ezi_cache_put(struct ezfs_remote *r, uint64_t b0, uint64_t b1,
+		   const uint8_t *src)
 {
-	return ezi_cache_gc(dir, max, NULL, freed);
+	/* each run of blocks not yet present in one write */
+	for (uint64_t b = b0, e; b < b1 && !r->cache_off; b = e) {
+		uint64_t o = b << r->bsbits, l;
+		ssize_t n;
+
+		for (e = b; e < b1 && r->state[e] != EZI_B_PRESENT; e++)
+			;
+		if (e == b) {
+			e++;
+			continue;
+		}
+		l = (e << r->bsbits < r->size ? e << r->bsbits : r->size) - o;
+		n = pwrite(r->data_fd, src + ((b - b0) << r->bsbits), l,
+			   (off_t)o);
+		if (n != (ssize_t)l) {
+			/* a short write: the disk is full */
+			cache_failed(r, n < 0 ? -errno : -ENOSPC);
+			break;
+		}
+		for (uint64_t k = b; k < e; k++) {
+			r->state[k] = EZI_B_PRESENT;
+			r->dirty += ezi_blk_len(r, k);
+			r->st.cache_bytes += ezi_blk_len(r, k);
+		}
+	}
+	if (r->dirty >= FLUSH_BYTES)
+		ezi_cache_flush(r);
+}
+
+void ezi_cache_drop(struct ezfs_remote *r)
+{
+	/* the map first: data without a map is never read; the open file
+	 * keeps serving what it holds (when the reads go on) */
+	if (r->map_path)
+		(void)unlink(r->map_path);
+	if (r->data_path)
+		(void)unlink(r->data_path);
+	r->dropped = 1;
+	r->cache_off = 1;
+	r->dirty = 0;
+}
+
+void ezi_cache_detach(struct ezfs_remote *r)
+{
+	free(r->map.bits);
+	r->map.bits = NULL;
+	if (r->data_fd >= 0)
+		close(r->data_fd);
+	r->data_fd = -1;
+	free(r->data_path);
+	free(r->map_path);
+	r->data_path = r->map_path = NULL;
 }

@@ -1,10 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* internal.h - what the files of lib/remote share. */
+/*
+ * internal.h - what the files of lib/remote share.
+ *
+ * A source (struct ezfs_remote, source.c) reads one image through its
+ * scheme (scheme.c: http, https; oci.c; s3.c), which says what URL is
+ * fetched and how requests to it are signed. Reads go through the block
+ * table (blocks.c): present blocks are copied out, missing ones fetched
+ * (fetch.c, fetch.h), checked (verify.c), then kept in memory or in the
+ * persistent cache entry (cache.c); the cache folder as a whole (list,
+ * gc, the entry of a name) is cachedir.c. Uploads are push.c.
+ */
 #ifndef EZFS_REMOTE_INTERNAL_H
 #define EZFS_REMOTE_INTERNAL_H
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ezfs/remote.h"
 
@@ -16,7 +27,21 @@ int ezi_content_range(const char *v, uint64_t *a, uint64_t *b, uint64_t *total);
  * LF and blanks cut, truncated to size - 1 bytes. */
 void ezi_header_value(char *dst, size_t size, const char *v, size_t n);
 
-/* cache.c: the map of a persistent cache entry. */
+void ezi_rlogf(ezfs_log_fn log, void *arg, int level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static inline uint64_t ezi_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ------------------------------------------------------------------ */
+/* The persistent cache (cache.c, cachedir.c)                          */
+
+/* The map of a persistent cache entry. */
 struct ezi_cmap {
 	char url[4096];
 	char name[4096]; /* the URL or oci:// reference opened ("": unknown) */
@@ -32,26 +57,35 @@ void ezi_cache_key(const char *s, char key[17]);
 int ezi_cmap_load(const char *path, struct ezi_cmap *m);
 /* Does m list every block of the image? */
 int ezi_cmap_complete(const struct ezi_cmap *m);
-/* The complete entry of dir opened as name (its map into m): 0, or
- * -ENOENT. */
-int ezi_cache_find(const char *dir, const char *name, struct ezi_cmap *m);
 /* Write m to path crash-safely: a temporary file, fsync, rename, then
  * fsync of the folder. */
 int ezi_cmap_store(const char *path, const struct ezi_cmap *m);
+/* The complete entry of dir opened as name (its map into m): 0, or
+ * -ENOENT. */
+int ezi_cache_find(const char *dir, const char *name, struct ezi_cmap *m);
 /* ezfs_remote_cache_gc, keeping the entry named keep (NULL: none). */
 int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,
 		 uint64_t *freed);
 
-/* oci.c: registries. */
-#define EZI_MT_EROFS "application/vnd.erofs.layer.v1"
+/* ------------------------------------------------------------------ */
+/* Registries (oci.c, push.c)                                          */
+
+#define EZI_MT_EROFS	"application/vnd.erofs.layer.v1"
+#define EZI_MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define EZI_MT_EMPTY	"application/vnd.oci.empty.v1+json"
+#define EZI_EMPTY_DIGEST                                                       \
+	"sha256:"                                                              \
+	"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 struct ezi_oci_ref {
 	int http; /* plain http (127.0.0.1, localhost, --insecure) */
 	char host[256];
 	char repo[512];
 	char ref[256]; /* a tag or sha256:HEX */
 };
-/* oci://HOST[:PORT]/REPO:TAG or .../REPO@sha256:HEX; -EINVAL if not. */
-int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r);
+/* oci://HOST[:PORT]/REPO[:TAG] or .../REPO@sha256:HEX (no tag: latest):
+ * 0, or -EINVAL with the reason in why (NULL: not wanted). */
+int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r, char *why,
+		  size_t whylen);
 
 struct ezi_challenge {
 	int bearer, basic;
@@ -85,25 +119,209 @@ void ezi_reg_destroy(struct ezi_reg *g);
 void ezi_reg_auth(struct ezi_reg *g, char *dst, size_t size);
 /* After a 401 with this WWW-Authenticate value: get new credentials. */
 int ezi_reg_reauth(struct ezi_reg *g, const char *www);
+
+/* Registry answers: the body (up to max bytes) and the headers read. */
+struct ezi_rbuf {
+	char *p;
+	size_t n, cap;
+	size_t max;
+};
+struct ezi_rhdrs {
+	char www[1024];
+	char location[4096];
+	char ctype[256];
+	char digest[128];
+};
+/* A request body read as it is sent (an upload of any size). */
+struct ezi_upload {
+	uint64_t len;
+	/* n bytes of the body at off into buf: 0, or a negative errno */
+	int (*read)(void *arg, void *buf, size_t n, uint64_t off);
+	void *arg;
+	/* as it goes (bytes sent of len): nonzero stops it (NULL: none) */
+	int (*progress)(void *arg, uint64_t sent, uint64_t total);
+	void *progress_arg;
+	int err; /* out: read's error, or -ECANCELED */
+};
+/*
+ * One registry request, with new credentials after a 401 (once): method
+ * to url with an Accept and a Content-Type header (each NULL: none) and
+ * the body [body, body + len), or up's when up is not NULL. out (NULL:
+ * thrown away) gets the answer's body, h its headers, *status its code.
+ * 0, or -EIO (no answer: g->err says why), -EACCES, -ENOMEM, up->err.
+ */
+int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
+		const char *accept, const char *ctype, const void *body,
+		size_t len, struct ezi_upload *up, struct ezi_rbuf *out,
+		struct ezi_rhdrs *h, long *status);
 int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		    char *blob_url, size_t size, char digest[128],
 		    uint64_t *blob_size);
-int ezi_oci_push(struct ezi_reg *g, const char *path, char *out_digest,
-		 size_t size, char *out_manifest, size_t msize);
 
-void ezi_rlogf(ezfs_log_fn log, void *arg, int level, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* s3.c: s3://BUCKET/KEY. The object's http(s) URL (*http_url, malloc'd)
- * and the signing state (*out) from the AWS environment and files; 0, or
- * a negative errno with why set. ezi_s3_apply() sets a request's SigV4
- * signing and appends its x-amz-* headers to *hdrs (nothing for an
- * unsigned, anonymous state); 0 or -ENOMEM. */
-struct ezi_s3;
 struct curl_slist;
-int ezi_s3_open(const char *s3url, struct ezi_s3 **out, char **http_url,
-		char *why, size_t whylen);
-int ezi_s3_apply(const struct ezi_s3 *s, void *e, struct curl_slist **hdrs);
-void ezi_s3_free(struct ezi_s3 *s);
+
+/* libcurl, loaded on first use (curl_dl.c): 0, or -ELIBACC with why
+ * logged to p's log. */
+int ezi_curl_ready(const struct ezfs_remote_params *p);
+
+/* ------------------------------------------------------------------ */
+/* A source                                                            */
+
+#define EZI_HEAD_BYTES	 (256u << 10) /* fetched at open */
+#define EZI_RA_MAX_BYTES (8u << 20)   /* read-ahead window at most */
+#define EZI_LAT_SAMPLES	 4096
+
+enum { EZI_B_ABSENT = 0, EZI_B_BUSY = 1, EZI_B_PRESENT = 2 };
+
+struct ezfs_remote;
+
+/*
+ * A scheme: what a URL starting with prefix names, and how requests for
+ * its bytes are made (scheme.c holds the table).
+ */
+struct ezi_scheme {
+	const char *prefix; /* "http://"... (any case) */
+	/* From r->name: r->url (what is fetched; malloc'd) and, when the
+	 * bytes have one, r->digest; the reason of a failure logged. 0 or a
+	 * negative errno. */
+	int (*resolve)(struct ezfs_remote *r);
+	/* The headers of a request to r->url itself (credentials, a
+	 * signature; never sent where it redirects): 0 or -ENOMEM. */
+	int (*sign)(struct ezfs_remote *r, void *curl, struct curl_slist **h);
+	/* A 401 from r->url: new credentials (0: send again), or a
+	 * negative errno with why set. NULL: a 401 is final. */
+	int (*reauth)(struct ezfs_remote *r, const char *www, char *why,
+		      size_t whylen);
+	void (*release)(struct ezfs_remote *r);
+};
+/* The scheme of url, or NULL. */
+const struct ezi_scheme *ezi_scheme_of(const char *url);
+extern const struct ezi_scheme ezi_scheme_oci; /* oci.c */
+extern const struct ezi_scheme ezi_scheme_s3;  /* s3.c */
+
+struct ezi_fetcher;
+
+/* A reader waiting for its transfers (fetch.c), for ezfs_remote_waiting. */
+struct ezi_wait {
+	struct ezi_wait *next;
+	uint64_t since;	   /* us, monotonic */
+	uint64_t off, len; /* the range retried last (or the first) */
+	unsigned attempt;  /* of that range */
+	char why[160];	   /* why it was retried */
+};
+
+/* The host[:port] of url into out. */
+void ezi_url_host(const char *url, char *out, size_t size);
+
+struct ezfs_remote {
+	struct ezfs_remote_params p;
+	const struct ezi_scheme *scheme;
+	void *sd;	   /* the scheme's own state */
+	char *name;	   /* as given */
+	char *url;	   /* what is fetched */
+	char digest[128];  /* the bytes' sha256:HEX ("": none known) */
+	int verified, bad; /* against the digest (bad: atomic) */
+	int offline;	   /* resolved to a complete cache entry: no probe */
+	char *eff_url;	   /* where the last redirect led; NULL: none */
+	char etag[256];
+	char lastmod[128];
+	uint64_t size;
+	unsigned bs, bsbits;
+	uint64_t nblocks;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint8_t *state; /* EZI_B_* per block */
+	/* memory mode */
+	uint8_t **mem;
+	size_t mem_used;
+	uint64_t *fifo; /* ring of present blocks, oldest first */
+	uint64_t fifo_head, fifo_n;
+	/* disk mode: the persistent cache entry (cache.c) */
+	int data_fd;
+	char *data_path, *map_path;
+	struct ezi_cmap map;
+	uint64_t dirty;
+	int cache_off; /* no more writes to the entry: refused, dropped */
+	int dropped;   /* the entry was removed from the folder */
+	int ignores_range;
+
+	struct ezi_fetcher *fetchers;
+	struct ezi_wait *waits;	 /* under the lock */
+	unsigned warned_attempt; /* the silences said since the last answer */
+	uint64_t last_end, ra;	 /* ra: bytes */
+	int reader_ahead;	 /* the reader hints its own read-ahead */
+	struct ezfs_remote_stats st;
+	/* counted without the lock (atomics) */
+	uint64_t a_requests, a_retries, a_fetched, a_rounds;
+	uint32_t lat[EZI_LAT_SAMPLES];
+	uint64_t nlat;
+};
+
+#define ezi_rlog(r, lvl, ...)                                                  \
+	do {                                                                   \
+		if ((int)(lvl) <= (int)(r)->p.verbose)                         \
+			ezi_rlogf((r)->p.log, (r)->p.log_arg, lvl,             \
+				  __VA_ARGS__);                                \
+	} while (0)
+
+/* Do reads fail: the bytes failed their digest (unless the caller asked
+ * for them all the same)? */
+static inline int ezi_refused(const struct ezfs_remote *r)
+{
+	return __atomic_load_n(&r->bad, __ATOMIC_RELAXED) &&
+	       !r->p.serve_unverified;
+}
+
+/* The bytes of block b (the last may be short). */
+static inline size_t ezi_blk_len(const struct ezfs_remote *r, uint64_t b)
+{
+	uint64_t o = b << r->bsbits;
+
+	return r->size - o < r->bs ? (size_t)(r->size - o) : r->bs;
+}
+
+/* blocks.c: the block table. */
+int ezi_blocks_setup(struct ezfs_remote *r);
+void ezi_blocks_free(struct ezfs_remote *r);
+/* Keep [off, off + len) of buf (whole blocks from off on, fetched and
+ * checked) as present blocks; err: mark the busy ones absent again.
+ * Called with the lock held. */
+void ezi_blocks_store(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
+		      uint64_t len, int err);
+/* Copy l bytes at in of present block b into dst: 0, or -EIO (the
+ * cache file could not be read). Lock held. */
+int ezi_block_copy(struct ezfs_remote *r, uint64_t b, size_t in, void *dst,
+		   size_t l);
+/* Read [off, off + len) through the blocks (count: a reader's pread, for
+ * the counters and the read-ahead): len, or a negative errno. */
+ssize_t ezi_read_range(struct ezfs_remote *r, void *buf, size_t len,
+		       uint64_t off, int count);
+
+/* cache.c: the persistent cache entry of a source. */
+/* Its map loaded (if any) and its data file opened; a failure leaves r
+ * in memory mode. */
+void ezi_cache_attach(struct ezfs_remote *r);
+/* After the probe: keep the loaded map if the image is the same (same),
+ * else start afresh; present blocks marked. 0 or -ENOMEM. */
+int ezi_cache_adopt(struct ezfs_remote *r, int same);
+/* Write blocks [b0, b1) from src (the bytes of block b0 on) to the data
+ * file, those not present yet; a failed write (a full disk) turns the
+ * entry's writes off with one warning, and leaves the blocks not written
+ * as they were, for memory. Lock held. */
+void ezi_cache_put(struct ezfs_remote *r, uint64_t b0, uint64_t b1,
+		   const uint8_t *src);
+/* Sync the data, then write the map (lock held). */
+void ezi_cache_flush(struct ezfs_remote *r);
+/* Drop the entry from the folder (the map first); its open data file
+ * still serves what it holds. Lock held. */
+void ezi_cache_drop(struct ezfs_remote *r);
+/* Close the entry's files. */
+void ezi_cache_detach(struct ezfs_remote *r);
+
+/* verify.c: once every block is present, the bytes against r->digest; a
+ * mismatch drops the cache entry and fails every read from then on (but
+ * with p.serve_unverified). Lock held. */
+void ezi_verify_blob(struct ezfs_remote *r);
 
 #endif

@@ -142,8 +142,11 @@ static int bucket_ok(const char *b, size_t n)
 	return 1;
 }
 
-int ezi_s3_open(const char *s3url, struct ezi_s3 **out, char **http_url,
-		char *why, size_t whylen)
+/* The object's http(s) URL (*http_url, malloc'd) and the signing state
+ * (*out) from the AWS environment and files; 0, or a negative errno with
+ * why set. */
+static int s3_open(const char *s3url, struct ezi_s3 **out, char **http_url,
+		   char *why, size_t whylen)
 {
 	char cfg[4096], cred[4096], region[128], section[300], key[4096];
 	char id[256] = "", secret[256] = "", ep[1024] = "";
@@ -222,7 +225,8 @@ int ezi_s3_open(const char *s3url, struct ezi_s3 **out, char **http_url,
 	if (ep[0] && strncasecmp(ep, "http://", 7) &&
 	    strncasecmp(ep, "https://", 8)) {
 		snprintf(why, whylen,
-			 "AWS endpoint '%s' is not an http:// or https:// URL",
+			 "AWS endpoint '%.200s' is not an http:// or https:// "
+			 "URL",
 			 ep);
 		free(s);
 		return -EINVAL;
@@ -243,7 +247,9 @@ int ezi_s3_open(const char *s3url, struct ezi_s3 **out, char **http_url,
 	return 0;
 }
 
-int ezi_s3_apply(const struct ezi_s3 *s, void *e, struct curl_slist **hdrs)
+/* A request's SigV4 signing, and its x-amz-* headers appended to *hdrs
+ * (nothing for an unsigned, anonymous state); 0 or -ENOMEM. */
+static int s3_apply(const struct ezi_s3 *s, void *e, struct curl_slist **hdrs)
 {
 	char h[2200];
 	struct curl_slist *n;
@@ -266,9 +272,41 @@ int ezi_s3_apply(const struct ezi_s3 *s, void *e, struct curl_slist **hdrs)
 	return 0;
 }
 
-void ezi_s3_free(struct ezi_s3 *s)
+static void s3_free(struct ezi_s3 *s)
 {
 	if (s)
 		memset(s->userpwd, 0, sizeof(s->userpwd));
 	free(s);
 }
+
+static int s3_resolve(struct ezfs_remote *r)
+{
+	struct ezi_s3 *s = NULL;
+	char why[256];
+	int err = s3_open(r->name, &s, &r->url, why, sizeof(why));
+
+	if (err) {
+		ezi_rlog(r, EZFS_LOG_ERROR, "%s", why);
+		return err;
+	}
+	r->sd = s;
+	return 0;
+}
+
+static int s3_sign(struct ezfs_remote *r, void *e, struct curl_slist **h)
+{
+	return s3_apply(r->sd, e, h);
+}
+
+static void s3_release(struct ezfs_remote *r)
+{
+	s3_free(r->sd);
+	r->sd = NULL;
+}
+
+const struct ezi_scheme ezi_scheme_s3 = {
+	.prefix = "s3://",
+	.resolve = s3_resolve,
+	.sign = s3_sign,
+	.release = s3_release,
+};

@@ -20,6 +20,11 @@ usage: remote-srv.py MODE PORTFILE DIR [LOG]
            $USES requests (default 3), then 401 again
   token    a token server: GET /token?... answers {"token": "tN",
            "expires_in": 60} (N counts the tokens given)
+  stallon  serve DIR with Range until the file $STALL_FLAG exists, then
+           accept requests and never answer them
+  upload   the upload side of a registry, slowly: HEAD of a blob 404, POST
+           .../blobs/uploads/ 202 with a session, its PUT read at about
+           1 MiB/s (then 201), DELETE of the session 204; each logged
 The port it listens on (127.0.0.1, $PORT or chosen by the kernel) is written to
 PORTFILE; each request's line is appended to LOG.
 """
@@ -83,6 +88,10 @@ class H(http.server.BaseHTTPRequestHandler):
             seen.add(key)
         log("%d %s %s" % (n, key[0], key[1]))
         if mode == "bearer" and self.bearer(n):
+            return
+        if mode == "stallon" and os.path.exists(os.environ["STALL_FLAG"]):
+            log("stalled %s" % self.path)
+            time.sleep(3600)
             return
         if mode == "delay":
             time.sleep(int(os.environ.get("DELAY_MS", "0")) / 1000.0)
@@ -149,6 +158,40 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(b + 1 - a))
         self.end_headers()
         self.send_file(f, a, b + 1 - a)
+
+    def answer(self, code, headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_HEAD(self):
+        log("HEAD %s" % self.path)
+        self.answer(404)
+
+    def do_POST(self):
+        log("POST %s" % self.path)
+        self.answer(202, [("Location", "/v2/test/blobs/uploads/u1"),
+                          ("Docker-Upload-UUID", "u1")])
+
+    def do_PUT(self):
+        left = int(self.headers.get("Content-Length", "0"))
+        log("PUT %s %d" % (self.path, left))
+        got = 0
+        while got < left:
+            chunk = self.rfile.read(min(65536, left - got))
+            if not chunk:
+                log("PUT cut after %d" % got)
+                return
+            got += len(chunk)
+            time.sleep(0.06)
+        log("PUT done %d" % got)
+        self.answer(201, [("Location", self.path)])
+
+    def do_DELETE(self):
+        log("DELETE %s" % self.path)
+        self.answer(204)
 
     def send_file(self, f, pos, left):
         # straight from the file, only what is asked: images may be large

@@ -56,23 +56,46 @@ static void test_www_auth(void)
 
 static void test_oci_ref(void)
 {
+	static const char d64[] = "sha256:0123456789abcdef0123456789abcdef"
+				  "0123456789abcdef0123456789abcdef";
 	struct ezi_oci_ref r;
+	char why[700], ref[200];
 
-	CHECK(!ezi_oci_parse("oci://127.0.0.1:5000/a/b:tag", 0, &r) &&
+	CHECK(!ezi_oci_parse("oci://127.0.0.1:5000/a/b:tag", 0, &r, NULL, 0) &&
 		      !strcmp(r.host, "127.0.0.1:5000") &&
 		      !strcmp(r.repo, "a/b") && !strcmp(r.ref, "tag") && r.http,
 	      "host:port/repo:tag, plain http to 127.0.0.1");
-	CHECK(!ezi_oci_parse("oci://reg.example/x@sha256:00", 0, &r) &&
-		      !strcmp(r.repo, "x") && !strcmp(r.ref, "sha256:00") &&
-		      !r.http,
+	snprintf(ref, sizeof(ref), "oci://reg.example/x@%s", d64);
+	CHECK(!ezi_oci_parse(ref, 0, &r, NULL, 0) && !strcmp(r.repo, "x") &&
+		      !strcmp(r.ref, d64) && !r.http,
 	      "a digest, https elsewhere");
-	CHECK(!ezi_oci_parse("oci://reg.example:443/x:1", 1, &r) && r.http,
+	CHECK(!ezi_oci_parse("oci://reg.example:443/x:1", 1, &r, NULL, 0) &&
+		      r.http,
 	      "--insecure");
-	CHECK(ezi_oci_parse("oci://reg.example/x", 0, &r), "no tag");
-	CHECK(ezi_oci_parse("oci://reg:5000/x", 0, &r), "the port is no tag");
-	CHECK(ezi_oci_parse("oci:///x:1", 0, &r), "no host");
-	CHECK(ezi_oci_parse("oci://h/X:1", 0, &r), "upper case repository");
-	CHECK(ezi_oci_parse("oci://h/x@md5:1", 0, &r), "another digest");
+	CHECK(!ezi_oci_parse("oci://reg.example/x", 0, &r, NULL, 0) &&
+		      !strcmp(r.repo, "x") && !strcmp(r.ref, "latest"),
+	      "no tag: latest");
+	CHECK(!ezi_oci_parse("oci://reg:5000/a/x", 0, &r, NULL, 0) &&
+		      !strcmp(r.host, "reg:5000") && !strcmp(r.repo, "a/x") &&
+		      !strcmp(r.ref, "latest"),
+	      "the port is no tag");
+	CHECK(ezi_oci_parse("oci:///x:1", 0, &r, why, sizeof(why)) &&
+		      strstr(why, "no host"),
+	      "no host: %s", why);
+	CHECK(ezi_oci_parse("oci://h/Test/X:1", 0, &r, why, sizeof(why)) &&
+		      strstr(why, "'Test/X' has upper-case letters"),
+	      "upper case repository: %s", why);
+	CHECK(ezi_oci_parse("oci://h/x y:1", 0, &r, why, sizeof(why)) &&
+		      strstr(why, "only a-z"),
+	      "a blank in the repository: %s", why);
+	CHECK(ezi_oci_parse("oci://h/x@md5:1", 0, &r, why, sizeof(why)) &&
+		      strstr(why, "is no digest"),
+	      "another digest: %s", why);
+	CHECK(ezi_oci_parse("oci://h/x:", 0, &r, why, sizeof(why)),
+	      "an empty tag");
+	CHECK(ezi_oci_parse("oci://h/x:a/b", 0, &r, why, sizeof(why)) &&
+		      strstr(why, "'x:a/b'"),
+	      "a ':' before the last '/' is no tag: %s", why);
 }
 
 static void test_json(void)

@@ -34,6 +34,7 @@ static struct {
 	int layer;
 	const char *blob, *platform;
 	int insecure;
+	int serve_unverified; /* cli_remote_keep_unverified() */
 } ropts = { .retries = -1, .layer = -1 };
 
 int cli_is_remote(const char *img)
@@ -156,38 +157,29 @@ int cli_remote_opt(const char *cmd, int c, const char *arg)
 	return 0;
 }
 
-/* The cache folder: --cache-dir, EZFS_CACHE_DIR, $XDG_CACHE_HOME/ezfs,
- * ~/.cache/ezfs; NULL with --no-cache (or nowhere to put it). */
+/* The cache folder: --cache-dir, else the library's default; NULL with
+ * --no-cache (or nowhere to put it). */
 static const char *cache_dir(char *buf, size_t size)
 {
-	const char *v;
-
 	if (ropts.no_cache)
 		return NULL;
 	if (ropts.cache_dir)
 		return ropts.cache_dir;
-	v = getenv("EZFS_CACHE_DIR");
-	if (v && *v)
-		return v;
-	v = getenv("XDG_CACHE_HOME");
-	if (v && *v) {
-		snprintf(buf, size, "%s/ezfs", v);
-		return buf;
-	}
-	v = getenv("HOME");
-	if (v && *v) {
-		snprintf(buf, size, "%s/.cache", v);
-		/* ~/.cache may not exist yet */
-		(void)mkdir(buf, 0700);
-		snprintf(buf, size, "%s/.cache/ezfs", v);
-		return buf;
-	}
+#ifdef EZFS_HAVE_REMOTE
+	return ezfs_remote_cache_dir(buf, size);
+#else
+	(void)buf;
+	(void)size;
 	return NULL;
+#endif
 }
 
 #ifdef EZFS_HAVE_REMOTE
-static void print_stats(void *arg, const char *url,
-			const struct ezfs_remote_stats *st)
+/* The source the command opened last, until it closes (one image per
+ * command): cli_remote_unverified asks it at the end. */
+static ezfs_remote *last_src;
+
+static void print_stats(const char *url, const struct ezfs_remote_stats *st)
 {
 	const char *path = getenv("EZFS_REMOTE_STATS");
 	FILE *f = stderr;
@@ -205,7 +197,6 @@ static void print_stats(void *arg, const char *url,
 		 st->cache_bytes, st->size, st->fetch_us_p50, st->fetch_us_p99,
 		 st->hints, st->hints_fetched, st->bytes_hinted,
 		 st->reads ? st->reads_hit * 100 / st->reads : 0, st->rounds);
-	(void)arg;
 	if (path && *path && strcmp(path, "1")) {
 		f = fopen(path, "ae");
 		if (!f)
@@ -216,12 +207,23 @@ static void print_stats(void *arg, const char *url,
 		fclose(f);
 }
 
+static void on_close(void *arg, const char *url,
+		     const struct ezfs_remote_stats *st)
+{
+	const char *v = getenv("EZFS_REMOTE_STATS");
+
+	last_src = NULL;
+	if (ropts.stats || (v && *v))
+		print_stats(url, st);
+	(void)arg;
+}
+
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      unsigned verbose, const struct ezfs_io_ops **ops,
 		      void **arg, uint64_t *size)
 {
 	struct ezfs_remote_params rp;
-	const char *v = getenv("EZFS_REMOTE_STATS");
+	const char *v;
 	char buf[4096];
 	ezfs_remote *r;
 	int err;
@@ -229,7 +231,10 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	ezfs_remote_params_init(&rp);
 	rp.log = log;
 	rp.log_arg = log_arg;
-	rp.verbose = verbose;
+	/* a remote source's warnings are for the user: a full cache disk,
+	 * a server that does not answer, a registry gone */
+	rp.verbose = verbose > EZFS_LOG_WARN ? verbose : EZFS_LOG_WARN;
+	rp.serve_unverified = ropts.serve_unverified;
 	rp.cache_dir = cache_dir(buf, sizeof(buf));
 	rp.cache_max = ropts.cache_max;
 	rp.timeout_ms = ropts.timeout_ms;
@@ -245,12 +250,11 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	/* a server ignoring Range: the largest image taken whole */
 	if ((v = getenv("EZFS_REMOTE_WHOLE_MAX")) && *v)
 		rp.whole_max = strtoull(v, NULL, 10);
-	v = getenv("EZFS_REMOTE_STATS");
-	if (ropts.stats || (v && *v))
-		rp.on_close = print_stats;
+	rp.on_close = on_close;
 	err = ezfs_remote_open(url, &rp, &r);
 	if (err)
 		return err;
+	last_src = r;
 	*ops = ezfs_remote_io_ops();
 	*arg = r;
 	*size = ezfs_remote_size(r);
@@ -262,11 +266,93 @@ void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 {
 	return ezfs_remote_hint;
 }
+
+void cli_remote_keep_unverified(void)
+{
+	ropts.serve_unverified = 1;
+}
+
+#define UNVERIFIED_NAMED 20 /* named on stderr; --errors FILE has all */
+
+struct unverified {
+	FILE *errs;
+	uint64_t n;
+};
+
+static int unverified_one(void *arg, const char *path, uint64_t nid,
+			  const struct ezfs_stat *st, ezfs_inode *ino)
+{
+	struct unverified *u = arg;
+
+	(void)nid;
+	(void)ino;
+	if (S_ISDIR(st->mode))
+		return 0;
+	if (++u->n <= UNVERIFIED_NAMED)
+		fprintf(stderr, "  unverified: %s\n", path);
+	if (u->errs)
+		fprintf(u->errs, "%s\n", path);
+	return 0;
+}
+
+int cli_remote_unverified(const char *cmd, const char *img, ezfs_image *fs,
+			  const char *sub, FILE *errs)
+{
+	struct unverified u = { .errs = errs };
+	uint64_t nid;
+	int err;
+
+	if (!cli_is_remote(img) || !last_src)
+		return 0;
+	err = ezfs_remote_verify(last_src);
+	if (err >= 0)
+		return 0;
+	if (err != -EBADMSG) {
+		cli_error(cmd,
+			  "%s: the layer's digest could not be checked (%s); "
+			  "the files written from it are unverified",
+			  img, strerror(-err));
+		return 1;
+	}
+	cli_error(cmd,
+		  "%s: the layer failed its digest check; every file written "
+		  "from it is unverified (kept: check them, or extract again "
+		  "from a good copy):",
+		  img);
+	if (sub && *sub == '/' && !ezfs_resolve(fs, sub, &nid) &&
+	    cli_walk(fs, nid, unverified_one, &u) >= 0) {
+		if (u.n > UNVERIFIED_NAMED)
+			fprintf(stderr, "  ... and %llu more%s\n",
+				(unsigned long long)(u.n - UNVERIFIED_NAMED),
+				errs ? " (--errors lists them all)" : "");
+	} else if (sub) {
+		/* one file (by nid, or a walk that failed): its name */
+		fprintf(stderr, "  unverified: %s\n", sub);
+		if (errs)
+			fprintf(errs, "%s\n", sub);
+	}
+	return 1;
+}
 #else
 void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 			      unsigned flags)
 {
 	return NULL;
+}
+
+void cli_remote_keep_unverified(void)
+{
+}
+
+int cli_remote_unverified(const char *cmd, const char *img, ezfs_image *fs,
+			  const char *sub, FILE *errs)
+{
+	(void)cmd;
+	(void)img;
+	(void)fs;
+	(void)sub;
+	(void)errs;
+	return 0;
 }
 
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
@@ -310,11 +396,15 @@ int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 static void cache_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezfs cache [--cache-dir DIR] ls\n"
-		"       ezfs cache [--cache-dir DIR] gc [--max SIZE]\n"
-		"The persistent cache of remote images (http://, https://):\n"
-		"  ls    one line per image: the bytes cached, its size, last "
-		"use, URL\n"
+		"usage: ezfs cache ls [--cache-dir DIR]\n"
+		"       ezfs cache gc [--max SIZE] [--cache-dir DIR]\n"
+		"The persistent cache of remote images (http://, https://, "
+		"oci://, s3://):\n"
+		"  ls    one line per image under a header: the bytes cached, "
+		"its size,\n"
+		"        last use and what was opened (URL or oci:// "
+		"reference), most\n"
+		"        recently used first\n"
 		"  gc    remove the least recently used images until the "
 		"cache takes\n"
 		"        at most SIZE (K/M/G/T suffixes; default 0: remove "
@@ -322,7 +412,8 @@ static void cache_usage(FILE *f)
 		"  --cache-dir DIR   the cache (default: EZFS_CACHE_DIR, "
 		"else\n"
 		"                    $XDG_CACHE_HOME/ezfs, else "
-		"~/.cache/ezfs)\n");
+		"~/.cache/ezfs)\n"
+		"Options may come before or after ls and gc.\n");
 }
 
 #ifdef EZFS_HAVE_REMOTE
@@ -331,10 +422,10 @@ static int ls_one(void *arg, const struct ezfs_remote_cache_entry *e)
 	char a[32], b[32], t[32];
 
 	(void)arg;
-	printf("%s %10s %10s  %s  %s\n", e->key,
+	printf("%-16s %10s %10s  %-19s  %s\n", e->key,
 	       cli_fmt_size(e->present, a, sizeof(a)),
 	       cli_fmt_size(e->size, b, sizeof(b)),
-	       cli_fmt_time(e->used, t, sizeof(t)), e->url);
+	       cli_fmt_time(e->used, t, sizeof(t)), e->name);
 	return 0;
 }
 #endif
@@ -349,51 +440,45 @@ int cmd_cache(int argc, char **argv)
 	};
 	const char *cmd = "cache", *dir, *sub;
 	uint64_t max = 0;
+	int c, have_max = 0;
 	char buf[4096];
-	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			cache_usage(stdout);
 			return 0;
 		case 'C':
+			if (!*optarg)
+				return cli_usage_error(cmd, "--cache-dir needs "
+							    "a folder");
 			ropts.cache_dir = optarg;
 			break;
 		case 'm':
 			if (parse_size(optarg, &max))
 				return cli_usage_error(
-					cmd, "invalid --max '%s'", optarg);
+					cmd,
+					"invalid --max '%s' (SIZE, K/M/G/T "
+					"suffixes)",
+					optarg);
+			have_max = 1;
 			break;
 		default:
-			return cli_usage_error(cmd, "unknown option '%s'",
-					       argv[optind - 1]);
+			return cli_opt_error(cmd, c, argv);
 		}
 	}
 	if (optind >= argc)
 		return cli_usage_error(cmd, "need ls or gc");
 	sub = argv[optind++];
-	/* gc's --max may follow it */
-	while (optind < argc) {
-		if (!strcmp(argv[optind], "--max") && optind + 1 < argc) {
-			if (parse_size(argv[optind + 1], &max))
-				return cli_usage_error(cmd,
-						       "invalid --max '%s'",
-						       argv[optind + 1]);
-			optind += 2;
-		} else if (!strncmp(argv[optind], "--max=", 6)) {
-			if (parse_size(argv[optind] + 6, &max))
-				return cli_usage_error(cmd,
-						       "invalid --max '%s'",
-						       argv[optind] + 6);
-			optind++;
-		} else {
-			return cli_usage_error(cmd, "unexpected '%s'",
-					       argv[optind]);
-		}
-	}
+	if (strcmp(sub, "ls") && strcmp(sub, "gc"))
+		return cli_usage_error(
+			cmd, "unknown subcommand '%s' (ls or gc)", sub);
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected '%s'", argv[optind]);
+	if (have_max && strcmp(sub, "gc"))
+		return cli_usage_error(cmd, "--max is an option of gc");
 	dir = cache_dir(buf, sizeof(buf));
 	if (!dir) {
 		fprintf(stderr, "ezfs cache: no cache folder (set "
@@ -402,8 +487,11 @@ int cmd_cache(int argc, char **argv)
 	}
 #ifdef EZFS_HAVE_REMOTE
 	if (!strcmp(sub, "ls")) {
-		int err = ezfs_remote_cache_list(dir, ls_one, NULL);
+		int err;
 
+		printf("%-16s %10s %10s  %-19s  %s\n", "KEY", "CACHED", "SIZE",
+		       "LAST USE", "IMAGE");
+		err = ezfs_remote_cache_list(dir, ls_one, NULL);
 		if (err) {
 			fprintf(stderr, "ezfs cache: %s: %s\n", dir,
 				strerror(-err));
@@ -411,7 +499,7 @@ int cmd_cache(int argc, char **argv)
 		}
 		return 0;
 	}
-	if (!strcmp(sub, "gc")) {
+	{
 		uint64_t freed = 0;
 		char a[32];
 		int err = ezfs_remote_cache_gc(dir, max, &freed);
@@ -424,10 +512,8 @@ int cmd_cache(int argc, char **argv)
 		printf("freed %s\n", cli_fmt_size(freed, a, sizeof(a)));
 		return 0;
 	}
-	return cli_usage_error(cmd, "unknown subcommand '%s' (ls or gc)", sub);
 #else
 	(void)max;
-	(void)sub;
 	fprintf(stderr, "ezfs cache: this ezfs was built without libcurl "
 			"(no remote images)\n");
 	return 1;

@@ -184,6 +184,17 @@ int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
 			  ezfs_image **out);
 void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 			      unsigned flags);
+/* A command that writes what it reads (extract) calls
+ * cli_remote_keep_unverified before it opens img, so that a layer that
+ * fails its digest is still read through, and cli_remote_unverified at
+ * the end: the layer is checked whole (what is missing fetched), and when
+ * it fails, one line and every non-directory entry under sub (an image
+ * path; written from it) listed as unverified on stderr (the first 20)
+ * and in errs (all; may be NULL). Returns 1 then (and when it could not
+ * be checked), else 0. */
+void cli_remote_keep_unverified(void);
+int cli_remote_unverified(const char *cmd, const char *img, ezfs_image *fs,
+			  const char *sub, FILE *errs);
 
 /* Resolve path and get its inode; prints an error naming path on failure. */
 int cli_get_path(const char *cmd, const char *img, ezfs_image *fs,

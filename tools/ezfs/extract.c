@@ -575,6 +575,7 @@ int x_extract(const struct x_opts *o)
 	}
 	/* the library's details of at most as many failures as are named */
 	lg.max = XREAD_NAMED;
+	cli_remote_keep_unverified(); /* listed at the end */
 	if (cli_open("extract", x.img, &lg, &x.fs) < 0)
 		return 1;
 	if (x_sidecars_open(&x, o) < 0) {
@@ -596,6 +597,9 @@ int x_extract(const struct x_opts *o)
 	x_signals_start(&x);
 	ret = run(&x, &w, sub, o->by_nid ? &o->nid : NULL);
 	cli_progress_clear(&x.prog);
+	if (!x_sig &&
+	    cli_remote_unverified("extract", x.img, x.fs, sub, x.errs))
+		ret = -EIO;
 	{
 		int ok = ret >= 0 || (x.keep_going && !x_failed(&x));
 		int sc = x_sidecars_close(&x, ok);

@@ -5,10 +5,12 @@
 #include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -241,6 +243,8 @@ static void remote_stats(void *arg, struct ezfs_ctl_remote *o)
 	o->hints = st.hints;
 	o->hints_fetched = st.hints_fetched;
 	o->bytes_hinted = st.bytes_hinted;
+	if (!ezfs_remote_waiting(arg, o->waiting, sizeof(o->waiting)))
+		o->waiting[0] = '\0';
 }
 #endif
 
@@ -507,6 +511,55 @@ static char *mount_path(const char *path)
 	return p;
 }
 
+/*
+ * What a read on the mount at mp waits for (a remote source's request), as
+ * the daemon says it: 1 with why set, or 0. Asked from a child that is
+ * killed after 2 s, so that a daemon that cannot answer never hangs
+ * umount.
+ */
+static int remote_wait(const char *mp, char *why, size_t size)
+{
+#if defined(EZFS_HAVE_FUSE)
+	struct ezfs_ctl_remote rc;
+	int pfd[2], status, fd;
+	ssize_t n = 0;
+	pid_t pid;
+
+	if (pipe(pfd))
+		return 0;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return 0;
+	}
+	if (!pid) {
+		close(pfd[0]);
+		alarm(2);
+		memset(&rc, 0, sizeof(rc));
+		fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 && !ioctl(fd, EZFS_IOC_REMOTE, &rc) && rc.present)
+			n = write(pfd[1], rc.waiting,
+				  strnlen(rc.waiting, sizeof(rc.waiting)));
+		_exit(n > 0 ? 0 : 1);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], why, size - 1);
+	close(pfd[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	if (n <= 0)
+		return 0;
+	why[n] = '\0';
+	return 1;
+#else
+	(void)mp;
+	(void)why;
+	(void)size;
+	return 0;
+#endif
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -577,8 +630,19 @@ int cmd_umount(int argc, char **argv)
 	}
 	ret = 0;
 	if (umount2(mp, lazy ? MNT_DETACH : 0)) {
+		char why[256];
+
 		if (errno == EPERM) { /* not root: fusermount3 says why */
 			ret = run_fusermount(mp, lazy) ? 1 : 0;
+		} else if (errno == EBUSY &&
+			   remote_wait(mp, why, sizeof(why))) {
+			fprintf(stderr,
+				"ezfs umount: %s: busy: %s; try again when it "
+				"ends (--remote-timeout, --remote-retries of "
+				"the mount bound it), or 'ezfs umount -l %s' "
+				"to detach it now\n",
+				arg, why, arg);
+			ret = 1;
 		} else {
 			fprintf(stderr, "ezfs umount: %s: %s\n", arg,
 				strerror(errno));
