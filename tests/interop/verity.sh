@@ -174,6 +174,15 @@ t_run fwrong "$EZFS" fsck --root-hash="$bad_root" "$img"
 t_check "a wrong root: refused" 1 stderr "dm-verity: the tree's root hash $ROOT is not the one given"
 t_one_line "  ...in one line" "$ERR"
 
+# --json: the tree in info's and fsck's documents, valid against the schemas
+check=(python3 "$SRC/tests/interop/json-check.py")
+t_run ij "$EZFS" info --json --root-hash="$ROOT" "$img"
+"${check[@]}" validate "$SRC/docs/schemas/info.json" "$OUT" >"$TMP/chk" 2>&1
+t_status $? "info --json of an image with a tree: valid against info.json"
+python3 -c 'import json, sys; v = json.load(open(sys.argv[1]))["verity"]; sys.exit(not (v["root_hash"] == sys.argv[2] and v["trust"] == "given" and v["hash_offset"] == int(sys.argv[3])))' \
+	"$OUT" "$ROOT" "$HOFF"
+t_status $? "  ...its verity object: the root, given, the hash offset"
+
 # --- signatures -----------------------------------------------------------
 
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/key.pem" -out "$TMP/cert.pem" \
@@ -223,6 +232,11 @@ fi
 t_run fbad "$EZFS" fsck --root-hash="$ROOT" "$TMP/bad.img"
 t_check "fsck: the flipped byte" 1 stderr "dm-verity: $range does not match its hash in the tree"
 t_expect "  ...named in one line" [ "$(grep -c dm-verity "$ERR")" = 1 ]
+t_run fjson "$EZFS" fsck --json --root-hash="$ROOT" "$TMP/bad.img"
+"${check[@]}" validate "$SRC/docs/schemas/fsck.json" "$OUT" >"$TMP/chk" 2>&1
+t_status $? "fsck --json of the flipped image: valid against fsck.json"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); v = d["verity"]; sys.exit(not (not d["clean"] and v["problem_count"] == 1 and "dm-verity: block" in v["problems"][0]))' "$OUT"
+t_status $? "  ...not clean, one dm-verity problem in its verity object"
 t_run fbad2 "$EZFS" fsck --no-verity "$TMP/bad.img"
 ! grep -q dm-verity "$ERR" "$OUT"
 t_status $? "fsck --no-verity: no dm-verity line"

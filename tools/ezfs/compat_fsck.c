@@ -76,7 +76,8 @@ static void usage(FILE *f)
 		"                      accepted; modes are always restored\n"
 		" --[no-]xattrs        restore extended attributes (default "
 		"off)\n"
-		"ezfs options:\n" CLI_ENGINE_HELP CLI_REMOTE_HELP
+		"ezfs options:\n" CLI_ENGINE_HELP CLI_VERITY_HELP
+			CLI_REMOTE_HELP
 		"Exit status: 0 clean, 1 problems found or extraction failed,\n"
 		"2 usage error.\n",
 		EZFS_VERSION_STRING);
