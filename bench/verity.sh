@@ -32,15 +32,10 @@ STEPS=${STEPS:-mkfs read}
 say() { echo "bench: $*" >&2; }
 [ -x "$EZFS" ] || { say "no ezfs at $EZFS (make build)"; exit 1; }
 mkdir -p "$WORK"
-if [ "$SRC_TREE" = "$WORK/linux" ] && [ ! -f "$WORK/linux/Makefile" ]; then
-	"$top/scripts/deps.sh" core bench >&2
-	tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1)
-	[ -n "$tarball" ] || { say "no /usr/src/linux-source-6.1.tar.*"; exit 1; }
-	say "unpacking $tarball"
-	mkdir -p "$WORK/linux"
-	tar -xaf "$tarball" -C "$WORK/linux" --strip-components=1
-fi
-[ -d "$SRC_TREE" ] || { say "no source tree at $SRC_TREE"; exit 1; }
+[ -d "$SRC_TREE" ] || {
+	say "no tree at $SRC_TREE: bench/extract-compare.sh unpacks linux-source-6.1 there"
+	exit 1
+}
 
 # secs CMD...: "WALL CPU" seconds of one run (CPU: user + sys, from GNU
 # time; its output thrown away)

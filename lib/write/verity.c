@@ -137,24 +137,6 @@ static int hash_tree(struct vtree *t, uint8_t root[32])
 	return err;
 }
 
-static int write_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 /* The superblock's block and the tree, as they are stored. */
 static int put_tree(struct vtree *t,
 		    int (*put)(void *arg, const void *buf, size_t len,
@@ -175,9 +157,13 @@ static int put_image(void *arg, const void *buf, size_t len, uint64_t off)
 	return ezi_bld_pwrite(arg, buf, len, off);
 }
 
-static int put_fd(void *arg, const void *buf, size_t len, uint64_t off)
+static int put_file(void *arg, const void *buf, size_t len, uint64_t off)
 {
-	return write_all(*(int *)arg, buf, len, off);
+	FILE *f = arg;
+
+	if (fseeko(f, (off_t)off, SEEK_SET) || fwrite(buf, 1, len, f) != len)
+		return errno ? -errno : -EIO;
+	return 0;
 }
 
 /* --verity-hash-file: a block device in place (if the tree fits), else a
@@ -188,6 +174,7 @@ static int put_hash_file(struct vtree *t, const char *path)
 	uint64_t need = VBS + t->g.tree_blocks * VBS;
 	struct stat st;
 	char *tmp = NULL;
+	FILE *f;
 	int fd, err;
 
 	if (!stat(path, &st) && S_ISBLK(st.st_mode)) {
@@ -217,11 +204,20 @@ static int put_hash_file(struct vtree *t, const char *path)
 		}
 		(void)fchmod(fd, 0644);
 	}
-	err = put_tree(t, put_fd, &fd, 0);
-	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(fd))
+	f = fdopen(fd, "w");
+	if (!f) {
 		err = -errno;
-	if (close(fd) && !err)
-		err = -errno;
+		close(fd);
+	} else {
+		err = put_tree(t, put_file, f, 0);
+		if (fflush(f) && !err)
+			err = errno ? -errno : -EIO;
+		if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) &&
+		    fsync(fileno(f)))
+			err = -errno;
+		if (fclose(f) && !err)
+			err = -errno;
+	}
 	if (!err && tmp && rename(tmp, path))
 		err = -errno;
 	if (err && tmp)
