@@ -105,6 +105,8 @@ t_status $? "-b 1024: the data padded to 4096, the tree after it"
 vs_verify "-b 1024, no salt" "$TMP/k.img" "$TMP/k.img" "$k_root" --hash-offset="$k_hoff"
 veritysetup dump "$TMP/k.img" --hash-offset="$k_hoff" >"$TMP/dump" 2>&1
 t_expect "  ...its superblock has no salt" grep -q "Salt:[[:space:]]*-" "$TMP/dump"
+t_run f1k "$EZFS" fsck --root-hash="$k_root" "$TMP/k.img"
+t_check "ezfs fsck of the -b 1024 image finds its tree" 0 stdout "0 problems; root hash $k_root"
 
 t_run mksep "$EZFS" mkfs -zlz4 --verity-hash-file="$TMP/h.img" "$TMP/s.img" "$src"
 s_root=$(root_of "$OUT")
