@@ -260,9 +260,10 @@ static void print_verity(ezfs_image *fs)
 	       vi.root_size ? cli_hex(vi.root, vi.root_size, hex) : "?",
 	       cli_verity_trust(&vi, t, sizeof(t)));
 	if (vi.bad_tree)
-		printf("%-20s %" PRIu64 " hash blocks do not match the level "
+		printf("%-20s %" PRIu64 " hash block%s not match the level "
 		       "above (ezfs fsck lists them)\n",
-		       "Verity problems:", vi.bad_tree);
+		       "Verity problems:", vi.bad_tree,
+		       vi.bad_tree == 1 ? " does" : "s do");
 }
 
 /* --json's "verity": null without a tree */
