@@ -186,12 +186,18 @@ int ezi_io_open_mem(const void *buf, size_t len, struct ezfs_io *io)
 
 void ezi_io_close(struct ezfs_io *io)
 {
+	/* first: its thread reads through the ops */
+	ezfs_verity_free(io->verity);
+	io->verity = NULL;
 	if (io->ops && io->ops->close)
 		io->ops->close(io->arg);
 	io->ops = NULL;
 	io->arg = NULL;
-	ezfs_verity_free(io->verity);
-	io->verity = NULL;
+}
+
+int ezi_io_local(const struct ezfs_io *io)
+{
+	return io->ops == &file_ops || io->ops == &mem_ops;
 }
 
 /* The bytes [off, off + len) of an in-memory image in place, else NULL

@@ -66,6 +66,9 @@ void ezi_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len);
  */
 void ezi_io_hint(const struct ezfs_io *io, uint64_t off, uint64_t len,
 		 unsigned flags);
+/* Is it a plain file, block device or memory image (reading ahead of a
+ * reader costs no more than the copy)? */
+int ezi_io_local(const struct ezfs_io *io);
 /* Does the io want hints beyond ezi_io_willneed (a remote source)? */
 static inline int ezi_io_hints(const struct ezfs_io *io)
 {

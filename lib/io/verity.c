@@ -8,9 +8,11 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -30,6 +32,7 @@
 #endif
 
 /* hstate: how each hash block of the tree stands */
+#define AHEAD_STREAMS 4 /* readers in order followed at once */
 enum { HB_GOOD = 0, HB_BAD = 1, HB_BELOW_BAD = 2 };
 
 struct ezfs_verity {
@@ -51,6 +54,22 @@ struct ezfs_verity {
 	char signer[256];
 	uint64_t *ok;	/* data blocks verified (atomic bits) */
 	uint64_t *told; /* data blocks whose failure was told (atomic) */
+	/* checking ahead of readers in order of a local image, on a thread
+	 * of its own (ahead_*): all atomic, a semaphore to wake it (no lock
+	 * a fork could leave held) */
+	struct {
+		const struct ezfs_io *io;
+		pthread_t t;
+		pid_t pid; /* the process it runs in; 0: none */
+		sem_t wake;
+		int stop;
+		uint64_t clock; /* reads seen */
+		/* streams of reads in order: where the last one ended, when
+		 * (clock), and the blocks still to check ahead of it */
+		struct {
+			uint64_t last, used, from, to;
+		} st[AHEAD_STREAMS];
+	} ah;
 };
 
 void ezfs_verity_params_init(struct ezfs_verity_params *p)
@@ -418,10 +437,13 @@ int ezfs_verity_load(const struct ezfs_io_ops *ops, void *arg,
 	return 0;
 }
 
+static void ahead_stop(struct ezfs_verity *v);
+
 void ezfs_verity_free(ezfs_verity *v)
 {
 	if (!v)
 		return;
+	ahead_stop(v);
 	ezi_verity_md_free(v->md);
 	pthread_mutex_destroy(&v->mu);
 	free(v->name);
@@ -611,6 +633,173 @@ static int fail_block(struct ezfs_verity *v, uint64_t block, int err)
 	return -EIO;
 }
 
+/* ---- checking ahead of sequential readers ---- */
+
+#define AHEAD_BYTES (4u << 20) /* how far ahead of a reader */
+#define AHEAD_CHUNK (256u << 10)
+#define AHEAD_GAP                                                              \
+	(1u << 20) /* a read this far past a stream's end goes                 \
+		    * on with it */
+
+/* Claim a chunk of stream k's [from, to): its first block into *f, its
+ * block count returned (0: nothing left there). */
+static uint64_t ahead_claim(struct ezfs_verity *v, unsigned k, uint64_t *f)
+{
+	uint64_t per = AHEAD_CHUNK >> v->g.dbits, t, n;
+
+	for (;;) {
+		*f = __atomic_load_n(&v->ah.st[k].from, __ATOMIC_RELAXED);
+		t = __atomic_load_n(&v->ah.st[k].to, __ATOMIC_RELAXED);
+		if (*f >= t)
+			return 0;
+		n = t - *f < per ? t - *f : per;
+		if (__atomic_compare_exchange_n(&v->ah.st[k].from, f, *f + n, 0,
+						__ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return n;
+	}
+}
+
+/* Check the blocks [f, f + n) not verified yet. A block that fails is
+ * left to the reader, who reports it. */
+static void ahead_check(struct ezfs_verity *v, uint8_t *buf, uint64_t f,
+			uint64_t n)
+{
+	const struct ezfs_io *io = v->ah.io;
+	unsigned bits = v->g.dbits;
+	uint64_t i;
+
+	for (i = 0; i < n && bit_test(v->ok, f + i); i++)
+		;
+	if (i == n ||
+	    io->ops->pread(io->arg, buf, (size_t)(n << bits),
+			   io->base + (f << bits)) != (ssize_t)(n << bits))
+		return;
+	for (; i < n; i++)
+		if (!bit_test(v->ok, f + i))
+			(void)ezfs_verity_check(v, f + i, buf + (i << bits));
+}
+
+/* The thread: chunks of every stream's [from, to), until stopped. */
+static void *ahead_run(void *arg)
+{
+	struct ezfs_verity *v = arg;
+	uint8_t *buf = malloc(AHEAD_CHUNK);
+	uint64_t f, n;
+	unsigned k, busy;
+
+	while (buf) {
+		sem_wait(&v->ah.wake);
+		do {
+			busy = 0;
+			for (k = 0; k < AHEAD_STREAMS; k++) {
+				if (__atomic_load_n(&v->ah.stop,
+						    __ATOMIC_ACQUIRE))
+					goto out;
+				n = ahead_claim(v, k, &f);
+				if (n) {
+					ahead_check(v, buf, f, n);
+					busy = 1;
+				}
+			}
+		} while (busy);
+		if (__atomic_load_n(&v->ah.stop, __ATOMIC_ACQUIRE))
+			break;
+	}
+out:
+	free(buf);
+	return NULL;
+}
+
+/* The stream a read of [off, end) goes on with (its last read ended at
+ * most AHEAD_GAP before off), now ending at end; -1 for a read that
+ * starts a stream, in place of the one read longest ago. */
+static int ahead_stream(struct ezfs_verity *v, uint64_t off, uint64_t end)
+{
+	uint64_t now = __atomic_add_fetch(&v->ah.clock, 1, __ATOMIC_RELAXED);
+	uint64_t last, used, oldest = UINT64_MAX;
+	unsigned k, lru = 0;
+
+	for (k = 0; k < AHEAD_STREAMS; k++) {
+		last = __atomic_load_n(&v->ah.st[k].last, __ATOMIC_RELAXED);
+		if (last && off >= last && off - last <= AHEAD_GAP) {
+			__atomic_store_n(&v->ah.st[k].last, end,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&v->ah.st[k].used, now,
+					 __ATOMIC_RELAXED);
+			return (int)k;
+		}
+		used = __atomic_load_n(&v->ah.st[k].used, __ATOMIC_RELAXED);
+		if (used < oldest) {
+			oldest = used;
+			lru = k;
+		}
+	}
+	__atomic_store_n(&v->ah.st[lru].last, end, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->ah.st[lru].used, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->ah.st[lru].to, 0, __ATOMIC_RELAXED);
+	return -1;
+}
+
+/* Start the thread in this process (again in a child process, which has
+ * no threads): 0, or -1 (the readers check alone). */
+static int ahead_start(struct ezfs_verity *v, const struct ezfs_io *io)
+{
+	pid_t me = getpid();
+	pid_t was = __atomic_load_n(&v->ah.pid, __ATOMIC_ACQUIRE);
+
+	if (was == me)
+		return 0;
+	if (!__atomic_compare_exchange_n(&v->ah.pid, &was, me, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return -1; /* another reader is starting it */
+	v->ah.io = io;
+	v->ah.stop = 0;
+	if (!sem_init(&v->ah.wake, 0, 0) &&
+	    !pthread_create(&v->ah.t, NULL, ahead_run, v))
+		return 0;
+	__atomic_store_n(&v->ah.pid, -1, __ATOMIC_RELEASE);
+	return -1;
+}
+
+/* A read of [off, off + len) of a local image just ended: when it goes on
+ * with a stream of reads in order, the thread checks the next AHEAD_BYTES
+ * of that stream, so that the reader finds them checked. */
+static void ahead_post(struct ezfs_verity *v, const struct ezfs_io *io,
+		       size_t len, uint64_t off)
+{
+	uint64_t p, want, ahead = AHEAD_BYTES >> v->g.dbits, f;
+	int k;
+
+	if (!ezi_io_local(io))
+		return;
+	k = ahead_stream(v, off, off + len);
+	if (k < 0)
+		return;
+	p = (off + len + v->g.dbs - 1) >> v->g.dbits;
+	if (__atomic_load_n(&v->ah.st[k].to, __ATOMIC_RELAXED) >= p + ahead / 2)
+		return; /* enough ahead already */
+	want = p + ahead < v->g.data_blocks ? p + ahead : v->g.data_blocks;
+	if (p >= want || ahead_start(v, io))
+		return;
+	f = __atomic_load_n(&v->ah.st[k].from, __ATOMIC_RELAXED);
+	if (f < p || f > want)
+		__atomic_store_n(&v->ah.st[k].from, p, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->ah.st[k].to, want, __ATOMIC_RELAXED);
+	sem_post(&v->ah.wake);
+}
+
+static void ahead_stop(struct ezfs_verity *v)
+{
+	if (__atomic_load_n(&v->ah.pid, __ATOMIC_ACQUIRE) != getpid())
+		return; /* none, or it ran in the parent of this process */
+	__atomic_store_n(&v->ah.stop, 1, __ATOMIC_RELEASE);
+	sem_post(&v->ah.wake);
+	pthread_join(v->ah.t, NULL);
+	sem_destroy(&v->ah.wake);
+	v->ah.pid = 0;
+}
+
 /* Reads past the data the tree covers are not served. */
 static int past_data(const struct ezfs_verity *v, size_t len, uint64_t off)
 {
@@ -664,6 +853,7 @@ int ezi_verity_io_check(const struct ezfs_io *io, void *buf, size_t len,
 		hi = at + bs < end ? at + bs : end;
 		memcpy((uint8_t *)buf + (lo - off), tmp + (lo - at), hi - lo);
 	}
+	ahead_post(v, io, len, off);
 	return 0;
 }
 

@@ -30,6 +30,7 @@
 #include "check.h"
 
 #define NFILES 24
+#define BIG    (6u << 20) /* /big: read in order, checked ahead */
 
 static char dir[256], src[300], img[300];
 
@@ -174,6 +175,17 @@ static int make_source(void)
 		close(fd);
 	}
 	free(buf);
+	buf = malloc(BIG);
+	snprintf(path, sizeof(path), "%s/big", src);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (buf)
+		fill(99, buf, BIG);
+	if (!buf || fd < 0 || write(fd, buf, BIG) != (ssize_t)BIG) {
+		free(buf);
+		return -1;
+	}
+	close(fd);
+	free(buf);
 	return 0;
 }
 
@@ -279,15 +291,41 @@ static int open_mem(const uint8_t *buf, size_t len, const uint8_t *root,
 	return ezfs_image_open_mem(buf, len, &op, fs);
 }
 
-/* The block of file k's first data byte (an uncompressed image). */
-static uint64_t block_of(ezfs_image *fs, unsigned k)
+/* /big read in order, 64 KiB at a time: 0 (every byte right), or the
+ * error of the first read that fails, its offset in *at. */
+static int read_big(ezfs_image *fs, uint64_t *at)
+{
+	uint8_t *want = malloc(BIG), got[65536];
+	uint64_t nid, off;
+	ezfs_inode *ino;
+	ssize_t r = -ENOMEM;
+
+	*at = 0;
+	if (want && !(r = ezfs_resolve(fs, "/big", &nid)) &&
+	    !(r = ezfs_inode_get(fs, nid, &ino))) {
+		fill(99, want, BIG);
+		for (off = 0; off < BIG; off += sizeof(got)) {
+			r = ezfs_pread(ino, got, sizeof(got), off);
+			if (r < 0 || memcmp(got, want + off, sizeof(got))) {
+				*at = off;
+				r = r < 0 ? r : -1;
+				break;
+			}
+			r = 0;
+		}
+		ezfs_inode_put(ino);
+	}
+	free(want);
+	return (int)r;
+}
+
+/* The block of path's first data byte (an uncompressed image). */
+static uint64_t block_of(ezfs_image *fs, const char *path)
 {
 	struct ezfs_extent e;
-	char path[16];
 	uint64_t nid;
 	ezfs_inode *ino;
 
-	snprintf(path, sizeof(path), "/f%02u", k);
 	if (ezfs_resolve(fs, path, &nid) || ezfs_inode_get(fs, nid, &ino))
 		return 0;
 	e.pa = 0;
@@ -325,7 +363,7 @@ static int image_checks(struct ezfs_verity_info *out)
 	ezfs_image *fs = NULL;
 	uint8_t *buf, *buf2, wrong[32];
 	size_t len, len2;
-	uint64_t blk = 0;
+	uint64_t blk = 0, bigblk = 0, at;
 	char img2[320];
 	int err, nbad = 0;
 	unsigned k;
@@ -383,7 +421,8 @@ static int image_checks(struct ezfs_verity_info *out)
 			CHECK(!r[i].bad, "thread %d: %d files wrong", i,
 			      r[i].bad);
 		}
-		blk = block_of(fs, 13);
+		blk = block_of(fs, "/f13");
+		bigblk = block_of(fs, "/big") + 700;
 		ezfs_image_close(fs);
 	}
 
@@ -401,6 +440,22 @@ static int image_checks(struct ezfs_verity_info *out)
 	CHECK(ezfs_image_verity_scan(fs, 2, scan_bad, NULL, &nbad) == 1 &&
 		      nbad == 1,
 	      "the scan finds that block (%d)", nbad);
+	ezfs_image_close(fs);
+
+	/* /big read in order (checked ahead of the reader on a thread of
+	 * its own): right, and a flipped byte in its block 700 is the read
+	 * of that block failing, once named */
+	CHECK(!open_mem(buf, len, vi.root, &lc, &fs) && !read_big(fs, &at),
+	      "/big read in order");
+	ezfs_image_close(fs);
+	memcpy(buf2, buf, len);
+	buf2[bigblk * 4096 + 5] ^= 1;
+	lc.verity = 0;
+	CHECK(!open_mem(buf2, len, vi.root, &lc, &fs), "open flipped /big");
+	err = read_big(fs, &at);
+	CHECK(err == -EIO && at == 700 * 4096 / 65536 * 65536 && lc.verity == 1,
+	      "/big flipped in block 700: %d at %llu, %d lines", err,
+	      (unsigned long long)at, lc.verity);
 	ezfs_image_close(fs);
 
 	/* a flipped byte of the tree's level 0: the blocks below it */
