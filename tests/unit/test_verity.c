@@ -10,7 +10,9 @@
  *    byte and a flipped tree byte are each caught where they are and
  *    nowhere else; the same salt and UUID give the same bytes;
  *  - the tree on its own (ezfs_verity_load/check) from a reader's ops;
- *  - four threads reading every file of a verified image at once.
+ *  - four threads reading every file of a verified image at once, and a
+ *    6 MiB file read in order (checked ahead on the tree's thread), with
+ *    and without a flipped byte.
  */
 #include <errno.h>
 #include <fcntl.h>
