@@ -138,7 +138,9 @@ _ezfs_takes_value()
 		--storage | --storage-rate | --storage-latency | --slot | \
 		--errors | --fs-config | --file-contexts | --mount-point | \
 		--output | --format | --compress | --cache-dir | --cache-max | \
-		--remote-timeout | --remote-retries | --max | --reader)
+		--remote-timeout | --remote-retries | --max | --reader | --root-hash | \
+		--root-hash-file | --root-hash-signature | --trusted-cert | \
+		--hash-offset | --verity-hash-file | --verity-salt | --verity-uuid)
 		return 0
 		;;
 	esac
@@ -226,7 +228,10 @@ _ezfs()
 		case $prev in
 		--log | --csv | --json | --plot | --path | --device | --storage | \
 			--errors | --fs-config | --file-contexts | --output | -o | \
-			--cache-dir)
+			--cache-dir | --root-hash-file | --root-hash-signature | \
+			--trusted-cert | --verity-hash-file)
+			# mount -o takes mount options, not a file
+			[[ $prev == -o && $cmd == mount ]] && return 0
 			mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -- "$cur")
 			type compopt &>/dev/null && compopt -o filenames 2>/dev/null
 			;;
@@ -271,7 +276,7 @@ _ezfs()
 			return 0
 		fi
 		;;
-	cat)
+	cat | digest)
 		if ((n >= 1)); then
 			_ezfs_image_paths "$ezfs" "${args[0]}" "$cur"
 			return 0

@@ -13,7 +13,9 @@
 #          bash-completion, libcurl4-openssl-dev for remote images and
 #          nginx-light and docker-registry for their tests,
 #          python3-jsonschema for the --json schemas, python3-botocore to
-#          check the SigV4 signatures of s3:// requests)
+#          check the SigV4 signatures of s3:// requests, libssl-dev
+#          (libcrypto: dm-verity, fs-verity, signed roots) and the
+#          verity tests' oracles cryptsetup-bin (veritysetup) and fsverity)
 #   fuzz   clang and its libFuzzer runtime (make fuzz)
 #   bench  fio, squashfuse and the Linux source tarball (bench/)
 #   all    every group
@@ -25,7 +27,8 @@ core=(build-essential cmake ninja-build pkg-config liblz4-dev libdeflate-dev zli
       squashfs-tools attr gnuplot-nox procps clang-format libselinux1-dev selinux-utils
       python3-selinux libcap2-bin android-sdk-libsparse-utils libarchive-dev libarchive-tools
       dpkg-dev debhelper fakeroot lintian scdoc man-db bash-completion libcurl4-openssl-dev
-      nginx-light docker-registry python3-jsonschema python3-botocore)
+      nginx-light docker-registry python3-jsonschema python3-botocore libssl-dev
+      cryptsetup-bin fsverity)
 fuzz=(clang libclang-rt-14-dev)
 bench=(fio linux-source-6.1 xz-utils squashfuse)
 

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "ezfs/ezfs.h"
+#include "ezfs/verity.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -230,6 +231,26 @@ struct ezfs_build_params {
 	 * 0 = no metabox. Implies 48BIT. */
 	uint32_t metabox_pcluster;
 	unsigned metabox_zalg;
+	/* dm-verity (include/ezfs/verity.h, docs/verity.md): a hash tree in
+	 * veritysetup's format 1 (sha256, 4096-byte data and hash blocks, its
+	 * superblock first) over the image, which is padded with zeros to a
+	 * multiple of 4096 bytes; appended right after it (the hash offset is
+	 * the padded size: in front of the image with image_offset, and
+	 * before a --sparse image is made of it), or written to
+	 * verity_hash_file (created or replaced as the image is; a block
+	 * device is written in place), its superblock at byte 0. The salt is
+	 * verity_salt_size bytes of verity_salt with verity_has_salt (0 bytes:
+	 * none), else 32 random bytes; the UUID verity_uuid with
+	 * verity_has_uuid, else random: fixed ones make the image
+	 * reproducible. ezfs_builder_verity tells the root. Not with tar_index
+	 * or blobdev (the data would be outside the tree: -EINVAL). */
+	int verity;
+	int verity_has_salt;
+	uint8_t verity_salt[256];
+	unsigned verity_salt_size;
+	int verity_has_uuid;
+	uint8_t verity_uuid[16];
+	const char *verity_hash_file;
 };
 
 struct ezfs_build_stats {
@@ -339,6 +360,12 @@ EZFS_API char *ezfs_build_image_target(const char *path);
  * (-EACCES, -ENOSPC, -EIO...), -ENOMEM.
  */
 EZFS_API int ezfs_builder_write(ezfs_builder *b, const char *path);
+
+/* The dm-verity tree ezfs_builder_write wrote (params.verity): its
+ * description and root into *vi (trust EZFS_VERITY_TRUST_NONE); 0, or
+ * -ENODATA (none written). */
+EZFS_API int ezfs_builder_verity(const ezfs_builder *b,
+				 struct ezfs_verity_info *vi);
 
 /* The counts so far (seconds: since ezfs_builder_new, set by
  * ezfs_builder_write). b must not be NULL. */

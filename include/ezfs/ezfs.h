@@ -111,6 +111,26 @@ struct ezfs_open_params {
 	/* 1: open an image whose superblock checksum (SB_CHKSUM) does not
 	 * match, logging a warning (fsck.erofs --no-sbcrc); 0: -EUCLEAN. */
 	int no_sb_crc;
+	/* dm-verity (include/ezfs/verity.h, docs/verity.md): with verity
+	 * EZFS_VERITY_AUTO or _REQUIRE, a tree in veritysetup's format at the
+	 * filesystem's end rounded up to 4096 (or at verity_hash_offset, a
+	 * byte of the image from offset on), or in the file verity_hash_file
+	 * (at verity_hash_offset, default 0), is loaded at open and every
+	 * block read is checked against it once: a block that does not match
+	 * fails its reads with -EIO and one log line naming dm-verity. A root
+	 * hash given (root_hash_size bytes) or signed (root_hash_sig_file, a
+	 * PKCS#7 signature of the hex root, checked against the PEM
+	 * certificates of trusted_cert) makes the tree required and must be
+	 * its root. Open errors: -ENODATA (no tree where required),
+	 * -EBADMSG (another root), -EKEYREJECTED (a signature that does not
+	 * verify), and those of ezfs_verity_load. */
+	int verity; /* enum ezfs_verity_mode; 0: off */
+	const char *verity_hash_file;
+	uint64_t verity_hash_offset;
+	const uint8_t *root_hash;
+	size_t root_hash_size;
+	const char *root_hash_sig_file;
+	const char *trusted_cert;
 };
 
 /* What an io hint announces. */

@@ -24,6 +24,7 @@
 #include <sys/ioctl.h>
 
 #include "ezfs/ezfs.h"
+#include "ezfs/verity.h"
 #include "ezfs/engine.h"
 
 #ifdef __cplusplus
@@ -75,6 +76,21 @@ struct ezfs_mount_params {
 	 * none): fills st (zeroed, version and present set) with io_arg as
 	 * arg, from any thread while the mount serves. */
 	void (*io_stats)(void *arg, struct ezfs_ctl_remote *st);
+	/* dm-verity (include/ezfs/verity.h, docs/verity.md), passed on as
+	 * the ezfs_open_params of the same names: verity (enum
+	 * ezfs_verity_mode: -o verity requires a tree, -o noverity reads
+	 * none), the root it must have (-o roothash=HEX, also spelled
+	 * verity.roothash=HEX; verity.roothashfile=FILE), its place
+	 * (verity.hashdevice=FILE, verity.hashoffset=N) and a signed root
+	 * (verity.roothashsig=FILE with verity.trustedcert=PEM). "" or 0:
+	 * none. */
+	int verity;
+	uint8_t root_hash[64];
+	unsigned root_hash_size;
+	uint64_t verity_hash_offset;
+	char verity_hash_file[1024];
+	char root_hash_sig_file[1024];
+	char trusted_cert[1024];
 };
 
 typedef struct ezfs_mount ezfs_mount;
@@ -89,7 +105,11 @@ EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
  * too), uid=N, gid=N, accel=SPEC (an engine spec of
  * include/ezfs/engine.h with '+' for ',': deflate=isal+libdeflate),
  * dispatch=inline|queue[:N]|percpu, prefetch=0|1, readahead=auto|0|SIZE,
- * device=FILE (repeatable: appended to p->devices), ro. Anything else (rw
+ * device=FILE (repeatable: appended to p->devices), ro, and the dm-verity
+ * options verity, noverity, roothash=HEX, verity.roothash=HEX,
+ * verity.roothashfile=FILE, verity.hashdevice=FILE, verity.hashoffset=N,
+ * verity.roothashsig=FILE, verity.trustedcert=FILE (a root, a hash file
+ * or a signature makes a tree required). Anything else (rw
  * included): -EINVAL and a one-line reason in err (which may be NULL; errsize 0
  * leaves it untouched). Options before the bad one are applied. opts NULL or ""
  * is 0. Out of memory is -EINVAL too, with "out of memory" in err. p must be a

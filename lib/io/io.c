@@ -13,6 +13,7 @@
 
 #include "io/android.h"
 #include "io/io.h"
+#include "io/verity.h"
 
 #ifndef EUCLEAN
 #define EUCLEAN 117
@@ -185,10 +186,18 @@ int ezi_io_open_mem(const void *buf, size_t len, struct ezfs_io *io)
 
 void ezi_io_close(struct ezfs_io *io)
 {
+	/* first: its thread reads through the ops */
+	ezfs_verity_free(io->verity);
+	io->verity = NULL;
 	if (io->ops && io->ops->close)
 		io->ops->close(io->arg);
 	io->ops = NULL;
 	io->arg = NULL;
+}
+
+int ezi_io_local(const struct ezfs_io *io)
+{
+	return io->ops == &file_ops || io->ops == &mem_ops;
 }
 
 /* The bytes [off, off + len) of an in-memory image in place, else NULL
@@ -199,6 +208,10 @@ const void *ezi_io_map(const struct ezfs_io *io, size_t len, uint64_t off)
 
 	if (io->ops != &mem_ops || off > io->size || len > io->size - off ||
 	    io->base + off > m->len || len > m->len - (io->base + off))
+		return NULL;
+	/* a block that fails: NULL, and the read that follows fails too */
+	if (io->verity && ezi_verity_io_check_mem(io, m->buf + io->base,
+						  m->len - io->base, len, off))
 		return NULL;
 	return m->buf + io->base + off;
 }
@@ -265,7 +278,7 @@ int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off)
 			 (unsigned long long)off, n, len);
 		return -EIO;
 	}
-	return 0;
+	return io->verity ? ezi_verity_io_check(io, buf, len, off) : 0;
 }
 
 /* The name of piece k of the split set whose first file is path (which

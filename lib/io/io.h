@@ -18,6 +18,9 @@ struct ezfs_io {
 	const struct ezfs_logger *lg;
 	/* ezfs_open_params.io_hint (called with arg); NULL: none */
 	void (*hint)(void *arg, uint64_t off, uint64_t len, unsigned flags);
+	/* a dm-verity tree every read is checked against (verity.c); NULL:
+	 * none. Freed by ezi_io_close. */
+	struct ezfs_verity *verity;
 };
 
 /*
@@ -47,7 +50,8 @@ int ezi_io_open_mem(const void *buf, size_t len, struct ezfs_io *io);
 void ezi_io_close(struct ezfs_io *io);
 
 /* Read exactly len bytes at image offset off; a range past the end is
- * -EUCLEAN (something in the image pointed there), a failed read -EIO. */
+ * -EUCLEAN (something in the image pointed there), a failed read -EIO;
+ * with a dm-verity tree (io->verity) a block that fails its check -EIO. */
 int ezi_io_read(const struct ezfs_io *io, void *buf, size_t len, uint64_t off);
 /* The bytes [off, off + len) of an in-memory image in place, else NULL. */
 const void *ezi_io_map(const struct ezfs_io *io, size_t len, uint64_t off);
@@ -62,6 +66,9 @@ void ezi_io_willneed(const struct ezfs_io *io, uint64_t off, uint64_t len);
  */
 void ezi_io_hint(const struct ezfs_io *io, uint64_t off, uint64_t len,
 		 unsigned flags);
+/* Is it a plain file, block device or memory image (reading ahead of a
+ * reader costs no more than the copy)? */
+int ezi_io_local(const struct ezfs_io *io);
 /* Does the io want hints beyond ezi_io_willneed (a remote source)? */
 static inline int ezi_io_hints(const struct ezfs_io *io)
 {

@@ -134,6 +134,13 @@ void ezi_mnt_log(struct ezfs_mount *m, int level, const char *fmt, ...)
 const char *ezi_mnt_take_detail(char *buf, size_t size);
 
 /* itable.c */
+/* verity.c: a dm-verity -o option into p (0; 1: not one of them;
+ * -EINVAL with the reason in err), and p's options into op */
+int ezi_mnt_verity_opt(struct ezfs_mount_params *p, const char *opt,
+		       const char *val, char *err, size_t errsize);
+void ezi_mnt_verity_params(const struct ezfs_mount_params *p,
+			   struct ezfs_open_params *op);
+
 int ezi_it_init(struct itable *it);
 void ezi_it_destroy(struct itable *it);
 /* Find or load nid, pin it; add `lookups` kernel references. */

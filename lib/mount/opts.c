@@ -87,6 +87,7 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 {
 	char *val = strchr(opt, '=');
 	uint64_t v;
+	int vr;
 
 	if (val)
 		*val++ = '\0';
@@ -103,6 +104,10 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 				    "option '%s' takes no value", opt);        \
 	} while (0)
 
+	/* the dm-verity ones (verity.c) */
+	vr = ezi_mnt_verity_opt(p, opt, val, err, errsize);
+	if (vr <= 0)
+		return vr;
 	if (!strcmp(opt, "cache")) {
 		NEED_VAL();
 		if (parse_size(val, true, &v) || v > SIZE_MAX)

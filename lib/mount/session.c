@@ -200,6 +200,7 @@ static int open_image(struct ezfs_mount *m, const struct ezfs_mount_params *p)
 	op.cache_bytes = p->cache_bytes;
 	op.verbose = p->verbose;
 	op.accel = p->accel[0] ? p->accel : NULL;
+	ezi_mnt_verity_params(p, &op);
 	m->open_error[0] = '\0';
 	m->opening = true;
 	if (m->p.io_ops) {

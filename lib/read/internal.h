@@ -175,6 +175,10 @@ static inline uint64_t ezfs_inode_datapos(const ezfs_inode *ino)
 
 /* hint.c: what an io with a hint callback is told (nothing without) */
 void ezi_hint_open(ezfs_image *img);
+/* verity.c: the dm-verity tree p asks for, hung on img->io before the
+ * superblock is parsed (0 where none is asked for or, in AUTO mode,
+ * found) */
+int ezi_verity_attach(ezfs_image *img, const struct ezfs_open_params *p);
 void ezi_hint_dir(ezfs_inode *dir);
 void ezi_hint_read(ezfs_inode *ino, uint64_t off, size_t len);
 

@@ -431,7 +431,9 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg, uint64_t size,
 	img->io.hint = p->io_hint;
 	img->si.image_bytes = img->io.size;
 
-	err = parse_super(img, p);
+	err = ezi_verity_attach(img, p);
+	if (!err)
+		err = parse_super(img, p);
 	if (!err)
 		err = ezi_meta_cache_init(
 			img, p->meta_cache_bytes ? p->meta_cache_bytes

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sha256.h - SHA-256 (FIPS 180-4): Android's LP metadata checksums
- * (io/lp.c) and OCI blob digests (remote/). Written here rather than taken
- * from libcrypto so that libezfs needs no crypto library for two header
- * checksums; it is built into libezfs and into libezfs-remote.
+ * (io/lp.c) and OCI blob digests (remote/); it is built into libezfs and
+ * into libezfs-remote (which sees only libezfs' public API). The bulk
+ * hashing of dm-verity and fs-verity goes through libcrypto instead
+ * (format/verity.c), several times faster where the CPU has SHA
+ * instructions.
  */
 #ifndef EZFS_UTIL_SHA256_H
 #define EZFS_UTIL_SHA256_H

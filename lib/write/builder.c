@@ -744,6 +744,8 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 		err = ezi_bld_write_data(b);
 	if (!err)
 		err = ezi_bld_write_meta(b);
+	if (!err && b->p.verity)
+		err = ezi_bld_verity(b);
 	if (!err && b->p.image_offset)
 		err = shift_image(b, target, old.st_mode != 0);
 	if (!err)

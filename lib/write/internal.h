@@ -225,6 +225,9 @@ struct ezfs_builder {
 	 * dev_blocks is their sum */
 	struct bldev *rdevs;
 	unsigned nrdevs;
+	/* verity.c: the dm-verity tree written (params.verity) */
+	struct ezfs_verity_info verity;
+	bool verity_done;
 };
 
 /* out.c */
@@ -253,6 +256,11 @@ int ezi_bld_sparse(struct ezfs_builder *b);
 /* pwrite to the blob (b->blobfd); 0 or -errno, logged */
 int ezi_bld_blob_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 			uint64_t off);
+
+/* verity.c: --verity, once the image is complete: pad it to 4096 bytes
+ * and append its dm-verity tree (or write it to verity_hash_file); 0 or
+ * -errno, logged */
+int ezi_bld_verity(struct ezfs_builder *b);
 
 /* scan.c */
 int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir);

@@ -266,6 +266,13 @@ static struct {
 	unsigned ndevices;
 	uint64_t offset;
 	int no_sb_crc;
+	/* dm-verity: asked for explicitly (a remote image is checked only
+	 * then), off (--no-verity), what it must be */
+	int verity_asked, no_verity;
+	uint8_t root[64];
+	size_t root_size;
+	const char *root_sig, *cert, *hash_file;
+	uint64_t hash_offset;
 } image_opts;
 
 void cli_set_no_sb_crc(void)
@@ -293,6 +300,94 @@ int cli_set_offset(const char *cmd, const char *arg)
 	if (errno || end == arg || *end || *arg == '-')
 		return cli_usage_error(cmd, "invalid --offset '%s'", arg);
 	return 0;
+}
+
+int cli_parse_hex(const char *s, uint8_t *out, size_t max, size_t *n)
+{
+	return ezfs_verity_parse_hex(s, out, max, n);
+}
+
+char *cli_hex(const uint8_t *b, size_t n, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = '\0';
+	return out;
+}
+
+int cli_read_root_hash(const char *cmd, const char *path, uint8_t out[64],
+		       size_t *n)
+{
+	int err = ezfs_verity_read_root(path, out, n);
+
+	if (!err)
+		return 0;
+	cli_error(cmd, "%s: %s", path,
+		  err == -EINVAL ? "not a root hash (hex digits)"
+				 : strerror(-err));
+	return 2;
+}
+
+const char *cli_verity_trust(const struct ezfs_verity_info *vi, char *buf,
+			     size_t size)
+{
+	if (vi->trust == EZFS_VERITY_TRUST_SIGNED)
+		snprintf(buf, size, "signed by %s: trusted",
+			 vi->signer[0] ? vi->signer : "a trusted certificate");
+	else if (vi->trust == EZFS_VERITY_TRUST_GIVEN)
+		snprintf(buf, size, "given with --root-hash: trusted");
+	else
+		snprintf(buf, size,
+			 "computed from the tree: not a trust anchor");
+	return buf;
+}
+
+/* The dm-verity options: 0, or 2 after a usage error. */
+static int verity_opt(const char *cmd, int c, const char *arg)
+{
+	uint64_t v;
+	char *end;
+
+	if (c == CLI_OPT_NO_VERITY) {
+		image_opts.no_verity = 1;
+		return 0;
+	}
+	image_opts.verity_asked = 1;
+	switch (c) {
+	case CLI_OPT_ROOT_HASH:
+		if (cli_parse_hex(arg, image_opts.root, 64,
+				  &image_opts.root_size))
+			return cli_usage_error(cmd,
+					       "--root-hash '%s': not a hash "
+					       "in hex",
+					       arg);
+		return 0;
+	case CLI_OPT_ROOT_HASH_FILE:
+		return cli_read_root_hash(cmd, arg, image_opts.root,
+					  &image_opts.root_size);
+	case CLI_OPT_ROOT_HASH_SIG:
+		image_opts.root_sig = arg;
+		return 0;
+	case CLI_OPT_TRUSTED_CERT:
+		image_opts.cert = arg;
+		return 0;
+	case CLI_OPT_VERITY_HASH_FILE:
+		image_opts.hash_file = arg;
+		return 0;
+	case CLI_OPT_HASH_OFFSET:
+		errno = 0;
+		v = strtoull(arg, &end, 0);
+		if (errno || end == arg || *end || *arg == '-' || v % 512)
+			return cli_usage_error(cmd,
+					       "--hash-offset '%s': not a "
+					       "multiple of 512",
+					       arg);
+		image_opts.hash_offset = v;
+		return 0;
+	}
+	return 0; /* --verity */
 }
 
 int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
@@ -327,6 +422,8 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
 	}
 	if (c >= CLI_OPT_CACHE_DIR && c <= CLI_OPT_REMOTE_LAST)
 		return cli_remote_opt(cmd, c, optarg);
+	if (c >= CLI_OPT_ROOT_HASH && c <= CLI_OPT_NO_VERITY)
+		return verity_opt(cmd, c, optarg) ? 2 : -1;
 	return cli_opt_default(cmd, c, argv, usage);
 }
 
@@ -387,6 +484,35 @@ static int check_algs(const char *cmd, const char *img, ezfs_image *fs)
 	return 0;
 }
 
+/* The dm-verity part of the open: a tree found is used (a remote image's
+ * only when asked for). Options that contradict each other are a usage
+ * error (exit 2) before anything is read. */
+static void verity_params(const char *cmd, const char *img,
+			  struct ezfs_open_params *p)
+{
+	const char *bad = NULL;
+
+	if (image_opts.no_verity && image_opts.verity_asked)
+		bad = "--no-verity with another dm-verity option";
+	else if (!image_opts.root_sig != !image_opts.cert)
+		bad = "--root-hash-signature and --trusted-cert go together";
+	if (bad)
+		exit(cli_usage_error(cmd, "%s", bad));
+	if (image_opts.no_verity ||
+	    (cli_is_remote(img) && !image_opts.verity_asked))
+		return;
+	p->verity = image_opts.verity_asked ? EZFS_VERITY_REQUIRE
+					    : EZFS_VERITY_AUTO;
+	p->verity_hash_file = image_opts.hash_file;
+	p->verity_hash_offset = image_opts.hash_offset;
+	if (image_opts.root_size) {
+		p->root_hash = image_opts.root;
+		p->root_hash_size = image_opts.root_size;
+	}
+	p->root_hash_sig_file = image_opts.root_sig;
+	p->trusted_cert = image_opts.cert;
+}
+
 int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	     ezfs_image **out)
 {
@@ -416,6 +542,7 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	p.no_sb_crc = image_opts.no_sb_crc;
 	p.devices = image_opts.devices;
 	p.ndevices = image_opts.ndevices;
+	verity_params(cmd, img, &p);
 	lg->opening = 1;
 	lg->first_error[0] = '\0';
 	if (cli_is_remote(img))

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "ezfs/ezfs.h"
+#include "ezfs/verity.h"
 
 #define CLI_ATTR_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -96,6 +97,19 @@ enum { CLI_OPT_ACCEL = 0x100, CLI_OPT_DISPATCH, CLI_OPT_STRICT_ACCEL };
  * cli_opt_other() records them and cli_open() applies them.
  */
 enum { CLI_OPT_DEVICE = 0x180, CLI_OPT_OFFSET };
+/* dm-verity options of every command that reads an image (docs/verity.md;
+ * recorded by cli_opt_other, applied by cli_open): with none, a tree
+ * found after the filesystem is checked (--no-verity: not). */
+enum {
+	CLI_OPT_ROOT_HASH = 0x200,
+	CLI_OPT_ROOT_HASH_FILE,
+	CLI_OPT_ROOT_HASH_SIG,
+	CLI_OPT_TRUSTED_CERT,
+	CLI_OPT_HASH_OFFSET,
+	CLI_OPT_VERITY_HASH_FILE,
+	CLI_OPT_VERITY,
+	CLI_OPT_NO_VERITY,
+};
 /* Options of remote images (IMAGE a URL; tools/ezfs/cache.c). */
 enum {
 	CLI_OPT_CACHE_DIR = 0x1c0,
@@ -114,7 +128,17 @@ enum {
 #define CLI_IMAGE_OPTS                                                     \
 	{ "device", required_argument, NULL, CLI_OPT_DEVICE },             \
 	{ "offset", required_argument, NULL, CLI_OPT_OFFSET },             \
+	CLI_VERITY_OPTS,                                                   \
 	CLI_REMOTE_OPTS
+#define CLI_VERITY_OPTS                                                    \
+	{ "root-hash", required_argument, NULL, CLI_OPT_ROOT_HASH },       \
+	{ "root-hash-file", required_argument, NULL, CLI_OPT_ROOT_HASH_FILE }, \
+	{ "root-hash-signature", required_argument, NULL, CLI_OPT_ROOT_HASH_SIG }, \
+	{ "trusted-cert", required_argument, NULL, CLI_OPT_TRUSTED_CERT }, \
+	{ "hash-offset", required_argument, NULL, CLI_OPT_HASH_OFFSET },   \
+	{ "verity-hash-file", required_argument, NULL, CLI_OPT_VERITY_HASH_FILE }, \
+	{ "verity", no_argument, NULL, CLI_OPT_VERITY },                   \
+	{ "no-verity", no_argument, NULL, CLI_OPT_NO_VERITY }
 #define CLI_REMOTE_OPTS                                                    \
 	{ "cache-dir", required_argument, NULL, CLI_OPT_CACHE_DIR },       \
 	{ "no-cache", no_argument, NULL, CLI_OPT_NO_CACHE },               \
@@ -133,7 +157,21 @@ enum {
 	"                     for each, in device-table order); none: the\n"   \
 	"                     devices are read from IMAGE itself (flat)\n"     \
 	"  --offset N         the image starts at byte N of "                  \
-	"IMAGE\n" CLI_REMOTE_HELP
+	"IMAGE\n" CLI_VERITY_HELP CLI_REMOTE_HELP
+#define CLI_VERITY_HELP                                                        \
+	"  A dm-verity tree after the filesystem (ezfs mkfs --verity) is "     \
+	"used\n"                                                               \
+	"  to check every block read (docs/verity.md):\n"                      \
+	"  --root-hash HEX    the root it must have (--root-hash-file F: "     \
+	"read\n"                                                               \
+	"                     from F); else the tree's own root, no trust\n"   \
+	"                     anchor\n"                                        \
+	"  --root-hash-signature F  a PKCS#7 signature of the hex root,\n"     \
+	"                     checked against --trusted-cert PEM\n"            \
+	"  --hash-offset N    the tree's superblock is at byte N of IMAGE\n"   \
+	"  --verity-hash-file F  the tree is in F (at --hash-offset, "         \
+	"default 0)\n"                                                         \
+	"  --verity           a tree is required; --no-verity: none is read\n"
 #define CLI_REMOTE_HELP                                                        \
 	"  IMAGE may be an http:// or https:// URL, a registry's\n"            \
 	"  oci://HOST[:PORT]/REPO:TAG or .../REPO@sha256:HEX, or an object\n"  \
@@ -161,6 +199,22 @@ int cli_set_offset(const char *cmd, const char *arg);
 /* Record fsck.erofs --no-sbcrc: cli_open() then takes an image whose
  * superblock checksum does not match. */
 void cli_set_no_sb_crc(void);
+
+/* Hex digits (an even number, at most max bytes) into out, *n bytes;
+ * 0 or -EINVAL. */
+int cli_parse_hex(const char *s, uint8_t *out, size_t max, size_t *n);
+/* n bytes as lowercase hex into out (2n + 1 bytes); returns out. */
+char *cli_hex(const uint8_t *b, size_t n, char *out);
+/* A root hash file as veritysetup writes it (hex, spaces around it
+ * ignored) into out (at most 64 bytes), *n bytes; 0, or 2 after one line
+ * naming the file. */
+int cli_read_root_hash(const char *cmd, const char *path, uint8_t out[64],
+		       size_t *n);
+/* The trust of the image's dm-verity root as a phrase for output: "given
+ * with --root-hash", "signed by SUBJECT", "computed from the tree: not a
+ * trust anchor". */
+const char *cli_verity_trust(const struct ezfs_verity_info *vi, char *buf,
+			     size_t size);
 
 /*
  * The default case of an option switch: an engine option is checked and

@@ -69,7 +69,8 @@ static void usage(FILE *f)
 		" --device=X      an extra device (again for each, in order)\n"
 		" --offset=#      skip # bytes at the beginning of IMAGE\n"
 		" --help          display this help and exit\n"
-		"ezfs options:\n" CLI_ENGINE_HELP CLI_REMOTE_HELP,
+		"ezfs options:\n" CLI_ENGINE_HELP CLI_VERITY_HELP
+			CLI_REMOTE_HELP,
 		EZFS_VERSION_STRING);
 }
 

@@ -81,7 +81,10 @@ static void usage(FILE *f)
 		"root)\n"
 		" --[no-]preserve-perms\n"
 		"                      accepted; modes are always restored\n"
-		"ezfs options:\n" CLI_ENGINE_HELP CLI_REMOTE_HELP
+		" --[no-]xattrs        restore extended attributes (default "
+		"off)\n"
+		"ezfs options:\n" CLI_ENGINE_HELP CLI_VERITY_HELP
+			CLI_REMOTE_HELP
 		"Exit status: 0 clean, 1 problems found or extraction failed,\n"
 		"2 usage error.\n",
 		EZFS_VERSION_STRING);

@@ -25,6 +25,12 @@ struct fsck_cli {
 	int json;
 	struct fsck_problem list[FSCK_MAX_SHOWN]; /* --json */
 	unsigned nlist;
+	/* dm-verity: the tree (has_tree), the problems of its scan */
+	int has_tree;
+	struct ezfs_verity_info vi;
+	uint64_t vproblems;
+	char *vlist[FSCK_MAX_SHOWN]; /* --json */
+	unsigned nvlist;
 };
 
 static void usage(FILE *f)
@@ -37,7 +43,8 @@ static void usage(FILE *f)
 		"  -j, --jobs N, --workers=N\n"
 		"                 data decoding threads (default: online "
 		"CPUs)\n"
-		"  --no-data      check metadata only\n"
+		"  --no-data      check metadata only (and no dm-verity data\n"
+		"                 blocks)\n"
 		"  -q, --quiet    no progress bar; the summary only when\n"
 		"                 problems are found\n"
 		"  --json         the summary and the problems as one JSON\n"
@@ -85,6 +92,91 @@ static void progress_cb(void *arg, uint64_t inodes, uint64_t bytes)
 	cli_progress_update(&f->prog, bytes, inodes, 0);
 }
 
+static void verity_progress(void *arg, uint64_t bytes)
+{
+	struct fsck_cli *f = arg;
+
+	cli_progress_update(&f->prog, bytes, 0, 0);
+}
+
+/* A dm-verity problem of the scan: one line. */
+static void verity_cb(void *arg, const char *msg)
+{
+	struct fsck_cli *f = arg;
+
+	if (++f->shown <= FSCK_MAX_SHOWN) {
+		if (f->json && f->nvlist < FSCK_MAX_SHOWN &&
+		    (f->vlist[f->nvlist] = strdup(msg)))
+			f->nvlist++;
+		cli_progress_clear(&f->prog);
+		cli_error("fsck", "%s: %s", f->img, msg);
+	}
+}
+
+/* Every data block and tree block against the tree, before the
+ * filesystem is walked (whose reads then hash nothing again). */
+static int64_t verity_scan(struct fsck_cli *f, ezfs_image *fs, unsigned threads,
+			   int quiet)
+{
+	char b[32], t[320];
+	int64_t n;
+
+	if (ezfs_image_verity(fs, &f->vi))
+		return 0;
+	f->has_tree = 1;
+	cli_progress_init(&f->prog, quiet, "dm-verity", "blocks",
+			  f->vi.data_blocks * f->vi.data_block_size, 0);
+	n = ezfs_image_verity_scan(fs, threads, verity_cb, verity_progress, f);
+	cli_progress_end(&f->prog, f->vi.data_blocks * f->vi.data_block_size,
+			 0);
+	if (n < 0) {
+		cli_fail("fsck", f->img, "dm-verity", (int)n);
+		return n;
+	}
+	f->vproblems = (uint64_t)n;
+	ezfs_image_verity(fs, &f->vi); /* the root of a one-block tree */
+	if (!f->json && (!quiet || n))
+		printf("%s: dm-verity: %" PRIu64
+		       " data blocks (%s) and %" PRIu64
+		       " tree blocks checked, %" PRId64
+		       " problem%s; root hash %s (%s)\n",
+		       f->img, f->vi.data_blocks,
+		       cli_fmt_size(f->vi.data_blocks * f->vi.data_block_size,
+				    b, sizeof(b)),
+		       f->vi.tree_blocks, n, n == 1 ? "" : "s",
+		       cli_hex(f->vi.root, f->vi.root_size, (char[129]){ 0 }),
+		       cli_verity_trust(&f->vi, t, sizeof(t)));
+	return n;
+}
+
+/* --json's "verity": null without a tree */
+static void json_verity(struct cj *j, struct fsck_cli *f)
+{
+	char hex[129], t[320];
+
+	if (!f->has_tree) {
+		cj_null(j, "verity");
+		return;
+	}
+	cj_obj(j, "verity");
+	cj_str(j, "root_hash", cli_hex(f->vi.root, f->vi.root_size, hex));
+	cj_str(j, "trust",
+	       f->vi.trust == EZFS_VERITY_TRUST_SIGNED	? "signed"
+	       : f->vi.trust == EZFS_VERITY_TRUST_GIVEN ? "given"
+							: "none");
+	cj_str(j, "trust_text", cli_verity_trust(&f->vi, t, sizeof(t)));
+	cj_u64(j, "data_blocks", f->vi.data_blocks);
+	cj_u64(j, "tree_blocks", f->vi.tree_blocks);
+	cj_u64(j, "problem_count", f->vproblems);
+	cj_arr(j, "problems");
+	for (unsigned i = 0; i < f->nvlist; i++) {
+		cj_str(j, NULL, f->vlist[i]);
+		free(f->vlist[i]);
+	}
+	cj_end(j);
+	cj_end(j);
+}
+
 /* --json (docs/schemas/fsck.json) */
 static void print_json(struct fsck_cli *f, const struct ezfs_fsck_result *r,
 		       int skip_data, int ret)
@@ -94,7 +186,7 @@ static void print_json(struct fsck_cli *f, const struct ezfs_fsck_result *r,
 	cj_init(&j, stdout);
 	cj_obj(&j, NULL);
 	cj_bytes(&j, "image", f->img, strlen(f->img));
-	cj_bool(&j, "clean", ret == 0 && !r->problems);
+	cj_bool(&j, "clean", ret == 0 && !r->problems && !f->vproblems);
 	cj_bool(&j, "data_checked", !skip_data);
 	if (ret < 0 && ret != -EUCLEAN)
 		cj_str(&j, "error", ezfs_strerror(ret));
@@ -107,7 +199,7 @@ static void print_json(struct fsck_cli *f, const struct ezfs_fsck_result *r,
 	cj_u64(&j, "specials", r->specials);
 	cj_u64(&j, "xattrs", r->xattrs);
 	cj_u64(&j, "data_bytes", r->data_bytes);
-	cj_u64(&j, "problem_count", r->problems);
+	cj_u64(&j, "problem_count", r->problems + f->vproblems);
 	cj_arr(&j, "problems");
 	for (unsigned i = 0; i < f->nlist; i++) {
 		cj_obj(&j, NULL);
@@ -123,6 +215,7 @@ static void print_json(struct fsck_cli *f, const struct ezfs_fsck_result *r,
 		free(f->list[i].msg);
 	}
 	cj_end(&j);
+	json_verity(&j, f);
 	cj_end(&j);
 }
 
@@ -207,6 +300,10 @@ int cmd_fsck(int argc, char **argv)
 	f.img = argv[optind];
 	if (cli_open("fsck", f.img, &lg, &fs) < 0)
 		return 1;
+	if (!p.skip_data && verity_scan(&f, fs, p.threads, quiet) < 0) {
+		ezfs_image_close(fs);
+		return 1;
+	}
 	ezfs_get_sb_info(fs, &si);
 	/* the bar follows inodes; bytes decoded are shown as they come */
 	cli_progress_init(&f.prog, quiet, "fsck", "inodes", 0, si.inos);
@@ -222,14 +319,15 @@ int cmd_fsck(int argc, char **argv)
 			  f.img, f.shown - FSCK_MAX_SHOWN);
 	if (f.json)
 		print_json(&f, &r, p.skip_data, ret);
-	else if (!quiet || r.problems || ret < 0)
+	else if (!quiet || r.problems || f.vproblems || ret < 0)
 		printf("%s: %" PRIu64 " inodes (%" PRIu64 " dirs, %" PRIu64
 		       " files, %" PRIu64 " symlinks, %" PRIu64
 		       " special), %" PRIu64 " xattrs, %s decoded, %" PRIu64
 		       " problem%s\n",
 		       f.img, r.inodes, r.dirs, r.files, r.symlinks, r.specials,
 		       r.xattrs, cli_fmt_size(r.data_bytes, b, sizeof(b)),
-		       r.problems, r.problems == 1 ? "" : "s");
+		       r.problems + f.vproblems,
+		       r.problems + f.vproblems == 1 ? "" : "s");
 	ezfs_image_close(fs);
-	return ret == 0 && !r.problems ? 0 : 1;
+	return ret == 0 && !r.problems && !f.vproblems ? 0 : 1;
 }

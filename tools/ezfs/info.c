@@ -298,6 +298,72 @@ static void json_sparse(struct cj *j, const char *img)
 }
 #undef SP_U64
 
+/* A dm-verity tree the image was opened with (docs/verity.md). */
+static void print_verity(ezfs_image *fs)
+{
+	struct ezfs_verity_info vi;
+	char hex[513], t[320];
+	int i;
+
+	if (ezfs_image_verity(fs, &vi))
+		return;
+	printf("%-20s %s at byte %" PRIu64 ", %" PRIu64
+	       " data blocks of %u, %" PRIu64 " tree blocks of %u (%u "
+	       "level%s), %s\n",
+	       "dm-verity:", vi.separate ? "hash file" : "after the image",
+	       vi.hash_offset, vi.data_blocks, vi.data_block_size,
+	       vi.tree_blocks, vi.hash_block_size, vi.levels,
+	       vi.levels == 1 ? "" : "s", vi.algorithm);
+	printf("%-20s %s\n", "Verity salt:",
+	       vi.salt_size ? cli_hex(vi.salt, vi.salt_size, hex) : "(none)");
+	printf("%-20s ", "Verity UUID:");
+	for (i = 0; i < 16; i++)
+		printf("%s%02x",
+		       (i == 4 || i == 6 || i == 8 || i == 10) ? "-" : "",
+		       vi.uuid[i]);
+	printf("\n%-20s %s (%s)\n", "Verity root hash:",
+	       vi.root_size ? cli_hex(vi.root, vi.root_size, hex) : "?",
+	       cli_verity_trust(&vi, t, sizeof(t)));
+	if (vi.bad_tree)
+		printf("%-20s %" PRIu64 " hash block%s not match the level "
+		       "above (ezfs fsck lists them)\n",
+		       "Verity problems:", vi.bad_tree,
+		       vi.bad_tree == 1 ? " does" : "s do");
+}
+
+/* --json's "verity": null without a tree */
+static void json_verity(struct cj *j, ezfs_image *fs)
+{
+	struct ezfs_verity_info vi;
+	char hex[513];
+
+	if (ezfs_image_verity(fs, &vi)) {
+		cj_null(j, "verity");
+		return;
+	}
+	cj_obj(j, "verity");
+	cj_bool(j, "separate", vi.separate);
+	cj_u64(j, "hash_offset", vi.hash_offset);
+	cj_u64(j, "data_blocks", vi.data_blocks);
+	cj_u64(j, "data_block_size", vi.data_block_size);
+	cj_u64(j, "tree_blocks", vi.tree_blocks);
+	cj_u64(j, "hash_block_size", vi.hash_block_size);
+	cj_u64(j, "levels", vi.levels);
+	cj_str(j, "algorithm", vi.algorithm);
+	cj_str(j, "salt", cli_hex(vi.salt, vi.salt_size, hex));
+	cj_str(j, "uuid", cli_hex(vi.uuid, 16, hex));
+	if (vi.root_size)
+		cj_str(j, "root_hash", cli_hex(vi.root, vi.root_size, hex));
+	else
+		cj_null(j, "root_hash");
+	cj_str(j, "trust",
+	       vi.trust == EZFS_VERITY_TRUST_SIGNED  ? "signed"
+	       : vi.trust == EZFS_VERITY_TRUST_GIVEN ? "given"
+						     : "none");
+	cj_u64(j, "bad_tree_blocks", vi.bad_tree);
+	cj_end(j);
+}
+
 static void print_sb(const char *img, ezfs_image *fs)
 {
 	struct ezfs_sb_info si;
@@ -352,6 +418,7 @@ static void print_sb(const char *img, ezfs_image *fs)
 	if (si.extra_devices)
 		printf("%-20s %u\n", "Extra devices:", si.extra_devices);
 	print_devices(fs);
+	print_verity(fs);
 	if (si.packed_nid)
 		printf("%-20s %" PRIu64 "\n", "Packed nid:", si.packed_nid);
 	if (si.metabox_nid)
@@ -631,6 +698,7 @@ static void print_json(const char *img, ezfs_image *fs,
 	else
 		cj_null(&j, "metabox_nid");
 	json_algs(&j, &si);
+	json_verity(&j, fs);
 	cj_u64(&j, "files", s->nfiles);
 	cj_u64(&j, "file_bytes", s->file_bytes);
 	if (s->detailed)

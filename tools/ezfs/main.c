@@ -14,6 +14,7 @@ int cmd_lpinfo(int argc, char **argv); /* lpinfo.c */
 int cmd_export(int argc, char **argv); /* export.c */
 int cmd_cache(int argc, char **argv);  /* cache.c */
 int cmd_push(int argc, char **argv);   /* push.c */
+int cmd_digest(int argc, char **argv); /* digest.c */
 
 static const struct {
 	const char *name;
@@ -29,6 +30,8 @@ static const struct {
 	{ "export", cmd_export,
 	  "write the tree as a tar, cpio or zip archive" },
 	{ "fsck", cmd_fsck, "check an image, decoding every byte" },
+	{ "digest", cmd_digest,
+	  "print the fs-verity digest (or SHA-256) of each file" },
 	{ "lpinfo", cmd_lpinfo,
 	  "list the partitions of an Android super image" },
 	{ "mkfs", cmd_mkfs, "build an image from a directory" },

@@ -15,6 +15,7 @@
 #include "cmd.h"
 #include "common.h"
 #include "ezfs/build.h"
+#include "mkfs_verity.h"
 #include "mkfs_z.h"
 #include "mkfs_sig.h"
 
@@ -130,7 +131,8 @@ static const char usage_text[] =
 	"                        gives back the plain one)\n"
 	"Containers:\n"
 	"  --aufs                .wh.NAME whiteouts become overlayfs ones\n"
-	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* xattrs\n";
+	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* "
+	"xattrs\n" MKFS_VERITY_HELP;
 
 struct mkfs_state {
 	int quiet;
@@ -1030,6 +1032,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "sparse", no_argument, NULL, OPT_SPARSE },
 		{ "max-kernel", required_argument, NULL, OPT_MAX_KERNEL },
+		MKFS_VERITY_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -1039,6 +1042,7 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_z zs = { .nhints = 0 };
 	struct mkfs_ignored ig = { .n = 0 };
 	struct mkfs_compat cp = { .mtime = 0 };
+	struct mkfs_verity mv = { .root_hash_file = NULL };
 	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0, rebuild = 0;
 	unsigned max_kernel = 0; /* --max-kernel, EZFS_KVER; 0: any */
 	char *tmpdir = NULL, *target = NULL;
@@ -1131,6 +1135,17 @@ int cmd_mkfs(int argc, char **argv)
 			}
 			p.has_uuid = 1;
 			break;
+		case MKFS_OPT_VERITY_UUID:
+			if (parse_uuid(optarg, p.verity_uuid)) {
+				ret = cli_usage_error(CMD,
+						      "--verity-uuid=%s: not "
+						      "a UUID",
+						      optarg);
+				goto out;
+			}
+			p.verity_has_uuid = 1;
+			p.verity = 1;
+			break;
 		case 'L':
 			if (strlen(optarg) > 15) {
 				ret = cli_usage_error(
@@ -1175,7 +1190,9 @@ int cmd_mkfs(int argc, char **argv)
 			ret = 0;
 			goto out;
 		default:
-			ret = parse_compat(c, optarg, &p, &ig, &cp);
+			ret = mkfs_verity_opt(c, optarg, &p, &mv);
+			if (ret < 0)
+				ret = parse_compat(c, optarg, &p, &ig, &cp);
 			if (ret < 0)
 				ret = cli_opt_error(CMD, c, argv);
 			if (ret)
@@ -1308,6 +1325,10 @@ int cmd_mkfs(int argc, char **argv)
 		p.chunksize = 0;
 		hints = NULL;
 	}
+	if (mkfs_verity_check(&p, rebuild)) {
+		ret = 2;
+		goto out;
+	}
 	if (argc - optind != 2 && !(tar && argc - optind == 1) && !rebuild) {
 		ret = cli_usage_error(CMD,
 				      tar ? "need IMAGE and at most one TARFILE"
@@ -1423,6 +1444,8 @@ int cmd_mkfs(int argc, char **argv)
 	}
 	if (max_kernel && !device &&
 	    image_refused(argv[optind], p.image_offset, max_kernel))
+		goto out;
+	if (mkfs_verity_report(b, &mv))
 		goto out;
 	ezfs_builder_stats(b, &st);
 	if (!s.quiet) {

@@ -105,7 +105,25 @@ static void mount_usage(FILE *f)
 		"the\n"
 		"                      kernel's own, else SIZE (up to 256M)\n"
 		"     ro               accepted (always read-only; rw is "
-		"refused)\n" CLI_REMOTE_HELP);
+		"refused)\n"
+		"     verity           a dm-verity tree is required (default: "
+		"one found\n"
+		"                      after the filesystem is used; every "
+		"block read\n"
+		"                      is checked, a bad one fails with EIO); "
+		"noverity:\n"
+		"                      none is read (docs/verity.md)\n"
+		"     roothash=HEX     the root it must have (also "
+		"verity.roothash=HEX,\n"
+		"                      verity.roothashfile=FILE)\n"
+		"     verity.hashdevice=FILE, verity.hashoffset=N\n"
+		"                      the tree in FILE, or at byte N of the "
+		"image\n"
+		"     verity.roothashsig=FILE, verity.trustedcert=PEM\n"
+		"                      a PKCS#7 signature of the hex root, "
+		"checked\n"
+		"                      against the certificates in "
+		"PEM\n" CLI_REMOTE_HELP);
 }
 
 static void umount_usage(FILE *f)
@@ -265,6 +283,7 @@ int cmd_mount(int argc, char **argv)
 
 	ezfs_mount_params_init(&p);
 	p.log = log_line;
+	p.verity = -1; /* none of the dm-verity options: see below */
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:fdsvh", longopts, NULL)) != -1) {
@@ -329,6 +348,10 @@ int cmd_mount(int argc, char **argv)
 	}
 	p.image = argv[optind];
 	p.mountpoint = argv[optind + 1];
+	/* a tree found after a local image's filesystem is used */
+	if (p.verity < 0)
+		p.verity = cli_is_remote(p.image) ? EZFS_VERITY_OFF
+						  : EZFS_VERITY_AUTO;
 
 	/* Every FUSE worker and store-ahead helper would get a malloc arena
 	 * of its own, each keeping freed read buffers (128 KiB to 8 MiB): with
