@@ -9,8 +9,7 @@
 
 #include "common.h"
 
-#define XBUF_SIZE    (4u << 20) /* data chunk: whole pclusters decode in place */
-#define XBATCH_JOBS  32		/* files handed to the workers at once */
+#define XBATCH_JOBS  32 /* files handed to the workers at once */
 #define XBATCH_BYTES (1u << 20)
 #define XREAD_NAMED  20 /* files with unreadable data named one by one */
 
@@ -141,24 +140,6 @@ void x_enqueue(struct xctx *x, struct xjob *job);
 /* Wait until the queue is drained (redrawing progress), stop and join. */
 void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n);
 void x_job_free(struct xjob *job);
-
-/*
- * [off, end) of a compressed file read ahead in windows of whole extents
- * by two threads, so that the dispatcher (queue, percpu) decodes one
- * window's extents together while the caller writes the last one (also
- * used by ezfs cat). NULL: not worth it (inline dispatch, a small range,
- * not encoded data, no threads): read it plainly. skip_holes: holes come
- * as windows without data (NULL) instead of zeros. x_stream_next gives the
- * windows in order: 1 (data, *len bytes at *off; *off past the caller's
- * position: the data ended there), 0 at the end, or -errno (a read at
- * *off failed).
- */
-struct xstream;
-struct xstream *x_stream_open(ezfs_image *fs, ezfs_inode *ino, uint64_t off,
-			      uint64_t end, int skip_holes);
-int x_stream_next(struct xstream *s, const char **data, uint64_t *off,
-		  size_t *len);
-void x_stream_close(struct xstream *s); /* accepts NULL */
 
 /*
  * One extraction (ezfs extract, fsck.erofs --extract): IMG's tree, or

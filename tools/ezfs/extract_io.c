@@ -283,79 +283,45 @@ static int write_piece(struct xctx *x, struct xjob *j, const char *buf,
 	return 0;
 }
 
-/* The data of a large compressed file through windows decoded ahead. */
-static int stream_job(struct xctx *x, struct xjob *j, struct xstream *xs,
-		      int *sparse)
+/* Write the file's contents and metadata; 0 or -errno (reported). */
+static int do_job(struct xctx *x, struct xjob *j)
 {
+	const struct ezfs_stat *st = &j->st;
+	struct timespec ts[2];
 	uint64_t pos = 0, woff;
-	const char *data;
+	ezfs_stream *xs;
+	const void *data;
+	int sparse = 0, ret, err = 0;
 	size_t len;
-	int ret;
 
-	while ((ret = x_stream_next(xs, &data, &woff, &len)) > 0 &&
+	/* windows decoded ahead where the dispatcher has workers; holes
+	 * stay holes, without reading their zeros */
+	ret = ezfs_stream_open(j->ino, 0, st->size, EZFS_STREAM_HOLES, &xs);
+	if (ret < 0) {
+		x_error(x, j->path, "buffer", ret);
+		return ret;
+	}
+	while ((ret = ezfs_stream_next(xs, &data, &woff, &len)) > 0 &&
 	       woff == pos) {
-		if (x_failed(x))
-			return -ECANCELED;
+		if (x_failed(x)) {
+			err = -ECANCELED;
+			break;
+		}
 		if (!data)
-			*sparse = 1; /* holes stay holes */
-		else if ((ret = write_piece(x, j, data, len, woff, sparse)))
-			return ret;
+			sparse = 1;
+		else if ((err = write_piece(x, j, data, len, woff, &sparse)))
+			break;
 		pos += len;
 		__atomic_add_fetch(&x->bytes_done, len, __ATOMIC_RELAXED);
 	}
-	if (ret < 0 || pos < j->st.size) {
+	ezfs_stream_close(xs);
+	if (err)
+		return err;
+	if (ret < 0 || pos < st->size) {
 		/* named by the worker (at most XREAD_NAMED files) */
 		j->read_failed = 1;
 		j->read_err = ret < 0 ? ret : 0;
 		return ret < 0 ? ret : -EIO;
-	}
-	return 0;
-}
-
-/* Write the file's contents and metadata; 0 or -errno (reported). */
-static int do_job(struct xctx *x, struct xjob *j, char *buf)
-{
-	const struct ezfs_stat *st = &j->st;
-	struct xstream *xs = x_stream_open(x->fs, j->ino, 0, st->size, 1);
-	struct timespec ts[2];
-	uint64_t off = xs ? st->size : 0;
-	int sparse = 0, ret;
-
-	if (xs) {
-		ret = stream_job(x, j, xs, &sparse);
-		x_stream_close(xs);
-		if (ret)
-			return ret;
-	}
-	while (off < st->size) {
-		size_t want = st->size - off < XBUF_SIZE
-				      ? (size_t)(st->size - off)
-				      : XBUF_SIZE;
-		uint64_t hole = ezfs_hole_end(j->ino, off, st->size);
-		ssize_t n;
-
-		if (x_failed(x))
-			return -ECANCELED;
-		/* holes stay holes, without reading their zeros */
-		if (hole > off) {
-			sparse = 1;
-			__atomic_add_fetch(&x->bytes_done, hole - off,
-					   __ATOMIC_RELAXED);
-			off = hole;
-			continue;
-		}
-		n = ezfs_pread(j->ino, buf, want, off);
-		if (n <= 0) {
-			/* named by the worker (at most XREAD_NAMED files) */
-			j->read_failed = 1;
-			j->read_err = (int)n;
-			return n ? (int)n : -EIO;
-		}
-		ret = write_piece(x, j, buf, (size_t)n, off, &sparse);
-		if (ret)
-			return ret;
-		off += n;
-		__atomic_add_fetch(&x->bytes_done, n, __ATOMIC_RELAXED);
 	}
 	if (sparse && ftruncate(j->fd, st->size) < 0)
 		goto fail;
@@ -378,10 +344,10 @@ static int do_job(struct xctx *x, struct xjob *j, char *buf)
 	j->fd = -1;
 	return 0;
 fail : {
-	int err = -errno;
+	int e = -errno;
 
-	x_error(x, j->path, "setting metadata", err);
-	return err;
+	x_error(x, j->path, "setting metadata", e);
+	return e;
 }
 }
 
@@ -425,7 +391,6 @@ static void read_failed(struct xctx *x, struct xjob *j)
 static void *worker(void *arg)
 {
 	struct xctx *x = arg;
-	char *buf = malloc(XBUF_SIZE);
 	int busy = 0;
 
 	for (;;) {
@@ -455,14 +420,10 @@ static void *worker(void *arg)
 		busy = 1;
 		pthread_mutex_unlock(&x->lock);
 
-		if (x_failed(x)) {
+		if (x_failed(x))
 			ret = -ECANCELED;
-		} else if (!buf) {
-			x_error(x, j->path, "buffer", -ENOMEM);
-			ret = -ENOMEM;
-		} else {
-			ret = do_job(x, j, buf);
-		}
+		else
+			ret = do_job(x, j);
 		if (ret < 0) {
 			/*
 			 * Never leave a half-written file behind. A file whose
@@ -481,7 +442,6 @@ static void *worker(void *arg)
 		}
 		x_job_free(j);
 	}
-	free(buf);
 	return NULL;
 }
 
@@ -579,210 +539,4 @@ void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n)
 	pthread_mutex_unlock(&x->lock);
 	for (i = 0; i < n; i++)
 		pthread_join(tids[i], NULL);
-}
-
-/*
- * ---- windows decoded ahead (dispatch queue or percpu) ----
- *
- * Each window is whole extents (grown to the end of the extent it ends
- * in), so one ezfs_pread hands all of them to the dispatcher at once; two
- * reader threads keep two windows in flight, so that the decode workers
- * find the next window's extents queued while the last ones of the other
- * finish, and the caller writes a third meanwhile. Small windows (one
- * 256K deflate pcluster of text decodes to about 1 MiB) keep what was
- * decoded in the CPU caches until it is written (ezfs cat of a 64 MiB
- * file on 2 CPUs took 10-30 % longer with 4 to 16 MiB windows). Ranges of
- * XS_MIN or less are read plainly: little to overlap there.
- */
-#define XS_WIN	   (1u << 20)  /* a window: at least this */
-#define XS_GROW	   (16u << 20) /* grown to its extent's end up to this */
-#define XS_MIN	   (4u << 20)
-#define XS_READERS 2
-#define XS_SLOTS   (XS_READERS + 1)
-
-enum { XS_FREE, XS_READING, XS_READY };
-
-struct xs_slot {
-	char *buf;
-	size_t cap;
-	uint64_t off, len, seq;
-	int state, err, hole;
-};
-
-struct xstream {
-	ezfs_inode *ino;
-	uint64_t next, end;	/* next window's start; end of the range */
-	uint64_t issued, taken; /* windows handed out, consumed */
-	int skip_holes, stop;
-	int held; /* the caller's slot, -1: none */
-	pthread_mutex_t lock;
-	pthread_cond_t cv;
-	struct xs_slot s[XS_SLOTS];
-	pthread_t th[XS_READERS];
-	unsigned nth;
-};
-
-/* The end of the window of s from off (s->lock held); *hole: a hole. */
-static uint64_t xs_window_end(struct xstream *s, uint64_t off, int *hole)
-{
-	uint64_t end = s->end - off > XS_WIN ? off + XS_WIN : s->end, h;
-	struct ezfs_extent e;
-
-	*hole = 0;
-	if (s->skip_holes) {
-		h = ezfs_hole_end(s->ino, off, s->end);
-		if (h > off) {
-			*hole = 1;
-			return h;
-		}
-	}
-	if (end < s->end && !ezfs_map(s->ino, end - 1, &e) &&
-	    (e.flags & EZFS_EXTENT_ENCODED) && e.la + e.llen > end &&
-	    e.la + e.llen - off <= XS_GROW)
-		end = e.la + e.llen < s->end ? e.la + e.llen : s->end;
-	return end;
-}
-
-static struct xs_slot *xs_free_slot(struct xstream *s)
-{
-	unsigned i;
-
-	for (i = 0; i < XS_SLOTS; i++)
-		if (s->s[i].state == XS_FREE && (int)i != s->held)
-			return &s->s[i];
-	return NULL;
-}
-
-static void *xs_reader(void *arg)
-{
-	struct xstream *s = arg;
-
-	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		struct xs_slot *sl = NULL;
-		ssize_t n = 0;
-
-		while (!s->stop && s->next < s->end && !(sl = xs_free_slot(s)))
-			pthread_cond_wait(&s->cv, &s->lock);
-		if (s->stop || s->next >= s->end)
-			break;
-		sl->off = s->next;
-		s->next = xs_window_end(s, sl->off, &sl->hole);
-		sl->len = s->next - sl->off;
-		sl->seq = s->issued++;
-		sl->state = XS_READING;
-		sl->err = 0;
-		pthread_mutex_unlock(&s->lock);
-		if (!sl->hole && sl->cap < sl->len) {
-			free(sl->buf);
-			sl->buf = malloc((size_t)sl->len);
-			sl->cap = sl->buf ? (size_t)sl->len : 0;
-		}
-		if (sl->hole)
-			n = (ssize_t)sl->len;
-		else if (!sl->buf)
-			n = -ENOMEM;
-		else
-			n = ezfs_pread(s->ino, sl->buf, (size_t)sl->len,
-				       sl->off);
-		pthread_mutex_lock(&s->lock);
-		if (n < 0 || (uint64_t)n < sl->len) {
-			/* an error, or the data ended early (the caller sees
-			 * the gap): no windows after this one */
-			s->end = s->next;
-			sl->err = n < 0 ? (int)n : 0;
-			sl->len = n < 0 ? 0 : (uint64_t)n;
-		}
-		sl->state = XS_READY;
-		pthread_cond_broadcast(&s->cv);
-	}
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
-}
-
-struct xstream *x_stream_open(ezfs_image *fs, ezfs_inode *ino, uint64_t off,
-			      uint64_t end, int skip_holes)
-{
-	struct ezfs_dispatch_info di;
-	struct ezfs_extent e;
-	struct xstream *s;
-
-	if (end <= off || end - off <= XS_MIN ||
-	    ezfs_image_dispatch_info(fs, &di) ||
-	    di.mode == EZFS_DISPATCH_INLINE || di.workers < 2 ||
-	    ezfs_map(ino, off, &e) || !(e.flags & EZFS_EXTENT_ENCODED))
-		return NULL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	s->ino = ino;
-	s->next = off;
-	s->end = end;
-	s->skip_holes = skip_holes;
-	s->held = -1;
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cv, NULL);
-	while (s->nth < XS_READERS &&
-	       !pthread_create(&s->th[s->nth], NULL, xs_reader, s))
-		s->nth++;
-	if (!s->nth) {
-		x_stream_close(s);
-		return NULL;
-	}
-	return s;
-}
-
-int x_stream_next(struct xstream *s, const char **data, uint64_t *off,
-		  size_t *len)
-{
-	struct xs_slot *sl = NULL;
-	unsigned i;
-	int ret;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->held >= 0) {
-		s->s[s->held].state = XS_FREE;
-		s->held = -1;
-		pthread_cond_broadcast(&s->cv);
-	}
-	for (;;) {
-		for (i = 0; i < XS_SLOTS && !sl; i++)
-			if (s->s[i].state == XS_READY &&
-			    s->s[i].seq == s->taken)
-				sl = &s->s[i];
-		if (sl || (s->next >= s->end && s->issued == s->taken))
-			break;
-		pthread_cond_wait(&s->cv, &s->lock);
-	}
-	if (!sl) {
-		pthread_mutex_unlock(&s->lock);
-		return 0;
-	}
-	s->taken++;
-	s->held = (int)(sl - s->s);
-	*off = sl->off;
-	*len = (size_t)sl->len;
-	*data = sl->hole ? NULL : sl->buf;
-	ret = sl->err ? sl->err : 1;
-	pthread_mutex_unlock(&s->lock);
-	return ret;
-}
-
-void x_stream_close(struct xstream *s)
-{
-	unsigned i;
-
-	if (!s)
-		return;
-	pthread_mutex_lock(&s->lock);
-	s->stop = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->lock);
-	for (i = 0; i < s->nth; i++)
-		pthread_join(s->th[i], NULL);
-	for (i = 0; i < XS_SLOTS; i++)
-		free(s->s[i].buf);
-	pthread_mutex_destroy(&s->lock);
-	pthread_cond_destroy(&s->cv);
-	free(s);
 }
