@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* extract_io.c - ezfs extract: data workers, xattrs and safe path helpers. */
+/* extract_io.c - ezfs_extract: data workers, xattrs and safe path helpers. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,42 +12,62 @@
 #include <unistd.h>
 #include <linux/openat2.h>
 
-#include <ezfs/engine.h>
+#include "extract/internal.h"
+#include "util/pool.h"
 
-#include "extract.h"
-
-void x_error(struct xctx *x, const char *path, const char *what, int err)
+void ezi_x_error(struct xctx *x, const char *path, const char *what, int err)
 {
 	char q[1024];
 
 	ezfs_quote(path, strlen(path), q, sizeof(q));
 	if (err)
-		cli_error("extract", "%s%s%s: %s: %s", x->dest,
-			  *path ? "/" : "", q, what, ezfs_strerror(err));
+		ezi_x_msg(x, "%s%s%s: %s: %s", x->dest, *path ? "/" : "", q,
+			  what, ezfs_strerror(err));
 	else
-		cli_error("extract", "%s%s%s: %s", x->dest, *path ? "/" : "", q,
-			  what);
+		ezi_x_msg(x, "%s%s%s: %s", x->dest, *path ? "/" : "", q, what);
 }
 
-int x_failed(struct xctx *x)
+void ezi_x_msg(struct xctx *x, const char *fmt, ...)
 {
-	return __atomic_load_n(&x->failed, __ATOMIC_ACQUIRE);
+	char line[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	ezi_x_say(x->o->message, x->o->arg, &x->cblock, EZFS_LOG_ERROR, "%s",
+		  line);
 }
 
-int x_skip_damaged(struct xctx *x, const char *path, int err)
+int ezi_x_failed(struct xctx *x)
+{
+	return __atomic_load_n(&x->failed, __ATOMIC_ACQUIRE) ||
+	       (x->o->cancel && *x->o->cancel);
+}
+
+void ezi_x_entry_problem(struct xctx *x, const char *path, int problem, int err)
+{
+	pthread_mutex_lock(&x->cblock);
+	x->damaged++;
+	if (x->o->entry)
+		x->o->entry(x->o->arg, path, problem, err);
+	pthread_mutex_unlock(&x->cblock);
+}
+
+int ezi_x_skip_damaged(struct xctx *x, const char *path, int err)
 {
 	if (!x->keep_going)
 		return err;
-	x_damaged(x, path);
+	ezi_x_entry_problem(x, path, EZFS_ENTRY_DAMAGED, err);
 	return 0;
 }
 
-void x_set_failed(struct xctx *x)
+void ezi_x_set_failed(struct xctx *x)
 {
 	__atomic_store_n(&x->failed, 1, __ATOMIC_RELEASE);
 }
 
-int x_remove_existing(struct xctx *x, int dirfd, const char *name)
+int ezi_x_remove_existing(struct xctx *x, int dirfd, const char *name)
 {
 	struct stat st;
 
@@ -86,8 +107,8 @@ static int open_beneath(int rootfd, const char *relpath, size_t len)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-int x_open_path(struct xctx *x, const char *relpath, int parent,
-		const char **name)
+int ezi_x_open_path(struct xctx *x, const char *relpath, int parent,
+		    const char **name)
 {
 	const char *p = relpath, *slash;
 	int fd, nfd;
@@ -153,8 +174,9 @@ static int set_one(int fd, int dirfd, const char *name, const char *key,
 	return lsetxattr(proc, key, val, len, 0) < 0 ? -errno : 0;
 }
 
-int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
-		   int fd, int dirfd, const char *name, const char *path)
+int ezi_x_apply_xattrs(struct xctx *x, ezfs_inode *ino,
+		       const struct ezfs_stat *st, int fd, int dirfd,
+		       const char *name, const char *path)
 {
 	char *names = NULL, *k, what[600];
 	void *val = NULL;
@@ -170,7 +192,7 @@ int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 		n = names ? ezfs_listxattr(ino, names, n) : -ENOMEM;
 	}
 	if (n < 0) {
-		x_error(x, path, "listing xattrs", (int)n);
+		ezi_x_error(x, path, "listing xattrs", (int)n);
 		free(names);
 		return (int)n;
 	}
@@ -192,7 +214,7 @@ int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 			vn = ezfs_getxattr(ino, k, val, vcap);
 		if (vn < 0) {
 			snprintf(what, sizeof(what), "reading xattr %s", k);
-			x_error(x, path, what, (int)vn);
+			ezi_x_error(x, path, what, (int)vn);
 			ret = (int)vn;
 			break;
 		}
@@ -202,7 +224,8 @@ int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 			/* Linux allows user.* only on files and directories */
 			if (!__atomic_fetch_add(&x->warned_xattr, 1,
 						__ATOMIC_RELAXED))
-				x_error(x, path,
+				ezi_x_error(
+					x, path,
 					"user.* xattrs not possible on this "
 					"file type here; skipped",
 					0);
@@ -212,16 +235,16 @@ int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 		if (ret == -ENOTSUP && !x->is_root) {
 			if (!__atomic_fetch_add(&x->warned_xattr, 1,
 						__ATOMIC_RELAXED))
-				x_error(x, path,
-					"xattrs not supported by the "
-					"destination; skipped",
-					0);
+				ezi_x_error(x, path,
+					    "xattrs not supported by the "
+					    "destination; skipped",
+					    0);
 			ret = 0;
 			continue;
 		}
 		if (ret < 0) {
 			snprintf(what, sizeof(what), "setting xattr %s", k);
-			x_error(x, path, what, ret);
+			ezi_x_error(x, path, what, ret);
 			break;
 		}
 	}
@@ -232,7 +255,7 @@ int x_apply_xattrs(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 
 /* ---- workers ---- */
 
-void x_job_free(struct xjob *job)
+void ezi_x_job_free(struct xjob *job)
 {
 	if (!job)
 		return;
@@ -275,7 +298,7 @@ static int write_piece(struct xctx *x, struct xjob *j, const char *buf,
 		if (w <= 0) {
 			int err = w < 0 ? -errno : -EIO;
 
-			x_error(x, j->path, "write", err);
+			ezi_x_error(x, j->path, "write", err);
 			return err;
 		}
 		done += w;
@@ -298,12 +321,12 @@ static int do_job(struct xctx *x, struct xjob *j)
 	 * stay holes, without reading their zeros */
 	ret = ezfs_stream_open(j->ino, 0, st->size, EZFS_STREAM_HOLES, &xs);
 	if (ret < 0) {
-		x_error(x, j->path, "buffer", ret);
+		ezi_x_error(x, j->path, "buffer", ret);
 		return ret;
 	}
 	while ((ret = ezfs_stream_next(xs, &data, &woff, &len)) > 0 &&
 	       woff == pos) {
-		if (x_failed(x)) {
+		if (ezi_x_failed(x)) {
 			err = -ECANCELED;
 			break;
 		}
@@ -329,7 +352,7 @@ static int do_job(struct xctx *x, struct xjob *j)
 	    !(x->ids_default && st->uid == x->euid && st->gid == x->egid) &&
 	    fchown(j->fd, st->uid, st->gid) < 0)
 		goto fail;
-	if (x_apply_xattrs(x, j->ino, st, j->fd, -1, NULL, j->path) < 0)
+	if (ezi_x_apply_xattrs(x, j->ino, st, j->fd, -1, NULL, j->path) < 0)
 		return -EIO;
 	if (!j->mode_set && fchmod(j->fd, st->mode & 07777) < 0)
 		goto fail;
@@ -346,7 +369,7 @@ static int do_job(struct xctx *x, struct xjob *j)
 fail : {
 	int e = -errno;
 
-	x_error(x, j->path, "setting metadata", e);
+	ezi_x_error(x, j->path, "setting metadata", e);
 	return e;
 }
 }
@@ -361,7 +384,7 @@ static void discard(struct xctx *x, struct xjob *j)
 		close(j->fd);
 		j->fd = -1;
 	}
-	pfd = x_open_path(x, j->path, 1, &name);
+	pfd = ezi_x_open_path(x, j->path, 1, &name);
 	if (pfd >= 0) {
 		unlinkat(pfd, name, 0);
 		close(pfd);
@@ -373,151 +396,87 @@ static void read_failed(struct xctx *x, struct xjob *j)
 {
 	unsigned k = __atomic_add_fetch(&x->read_errors, 1, __ATOMIC_RELAXED);
 
-	x_damaged(x, j->path);
+	ezi_x_entry_problem(x, j->path, EZFS_ENTRY_UNREADABLE, j->read_err);
 
 	if (k <= XREAD_NAMED)
-		x_error(x, j->path,
-			j->read_err ? "reading from the image"
-				    : "reading from the image: unexpected end "
-				      "of data",
-			j->read_err);
+		ezi_x_error(x, j->path,
+			    j->read_err ? "reading from the image"
+					: "reading from the image: unexpected "
+					  "end of data",
+			    j->read_err);
 	if (k == XREAD_NAMED)
-		cli_error("extract",
+		ezi_x_msg(x,
 			  "%s: more files with unreadable data are "
 			  "counted, not named",
 			  x->img);
 }
 
-static void *worker(void *arg)
+/* A file written whole, for source_check: kept by path. */
+static void written(struct xctx *x, struct xjob *j)
 {
-	struct xctx *x = arg;
-	int busy = 0;
-
-	for (;;) {
-		struct xjob *j;
-		int ret;
-
-		/* one lock round per job: finish the last, take the next */
-		pthread_mutex_lock(&x->lock);
-		if (busy) {
-			x->active--;
-			if (!x->head && !x->active)
-				pthread_cond_broadcast(&x->idle);
-		}
-		while (!x->head && !x->closing)
-			pthread_cond_wait(&x->more, &x->lock);
-		j = x->head;
-		if (!j) {
-			pthread_mutex_unlock(&x->lock);
-			break;
-		}
-		x->head = j->next;
-		if (!x->head)
-			x->tail = NULL;
-		if (x->queued-- == x->maxq)
-			pthread_cond_signal(&x->space);
-		x->active++;
-		busy = 1;
-		pthread_mutex_unlock(&x->lock);
-
-		if (x_failed(x))
-			ret = -ECANCELED;
-		else
-			ret = do_job(x, j);
-		if (ret < 0) {
-			/*
-			 * Never leave a half-written file behind. A file whose
-			 * data the image cannot give is skipped (the others
-			 * still come out, the exit status says it); anything
-			 * else (the target is full, ...) stops everyone.
-			 */
-			if (j->read_failed)
-				read_failed(x, j);
-			else
-				x_set_failed(x);
-			discard(x, j);
-		} else {
-			__atomic_add_fetch(&x->entries_done, 1,
-					   __ATOMIC_RELAXED);
-		}
-		x_job_free(j);
-	}
-	return NULL;
+	pthread_mutex_lock(&x->cblock);
+	if (!ezi_vec_push(&x->written, j->path))
+		j->path = NULL;
+	pthread_mutex_unlock(&x->cblock);
 }
 
-int x_workers_start(struct xctx *x, pthread_t *tids)
+/* One regular file, on a worker of the pool. */
+static void job_run(void *arg)
 {
-	unsigned i;
+	struct xjob *j = arg;
+	struct xctx *x = j->x;
 	int ret;
 
-	x->maxq = x->threads * 8 + 64;
-	for (i = 0; i < x->threads; i++) {
-		ret = pthread_create(&tids[i], NULL, worker, x);
-		if (ret) {
-			x->threads = i;
-			return -ret;
-		}
+	ret = ezi_x_failed(x) ? -ECANCELED : do_job(x, j);
+	if (ret < 0) {
+		/*
+		 * Never leave a half-written file behind. A file whose data
+		 * the image cannot give is skipped (the others still come
+		 * out, the result says it); anything else (the target is
+		 * full, ...) stops everyone.
+		 */
+		if (j->read_failed)
+			read_failed(x, j);
+		else
+			ezi_x_set_failed(x);
+		discard(x, j);
+	} else {
+		__atomic_add_fetch(&x->entries_done, 1, __ATOMIC_RELAXED);
+		if (x->o->source_check)
+			written(x, j);
 	}
-	return 0;
+	ezi_x_job_free(j);
+	pthread_mutex_lock(&x->lock);
+	if (!--x->pending)
+		pthread_cond_broadcast(&x->idle);
+	pthread_mutex_unlock(&x->lock);
 }
 
-/* Hand the walker's batch to the workers. */
-static void flush(struct xctx *x)
+int ezi_x_workers_start(struct xctx *x)
 {
-	if (!x->bhead)
+	int err = 0;
+
+	/* bounded: the walker waits for the workers (open files, memory) */
+	x->pool = ezi_pool_new(x->threads, x->threads * 8 + 64, &err);
+	return x->pool ? 0 : err;
+}
+
+void ezi_x_enqueue(struct xctx *x, struct xjob *job)
+{
+	job->x = x;
+	pthread_mutex_lock(&x->lock);
+	x->pending++;
+	pthread_mutex_unlock(&x->lock);
+	if (ezi_pool_submit(x->pool, job_run, job) < 0)
+		job_run(job); /* no room to queue it: now, here */
+}
+
+void ezi_x_workers_finish(struct xctx *x)
+{
+	if (!x->pool)
 		return;
 	pthread_mutex_lock(&x->lock);
-	while (x->queued >= x->maxq)
-		pthread_cond_wait(&x->space, &x->lock);
-	if (x->tail)
-		x->tail->next = x->bhead;
-	else
-		x->head = x->bhead;
-	x->tail = x->btail;
-	x->queued += x->bcount;
-	if (x->bcount > 1)
-		pthread_cond_broadcast(&x->more);
-	else
-		pthread_cond_signal(&x->more);
-	pthread_mutex_unlock(&x->lock);
-	x->bhead = x->btail = NULL;
-	x->bcount = 0;
-	x->bbytes = 0;
-}
-
-void x_enqueue(struct xctx *x, struct xjob *job)
-{
-	job->next = NULL;
-	if (x->btail)
-		x->btail->next = job;
-	else
-		x->bhead = job;
-	x->btail = job;
-	x->bcount++;
-	x->bbytes += job->st.size;
-	/* batches save lock rounds and wake-ups; big files go at once */
-	if (x->bcount >= XBATCH_JOBS || x->bbytes >= XBATCH_BYTES)
-		flush(x);
-}
-
-void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n)
-{
-	struct xjob *j;
-	unsigned i;
-
-	if (x_failed(x)) {
-		/* cancelled: the batch never reached a worker */
-		while ((j = x->bhead)) {
-			x->bhead = j->next;
-			discard(x, j);
-			x_job_free(j);
-		}
-		x->btail = NULL;
-		x->bcount = 0;
-	}
-	flush(x);
-	pthread_mutex_lock(&x->lock);
-	while (x->head || x->active) {
+	while (x->pending) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -528,15 +487,11 @@ void x_workers_finish(struct xctx *x, pthread_t *tids, unsigned n)
 		}
 		pthread_cond_timedwait(&x->idle, &x->lock, &ts);
 		pthread_mutex_unlock(&x->lock);
-		cli_progress_update(
-			&x->prog,
-			__atomic_load_n(&x->bytes_done, __ATOMIC_RELAXED),
-			__atomic_load_n(&x->entries_done, __ATOMIC_RELAXED), 0);
+		ezi_x_progress(x, 0);
 		pthread_mutex_lock(&x->lock);
 	}
-	x->closing = 1;
-	pthread_cond_broadcast(&x->more);
 	pthread_mutex_unlock(&x->lock);
-	for (i = 0; i < n; i++)
-		pthread_join(tids[i], NULL);
+	ezi_pool_wait(x->pool);
+	ezi_pool_destroy(x->pool);
+	x->pool = NULL;
 }
