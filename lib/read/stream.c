@@ -48,19 +48,20 @@ struct ezfs_stream {
 	uint64_t next, end;	/* next window's start; end of the range */
 	uint64_t issued, taken; /* windows handed out, consumed */
 	int holes, stop;
-	int held; /* the caller's slot, -1: none */
+	int ahead; /* windows for the readers (set before they start) */
+	int held;  /* the caller's slot, -1: none */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	struct xs_slot s[XS_SLOTS];
 	pthread_t th[XS_READERS];
-	unsigned nth; /* 0: windows read on the caller's thread */
+	unsigned nth; /* readers started */
 };
 
 /* The end of the window from off (s->lock held with readers); *hole: a
  * hole (EZFS_STREAM_HOLES). */
 static uint64_t xs_window_end(struct ezfs_stream *s, uint64_t off, int *hole)
 {
-	uint64_t win = s->nth ? XS_WIN : XS_PLAIN, h;
+	uint64_t win = s->ahead ? XS_WIN : XS_PLAIN, h;
 	uint64_t end = s->end - off > win ? off + win : s->end;
 	struct ezfs_extent e;
 
@@ -72,7 +73,7 @@ static uint64_t xs_window_end(struct ezfs_stream *s, uint64_t off, int *hole)
 			return h;
 		}
 	}
-	if (s->nth && end < s->end && !ezfs_map(s->ino, end - 1, &e) &&
+	if (s->ahead && end < s->end && !ezfs_map(s->ino, end - 1, &e) &&
 	    (e.flags & EZFS_EXTENT_ENCODED) && e.la + e.llen > end &&
 	    e.la + e.llen - off <= XS_GROW)
 		end = e.la + e.llen < s->end ? e.la + e.llen : s->end;
@@ -182,10 +183,12 @@ int ezfs_stream_open(ezfs_inode *ino, uint64_t off, uint64_t end,
 	s->held = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	if (xs_ahead(ino, off, s->end))
-		while (s->nth < XS_READERS &&
-		       !pthread_create(&s->th[s->nth], NULL, xs_reader, s))
-			s->nth++;
+	s->ahead = xs_ahead(ino, off, s->end);
+	while (s->ahead && s->nth < XS_READERS &&
+	       !pthread_create(&s->th[s->nth], NULL, xs_reader, s))
+		s->nth++;
+	if (!s->nth)
+		s->ahead = 0; /* no reader: none reads s->ahead */
 	*out = s;
 	return 0;
 }
@@ -214,7 +217,7 @@ int ezfs_stream_next(ezfs_stream *s, const void **data, uint64_t *off,
 	unsigned i;
 	int ret;
 
-	if (!s->nth)
+	if (!s->ahead)
 		return xs_next_plain(s, data, off, len);
 	pthread_mutex_lock(&s->lock);
 	if (s->held >= 0) {
