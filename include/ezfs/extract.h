@@ -58,6 +58,9 @@ enum ezfs_extract_flags {
 	 * name unless given, and DEST.mkfs: the ezfs mkfs line that builds
 	 * the image again from DEST and the two */
 	EZFS_EXTRACT_ANDROID = 1u << 5,
+	/* every byte written: no holes, neither where the image stores
+	 * holes nor for its whole blocks of zeros */
+	EZFS_EXTRACT_NO_SPARSE = 1u << 6,
 };
 
 struct ezfs_extract_opts {
@@ -111,21 +114,21 @@ EZFS_API void ezfs_extract_opts_init(struct ezfs_extract_opts *o);
 /*
  * Restore the tree of img under o->path (a directory: its contents; a
  * file: DEST/its name) into the directory dest, made if missing: contents
- * (holes kept as holes), modes, owners (as root), nanosecond times,
- * xattrs, hard links, symlinks and special files; directories get their
- * modes and times last. Nothing is created outside dest (no symlink is
- * followed). File data is written by o->threads workers of one pool.
- * Never leaves a half-written file: a file whose data cannot be read is
- * removed. Reads the process umask (for dest's mode) without changing it.
- * o and res may be NULL (the defaults; no result); res is filled also on
- * error. Returns 0, or a negative errno after the problems were reported:
- * -ENOTEMPTY (dest is not empty and EZFS_EXTRACT_FORCE is not set: not
- * reported, the caller names its option), -ECANCELED (*o->cancel was set:
- * the directories made so far have their modes and times), -EIO (entries
- * were damaged or unreadable, or sidecar lines could not be written; the
- * rest is out), what source_check returned, -EINVAL (bad arguments), or
- * the error that stopped it (-ENOENT for a path not in the image, a read
- * error, -ENOSPC...). Not reentrant on one dest.
+ * (holes where the image stores holes or whole blocks of dest's block
+ * size hold zeros, unless EZFS_EXTRACT_NO_SPARSE), modes, owners (as root),
+ * nanosecond times, xattrs, hard links, symlinks and special files; directories
+ * get their modes and times last. Nothing is created outside dest (no symlink
+ * is followed). File data is written by o->threads workers of one pool. Never
+ * leaves a half-written file: a file whose data cannot be read is removed.
+ * Reads the process umask (for dest's mode) without changing it. o and res may
+ * be NULL (the defaults; no result); res is filled also on error. Returns 0, or
+ * a negative errno after the problems were reported: -ENOTEMPTY (dest is not
+ * empty and EZFS_EXTRACT_FORCE is not set: not reported, the caller names its
+ * option), -ECANCELED (*o->cancel was set: the directories made so far have
+ * their modes and times), -EIO (entries were damaged or unreadable, or sidecar
+ * lines could not be written; the rest is out), what source_check returned,
+ * -EINVAL (bad arguments), or the error that stopped it (-ENOENT for a path not
+ * in the image, a read error, -ENOSPC...). Not reentrant on one dest.
  */
 EZFS_API int ezfs_extract(ezfs_image *img, const char *dest,
 			  const struct ezfs_extract_opts *o,

@@ -289,8 +289,13 @@ static int open_dest(struct xctx *x)
 		return -errno;
 	}
 	/* in a setgid DEST (or reused ones when forced) files inherit a gid */
-	x->ids_default =
-		!x->force && !fstat(x->rootfd, &sb) && !(sb.st_mode & S_ISGID);
+	x->ids_default = 0;
+	x->blksz = 4096;
+	if (!fstat(x->rootfd, &sb)) {
+		x->ids_default = !x->force && !(sb.st_mode & S_ISGID);
+		if (sb.st_blksize >= 512 && sb.st_blksize <= (1 << 20))
+			x->blksz = (unsigned)sb.st_blksize;
+	}
 	if (x->force)
 		return 0;
 	fd = dup(x->rootfd);
@@ -489,6 +494,7 @@ int ezfs_extract(ezfs_image *img, const char *dest,
 	x.threads = given.threads ? given.threads : online_cpus();
 	x.force = !!(given.flags & EZFS_EXTRACT_FORCE);
 	x.no_xattrs = !!(given.flags & EZFS_EXTRACT_NO_XATTRS);
+	x.no_sparse = !!(given.flags & EZFS_EXTRACT_NO_SPARSE);
 	x.keep_going = !!(given.flags & EZFS_EXTRACT_KEEP_GOING);
 	x.img = given.image_name ? given.image_name : "image";
 	x.dest = dest;

@@ -279,18 +279,13 @@ static int all_zero(const char *b, size_t n)
 	return !n || !memcmp(b, z, n);
 }
 
-/* Write n bytes of data at off (all zeros: left a hole, *sparse set);
- * 0 or -errno (reported). */
-static int write_piece(struct xctx *x, struct xjob *j, const char *buf,
-		       size_t n, uint64_t off, int *sparse)
+/* Write n bytes at off as they are; 0 or -errno (reported). */
+static int write_all(struct xctx *x, struct xjob *j, const char *buf, size_t n,
+		     uint64_t off)
 {
 	size_t done = 0;
 	ssize_t w;
 
-	if (all_zero(buf, n)) {
-		*sparse = 1;
-		return 0;
-	}
 	while (done < n) {
 		w = pwrite(j->fd, buf + done, n - done, off + done);
 		if (w < 0 && errno == EINTR)
@@ -306,6 +301,59 @@ static int write_piece(struct xctx *x, struct xjob *j, const char *buf,
 	return 0;
 }
 
+/*
+ * Write n bytes of data at off, the whole blocks of zeros in it (blocks of
+ * the file, x->blksz bytes) left as holes (*sparse set): the file is new,
+ * so what is not written reads as zeros. 0 or -errno (reported).
+ */
+static int write_piece(struct xctx *x, struct xjob *j, const char *buf,
+		       size_t n, uint64_t off, int *sparse)
+{
+	uint64_t end = off + n, at = off, run = off;
+	int ret;
+
+	if (x->no_sparse)
+		return write_all(x, j, buf, n, off);
+	while (at < end) {
+		/* the block of the file holding at, cut to the piece */
+		uint64_t next = (at / x->blksz + 1) * x->blksz;
+
+		if (next > end)
+			next = end;
+		if (all_zero(buf + (at - off), (size_t)(next - at))) {
+			if (run < at) {
+				ret = write_all(x, j, buf + (run - off),
+						(size_t)(at - run), run);
+				if (ret)
+					return ret;
+			}
+			*sparse = 1;
+			run = next;
+		}
+		at = next;
+	}
+	return run < end ? write_all(x, j, buf + (run - off),
+				     (size_t)(end - run), run)
+			 : 0;
+}
+
+/* --no-sparse: a hole of the image written as zeros; 0 or -errno. */
+static int write_zeros(struct xctx *x, struct xjob *j, uint64_t off,
+		       uint64_t len)
+{
+	static const char z[65536];
+	int ret = 0;
+
+	while (!ret && len) {
+		size_t n = len < sizeof(z) ? (size_t)len : sizeof(z);
+
+		ret = write_all(x, j, z, n, off);
+		off += n;
+		len -= n;
+	}
+	return ret;
+}
+
 /* Write the file's contents and metadata; 0 or -errno (reported). */
 static int do_job(struct xctx *x, struct xjob *j)
 {
@@ -318,7 +366,7 @@ static int do_job(struct xctx *x, struct xjob *j)
 	size_t len;
 
 	/* windows decoded ahead where the dispatcher has workers; holes
-	 * stay holes, without reading their zeros */
+	 * of the image come without their zeros */
 	ret = ezfs_stream_open(j->ino, 0, st->size, EZFS_STREAM_HOLES, &xs);
 	if (ret < 0) {
 		ezi_x_error(x, j->path, "buffer", ret);
@@ -330,9 +378,13 @@ static int do_job(struct xctx *x, struct xjob *j)
 			err = -ECANCELED;
 			break;
 		}
-		if (!data)
+		if (!data && x->no_sparse)
+			err = write_zeros(x, j, woff, len);
+		else if (!data)
 			sparse = 1;
-		else if ((err = write_piece(x, j, data, len, woff, &sparse)))
+		else
+			err = write_piece(x, j, data, len, woff, &sparse);
+		if (err)
 			break;
 		pos += len;
 		__atomic_add_fetch(&x->bytes_done, len, __ATOMIC_RELAXED);

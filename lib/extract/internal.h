@@ -56,6 +56,8 @@ struct xctx {
 		read_errors; /* files skipped: their data unreadable (atomic) */
 	int warned_xattr;
 	int no_xattrs;
+	int no_sparse;	/* every byte written, holes as zeros */
+	unsigned blksz; /* DEST's block: a run of zeros this long is a hole */
 
 	uint64_t bytes_done, entries_done; /* atomics */
 	struct ezfs_extract_progress prog; /* the totals */

@@ -2,12 +2,14 @@
 /* extract.c - ezfs extract: options, messages and exit status of
  * ezfs_extract (lib/extract), which restores a tree from an image into a
  * directory. */
+#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <ezfs/extract.h>
 
@@ -24,6 +26,7 @@ enum {
 	X_OPT_FILE_CONTEXTS,
 	X_OPT_MOUNT_POINT,
 	X_OPT_ANDROID,
+	X_OPT_NO_SPARSE,
 };
 
 /*
@@ -66,11 +69,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ezfs extract [-q] [-f|--force] [-j N] [--keep-going] "
 		"[--android] IMG DIR [PATH]\n"
+		"       ezfs extract [OPTIONS] IMG.0 IMG.1 ... DIR [PATH]\n"
 		"Restore the image's tree (or the directory or file PATH) "
 		"into\n"
 		"DIR with contents, modes, owners (as root), times, xattrs,\n"
 		"links and special files. A directory PATH's contents go into\n"
-		"DIR; a file PATH becomes DIR/its name.\n"
+		"DIR; a file PATH becomes DIR/its name. A split sparse set\n"
+		"(IMG.0 IMG.1 ...) is given as simg2img takes it, or as "
+		"IMG.0.\n"
 		"  -f, --force    extract into a non-empty DIR, replacing "
 		"files\n"
 		"  -j, --jobs N, --workers=N\n"
@@ -81,6 +87,8 @@ static void usage(FILE *f)
 		"named\n"
 		"                 and skipped; the rest comes out (exit 1)\n"
 		"  --errors FILE  the damaged paths, one a line\n"
+		"  --no-sparse    write every byte: no holes where the image\n"
+		"                 has holes or whole blocks of zeros\n"
 		"Android (for ezfs mkfs --fs-config-file/--file-contexts):\n"
 		"  --fs-config FILE      owners, modes and capabilities, "
 		"canned\n"
@@ -139,7 +147,7 @@ int x_extract(const struct x_opts *o)
 	struct ezfs_extract_opts xo;
 	struct ezfs_extract_result res;
 	struct cli_log lg = { 0 };
-	struct xcli c = { .cmd = "extract" };
+	struct xcli c = { .cmd = o->cmd ? o->cmd : "extract" };
 	struct rlimit rl;
 	ezfs_image *fs;
 	int ret;
@@ -151,10 +159,10 @@ int x_extract(const struct x_opts *o)
 	}
 	/* the library's details of at most as many failures as are named */
 	lg.max = XREAD_NAMED;
-	if (cli_open("extract", o->img, &lg, &fs) < 0)
+	if (cli_open(c.cmd, o->img, &lg, &fs) < 0)
 		return 1;
 	if (o->errors && !(c.errs = fopen(o->errors, "w"))) {
-		cli_error("extract", "%s: %s", o->errors, strerror(errno));
+		cli_error(c.cmd, "%s: %s", o->errors, strerror(errno));
 		ezfs_image_close(fs);
 		return 1;
 	}
@@ -166,7 +174,8 @@ int x_extract(const struct x_opts *o)
 		   (o->no_owner ? EZFS_EXTRACT_NO_OWNER : 0) |
 		   (o->no_xattrs ? EZFS_EXTRACT_NO_XATTRS : 0) |
 		   (o->keep_going ? EZFS_EXTRACT_KEEP_GOING : 0) |
-		   (o->android ? EZFS_EXTRACT_ANDROID : 0);
+		   (o->android ? EZFS_EXTRACT_ANDROID : 0) |
+		   (o->no_sparse ? EZFS_EXTRACT_NO_SPARSE : 0);
 	xo.threads = o->threads;
 	xo.image_name = o->img;
 	xo.fs_config = o->fs_config;
@@ -182,8 +191,8 @@ int x_extract(const struct x_opts *o)
 	x_signals_start();
 	ret = ezfs_extract(fs, o->dest, &xo, &res);
 	if (ret == -ENOTEMPTY)
-		cli_error("extract", "%s: directory not empty (use --force)",
-			  o->dest);
+		cli_error(c.cmd, "%s: directory not empty (use %s)", o->dest,
+			  o->force_opt ? o->force_opt : "--force");
 	if (!ret || ret == -EIO)
 		cli_progress_end(&c.prog, res.bytes, res.entries);
 	else
@@ -203,7 +212,7 @@ int x_extract(const struct x_opts *o)
 		       (unsigned long long)res.entries, b, el, r);
 	}
 	if (c.errs && (ferror(c.errs) | fclose(c.errs))) {
-		cli_error("extract", "%s: %s", "--errors",
+		cli_error(c.cmd, "%s: %s", "--errors",
 			  strerror(errno ? errno : EIO));
 		ret = ret ? ret : -EIO;
 	}
@@ -214,6 +223,80 @@ int x_extract(const struct x_opts *o)
 		raise(x_sig);
 	}
 	return ret < 0 ? 1 : 0;
+}
+
+/* The number after the prefix (len bytes) of a, or -1: not one. */
+static long piece_index(const char *a, const char *prefix, size_t len)
+{
+	const char *d = a + len;
+	char *end;
+	long k;
+
+	if (strncmp(a, prefix, len) || *d < '0' || *d > '9' ||
+	    (*d == '0' && d[1]))
+		return -1;
+	errno = 0;
+	k = strtol(d, &end, 10);
+	return errno || *end ? -1 : k;
+}
+
+/*
+ * A split sparse set as simg2img takes it: IMG.0 IMG.1 ... IMG.N, in any
+ * order after IMG.0 (a shell sorts IMG.10 before IMG.2): the arguments
+ * after IMG.0 named IMG.<number> that exist and are no directory. IMG.0
+ * opens the whole set, so they must be all of it. Returns how many
+ * arguments after args[0] are its files (0: none), or -1 after a usage
+ * error.
+ */
+static int split_set(char **args, int n)
+{
+	const char *img = args[0];
+	size_t len = strlen(img);
+	unsigned char *seen;
+	struct stat sb;
+	char *next;
+	int m = 0, i;
+
+	if (len < 2 || strcmp(img + len - 2, ".0"))
+		return 0;
+	while (m + 1 < n && piece_index(args[m + 1], img, len - 1) > 0 &&
+	       !stat(args[m + 1], &sb) && !S_ISDIR(sb.st_mode))
+		m++;
+	if (!m)
+		return 0;
+	seen = calloc(m + 1, 1);
+	if (!seen) {
+		cli_error("extract", "out of memory");
+		return -1;
+	}
+	for (i = 1; i <= m; i++) {
+		long k = piece_index(args[i], img, len - 1);
+
+		if (k > m || seen[k]) {
+			free(seen);
+			cli_usage_error("extract",
+					"%s: not one of a split set %.*s0 to "
+					"%.*s%d (a file missing or given "
+					"twice)",
+					args[i], (int)(len - 1), img,
+					(int)(len - 1), img, m);
+			return -1;
+		}
+		seen[k] = 1;
+	}
+	free(seen);
+	/* IMG.0 reads the set to its last file: that must be the last one
+	 * given */
+	if (asprintf(&next, "%.*s%d", (int)(len - 1), img, m + 1) < 0)
+		return -1;
+	i = !stat(next, &sb);
+	if (i)
+		cli_usage_error("extract",
+				"%s exists too: a split set is read whole, "
+				"from %s to its last file",
+				next, img);
+	free(next);
+	return i ? -1 : m;
 }
 
 int cmd_extract(int argc, char **argv)
@@ -230,13 +313,14 @@ int cmd_extract(int argc, char **argv)
 		  X_OPT_FILE_CONTEXTS },
 		{ "mount-point", required_argument, NULL, X_OPT_MOUNT_POINT },
 		{ "android", no_argument, NULL, X_OPT_ANDROID },
+		{ "no-sparse", no_argument, NULL, X_OPT_NO_SPARSE },
 		CLI_ENGINE_OPTS,
 		CLI_IMAGE_OPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct x_opts o;
-	int c, ret;
+	int c, ret, set;
 
 	memset(&o, 0, sizeof(o));
 	opterr = 0;
@@ -271,17 +355,24 @@ int cmd_extract(int argc, char **argv)
 		case X_OPT_ANDROID:
 			o.android = 1;
 			break;
+		case X_OPT_NO_SPARSE:
+			o.no_sparse = 1;
+			break;
 		default:
 			ret = cli_opt_other("extract", c, argv, usage);
 			if (ret >= 0)
 				return ret;
 		}
 	}
-	if (cli_nargs("extract", argc - optind, 2, 3, "missing IMG or DIR"))
+	set = argc > optind ? split_set(argv + optind, argc - optind) : 0;
+	if (set < 0)
+		return 2;
+	if (cli_nargs("extract", argc - optind - set, 2, 3,
+		      "missing IMG or DIR"))
 		return 2;
 	o.img = argv[optind];
-	o.dest = argv[optind + 1];
-	if (argc - optind == 3)
-		o.subpath = argv[optind + 2];
+	o.dest = argv[optind + set + 1];
+	if (argc - optind - set == 3)
+		o.subpath = argv[optind + set + 2];
 	return x_extract(&o);
 }

@@ -17,10 +17,13 @@ struct x_opts {
 	uint64_t nid;
 	int by_nid;
 	unsigned threads;
-	int force, quiet, no_owner, no_xattrs;
+	int force, quiet, no_owner, no_xattrs, no_sparse;
 	/* ezfs extract only (zero for fsck.erofs --extract) */
 	int keep_going, android;
 	const char *errors, *fs_config, *file_contexts, *mount_point;
+	/* the messages' command (NULL: "extract") and the option that
+	 * extracts into a non-empty directory (NULL: "--force") */
+	const char *cmd, *force_opt;
 };
 int x_extract(const struct x_opts *o);
 
