@@ -6,7 +6,9 @@
 #  (a) extract writes holes where the image has holes or whole blocks of
 #      zeros, --no-sparse writes every byte;
 #  (b) a split sparse set given as simg2img takes it (NAME.0 NAME.1 ...);
-#  (c) fsck.erofs --extract into a non-empty directory names --overwrite.
+#  (c) fsck.erofs --extract into a non-empty directory names --overwrite;
+#  (d) mkfs --tar=f reads every compression export writes (gzip, xz,
+#      zstd) and lzma, told by their first bytes, from a file or a pipe.
 # Files of gigabytes are sparse files here: nothing writes their zeros.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -94,5 +96,40 @@ else
 fi
 t_run cf "$BIN/fsck.erofs" --extract="$TMP/full" --overwrite "$TMP/h.img"
 t_check "(c) ... --overwrite does it" 0
+
+# --- (d) compressed tar input --------------------------------------------
+mkdir -p "$TMP/t/d"
+head -c 300000 /dev/urandom >"$TMP/t/d/rand"
+seq 1 50000 >"$TMP/t/text"
+ln -s d/rand "$TMP/t/sym"
+"$EZFS" mkfs -q "$TMP/t.img" "$TMP/t"
+"$EZFS" ls -lR "$TMP/t.img" / >"$TMP/t.want" 2>&1
+HAVE_EXPORT=1
+"$EZFS" export --help 2>&1 | grep -q "without libarchive" && HAVE_EXPORT=0
+for z in gzip xz zstd; do
+	[ "$HAVE_EXPORT" = 1 ] || break
+	"$EZFS" export -q --compress=$z -o "$TMP/t.$z" "$TMP/t.img"
+	t_run tz "$EZFS" mkfs -q --tar=f "$TMP/tz.img" "$TMP/t.$z"
+	"$EZFS" ls -lR "$TMP/tz.img" / >"$TMP/tz.got" 2>&1
+	t_expect "(d) export --compress=$z | mkfs --tar=f: the same tree" \
+		[ "$RC" = 0 ] && cmp -s "$TMP/t.want" "$TMP/tz.got"
+	t_run tp sh -c "cat '$TMP/t.$z' | '$EZFS' mkfs -q --tar=f '$TMP/tp.img'"
+	t_expect "(d) ... $z from a pipe" [ "$RC" = 0 ]
+done
+tar -C "$TMP/t" -cf "$TMP/t.tar" .
+for c in "gzip -c" "xz -c" "xz --format=lzma -c" "zstd -q -c"; do
+	command -v "${c%% *}" >/dev/null || continue
+	$c "$TMP/t.tar" >"$TMP/t.z"
+	t_run tz "$EZFS" mkfs -q --tar=f "$TMP/tz.img" "$TMP/t.z"
+	t_check "(d) GNU tar | $c | mkfs --tar=f" 0
+	t_run tf "$EZFS" fsck -q "$TMP/tz.img"
+	t_check "(d) ... fsck" 0
+done
+if command -v zstd >/dev/null; then
+	zstd -q -c "$TMP/t.tar" | head -c 20000 >"$TMP/t.cut"
+	t_run tc "$EZFS" mkfs -q --tar=f "$TMP/tc.img" "$TMP/t.cut"
+	t_check "(d) a cut zstd archive: one line, exit 1" 1 stderr "truncated zstd data"
+	t_expect "(d) ... no image left" [ ! -e "$TMP/tc.img" ]
+fi
 
 t_done

@@ -398,7 +398,8 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 	err = ezi_tstream_open(&c.s, path);
 	if (err) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s",
-			    c.s.name ? c.s.name : path, strerror(-err));
+			    c.s.name ? c.s.name : path,
+			    c.s.err ? c.s.err : strerror(-err));
 		ezi_tstream_close(&c.s);
 		return err;
 	}
@@ -406,7 +407,7 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		ezi_bld_log(b, EZFS_LOG_ERROR,
 			    "%s: a tar index needs the plain archive, not a %s "
 			    "one (decompress it first)",
-			    c.s.name, c.s.kind == TAR_GZIP ? "gzip" : "xz");
+			    c.s.name, ezi_tstream_kind(&c.s));
 		ezi_tstream_close(&c.s);
 		return -EINVAL;
 	}

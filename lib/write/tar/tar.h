@@ -12,27 +12,31 @@ struct ezfs_builder;
 
 /* ---- tar_stream.c: the archive bytes, decompressed, in order ---- */
 
-enum { TAR_PLAIN, TAR_GZIP, TAR_XZ };
+enum { TAR_PLAIN, TAR_GZIP, TAR_XZ, TAR_LZMA, TAR_ZSTD };
 
 struct tstream {
 	int fd;
 	bool own_fd;
 	bool seekable;	   /* plain regular file: data read in place */
-	int kind;	   /* TAR_PLAIN / TAR_GZIP / TAR_XZ */
+	int kind;	   /* TAR_PLAIN, TAR_GZIP ... */
 	uint64_t pos;	   /* offset in the (decompressed) archive */
 	uint64_t fsize;	   /* seekable: file size */
 	uint64_t base;	   /* seekable: file offset of the archive */
 	uint8_t *ibuf;	   /* compressed input buffer */
 	size_t ilen, ioff; /* bytes held, next to use */
 	bool ieof;
-	bool zend;	  /* decoder reported the end of the stream */
-	void *z;	  /* z_stream or lzma_stream */
-	const char *name; /* for messages: the path or "stdin" */
-	const char *err;  /* set with -EIO/-EUCLEAN: what went wrong */
+	bool zend;		 /* decoder reported the end of the stream */
+	bool zmid;		 /* zstd: inside a frame */
+	size_t zin_len, zin_pos; /* zstd: input held, used */
+	void *z;		 /* z_stream, lzma_stream or ZSTD_DStream */
+	const char *name;	 /* for messages: the path or "stdin" */
+	const char *err;	 /* set with -EIO/-EUCLEAN: what went wrong */
 };
 
 /* Open path (NULL or "-": standard input) and detect the compression. */
 int ezi_tstream_open(struct tstream *s, const char *path);
+/* The compression's name: "plain", "gzip", "xz", "lzma", "zstd". */
+const char *ezi_tstream_kind(const struct tstream *s);
 /* Read exactly len bytes; returns bytes read (< len only at the end of
  * the archive) or a negative errno (s->err says why for decode errors). */
 ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len);
