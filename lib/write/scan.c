@@ -452,6 +452,7 @@ void ezi_bld_inode_free(struct binode *in)
 	}
 	free(in->xattrs);
 	free(in->symlink);
+	free(in->sparse);
 	free(in->chunkidx);
 	ezi_bld_zfile_free(in->z);
 	free(in->srcpath);
