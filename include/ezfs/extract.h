@@ -178,6 +178,14 @@ struct ezfs_export_result {
 	unsigned damaged;	 /* entries left out, reported */
 	unsigned skipped;	 /* entries the format cannot hold */
 	int complete;		 /* 1: the archive was written to its end */
+	/* Entries holding what the format cannot (also one message line
+	 * at the end, EZFS_LOG_WARN): xattrs and sub-second mtimes dropped
+	 * (gnu, cpio, zip); devices and FIFOs (zip), sockets (all) and
+	 * names that are not UTF-8 (zip) left out; later paths of hard links
+	 * stored as copies (cpio, zip); files with holes written whole
+	 * (gnu, cpio, zip: pax writes sparse members). */
+	uint64_t lost_xattrs, lost_nsec, lost_devices, lost_sockets;
+	uint64_t lost_links, lost_holes, lost_names;
 };
 
 /* The defaults (pax, no filter), with size set. */
@@ -187,8 +195,11 @@ EZFS_API void ezfs_export_opts_init(struct ezfs_export_opts *o);
  * Write the tree of img under o->path as an archive to fd (not closed),
  * through libarchive, loaded when first called (libarchive.so.13).
  * Entries in directory order, each file's data read whole before its
- * header is written (an unreadable file leaves no half entry). o and res
- * may be NULL; res is filled also on error. Returns 0; -EIO when entries
+ * header is written (an unreadable file leaves no half entry); a pax
+ * member of a file with holes (the image's, or whole blocks of zeros) is
+ * sparse. A file too big for the format (cpio: 4 GiB and more) is
+ * refused before anything is written: -EFBIG. o and res may be NULL; res
+ * is filled also on error. Returns 0; -EIO when entries
  * were damaged and left out (EZFS_EXPORT_KEEP_GOING; res->complete says
  * that the archive holds all the rest); -EOPNOTSUPP when libezfs was built
  * without libarchive or it cannot be loaded; -EINVAL (bad arguments, a format

@@ -25,11 +25,14 @@
 	X(archive_entry_set_mtime)                                             \
 	X(archive_entry_set_nlink)                                             \
 	X(archive_entry_set_pathname)                                          \
+	X(archive_entry_set_pathname_utf8)                                     \
 	X(archive_entry_set_rdevmajor)                                         \
 	X(archive_entry_set_rdevminor)                                         \
 	X(archive_entry_set_size)                                              \
 	X(archive_entry_set_symlink)                                           \
+	X(archive_entry_set_symlink_utf8)                                      \
 	X(archive_entry_set_uid)                                               \
+	X(archive_entry_sparse_add_entry)                                      \
 	X(archive_entry_xattr_add_entry)                                       \
 	X(archive_error_string)                                                \
 	X(archive_write_add_filter_gzip)                                       \
@@ -78,6 +81,12 @@ int ezi_archive_dl_load(const char **why);
 #define archive_entry_set_uid	    ezi_archive_dl.archive_entry_set_uid
 #define archive_entry_xattr_add_entry                                          \
 	ezi_archive_dl.archive_entry_xattr_add_entry
+#define archive_entry_set_pathname_utf8                                        \
+	ezi_archive_dl.archive_entry_set_pathname_utf8
+#define archive_entry_set_symlink_utf8                                         \
+	ezi_archive_dl.archive_entry_set_symlink_utf8
+#define archive_entry_sparse_add_entry                                         \
+	ezi_archive_dl.archive_entry_sparse_add_entry
 #define archive_error_string ezi_archive_dl.archive_error_string
 #define archive_write_add_filter_gzip                                          \
 	ezi_archive_dl.archive_write_add_filter_gzip

@@ -6,7 +6,7 @@
  * through ezfs_extract; a non-empty destination is -ENOTEMPTY; the entry
  * callback lists every file as unverified when source_check fails; a set
  * cancel flag stops it; ezfs_export writes a pax archive whose headers and
- * data (parsed here) are the tree's.
+ * data (parsed here) are the tree's, the sparse file a sparse member.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -338,6 +338,10 @@ static void check_archive(const char *path, const char *text)
 		off += (size + 511) & ~511ull;
 	}
 	CHECK(end, "archive: no end-of-archive block");
+	/* the 8 MiB file with one data byte: a sparse member */
+	CHECK(a && len < BIG + (1u << 20) &&
+		      memmem(a, len, "GNU.sparse.realsize=8388608", 27),
+	      "archive: %zu bytes, the sparse file not a sparse member", len);
 	CHECK(big_ok, "archive: a/big.txt with the file's bytes");
 	CHECK(regs == 3 && links == 1 && dirs == 2 && others == 2,
 	      "archive: %u files, %u links, %u dirs, %u others (3, 1, 2, 2)",
