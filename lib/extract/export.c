@@ -23,98 +23,6 @@ void ezfs_export_opts_init(struct ezfs_export_opts *o)
 }
 
 #ifndef EZFS_HAVE_LIBARCHIVE
-/* cpio (newc) sizes are 8 hex digits: the first file of 4 GiB or more
- * under nid (path), reported; -EFBIG, else 0. Errors are left to the
- * export itself. */
-static int cpio_fits(struct ectx *x, uint64_t nid, const char *path,
-		     unsigned depth)
-{
-	struct ezfs_dirent *ents = NULL;
-	struct ezfs_stat st;
-	ezfs_inode *dir;
-	size_t n = 0, i;
-	int ret = 0;
-
-	if (ezfs_stat_nid(x->fs, nid, &st))
-		return 0;
-	if (S_ISREG(st.mode) && st.size > 0xffffffffu) {
-		char q[1024];
-
-		ezfs_quote(path, strlen(path), q, sizeof(q));
-		e_msg(x, EZFS_LOG_ERROR,
-		      "%s: /%s: %llu bytes, more than a cpio member holds "
-		      "(4 GiB - 1); nothing written (pax holds it)",
-		      x->img, q, (unsigned long long)st.size);
-		return -EFBIG;
-	}
-	if (!S_ISDIR(st.mode) || depth > E_MAX_DEPTH ||
-	    ezi_x_nid_add(&x->dirs, nid) <= 0 ||
-	    ezfs_inode_get(x->fs, nid, &dir))
-		return 0;
-	if (!ezfs_readdir_all(dir, &ents, &n)) {
-		for (i = 0; !ret && i < n; i++) {
-			char *child;
-
-			if (ezi_x_is_dots(ents[i].name, ents[i].namelen) ||
-			    asprintf(&child, "%s%s%s", path, *path ? "/" : "",
-				     ents[i].name) < 0)
-				continue;
-			ret = cpio_fits(x, ents[i].nid, child, depth + 1);
-			free(child);
-		}
-	}
-	ezfs_dirents_free(ents, n);
-	ezfs_inode_put(dir);
-	return ret;
-}
-
-/* One line: what the format could not hold, and how many entries lost
- * it. */
-static void summary(struct ectx *x)
-{
-	static const char *const fmts[] = { "pax", "gnu", "cpio", "zip" };
-	const struct {
-		uint64_t n;
-		const char *what, *unit, *how;
-		int pax; /* pax holds it */
-	} l[] = {
-		{ x->lost.xattrs, "xattrs", "entr", "", 1 },
-		{ x->lost.nsec, "sub-second mtimes", "entr", "", 1 },
-		{ x->lost.devices, "devices and FIFOs", "entr", ", left out",
-		  1 },
-		{ x->lost.sockets, "sockets", "entr", ", left out", 0 },
-		{ x->lost.links, "hard links", "entr", ", stored as copies",
-		  1 },
-		{ x->lost.holes, "holes", "file", ", written as zeros", 1 },
-		{ x->lost.names, "names that are not UTF-8", "entr",
-		  ", left out", 1 },
-	};
-	char line[1024];
-	size_t len = 0, i;
-	int pax_keeps = 0;
-
-	for (i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
-		int entr = l[i].unit[0] == 'e';
-
-		if (!l[i].n || len >= sizeof(line))
-			continue;
-		len += (size_t)snprintf(line + len, sizeof(line) - len,
-					"%s%s (%llu %s%s%s)", len ? ", " : "",
-					l[i].what, (unsigned long long)l[i].n,
-					l[i].unit,
-					entr ? (l[i].n == 1 ? "y" : "ies")
-					     : (l[i].n == 1 ? "" : "s"),
-					l[i].how);
-		pax_keeps |= l[i].pax;
-	}
-	if (len)
-		e_msg(x, EZFS_LOG_WARN, "%s: what %s cannot hold: %s%s", x->img,
-		      fmts[x->format], line,
-		      pax_keeps && x->format != EZFS_EXPORT_PAX
-			      ? "; pax keeps them"
-			      : "");
-}
-
 int ezfs_export(ezfs_image *img, int fd, const struct ezfs_export_opts *o,
 		struct ezfs_export_result *res)
 {
@@ -156,14 +64,8 @@ struct ectx {
 
 static void e_progress(struct ectx *x, int force)
 {
-	double now;
-
-	if (!x->o->progress)
+	if (!x->o->progress || !ezi_x_progress_due(&x->last_progress, force))
 		return;
-	now = ezi_x_now();
-	if (!force && now - x->last_progress < 0.1)
-		return;
-	x->last_progress = now;
 	x->prog.bytes = x->bytes;
 	x->prog.entries = x->entries;
 	x->o->progress(x->o->arg, &x->prog);
@@ -244,19 +146,6 @@ static void edata_free(struct edata *d)
 	memset(d, 0, sizeof(*d));
 }
 
-static int all_zero(const char *b, size_t n)
-{
-	static const char z[64];
-
-	while (n >= 64) {
-		if (memcmp(b, z, 64))
-			return 0;
-		b += 64;
-		n -= 64;
-	}
-	return !n || !memcmp(b, z, n);
-}
-
 /* Keep data [off, off + n) of the file: its run, its bytes. */
 static int keep(struct edata *d, const char *src, uint64_t off, size_t n)
 {
@@ -304,7 +193,8 @@ static int read_data(struct ectx *x, ezfs_inode *ino, uint64_t size,
 
 			if (next > end)
 				next = end;
-			if (all_zero(p + (at - woff), (size_t)(next - at)))
+			if (ezi_x_all_zero(p + (at - woff),
+					   (size_t)(next - at)))
 				d->holes = 1;
 			else
 				err = keep(d, p + (at - woff), at,
@@ -682,16 +572,7 @@ static int walk(struct ectx *x, ezfs_inode *dir, const char *path,
 	size_t n = 0, i;
 	int ret;
 
-	if (x->keep_going) {
-		struct ezfs_stat dst;
-		unsigned nbad;
-
-		ezfs_inode_stat(dir, &dst);
-		ret = ezi_x_readdir_tolerant(x->fs, dir, dst.size, &ents, &n,
-					     &nbad);
-	} else {
-		ret = ezfs_readdir_all(dir, &ents, &n);
-	}
+	ret = ezi_x_readdir(x->fs, dir, x->keep_going, &ents, &n);
 	if (ret < 0) {
 		e_error(x, path, "reading the directory", ret);
 		/* --keep-going: the entries of its other blocks go on */
@@ -880,14 +761,8 @@ int ezfs_export(ezfs_image *img, int fd, const struct ezfs_export_opts *o,
 	if (res)
 		memset(res, 0, sizeof(*res));
 	ezfs_export_opts_init(&given);
-	if (o) {
-		/* an older caller's struct is a prefix of ours */
-		if (!o->size || o->size > sizeof(given))
-			return -EINVAL;
-		memcpy(&given, o, o->size);
-	}
-	if (!img || fd < 0 || given.format < EZFS_EXPORT_PAX ||
-	    given.format > EZFS_EXPORT_ZIP ||
+	if (ezi_x_opts_copy(&given, sizeof(given), o) || !img || fd < 0 ||
+	    given.format < EZFS_EXPORT_PAX || given.format > EZFS_EXPORT_ZIP ||
 	    given.filter < EZFS_EXPORT_PLAIN ||
 	    given.filter > EZFS_EXPORT_ZSTD ||
 	    (given.filter && given.format == EZFS_EXPORT_ZIP))

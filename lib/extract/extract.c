@@ -223,16 +223,7 @@ static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
 
 	/* entries before a read error are checked as if read one by one;
 	 * with --keep-going, those after a damaged block too */
-	if (x->keep_going) {
-		struct ezfs_stat dst;
-		unsigned nbad;
-
-		ezfs_inode_stat(dir, &dst);
-		ret = ezi_x_readdir_tolerant(x->fs, dir, dst.size, &ents, &n,
-					     &nbad);
-	} else {
-		ret = ezfs_readdir_all(dir, &ents, &n);
-	}
+	ret = ezi_x_readdir(x->fs, dir, x->keep_going, &ents, &n);
 	if (bad_name(ents, n, bad, sizeof(bad))) {
 		char what[900];
 
@@ -478,13 +469,8 @@ int ezfs_extract(ezfs_image *img, const char *dest,
 	if (res)
 		memset(res, 0, sizeof(*res));
 	ezfs_extract_opts_init(&given);
-	if (o) {
-		/* an older caller's struct is a prefix of ours */
-		if (!o->size || o->size > sizeof(given))
-			return -EINVAL;
-		memcpy(&given, o, o->size);
-	}
-	if (!img || !dest || !*dest)
+	if (ezi_x_opts_copy(&given, sizeof(given), o) || !img || !dest ||
+	    !*dest)
 		return -EINVAL;
 	memset(&x, 0, sizeof(x));
 	memset(&w, 0, sizeof(w));

@@ -266,19 +266,6 @@ void ezi_x_job_free(struct xjob *job)
 	free(job);
 }
 
-static int all_zero(const char *b, size_t n)
-{
-	static const char z[64];
-
-	while (n >= 64) {
-		if (memcmp(b, z, 64))
-			return 0;
-		b += 64;
-		n -= 64;
-	}
-	return !n || !memcmp(b, z, n);
-}
-
 /* Write n bytes at off as they are; 0 or -errno (reported). */
 static int write_all(struct xctx *x, struct xjob *j, const char *buf, size_t n,
 		     uint64_t off)
@@ -320,7 +307,7 @@ static int write_piece(struct xctx *x, struct xjob *j, const char *buf,
 
 		if (next > end)
 			next = end;
-		if (all_zero(buf + (at - off), (size_t)(next - at))) {
+		if (ezi_x_all_zero(buf + (at - off), (size_t)(next - at))) {
 			if (run < at) {
 				ret = write_all(x, j, buf + (run - off),
 						(size_t)(at - run), run);

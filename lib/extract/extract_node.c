@@ -13,14 +13,8 @@
 
 void ezi_x_progress(struct xctx *x, int force)
 {
-	double now;
-
-	if (!x->o->progress)
+	if (!x->o->progress || !ezi_x_progress_due(&x->last_progress, force))
 		return;
-	now = ezi_x_now();
-	if (!force && now - x->last_progress < 0.1)
-		return;
-	x->last_progress = now;
 	x->prog.bytes = __atomic_load_n(&x->bytes_done, __ATOMIC_RELAXED);
 	x->prog.entries = __atomic_load_n(&x->entries_done, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&x->cblock);

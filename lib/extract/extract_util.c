@@ -139,8 +139,8 @@ static int tolerant_cb(void *arg, const char *name, size_t namelen,
 	return 0;
 }
 
-int ezi_x_readdir_tolerant(ezfs_image *fs, ezfs_inode *dir, uint64_t size,
-			   struct ezfs_dirent **out, size_t *n, unsigned *bad)
+static int readdir_tolerant(ezfs_image *fs, ezfs_inode *dir, uint64_t size,
+			    struct ezfs_dirent **out, size_t *n, unsigned *bad)
 {
 	struct ezfs_sb_info si;
 	struct tolerant t = { .v = NULL };
@@ -166,4 +166,53 @@ int ezi_x_readdir_tolerant(ezfs_image *fs, ezfs_inode *dir, uint64_t size,
 	*out = t.v;
 	*n = t.n;
 	return err ? err : first;
+}
+
+int ezi_x_readdir(ezfs_image *fs, ezfs_inode *dir, int tolerant,
+		  struct ezfs_dirent **out, size_t *n)
+{
+	struct ezfs_stat st;
+	unsigned bad;
+
+	if (!tolerant)
+		return ezfs_readdir_all(dir, out, n);
+	ezfs_inode_stat(dir, &st);
+	return readdir_tolerant(fs, dir, st.size, out, n, &bad);
+}
+
+int ezi_x_all_zero(const char *b, size_t n)
+{
+	static const char z[64];
+
+	while (n >= 64) {
+		if (memcmp(b, z, 64))
+			return 0;
+		b += 64;
+		n -= 64;
+	}
+	return !n || !memcmp(b, z, n);
+}
+
+int ezi_x_progress_due(double *last, int force)
+{
+	double now = ezi_x_now();
+
+	if (!force && now - *last < 0.1)
+		return 0;
+	*last = now;
+	return 1;
+}
+
+int ezi_x_opts_copy(void *dst, size_t dsize, const void *src)
+{
+	size_t size;
+
+	if (!src)
+		return 0;
+	memcpy(&size, src, sizeof(size));
+	/* an older caller's struct is a prefix of ours */
+	if (!size || size > dsize)
+		return -EINVAL;
+	memcpy(dst, src, size);
+	return 0;
 }

@@ -120,11 +120,18 @@ void ezi_x_totals(ezfs_image *fs, uint64_t nid, uint64_t *bytes,
 int ezi_x_is_dots(const char *name, size_t namelen);
 /* Seconds on the monotonic clock. */
 double ezi_x_now(void);
-/* A directory's entries, its damaged blocks skipped (each counted in
- * *bad): 0, the first block's error (the entries of the other blocks read
- * all the same), or -ENOMEM. Free with ezfs_dirents_free. */
-int ezi_x_readdir_tolerant(ezfs_image *fs, ezfs_inode *dir, uint64_t size,
-			   struct ezfs_dirent **out, size_t *n, unsigned *bad);
+/* A directory's entries ("." and ".." too); tolerant: its damaged blocks
+ * skipped, the entries of the others read all the same (returning the
+ * first block's error). Free with ezfs_dirents_free. */
+int ezi_x_readdir(ezfs_image *fs, ezfs_inode *dir, int tolerant,
+		  struct ezfs_dirent **out, size_t *n);
+/* Are the n bytes at b all zero? */
+int ezi_x_all_zero(const char *b, size_t n);
+/* Time for a progress report (0.1 s since *last, or force)? Updates it. */
+int ezi_x_progress_due(double *last, int force);
+/* Copy an options struct whose first field is its size (src NULL: dst
+ * stays the defaults); -EINVAL for a size 0 or from the future. */
+int ezi_x_opts_copy(void *dst, size_t dsize, const void *src);
 
 /* ---- extraction ---- */
 

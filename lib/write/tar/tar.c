@@ -101,6 +101,17 @@ static bool excluded(struct tctx *c, char **comp, int n)
 	return false;
 }
 
+/* One 512-byte block of the archive: 0, or an error (reported). */
+static int read_block(struct tctx *c, uint8_t blk[512])
+{
+	ssize_t n = ezi_tstream_read(&c->s, blk, 512);
+
+	if (n < 0)
+		return ezi_tar_err(c, (int)n, "%s",
+				   c->s.err ? c->s.err : strerror((int)-n));
+	return n < 512 ? ezi_tar_err(c, -EPIPE, "truncated archive") : 0;
+}
+
 /* The runs of a GNU 'S' member's extension blocks (21 a block, then the
  * flag of one more), read from the archive after its header. */
 static int sparse_ext(struct tctx *c, struct tentry *e)
@@ -110,14 +121,10 @@ static int sparse_ext(struct tctx *c, struct tentry *e)
 	unsigned i;
 
 	while (more) {
-		ssize_t n = ezi_tstream_read(&c->s, blk, sizeof(blk));
+		int err = read_block(c, blk);
 
-		if (n < 0)
-			return ezi_tar_err(c, (int)n, "%s",
-					   c->s.err ? c->s.err
-						    : strerror((int)-n));
-		if (n < (ssize_t)sizeof(blk))
-			return ezi_tar_err(c, -EPIPE, "truncated archive");
+		if (err)
+			return err;
 		for (i = 0; i < 21 && blk[i * 24]; i++) {
 			int64_t off, len;
 
@@ -142,22 +149,16 @@ static int sparse_inmap(struct tctx *c, struct tentry *e)
 {
 	uint64_t want = 0, got = 0, num = 0, used = 0;
 	bool in_num = false;
-	char blk[512];
+	uint8_t blk[512];
 	size_t i;
 	int err = 0;
 
 	while (!err && (!want || got < want)) {
-		ssize_t n;
-
 		if (used + 512 > e->size || used + 512 > MAX_META)
 			return ezi_tar_err(c, -EUCLEAN, "bad sparse map");
-		n = ezi_tstream_read(&c->s, blk, sizeof(blk));
-		if (n < 0)
-			return ezi_tar_err(c, (int)n, "%s",
-					   c->s.err ? c->s.err
-						    : strerror((int)-n));
-		if (n < (ssize_t)sizeof(blk))
-			return ezi_tar_err(c, -EPIPE, "truncated archive");
+		err = read_block(c, blk);
+		if (err)
+			return err;
 		used += 512;
 		/* the numbers in this block, each ended by a newline (one
 		 * may go on in the next block) */
