@@ -215,7 +215,8 @@ int ezi_x_dir_phase(struct walker *w)
 	struct xctx *x = w->x;
 	size_t i;
 
-	qsort(w->dirs, w->ndirs, sizeof(*w->dirs), cmp_depth);
+	if (w->ndirs)
+		qsort(w->dirs, w->ndirs, sizeof(*w->dirs), cmp_depth);
 	for (i = 0; i < w->ndirs; i++) {
 		const struct xdir *d = &w->dirs[i];
 		struct timespec ts[2];
