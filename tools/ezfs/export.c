@@ -39,7 +39,8 @@ static void usage(FILE *f)
 		"archive to stdout or FILE: contents, modes, owners, "
 		"nanosecond\n"
 		"mtimes, xattrs (pax: SCHILY.xattr), hard links, symlinks,\n"
-		"devices and FIFOs. No root needed.\n"
+		"devices and FIFOs; files with holes as pax sparse members.\n"
+		"No root needed.\n"
 		"  -o, --output FILE  the archive's file (made whole or not at "
 		"all)\n"
 		"  --format FMT       pax (default), gnu, cpio or zip\n"
@@ -51,22 +52,46 @@ static void usage(FILE *f)
 		"archived\n"
 		"                     (exit 1)\n"
 		"  --errors FILE      the damaged paths, one a line\n"
-		"  -q, --quiet        no notes on skipped sockets\n"
-		"A tar holds no sockets: they are left out with a "
-		"note.\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
+		"  -q, --quiet        no progress bar, no note on each entry "
+		"the\n"
+		"                     format cannot hold\n"
+		"One line says what the format could not hold (xattrs, "
+		"sub-second\n"
+		"mtimes, devices, sockets, hard links, holes) and for how "
+		"many\n"
+		"entries; a file of 4 GiB or more is refused by cpio before\n"
+		"anything is written.\n" CLI_ENGINE_HELP CLI_IMAGE_HELP);
 }
+
+/* The command's side of one export: progress bar, --errors FILE. */
+struct ecli {
+	struct cli_progress prog;
+	FILE *errs;
+};
 
 static void e_message(void *arg, int level, const char *line)
 {
+	struct ecli *c = arg;
+
+	cli_progress_clear(&c->prog);
 	cli_error(E_CMD, "%s", line);
+}
+
+static void e_progress(void *arg, const struct ezfs_extract_progress *p)
+{
+	struct ecli *c = arg;
+
+	c->prog.total_bytes = p->total_bytes;
+	c->prog.total_items = p->total_entries;
+	cli_progress_update(&c->prog, p->bytes, p->entries, 0);
 }
 
 static void e_entry(void *arg, const char *path, int problem, int err)
 {
-	FILE *errs = arg;
+	struct ecli *c = arg;
 
-	if (errs)
-		fprintf(errs, "%s\n", *path ? path : ".");
+	if (c->errs)
+		fprintf(c->errs, "%s\n", *path ? path : ".");
 }
 
 int cmd_export(int argc, char **argv)
@@ -90,15 +115,15 @@ int cmd_export(int argc, char **argv)
 	const char *fmt = "pax", *comp = NULL, *errors = NULL, *out = NULL;
 	const char *img;
 	char *tmp = NULL;
-	FILE *errs = NULL;
+	struct ecli c = { .errs = NULL };
 	ezfs_image *fs = NULL;
-	int c, ret, fd = -1, rc = 1;
+	int opt, ret, fd = -1, rc = 1;
 
 	ezfs_export_opts_init(&eo);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":o:zJqh", opts, NULL)) != -1) {
-		switch (c) {
+	while ((opt = getopt_long(argc, argv, ":o:zJqh", opts, NULL)) != -1) {
+		switch (opt) {
 		case 'o':
 			out = optarg;
 			break;
@@ -124,7 +149,7 @@ int cmd_export(int argc, char **argv)
 			eo.flags |= EZFS_EXPORT_QUIET;
 			break;
 		default:
-			ret = cli_opt_other(E_CMD, c, argv, usage);
+			ret = cli_opt_other(E_CMD, opt, argv, usage);
 			if (ret >= 0)
 				return ret;
 		}
@@ -166,7 +191,7 @@ int cmd_export(int argc, char **argv)
 	lg.max = 20;
 	if (cli_open(E_CMD, img, &lg, &fs) < 0)
 		return 1;
-	if (errors && !(errs = fopen(errors, "w"))) {
+	if (errors && !(c.errs = fopen(errors, "w"))) {
 		cli_error(E_CMD, "%s: %s", errors, strerror(errno));
 		goto out;
 	}
@@ -194,8 +219,16 @@ int cmd_export(int argc, char **argv)
 	eo.output_name = out;
 	eo.message = e_message;
 	eo.entry = e_entry;
-	eo.arg = errs;
+	eo.arg = &c;
+	cli_progress_init(&c.prog, eo.flags & EZFS_EXPORT_QUIET, E_CMD,
+			  "entries", 0, 0);
+	if (c.prog.on)
+		eo.progress = e_progress;
 	ret = ezfs_export(fs, out ? fd : STDOUT_FILENO, &eo, &res);
+	if (res.complete)
+		cli_progress_end(&c.prog, res.bytes, res.entries);
+	else
+		cli_progress_clear(&c.prog);
 	/* entries left out (reported): the archive is whole all the same */
 	if (!res.complete)
 		goto out;
@@ -213,7 +246,7 @@ int cmd_export(int argc, char **argv)
 	tmp = NULL;
 	rc = ret < 0;
 out:
-	if (errs && fclose(errs) && !rc) {
+	if (c.errs && fclose(c.errs) && !rc) {
 		cli_error(E_CMD, "%s: %s", errors, strerror(errno));
 		rc = 1;
 	}
