@@ -22,7 +22,8 @@
 
 #include "write/tar/tar.h"
 
-#define IBUF (128u << 10)
+#define IBUF	      (128u << 10)
+#define LZMA_MEMLIMIT (512ull << 20) /* xz -9 needs 65 MiB */
 
 /* Refill the input buffer from fd (unread input must be consumed). */
 static int fill(struct tstream *s)
@@ -54,7 +55,7 @@ const char *ezi_tstream_kind(const struct tstream *s)
 /*
  * The header of a legacy .lzma file (LZMA_Alone): a properties byte
  * (lc, lp, pb: under 225), a dictionary size of 2^n or 2^n + 2^(n-1)
- * bytes (or all ones), and the uncompressed size, unknown (all ones) or under
+ * bytes, and the uncompressed size, unknown (all ones) or under
  * 2^48; it has no magic, and a tar header (a name first) does not look so.
  */
 static bool is_lzma(const uint8_t *p, size_t n)
@@ -74,7 +75,7 @@ static bool is_lzma(const uint8_t *p, size_t n)
 	for (i = 12; i < 32; i++)
 		if (d == 1u << i || d == (1u << i) + (1u << (i - 1)))
 			return true;
-	return d == UINT32_MAX;
+	return false;
 }
 
 /* A decoder for the input's kind (s->kind set), its first bytes given. */
@@ -99,9 +100,10 @@ static int decoder_init(struct tstream *s)
 		if (!x)
 			return -ENOMEM;
 		*x = (lzma_stream)LZMA_STREAM_INIT;
-		r = s->kind == TAR_XZ ? lzma_stream_decoder(x, UINT64_MAX,
+		/* a dictionary from the input is memory: bounded */
+		r = s->kind == TAR_XZ ? lzma_stream_decoder(x, LZMA_MEMLIMIT,
 							    LZMA_CONCATENATED)
-				      : lzma_alone_decoder(x, UINT64_MAX);
+				      : lzma_alone_decoder(x, LZMA_MEMLIMIT);
 		if (r != LZMA_OK) {
 			free(x);
 			return -ENOMEM;
@@ -291,6 +293,9 @@ static ssize_t read_xz(struct tstream *s, uint8_t *buf, size_t len)
 			s->err = s->kind == TAR_LZMA ? "truncated lzma data"
 						     : "truncated xz data";
 			return -EUCLEAN;
+		} else if (r == LZMA_MEMLIMIT_ERROR) {
+			s->err = "its dictionary needs more than 512 MiB";
+			return -EFBIG;
 		} else if (r != LZMA_OK) {
 			s->err = r == LZMA_MEM_ERROR   ? "out of memory"
 				 : s->kind == TAR_LZMA ? "corrupt lzma data"
