@@ -156,8 +156,8 @@ int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 		what = "shrank";
 	else if (st.st_ino != in->ino || st.st_dev != in->dev)
 		what = "was replaced";
-	else if ((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
-		 in->src_mtime_ns)
+	else if ((int64_t)((uint64_t)st.st_mtim.tv_sec * 1000000000u +
+			   (uint64_t)st.st_mtim.tv_nsec) != in->src_mtime_ns)
 		what = "changed";
 	else
 		return 0;
