@@ -408,6 +408,36 @@ EZFS_API ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len,
 			    uint64_t off);
 
 /*
+ * A front-to-back read of [off, end) of a file in windows, for callers
+ * that pass the bytes on (extract, cat, a data check). With the image's
+ * dispatch queue or per-CPU workers and a compressed range over 4 MiB, two
+ * reader threads of the stream keep two windows of whole extents decoding
+ * ahead while the caller uses the last one; otherwise each window (4 MiB
+ * at most) is read on the caller's thread when asked for.
+ * flags: EZFS_STREAM_HOLES: a hole (ezfs_hole_end) comes as a window
+ * without data instead of zeros.
+ * ezfs_stream_open returns 0 with *out set, -EINVAL (unknown flags) or
+ * -ENOMEM. ino must stay valid until ezfs_stream_close, which accepts NULL
+ * and stops the readers. One thread at a time per stream; any number of
+ * streams on one image.
+ */
+typedef struct ezfs_stream ezfs_stream;
+#define EZFS_STREAM_HOLES 1u
+EZFS_API int ezfs_stream_open(ezfs_inode *ino, uint64_t off, uint64_t end,
+			      unsigned flags, ezfs_stream **out);
+/*
+ * The next window, in file order: 1 with *len bytes at file offset *off in
+ * *data (NULL: a hole), valid until the next call; 0 at the end; or a
+ * negative errno, read errors: the read at *off failed, and no window
+ * follows. A window that starts past the end of the one before (or a 0
+ * before end) means that the data ended there: the caller reports a short
+ * file.
+ */
+EZFS_API int ezfs_stream_next(ezfs_stream *s, const void **data, uint64_t *off,
+			      size_t *len);
+EZFS_API void ezfs_stream_close(ezfs_stream *s);
+
+/*
  * Decoded bytes of a compressed file without a copy: the encoded extent
  * holding off, decoded into the decoded-pcluster cache (or found there) and
  * held there until ezfs_ref_put. data[0] is the byte at file offset

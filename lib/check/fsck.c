@@ -20,7 +20,6 @@
 #define EUCLEAN 117
 #endif
 
-#define FSCK_CHUNK	     (4u << 20) /* data read size */
 #define FSCK_PROGRESS_INODES 64
 #define FSCK_PROGRESS_BYTES  (64ull << 20)
 /* limits of EROFS and of the Linux VFS that reads it */
@@ -72,8 +71,6 @@ struct fsck {
 	/* data checks on workers (util/pool.h) */
 	struct ezi_pool *pool;
 	unsigned nthreads;
-	char **wbuf; /* one per worker, allocated there */
-	char *buf;   /* inline data checks (no threads) */
 };
 
 static void problem(struct fsck *f, uint64_t nid, const char *path,
@@ -285,148 +282,42 @@ static void check_extents(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 }
 
 /*
- * Decoding on the dispatcher's workers (queue, percpu), a read of whole
- * extents hands them all over at once, where one that ends inside an
- * extent decodes that one on this thread, into the pcluster cache, before
- * the others start: the read from off is cut back to the start of the
- * extent it would end in, unless that is its first one.
+ * Decode every byte of a regular file, in the windows of ezfs_stream
+ * (decoded ahead by its readers with the dispatcher's workers), holes
+ * skipped: a sparse 1 PiB file is not a petabyte of zeros to decode.
  */
-static size_t aligned_read(ezfs_inode *ino, uint64_t off, uint64_t size,
-			   size_t want)
+static void check_data(struct fsck *f, struct djob *j)
 {
-	struct ezfs_extent e;
+	uint64_t pos = 0, off = 0, pending = 0;
+	ezfs_stream *s;
+	const void *data;
+	size_t len;
+	int ret;
 
-	if (off + want < size && !ezfs_map(ino, off + want - 1, &e) &&
-	    (e.flags & EZFS_EXTENT_ENCODED) && e.la > off &&
-	    e.la + e.llen > off + want)
-		return (size_t)(e.la - off);
-	return want;
-}
-
-/*
- * The data of one file, read in windows that one or two threads claim in
- * turn and commit in file order (progress, the first problem), so that
- * the outcome is the one of a plain front-to-back read.
- */
-struct dread {
-	struct fsck *f;
-	struct djob *j;
-	bool aligned; /* cut windows back to extent boundaries */
-	pthread_mutex_t lock;
-	pthread_cond_t turn;
-	uint64_t next;	  /* the next window's start */
-	uint64_t claimed; /* windows claimed */
-	uint64_t commit;  /* the window whose turn it is to commit */
-	uint64_t done;	  /* committed up to here */
-	uint64_t pending; /* bytes not yet counted in the progress */
-	bool stop;	  /* a problem was found */
-	char *hbuf;	  /* the helper's buffer */
-};
-
-/* Count window [off, off + len) read (n: what the read gave); r->lock. */
-static void dread_commit(struct dread *r, uint64_t off, size_t want, ssize_t n,
-			 bool hole)
-{
-	struct djob *j = r->j;
-
-	if (hole) {
-		r->pending += want;
-	} else if (n < 0) {
-		problem(r->f, j->nid, j->path,
-			"reading data at %" PRIu64 ": %s", off,
-			err_str((int)n));
-	} else {
-		r->pending += (uint64_t)n;
-		if ((size_t)n < want)
-			problem(r->f, j->nid, j->path,
-				"data ends at %" PRIu64 ", size %" PRIu64,
-				off + (uint64_t)n, j->size);
-	}
-	if (n < 0 || (!hole && (size_t)n < want)) {
-		r->stop = true;
+	check_extents(f, j->ino, j->nid, j->size, j->path);
+	ret = ezfs_stream_open(j->ino, 0, j->size, EZFS_STREAM_HOLES, &s);
+	if (ret < 0) {
+		problem(f, j->nid, j->path, "data check: %s", err_str(ret));
 		return;
 	}
-	r->done = off + want;
-	if (r->pending >= FSCK_PROGRESS_BYTES / 4) {
-		progress(r->f, 0, r->pending);
-		r->pending = 0;
+	while ((ret = ezfs_stream_next(s, &data, &off, &len)) > 0 &&
+	       off == pos) {
+		pos += len;
+		pending += len;
+		if (pending >= FSCK_PROGRESS_BYTES / 4) {
+			progress(f, 0, pending);
+			pending = 0;
+		}
 	}
-}
-
-static void dread_run(struct dread *r, char *buf)
-{
-	struct djob *j = r->j;
-
-	pthread_mutex_lock(&r->lock);
-	while (!r->stop && r->next < j->size) {
-		uint64_t off = r->next, my = r->claimed++;
-		/* a hole holds no data to check: a sparse 1 PiB file is
-		 * not a petabyte of zeros to decode */
-		uint64_t hole = ezfs_hole_end(j->ino, off, j->size);
-		size_t want = j->size - off < FSCK_CHUNK
-				      ? (size_t)(j->size - off)
-				      : FSCK_CHUNK;
-		ssize_t n = 0;
-
-		if (hole > off)
-			want = (size_t)(hole - off);
-		else if (r->aligned)
-			want = aligned_read(j->ino, off, j->size, want);
-		r->next = off + want;
-		pthread_mutex_unlock(&r->lock);
-		if (hole <= off)
-			n = ezfs_pread(j->ino, buf, want, off);
-		pthread_mutex_lock(&r->lock);
-		while (r->commit != my)
-			pthread_cond_wait(&r->turn, &r->lock);
-		if (!r->stop)
-			dread_commit(r, off, want, n, hole > off);
-		r->commit++;
-		pthread_cond_broadcast(&r->turn);
-	}
-	pthread_mutex_unlock(&r->lock);
-}
-
-static void *dread_helper(void *arg)
-{
-	struct dread *r = arg;
-
-	dread_run(r, r->hbuf);
-	return NULL;
-}
-
-/*
- * Decode every byte of a regular file. With the dispatcher's workers
- * (queue, percpu), a large file is read by this thread and a helper, so
- * that one window's extents are queued while the other's finish.
- */
-static void check_data(struct fsck *f, struct djob *j, char *buf)
-{
-	struct ezfs_dispatch_info di;
-	struct dread r;
-	pthread_t helper;
-	bool two = false;
-
-	memset(&r, 0, sizeof(r));
-	r.f = f;
-	r.j = j;
-	r.aligned = !ezfs_image_dispatch_info(f->img, &di) &&
-		    di.mode != EZFS_DISPATCH_INLINE && di.workers > 1;
-	pthread_mutex_init(&r.lock, NULL);
-	pthread_cond_init(&r.turn, NULL);
-	check_extents(f, j->ino, j->nid, j->size, j->path);
-	if (r.aligned && j->size > 2 * (uint64_t)FSCK_CHUNK) {
-		r.hbuf = malloc(FSCK_CHUNK);
-		two = r.hbuf &&
-		      !pthread_create(&helper, NULL, dread_helper, &r);
-	}
-	dread_run(&r, buf);
-	if (two)
-		pthread_join(helper, NULL);
-	free(r.hbuf);
-	pthread_mutex_destroy(&r.lock);
-	pthread_cond_destroy(&r.turn);
-	if (!r.stop && r.done >= j->size) {
+	ezfs_stream_close(s);
+	if (ret < 0) {
+		problem(f, j->nid, j->path, "reading data at %" PRIu64 ": %s",
+			off, err_str(ret));
+	} else if (pos < j->size) {
+		problem(f, j->nid, j->path,
+			"data ends at %" PRIu64 ", size %" PRIu64, pos,
+			j->size);
+	} else {
 		char c;
 		ssize_t n = ezfs_pread(j->ino, &c, 1, j->size);
 
@@ -434,7 +325,7 @@ static void check_data(struct fsck *f, struct djob *j, char *buf)
 			problem(f, j->nid, j->path, "read at EOF returned %zd",
 				n);
 	}
-	progress(f, 0, r.pending);
+	progress(f, 0, pending);
 }
 
 static void djob_free(struct djob *j)
@@ -447,15 +338,8 @@ static void djob_free(struct djob *j)
 static void data_job(void *arg)
 {
 	struct djob *j = arg;
-	struct fsck *f = j->f;
-	char **buf = &f->wbuf[ezi_pool_self()];
 
-	if (!*buf)
-		*buf = malloc(FSCK_CHUNK);
-	if (*buf)
-		check_data(f, j, *buf);
-	else
-		problem(f, j->nid, j->path, "data check: %s", err_str(-ENOMEM));
+	check_data(j->f, j);
 	djob_free(j);
 }
 
@@ -467,7 +351,7 @@ static void submit_data(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 
 	if (j)
 		j->path = strdup(path);
-	if (!j || !j->path || (!f->nthreads && !f->buf)) {
+	if (!j || !j->path) {
 		problem(f, nid, path, "data check: %s", err_str(-ENOMEM));
 		ezfs_inode_put(ino);
 		if (j)
@@ -480,11 +364,7 @@ static void submit_data(struct fsck *f, ezfs_inode *ino, uint64_t nid,
 	j->nid = nid;
 	j->size = size;
 	if (!f->nthreads || ezi_pool_submit(f->pool, data_job, j)) {
-		if (f->buf)
-			check_data(f, j, f->buf);
-		else
-			problem(f, nid, path, "data check: %s",
-				err_str(-ENOMEM));
+		check_data(f, j);
 		djob_free(j);
 	}
 }
@@ -821,9 +701,6 @@ static void start_threads(struct fsck *f, unsigned n)
 {
 	if (n <= 1)
 		return;
-	f->wbuf = calloc(n, sizeof(*f->wbuf));
-	if (!f->wbuf)
-		return;
 	/* bounded: the walk waits for the checks (memory) */
 	f->pool = ezi_pool_new(n, n * 8 + 16, NULL);
 	f->nthreads = ezi_pool_threads(f->pool);
@@ -832,16 +709,11 @@ static void start_threads(struct fsck *f, unsigned n)
 /* Run every data check queued, then join the workers. */
 static void stop_threads(struct fsck *f)
 {
-	unsigned i;
-
 	if (f->pool) {
 		ezi_pool_wait(f->pool);
 		ezi_pool_destroy(f->pool);
 		f->pool = NULL;
 	}
-	for (i = 0; i < f->nthreads; i++)
-		free(f->wbuf[i]);
-	free(f->wbuf);
 }
 
 void ezfs_fsck_params_init(struct ezfs_fsck_params *p)
@@ -897,8 +769,6 @@ int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 	}
 	if (!f.p->skip_data)
 		start_threads(&f, f.p->threads);
-	if (!f.nthreads && !f.p->skip_data)
-		f.buf = malloc(FSCK_CHUNK);
 	nd = node_get(&f, rnid, &added);
 	if (!nd || push_dir(&f, rnid, rnid, strdup("/")) < 0 ||
 	    !f.stack.v[0].path) {
@@ -934,7 +804,6 @@ out:
 		free(f.nodes.v[i].path);
 	ezi_vec_free(&f.nodes);
 	ezi_hash_free(&f.nidx);
-	free(f.buf);
 	pthread_mutex_destroy(&f.lock);
 	if (ret < 0)
 		return ret;

@@ -79,10 +79,20 @@ struct bzfile {
 			     * stored per extent; NULL: whole blocks */
 };
 
+/* A run of data of a sparse tar member: file bytes [off, off + len) are
+ * stored at dataoff + at; the bytes between runs read as zeros. */
+struct bsparse {
+	uint64_t off, len, at;
+};
+
 struct binode {
 	char *srcpath;	  /* source path, for reading the data */
 	uint64_t dataoff; /* tar source: data offset in b->datafd (tar
 			   * index: in the archive) */
+	/* tar source: the runs of a sparse member in file order (NULL: all
+	 * of it stored) */
+	struct bsparse *sparse;
+	uint32_t nsparse;
 	uint32_t mode;
 	uint32_t uid, gid;
 	int64_t mtime;
@@ -288,6 +298,11 @@ struct bsrc {
 	int fd;
 	bool own;	    /* close fd when done */
 	uint64_t base, len; /* reads are clamped to [0, len) */
+	/* a sparse member: fd is -1 (no one range to copy), its runs are in
+	 * sfd */
+	int sfd;
+	const struct bsparse *sparse;
+	uint32_t nsparse;
 };
 int ezi_bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 		     struct bsrc *s);

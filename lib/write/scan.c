@@ -170,8 +170,10 @@ void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 	}
 	in->dev = st->st_dev;
 	in->ino = st->st_ino;
+	/* compared for equality only: wraps for mtimes past 2262, no UB */
 	in->src_mtime_ns =
-		(int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+		(int64_t)((uint64_t)st->st_mtim.tv_sec * 1000000000u +
+			  (uint64_t)st->st_mtim.tv_nsec);
 	in->nlink = 1;
 	in->startblk = EROFS_NULL_ADDR32;
 }
@@ -452,6 +454,7 @@ void ezi_bld_inode_free(struct binode *in)
 	}
 	free(in->xattrs);
 	free(in->symlink);
+	free(in->sparse);
 	free(in->chunkidx);
 	ezi_bld_zfile_free(in->z);
 	free(in->srcpath);

@@ -10,9 +10,7 @@
 
 #include "common.h"
 #include "cmd.h"
-#include "extract.h"
 
-#define CAT_BUF	      (4u << 20)
 #define CAT_MAX_LINKS 40
 
 static void usage(FILE *f)
@@ -43,25 +41,26 @@ static int write_all(int fd, const char *buf, size_t len)
 }
 
 /*
- * Queue or percpu dispatch: [off, end) of a large compressed file through
- * windows decoded ahead (extract_io.c) while the last one is written.
- * Returns 0 with *pos at end (or where it is still to be read plainly: no
- * stream), -EPIPE, or another -errno: a read at *pos failed (-ENODATA:
- * the data ended early), or stdout failed (reported; *pos = end).
+ * [off, end) of the file through ezfs_stream (windows decoded ahead with
+ * queue or percpu dispatch) while the last one is written. Returns 0 with
+ * *pos at end, -EPIPE, or another -errno: a read at *pos failed
+ * (-ENODATA: the data ended early), or stdout failed (reported; *pos =
+ * end).
  */
-static int cat_stream(ezfs_image *fs, ezfs_inode *ino, uint64_t off,
-		      uint64_t end, uint64_t *pos)
+static int cat_stream(ezfs_inode *ino, uint64_t off, uint64_t end,
+		      uint64_t *pos)
 {
-	struct xstream *xs = x_stream_open(fs, ino, off, end, 0);
-	const char *data;
+	ezfs_stream *xs;
+	const void *data;
 	uint64_t woff;
 	size_t len;
 	int ret;
 
 	*pos = off;
-	if (!xs)
-		return 0;
-	while ((ret = x_stream_next(xs, &data, &woff, &len)) > 0 &&
+	ret = ezfs_stream_open(ino, off, end, 0, &xs);
+	if (ret < 0)
+		return ret;
+	while ((ret = ezfs_stream_next(xs, &data, &woff, &len)) > 0 &&
 	       woff == *pos) {
 		ret = write_all(STDOUT_FILENO, data, len);
 		if (ret == -EPIPE)
@@ -73,7 +72,7 @@ static int cat_stream(ezfs_image *fs, ezfs_inode *ino, uint64_t off,
 		}
 		*pos += len;
 	}
-	x_stream_close(xs);
+	ezfs_stream_close(xs);
 	if (ret > 0 || (!ret && *pos < end))
 		ret = -ENODATA; /* a gap: the data ended early */
 	return ret;
@@ -148,7 +147,6 @@ int cmd_cat(int argc, char **argv)
 	const char *img;
 	struct cli_log lg = { 0 };
 	ezfs_image *fs;
-	char *buf;
 	uint64_t skip = 0, length = UINT64_MAX;
 	int c, i, ret, status = 0;
 
@@ -176,12 +174,6 @@ int cmd_cat(int argc, char **argv)
 	img = argv[optind];
 	if (cli_open("cat", img, &lg, &fs) < 0)
 		return 1;
-	buf = malloc(CAT_BUF);
-	if (!buf) {
-		cli_error("cat", "%s: %s", img, strerror(ENOMEM));
-		ezfs_image_close(fs);
-		return 1;
-	}
 	signal(SIGPIPE, SIG_IGN);
 	for (i = optind + 1; i < argc; i++) {
 		struct ezfs_stat st;
@@ -206,7 +198,7 @@ int cmd_cat(int argc, char **argv)
 		end = length < st.size - (off < st.size ? off : st.size)
 			      ? off + length
 			      : st.size;
-		ret = cat_stream(fs, ino, off, end, &off);
+		ret = cat_stream(ino, off, end, &off);
 		if (ret == -EPIPE) {
 			/* reader went away: stop quietly */
 			ezfs_inode_put(ino);
@@ -228,38 +220,9 @@ int cmd_cat(int argc, char **argv)
 				goto out; /* stdout failed (reported) */
 			continue;
 		}
-		while (off < end) {
-			size_t want = end - off < CAT_BUF ? (size_t)(end - off)
-							  : CAT_BUF;
-			ssize_t n = ezfs_pread(ino, buf, want, off);
-
-			if (n <= 0) {
-				cli_error("cat", "%s: %s: read at %llu: %s",
-					  img, argv[i], (unsigned long long)off,
-					  n ? ezfs_strerror((int)n)
-					    : "unexpected end of data");
-				status = 1;
-				break;
-			}
-			ret = write_all(STDOUT_FILENO, buf, n);
-			if (ret == -EPIPE) {
-				/* reader went away: stop quietly */
-				ezfs_inode_put(ino);
-				status = 1;
-				goto out;
-			}
-			if (ret < 0) {
-				cli_error("cat", "stdout: %s", strerror(-ret));
-				ezfs_inode_put(ino);
-				status = 1;
-				goto out;
-			}
-			off += n;
-		}
 		ezfs_inode_put(ino);
 	}
 out:
-	free(buf);
 	ezfs_image_close(fs);
 	return status;
 }

@@ -347,6 +347,8 @@ int compat_fsck_main(int argc, char **argv)
 	if (ret)
 		return ret;
 	o.dest = dir;
+	o.cmd = CF;
+	o.force_opt = "--overwrite";
 	o.force = !!(o.force & 1);
 	o.no_owner = !owner;
 	o.no_xattrs = !xattrs;

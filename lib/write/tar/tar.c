@@ -4,7 +4,10 @@
  * order into a tree (tar_tree.c; later members replace earlier ones,
  * missing parents are created). File data stays where it is (a seekable
  * plain archive) or goes to one unlinked spool file; a tar index
- * (tar_index) only notes where each file's data is in the archive.
+ * (tar_index) only notes where each file's data is in the archive. A
+ * sparse member (GNU 'S', PAX GNU.sparse 0.0, 0.1, 1.0) keeps only its
+ * runs of data there, and a map of them: its holes are read as zeros by
+ * the layouts, which store them as null chunks or compressed zeros.
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
@@ -98,6 +101,155 @@ static bool excluded(struct tctx *c, char **comp, int n)
 	return false;
 }
 
+/* One 512-byte block of the archive: 0, or an error (reported). */
+static int read_block(struct tctx *c, uint8_t blk[512])
+{
+	ssize_t n = ezi_tstream_read(&c->s, blk, 512);
+
+	if (n < 0)
+		return ezi_tar_err(c, (int)n, "%s",
+				   c->s.err ? c->s.err : strerror((int)-n));
+	return n < 512 ? ezi_tar_err(c, -EPIPE, "truncated archive") : 0;
+}
+
+/* The runs of a GNU 'S' member's extension blocks (21 a block, then the
+ * flag of one more), read from the archive after its header. */
+static int sparse_ext(struct tctx *c, struct tentry *e)
+{
+	uint8_t blk[512];
+	bool more = e->sp_ext;
+	unsigned i;
+
+	while (more) {
+		int err = read_block(c, blk);
+
+		if (err)
+			return err;
+		for (i = 0; i < 21 && blk[i * 24]; i++) {
+			int64_t off, len;
+
+			if (ezi_thdr_num(blk + i * 24, 12, &off) ||
+			    ezi_thdr_num(blk + i * 24 + 12, 12, &len) ||
+			    off < 0 || len < 0)
+				return ezi_tar_err(c, -EUCLEAN,
+						   "bad sparse map");
+			if (ezi_tsparse_add(&e->map, &e->nmap, (uint64_t)off,
+					    (uint64_t)len))
+				return -ENOMEM;
+		}
+		more = blk[504] != 0;
+	}
+	return 0;
+}
+
+/* PAX sparse 1.0: the map at the start of the member's data, decimal
+ * lines (the count, then offset and numbytes of each run) padded to a
+ * block; e->size becomes the data after it. */
+static int sparse_inmap(struct tctx *c, struct tentry *e)
+{
+	uint64_t want = 0, got = 0, num = 0, used = 0;
+	bool in_num = false;
+	uint8_t blk[512];
+	size_t i;
+	int err = 0;
+
+	while (!err && (!want || got < want)) {
+		if (used + 512 > e->size || used + 512 > MAX_META)
+			return ezi_tar_err(c, -EUCLEAN, "bad sparse map");
+		err = read_block(c, blk);
+		if (err)
+			return err;
+		used += 512;
+		/* the numbers in this block, each ended by a newline (one
+		 * may go on in the next block) */
+		for (i = 0; !err && i < sizeof(blk) && (!want || got < want);
+		     i++) {
+			char ch = blk[i];
+
+			if (ch >= '0' && ch <= '9' &&
+			    num <= UINT64_MAX / 10 - 1) {
+				num = num * 10 + (uint64_t)(ch - '0');
+				in_num = true;
+				continue;
+			}
+			if (ch != '\n' || !in_num || (!want && num > MAX_META))
+				return ezi_tar_err(c, -EUCLEAN,
+						   "bad sparse map");
+			if (!want)
+				want = 1 + 2 * num; /* the count first */
+			else if (got % 2)
+				err = ezi_tsparse_add(&e->map, &e->nmap, num,
+						      0);
+			else
+				e->map[e->nmap - 1].len = num;
+			got++;
+			num = 0;
+			in_num = false;
+		}
+	}
+	if (!err)
+		e->size -= used;
+	return err;
+}
+
+/* The map of a sparse member complete and checked: runs in order, inside
+ * the file, their data e->size bytes. */
+static int sparse_map(struct tctx *c, struct tentry *e)
+{
+	uint64_t end = 0, data = 0;
+	size_t i;
+	int err = e->sp_ext	? sparse_ext(c, e)
+		  : e->sp_inmap ? sparse_inmap(c, e)
+				: 0;
+
+	if (err)
+		return err;
+	if (c->b->p.tar_index)
+		return ezi_tar_err(c, -EOPNOTSUPP,
+				   "a sparse member cannot be indexed (its "
+				   "data is not one range of the archive)");
+	for (i = 0; i < e->nmap; i++) {
+		const struct tsparse *r = &e->map[i];
+
+		if (r->off < end || r->off > e->realsize ||
+		    r->len > e->realsize - r->off)
+			return ezi_tar_err(c, -EUCLEAN,
+					   "sparse map: run %zu at %llu+%llu "
+					   "outside the file or out of order",
+					   i, (unsigned long long)r->off,
+					   (unsigned long long)r->len);
+		end = r->off + r->len;
+		data += r->len;
+	}
+	if (data != e->size)
+		return ezi_tar_err(c, -EUCLEAN,
+				   "sparse map: %llu bytes of runs, %llu "
+				   "stored",
+				   (unsigned long long)data,
+				   (unsigned long long)e->size);
+	return 0;
+}
+
+/* The runs of a sparse member for datasrc.c, where its data was stored. */
+static int sparse_runs(struct binode *in, const struct tentry *e)
+{
+	uint64_t at = 0;
+	size_t i;
+
+	in->sparse = calloc(e->nmap ? e->nmap : 1, sizeof(*in->sparse));
+	if (!in->sparse)
+		return -ENOMEM;
+	for (i = 0; i < e->nmap; i++) {
+		if (!e->map[i].len)
+			continue;
+		in->sparse[in->nsparse++] =
+			(struct bsparse){ e->map[i].off, e->map[i].len, at };
+		at += e->map[i].len;
+	}
+	in->size = e->realsize;
+	return 0;
+}
+
 /* Put one member into the tree; path: a copy of e->path to split. */
 static int add_entry(struct tctx *c, struct tentry *e, char *path)
 {
@@ -112,10 +264,9 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 
 	if (!strchr(types, e->type) || !e->type)
 		return ezi_tar_err(c, -EOPNOTSUPP,
-				   e->type == 'S'
-					   ? "sparse files are not supported"
-					   : "unsupported entry type '%c'",
-				   e->type);
+				   "unsupported entry type '%c'", e->type);
+	if (e->sparse && (err = sparse_map(c, e)))
+		return err;
 	n = ezi_tar_split(c, path, comp, MAX_DEPTH);
 	if (n < 0)
 		return n;
@@ -178,6 +329,8 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 	if (e->type == '0') {
 		in->size = e->size;
 		err = read_data(c, in, e->size);
+		if (!err && e->sparse)
+			err = sparse_runs(in, e);
 	} else if (e->type == '2') {
 		if (!e->link || strlen(e->link) >= 4096)
 			return ezi_tar_err(
@@ -398,7 +551,8 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 	err = ezi_tstream_open(&c.s, path);
 	if (err) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s",
-			    c.s.name ? c.s.name : path, strerror(-err));
+			    c.s.name ? c.s.name : path,
+			    c.s.err ? c.s.err : strerror(-err));
 		ezi_tstream_close(&c.s);
 		return err;
 	}
@@ -406,7 +560,7 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		ezi_bld_log(b, EZFS_LOG_ERROR,
 			    "%s: a tar index needs the plain archive, not a %s "
 			    "one (decompress it first)",
-			    c.s.name, c.s.kind == TAR_GZIP ? "gzip" : "xz");
+			    c.s.name, ezi_tstream_kind(&c.s));
 		ezi_tstream_close(&c.s);
 		return -EINVAL;
 	}

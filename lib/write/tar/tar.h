@@ -12,27 +12,31 @@ struct ezfs_builder;
 
 /* ---- tar_stream.c: the archive bytes, decompressed, in order ---- */
 
-enum { TAR_PLAIN, TAR_GZIP, TAR_XZ };
+enum { TAR_PLAIN, TAR_GZIP, TAR_XZ, TAR_LZMA, TAR_ZSTD };
 
 struct tstream {
 	int fd;
 	bool own_fd;
 	bool seekable;	   /* plain regular file: data read in place */
-	int kind;	   /* TAR_PLAIN / TAR_GZIP / TAR_XZ */
+	int kind;	   /* TAR_PLAIN, TAR_GZIP ... */
 	uint64_t pos;	   /* offset in the (decompressed) archive */
 	uint64_t fsize;	   /* seekable: file size */
 	uint64_t base;	   /* seekable: file offset of the archive */
 	uint8_t *ibuf;	   /* compressed input buffer */
 	size_t ilen, ioff; /* bytes held, next to use */
 	bool ieof;
-	bool zend;	  /* decoder reported the end of the stream */
-	void *z;	  /* z_stream or lzma_stream */
-	const char *name; /* for messages: the path or "stdin" */
-	const char *err;  /* set with -EIO/-EUCLEAN: what went wrong */
+	bool zend;		 /* decoder reported the end of the stream */
+	bool zmid;		 /* zstd: inside a frame */
+	size_t zin_len, zin_pos; /* zstd: input held, used */
+	void *z;		 /* z_stream, lzma_stream or ZSTD_DStream */
+	const char *name;	 /* for messages: the path or "stdin" */
+	const char *err;	 /* set with -EIO/-EUCLEAN: what went wrong */
 };
 
 /* Open path (NULL or "-": standard input) and detect the compression. */
 int ezi_tstream_open(struct tstream *s, const char *path);
+/* The compression's name: "plain", "gzip", "xz", "lzma", "zstd". */
+const char *ezi_tstream_kind(const struct tstream *s);
 /* Read exactly len bytes; returns bytes read (< len only at the end of
  * the archive) or a negative errno (s->err says why for decode errors). */
 ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len);
@@ -48,6 +52,11 @@ struct txattr {
 	size_t len;
 };
 
+/* A run of data of a sparse member: file bytes [off, off + len). */
+struct tsparse {
+	uint64_t off, len;
+};
+
 /* Extended attributes and overrides collected from 'x', 'g', 'L', 'K'. */
 struct tpax {
 	char *path, *link;
@@ -58,6 +67,16 @@ struct tpax {
 	uint32_t mtime_ns;
 	struct txattr *x;
 	size_t nx;
+	/* GNU.sparse.* records (GNU tar's PAX sparse formats 0.0, 0.1 and
+	 * 1.0; libarchive writes 1.0) */
+	bool sparse; /* some GNU.sparse record */
+	int64_t sp_major, sp_minor;
+	char *sp_name; /* the member's real name */
+	bool has_realsize;
+	uint64_t realsize;
+	struct tsparse *map; /* 0.0 and 0.1: the runs (1.0: in the data) */
+	size_t nmap;
+	bool sp_open; /* 0.0: an offset waiting for its numbytes */
 };
 
 /* One archive member, headers merged. */
@@ -73,7 +92,19 @@ struct tentry {
 	uint32_t major, minor;
 	struct txattr *x; /* owned */
 	size_t nx;
+	/* a sparse member (GNU 'S', or PAX GNU.sparse.*): size is the data
+	 * stored, realsize the file's; map the runs of data (owned) */
+	bool sparse;
+	bool sp_inmap; /* PAX 1.0: the map starts the data */
+	bool sp_ext;   /* GNU 'S': extension blocks of the map follow */
+	uint64_t realsize;
+	struct tsparse *map;
+	size_t nmap;
 };
+
+/* Append a run to a map; 0 or -ENOMEM. */
+int ezi_tsparse_add(struct tsparse **map, size_t *n, uint64_t off,
+		    uint64_t len);
 
 /* Header block check: 1 all zero, 0 valid, -EUCLEAN bad checksum. */
 int ezi_thdr_check(const uint8_t blk[512]);

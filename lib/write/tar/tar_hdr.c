@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tar_hdr.c - tar header blocks (ustar and GNU: checksum, octal and
- * base-256 numbers, long names) and PAX extended header records (path,
- * linkpath, size, uid, gid, mtime, SCHILY.xattr.*, LIBARCHIVE.xattr.*).
+ * base-256 numbers, long names, the sparse map of a GNU 'S' member) and PAX
+ * extended header records (path, linkpath, size, uid, gid, mtime,
+ * SCHILY.xattr.*, LIBARCHIVE.xattr.*, GNU.sparse.*).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +25,11 @@
 #define OFF_CHKSUM 148
 #define OFF_TYPE   156
 #define OFF_MAGIC  257
+/* GNU 'S' (old GNU layout): 4 runs of (offset, numbytes), 12 bytes each,
+ * then the flag of extension blocks and the file's real size */
+#define OFF_SPARSE   386
+#define OFF_EXTENDED 482
+#define F_REALSIZE   483, 12
 
 int ezi_thdr_check(const uint8_t blk[512])
 {
@@ -262,6 +268,91 @@ static bool key_is(const char *k, size_t klen, const char *s)
 	return strlen(s) == klen && !memcmp(k, s, klen);
 }
 
+int ezi_tsparse_add(struct tsparse **map, size_t *n, uint64_t off, uint64_t len)
+{
+	struct tsparse *m;
+
+	if (!(*n & (*n - 1)) || !*n) {
+		m = realloc(*map, (*n ? *n * 2 : 1) * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		*map = m;
+	}
+	(*map)[(*n)++] = (struct tsparse){ off, len };
+	return 0;
+}
+
+/* GNU.sparse.map (0.1): "offset,numbytes,offset,numbytes..." */
+static int sparse_map_list(struct tpax *p, const char *v, size_t n)
+{
+	size_t i = 0;
+	int r = 0;
+
+	while (!r && i < n) {
+		int64_t num[2];
+		int k;
+
+		for (k = 0; k < 2 && !r; k++) {
+			size_t j = i;
+
+			while (j < n && v[j] != ',')
+				j++;
+			r = pax_num(v + i, j - i, false, &num[k], NULL);
+			i = j + 1;
+			if (!r && k == 0 && j >= n)
+				r = -EUCLEAN; /* an offset without numbytes */
+		}
+		if (!r)
+			r = ezi_tsparse_add(&p->map, &p->nmap, (uint64_t)num[0],
+					    (uint64_t)num[1]);
+	}
+	return r;
+}
+
+/* One GNU.sparse.KEY record (key without the prefix). */
+static int sparse_record(struct tpax *p, const char *k, size_t klen,
+			 const char *v, size_t vlen)
+{
+	int64_t num = 0;
+	int r = 0;
+
+	p->sparse = true;
+	if (key_is(k, klen, "name")) {
+		if (memchr(v, '\0', vlen))
+			return -EUCLEAN;
+		return set_str(&p->sp_name, v, vlen);
+	}
+	if (key_is(k, klen, "map"))
+		return sparse_map_list(p, v, vlen);
+	if (key_is(k, klen, "major") || key_is(k, klen, "minor") ||
+	    key_is(k, klen, "size") || key_is(k, klen, "realsize") ||
+	    key_is(k, klen, "offset") || key_is(k, klen, "numbytes") ||
+	    key_is(k, klen, "numblocks"))
+		r = pax_num(v, vlen, false, &num, NULL);
+	if (r)
+		return r;
+	if (key_is(k, klen, "major")) {
+		p->sp_major = num;
+	} else if (key_is(k, klen, "minor")) {
+		p->sp_minor = num;
+	} else if (key_is(k, klen, "size") || key_is(k, klen, "realsize")) {
+		p->realsize = (uint64_t)num;
+		p->has_realsize = true;
+	} else if (key_is(k, klen, "offset")) {
+		/* 0.0: offset and numbytes records in turn */
+		if (p->sp_open)
+			return -EUCLEAN;
+		r = ezi_tsparse_add(&p->map, &p->nmap, (uint64_t)num, 0);
+		p->sp_open = !r;
+	} else if (key_is(k, klen, "numbytes")) {
+		if (!p->sp_open)
+			return -EUCLEAN;
+		p->map[p->nmap - 1].len = (uint64_t)num;
+		p->sp_open = false;
+	}
+	return r;
+}
+
 static int pax_record(struct tpax *p, const char *k, size_t klen, const char *v,
 		      size_t vlen, bool global, const char **why)
 {
@@ -301,8 +392,11 @@ static int pax_record(struct tpax *p, const char *k, size_t klen, const char *v,
 		r = pax_xattr(p, k + sizeof(lx) - 1, klen - sizeof(lx) + 1, v,
 			      vlen, true);
 	} else if (klen > 11 && !memcmp(k, "GNU.sparse.", 11)) {
-		*why = "sparse files are not supported";
-		return -EOPNOTSUPP;
+		if (global)
+			return 0;
+		r = sparse_record(p, k + 11, klen - 11, v, vlen);
+		if (r == -EUCLEAN)
+			*why = "bad GNU.sparse record";
 	}
 	if (r == -ERANGE)
 		*why = "PAX number out of range";
@@ -359,14 +453,18 @@ void ezi_tpax_clear(struct tpax *p)
 	free(p->x);
 	free(p->path);
 	free(p->link);
+	free(p->sp_name);
+	free(p->map);
 	memset(p, 0, sizeof(*p));
 }
 
 void ezi_tentry_clear(struct tentry *e)
 {
-	struct tpax t = {
-		.path = e->path, .link = e->link, .x = e->x, .nx = e->nx
-	};
+	struct tpax t = { .path = e->path,
+			  .link = e->link,
+			  .x = e->x,
+			  .nx = e->nx,
+			  .map = e->map };
 
 	ezi_tpax_clear(&t);
 	memset(e, 0, sizeof(*e));
@@ -408,6 +506,64 @@ static int field(const uint8_t *blk, size_t off, size_t n, int64_t *v,
 	if (r)
 		*why = what;
 	return r;
+}
+
+/* A GNU 'S' member: the runs in its header (extension blocks follow when
+ * sp_ext is set), its real size. */
+static int gnu_sparse(struct tentry *e, const uint8_t blk[512],
+		      const char **why)
+{
+	int64_t real, off, len;
+	size_t i;
+	int r;
+
+	if ((r = field(blk, F_REALSIZE, &real, why, "bad sparse real size")))
+		return r;
+	for (i = 0; i < 4 && blk[OFF_SPARSE + i * 24]; i++) {
+		if ((r = field(blk, OFF_SPARSE + i * 24, 12, &off, why,
+			       "bad sparse map")) ||
+		    (r = field(blk, OFF_SPARSE + i * 24 + 12, 12, &len, why,
+			       "bad sparse map")))
+			return r;
+		if ((r = ezi_tsparse_add(&e->map, &e->nmap, (uint64_t)off,
+					 (uint64_t)len)))
+			return r;
+	}
+	e->sparse = true;
+	e->sp_ext = blk[OFF_EXTENDED] != 0;
+	e->realsize = (uint64_t)real;
+	e->type = '0';
+	return 0;
+}
+
+/* GNU.sparse.* records: formats 0.0 and 0.1 (the map in the records) and
+ * 1.0 (the map at the start of the data). */
+static int pax_sparse(struct tentry *e, struct tpax *l, const char **why)
+{
+	bool v1 = l->sp_major == 1 && l->sp_minor == 0;
+
+	if (!(v1 || (!l->sp_major && l->sp_minor <= 1))) {
+		*why = "a GNU sparse format other than 0.0, 0.1 and 1.0";
+		return -EOPNOTSUPP;
+	}
+	if (!l->has_realsize || l->sp_open || (v1 && l->nmap) ||
+	    e->type != '0') {
+		*why = "incomplete GNU.sparse records";
+		return -EUCLEAN;
+	}
+	if (l->sp_name) {
+		free(e->path);
+		e->path = l->sp_name;
+		l->sp_name = NULL;
+	}
+	e->sparse = true;
+	e->sp_inmap = v1;
+	e->realsize = l->realsize;
+	e->map = l->map;
+	e->nmap = l->nmap;
+	l->map = NULL;
+	l->nmap = 0;
+	return 0;
 }
 
 int ezi_tentry_fill(struct tentry *e, const uint8_t blk[512],
@@ -483,5 +639,8 @@ int ezi_tentry_fill(struct tentry *e, const uint8_t blk[512],
 		e->type = '5'; /* pre-POSIX directory */
 	if (e->type == '\0' || e->type == '7')
 		e->type = '0';
-	return merge_xattrs(e, g, l);
+	r = e->type == 'S' ? gnu_sparse(e, blk, why)
+	    : l->sparse	   ? pax_sparse(e, l, why)
+			   : 0;
+	return r ? r : merge_xattrs(e, g, l);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tar_stream.c - the bytes of a tar archive from a file or standard input,
- * plain or decompressed (gzip through zlib, xz through liblzma), told
- * apart by their magic. A plain regular file is "seekable": data is
- * skipped with lseek and later read in place.
+ * plain or decompressed (gzip through zlib, xz and lzma through liblzma,
+ * zstd through libzstd), told apart by their first bytes: every
+ * compression ezfs export writes, and the ones mkfs.erofs --ungzip and
+ * --unxz users pipe in. A plain regular file is "seekable": data is skipped
+ * with lseek and later read in place.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef EZFS_HAVE_ZSTD
+#include <zstd.h>
+#include <zstd_errors.h>
+#endif
 
 #include "write/tar/tar.h"
 
-#define IBUF (128u << 10)
+#define IBUF	      (128u << 10)
+#define LZMA_MEMLIMIT (512ull << 20) /* xz -9 needs 65 MiB */
 
 /* Refill the input buffer from fd (unread input must be consumed). */
 static int fill(struct tstream *s)
@@ -37,10 +44,96 @@ static int fill(struct tstream *s)
 	return 0;
 }
 
+const char *ezi_tstream_kind(const struct tstream *s)
+{
+	static const char *const names[] = { "plain", "gzip", "xz", "lzma",
+					     "zstd" };
+
+	return names[s->kind];
+}
+
+/*
+ * The header of a legacy .lzma file (LZMA_Alone): a properties byte
+ * (lc, lp, pb: under 225), a dictionary size of 2^n or 2^n + 2^(n-1)
+ * bytes, and the uncompressed size, unknown (all ones) or under
+ * 2^48; it has no magic, and a tar header (a name first) does not look so.
+ */
+static bool is_lzma(const uint8_t *p, size_t n)
+{
+	uint32_t d;
+	uint64_t u = 0;
+	int i;
+
+	if (n < 13 || p[0] >= 225)
+		return false;
+	d = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
+	    (uint32_t)p[4] << 24;
+	for (i = 0; i < 8; i++)
+		u |= (uint64_t)p[5 + i] << (8 * i);
+	if (u != UINT64_MAX && u >> 48)
+		return false;
+	for (i = 12; i < 32; i++)
+		if (d == 1u << i || d == (1u << i) + (1u << (i - 1)))
+			return true;
+	return false;
+}
+
+/* A decoder for the input's kind (s->kind set), its first bytes given. */
+static int decoder_init(struct tstream *s)
+{
+	if (s->kind == TAR_GZIP) {
+		z_stream *z = calloc(1, sizeof(*z));
+
+		if (!z)
+			return -ENOMEM;
+		if (inflateInit2(z, 16 + MAX_WBITS) != Z_OK) {
+			free(z);
+			return -ENOMEM;
+		}
+		z->next_in = s->ibuf;
+		z->avail_in = (uInt)s->ilen;
+		s->z = z;
+	} else if (s->kind == TAR_XZ || s->kind == TAR_LZMA) {
+		lzma_stream *x = calloc(1, sizeof(*x));
+		lzma_ret r;
+
+		if (!x)
+			return -ENOMEM;
+		*x = (lzma_stream)LZMA_STREAM_INIT;
+		/* a dictionary from the input is memory: bounded */
+		r = s->kind == TAR_XZ ? lzma_stream_decoder(x, LZMA_MEMLIMIT,
+							    LZMA_CONCATENATED)
+				      : lzma_alone_decoder(x, LZMA_MEMLIMIT);
+		if (r != LZMA_OK) {
+			free(x);
+			return -ENOMEM;
+		}
+		x->next_in = s->ibuf;
+		x->avail_in = s->ilen;
+		s->z = x;
+	} else if (s->kind == TAR_ZSTD) {
+#ifdef EZFS_HAVE_ZSTD
+		ZSTD_DStream *d = ZSTD_createDStream();
+
+		if (!d)
+			return -ENOMEM;
+		s->z = d;
+		s->zin_len = s->ilen;
+		s->zin_pos = 0;
+#else
+		s->err = "a zstd-compressed archive, but this ezfs was built "
+			 "without zstd";
+		return -EOPNOTSUPP;
+#endif
+	}
+	return 0;
+}
+
 int ezi_tstream_open(struct tstream *s, const char *path)
 {
 	static const uint8_t gz[2] = { 0x1f, 0x8b };
 	static const uint8_t xz[6] = { 0xfd, '7', 'z', 'X', 'Z', 0 };
+	static const uint8_t zst[4] = { 0x28, 0xb5, 0x2f, 0xfd };
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
@@ -58,8 +151,8 @@ int ezi_tstream_open(struct tstream *s, const char *path)
 	s->ibuf = malloc(IBUF);
 	if (!s->ibuf)
 		return -ENOMEM;
-	/* the first bytes, enough for either magic */
-	while (s->ilen < sizeof(xz) && !s->ieof) {
+	/* the first bytes, enough for every magic and an lzma header */
+	while (s->ilen < 13 && !s->ieof) {
 		ssize_t n = read(s->fd, s->ibuf + s->ilen, IBUF - s->ilen);
 
 		if (n < 0 && errno == EINTR)
@@ -70,37 +163,21 @@ int ezi_tstream_open(struct tstream *s, const char *path)
 			s->ieof = true;
 		s->ilen += (size_t)n;
 	}
-	if (s->ilen >= sizeof(gz) && !memcmp(s->ibuf, gz, sizeof(gz))) {
-		z_stream *z = calloc(1, sizeof(*z));
-
-		s->z = z;
-		if (!z)
-			return -ENOMEM;
-		if (inflateInit2(z, 16 + MAX_WBITS) != Z_OK) {
-			free(z);
-			s->z = NULL;
-			return -ENOMEM;
-		}
-		z->next_in = s->ibuf;
-		z->avail_in = (uInt)s->ilen;
+	if (s->ilen >= sizeof(gz) && !memcmp(s->ibuf, gz, sizeof(gz)))
 		s->kind = TAR_GZIP;
-	} else if (s->ilen >= sizeof(xz) && !memcmp(s->ibuf, xz, sizeof(xz))) {
-		lzma_stream *x = calloc(1, sizeof(*x));
-
-		s->z = x;
-		if (!x)
-			return -ENOMEM;
-		*x = (lzma_stream)LZMA_STREAM_INIT;
-		if (lzma_stream_decoder(x, UINT64_MAX, LZMA_CONCATENATED) !=
-		    LZMA_OK) {
-			free(x);
-			s->z = NULL;
-			return -ENOMEM;
-		}
-		x->next_in = s->ibuf;
-		x->avail_in = s->ilen;
+	else if (s->ilen >= sizeof(xz) && !memcmp(s->ibuf, xz, sizeof(xz)))
 		s->kind = TAR_XZ;
-	} else if (S_ISREG(st.st_mode)) {
+	else if (s->ilen >= sizeof(zst) &&
+		 (!memcmp(s->ibuf, zst, sizeof(zst)) ||
+		  /* a skippable frame first */
+		  ((s->ibuf[0] & 0xf0) == 0x50 &&
+		   !memcmp(s->ibuf + 1, "\x2a\x4d\x18", 3))))
+		s->kind = TAR_ZSTD;
+	else if (is_lzma(s->ibuf, s->ilen))
+		s->kind = TAR_LZMA;
+	if (s->kind != TAR_PLAIN)
+		return decoder_init(s);
+	if (S_ISREG(st.st_mode)) {
 		off_t here = lseek(s->fd, 0, SEEK_CUR);
 
 		if (here < 0)
@@ -213,16 +290,68 @@ static ssize_t read_xz(struct tstream *s, uint8_t *buf, size_t len)
 		if (r == LZMA_STREAM_END) {
 			s->zend = true;
 		} else if (r == LZMA_BUF_ERROR) {
-			s->err = "truncated xz data";
+			s->err = s->kind == TAR_LZMA ? "truncated lzma data"
+						     : "truncated xz data";
 			return -EUCLEAN;
+		} else if (r == LZMA_MEMLIMIT_ERROR) {
+			s->err = "its dictionary needs more than 512 MiB";
+			return -EFBIG;
 		} else if (r != LZMA_OK) {
-			s->err = r == LZMA_MEM_ERROR ? "out of memory"
-						     : "corrupt xz data";
+			s->err = r == LZMA_MEM_ERROR   ? "out of memory"
+				 : s->kind == TAR_LZMA ? "corrupt lzma data"
+						       : "corrupt xz data";
 			return r == LZMA_MEM_ERROR ? -ENOMEM : -EUCLEAN;
 		}
 	}
 	return (ssize_t)(len - x->avail_out);
 }
+
+#ifdef EZFS_HAVE_ZSTD
+static ssize_t read_zstd(struct tstream *s, uint8_t *buf, size_t len)
+{
+	ZSTD_outBuffer out = { buf, len, 0 };
+
+	while (out.pos < len && !s->zend) {
+		ZSTD_inBuffer in = { s->ibuf, s->zin_len, s->zin_pos };
+		size_t r;
+
+		if (in.pos == in.size) {
+			int err = fill(s);
+
+			if (err)
+				return err;
+			s->zin_len = s->ilen;
+			s->zin_pos = 0;
+			if (!s->ilen) {
+				/* the end of the input: between frames, the
+				 * end of the archive; else cut short */
+				if (s->zmid) {
+					s->err = "truncated zstd data";
+					return -EUCLEAN;
+				}
+				s->zend = true;
+				break;
+			}
+			continue;
+		}
+		r = ZSTD_decompressStream(s->z, &out, &in);
+		s->zin_pos = in.pos;
+		if (ZSTD_isError(r)) {
+			s->err = ZSTD_getErrorCode(r) ==
+						 ZSTD_error_memory_allocation
+					 ? "out of memory"
+					 : "corrupt zstd data";
+			return ZSTD_getErrorCode(r) ==
+					       ZSTD_error_memory_allocation
+				       ? -ENOMEM
+				       : -EUCLEAN;
+		}
+		/* 0: a frame ended (another may follow) */
+		s->zmid = r != 0;
+	}
+	return (ssize_t)out.pos;
+}
+#endif
 
 ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len)
 {
@@ -230,8 +359,12 @@ ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len)
 
 	if (s->kind == TAR_GZIP)
 		n = read_gzip(s, buf, len);
-	else if (s->kind == TAR_XZ)
+	else if (s->kind == TAR_XZ || s->kind == TAR_LZMA)
 		n = read_xz(s, buf, len);
+#ifdef EZFS_HAVE_ZSTD
+	else if (s->kind == TAR_ZSTD)
+		n = read_zstd(s, buf, len);
+#endif
 	else
 		n = read_plain(s, buf, len);
 	if (n > 0)
@@ -276,9 +409,14 @@ void ezi_tstream_close(struct tstream *s)
 {
 	if (s->kind == TAR_GZIP && s->z)
 		inflateEnd(s->z);
-	else if (s->kind == TAR_XZ && s->z)
+	else if ((s->kind == TAR_XZ || s->kind == TAR_LZMA) && s->z)
 		lzma_end(s->z);
-	free(s->z);
+#ifdef EZFS_HAVE_ZSTD
+	if (s->kind == TAR_ZSTD && s->z)
+		ZSTD_freeDStream(s->z);
+	else
+#endif
+		free(s->z);
 	free(s->ibuf);
 	if (s->own_fd && s->fd >= 0)
 		close(s->fd);

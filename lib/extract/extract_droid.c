@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * extract_droid.c - ezfs extract: what an Android rebuild needs beside the
+ * extract_droid.c - ezfs_extract: what an Android rebuild needs beside the
  * tree: canned fs_config lines (owners, modes, capabilities), SELinux
- * file_contexts lines (labels), and with --android the ezfs mkfs line that
- * makes the image again; --keep-going's list of damaged paths.
+ * file_contexts lines (labels), and with EZFS_EXTRACT_ANDROID the ezfs
+ * mkfs line that makes the image again.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "extract.h"
+#include "extract/internal.h"
 
 /* A path fit for a whitespace-separated line: no blank, no control byte. */
 static int line_safe(const char *s)
@@ -73,8 +73,8 @@ static void put_regex(FILE *f, const char *s)
 	}
 }
 
-int x_sidecar_entry(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
-		    const char *path)
+int ezi_x_sidecar_entry(struct xctx *x, ezfs_inode *ino,
+			const struct ezfs_stat *st, const char *path)
 {
 	const char *mp = x->mp ? x->mp : "";
 	char val[4096];
@@ -84,7 +84,8 @@ int x_sidecar_entry(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 	if (!x->fsc && !x->fcx)
 		return 0;
 	if (!line_safe(path) || !line_safe(mp)) {
-		x_error(x, path,
+		ezi_x_error(
+			x, path,
 			"a name with blanks or control characters cannot be "
 			"written to fs_config or file_contexts",
 			0);
@@ -95,10 +96,11 @@ int x_sidecar_entry(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 		n = get_xattr(ino, "security.capability", val, sizeof(val));
 		if (n > 0 &&
 		    decode_caps((unsigned char *)val, (size_t)n, &caps) < 0) {
-			x_error(x, path, "security.capability", -EUCLEAN);
+			ezi_x_error(x, path, "security.capability", -EUCLEAN);
 			x->sidecar_errors++;
 		} else if (n < 0) {
-			x_error(x, path, "reading security.capability", (int)n);
+			ezi_x_error(x, path, "reading security.capability",
+				    (int)n);
 			x->sidecar_errors++;
 		}
 		/* keys as ezfs mkfs --fs-config-file looks them up: the
@@ -117,7 +119,8 @@ int x_sidecar_entry(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 	if (x->fcx) {
 		n = get_xattr(ino, "security.selinux", val, sizeof(val) - 1);
 		if (n < 0) {
-			x_error(x, path, "reading security.selinux", (int)n);
+			ezi_x_error(x, path, "reading security.selinux",
+				    (int)n);
 			x->sidecar_errors++;
 			return 0;
 		}
@@ -127,7 +130,8 @@ int x_sidecar_entry(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 		if (!n)
 			return 0;
 		if (!line_safe(val) || strlen(val) != (size_t)n) {
-			x_error(x, path, "SELinux label not fit for a line", 0);
+			ezi_x_error(x, path, "SELinux label not fit for a line",
+				    0);
 			x->sidecar_errors++;
 			return 0;
 		}
@@ -142,7 +146,8 @@ int x_sidecar_entry(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st,
 	return 0;
 }
 
-void x_android_file(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st)
+void ezi_x_android_file(struct xctx *x, ezfs_inode *ino,
+			const struct ezfs_stat *st)
 {
 	struct ezfs_extent e;
 	uint64_t la = 0;
@@ -159,7 +164,7 @@ void x_android_file(struct xctx *x, ezfs_inode *ino, const struct ezfs_stat *st)
 				x->max_pcluster = e.plen;
 			/* two extents of one pcluster in different places:
 			 * dedupe (fragments share the feature bit) */
-			if (cli_nidset_add(&x->pas, e.pa) == 0)
+			if (ezi_x_nid_add(&x->pas, e.pa) == 0)
 				x->deduped = 1;
 		}
 		if (e.la + e.llen <= la)
@@ -219,15 +224,16 @@ static char *with_suffix(const char *dest, const char *suffix)
 	return p;
 }
 
-int x_sidecars_open(struct xctx *x, const struct x_opts *o)
+int ezi_x_sidecars_open(struct xctx *x)
 {
+	const struct ezfs_extract_opts *o = x->o;
 	const char *fsc = o->fs_config, *fcx = o->file_contexts;
 
 	x->mp = o->mount_point;
 	if (x->mp)
 		while (*x->mp == '/')
 			x->mp++;
-	if (o->android) {
+	if (o->flags & EZFS_EXTRACT_ANDROID) {
 		x->android = 1;
 		if (!x->mp) {
 			x->mp_owned = partition_name(x);
@@ -239,7 +245,7 @@ int x_sidecars_open(struct xctx *x, const struct x_opts *o)
 				  : with_suffix(x->dest, ".file_contexts");
 		x->mkfs_path = with_suffix(x->dest, ".mkfs");
 		if (!x->mp || !x->fsc_path || !x->fcx_path || !x->mkfs_path) {
-			cli_error("extract", "out of memory");
+			ezi_x_msg(x, "out of memory");
 			return -ENOMEM;
 		}
 	} else {
@@ -247,15 +253,11 @@ int x_sidecars_open(struct xctx *x, const struct x_opts *o)
 		x->fcx_path = fcx ? strdup(fcx) : NULL;
 	}
 	if (x->fsc_path && !(x->fsc = fopen(x->fsc_path, "w"))) {
-		cli_error("extract", "%s: %s", x->fsc_path, strerror(errno));
+		ezi_x_msg(x, "%s: %s", x->fsc_path, strerror(errno));
 		return -errno;
 	}
 	if (x->fcx_path && !(x->fcx = fopen(x->fcx_path, "w"))) {
-		cli_error("extract", "%s: %s", x->fcx_path, strerror(errno));
-		return -errno;
-	}
-	if (o->errors && !(x->errs = fopen(o->errors, "w"))) {
-		cli_error("extract", "%s: %s", o->errors, strerror(errno));
+		ezi_x_msg(x, "%s: %s", x->fcx_path, strerror(errno));
 		return -errno;
 	}
 	return 0;
@@ -300,7 +302,7 @@ static int write_mkfs_line(struct xctx *x)
 	ezfs_feature_string(x->fs, feats, sizeof(feats));
 	f = fopen(x->mkfs_path, "w");
 	if (!f) {
-		cli_error("extract", "%s: %s", x->mkfs_path, strerror(errno));
+		ezi_x_msg(x, "%s: %s", x->mkfs_path, strerror(errno));
 		return -errno;
 	}
 	img = with_suffix(x->dest, ".img");
@@ -370,13 +372,13 @@ static int write_mkfs_line(struct xctx *x)
 	free(img);
 	free(src);
 	if (fclose(f)) {
-		cli_error("extract", "%s: %s", x->mkfs_path, strerror(errno));
+		ezi_x_msg(x, "%s: %s", x->mkfs_path, strerror(errno));
 		return -errno;
 	}
 	return 0;
 }
 
-static int close_one(FILE **f, const char *path)
+static int close_one(struct xctx *x, FILE **f, const char *path)
 {
 	int err = 0;
 
@@ -384,19 +386,18 @@ static int close_one(FILE **f, const char *path)
 		return 0;
 	if (ferror(*f) | fclose(*f)) {
 		err = errno ? -errno : -EIO;
-		cli_error("extract", "%s: %s", path, strerror(-err));
+		ezi_x_msg(x, "%s: %s", path, strerror(-err));
 	}
 	*f = NULL;
 	return err;
 }
 
-int x_sidecars_close(struct xctx *x, int ok)
+int ezi_x_sidecars_close(struct xctx *x, int ok)
 {
 	int err = 0;
 
-	err |= close_one(&x->fsc, x->fsc_path);
-	err |= close_one(&x->fcx, x->fcx_path);
-	err |= close_one(&x->errs, "--errors");
+	err |= close_one(x, &x->fsc, x->fsc_path);
+	err |= close_one(x, &x->fcx, x->fcx_path);
 	if (ok && !err && x->android)
 		err = write_mkfs_line(x);
 	if (!ok) {
@@ -410,79 +411,6 @@ int x_sidecars_close(struct xctx *x, int ok)
 	free(x->fcx_path);
 	free(x->mkfs_path);
 	free(x->mp_owned);
-	cli_nidset_free(&x->pas);
+	ezi_x_nid_free(&x->pas, 0);
 	return err ? -EIO : x->sidecar_errors ? 1 : 0;
-}
-
-void x_damaged(struct xctx *x, const char *path)
-{
-	pthread_mutex_lock(&x->errlock);
-	x->damaged++;
-	if (x->errs)
-		fprintf(x->errs, "%s\n", *path ? path : ".");
-	pthread_mutex_unlock(&x->errlock);
-}
-
-struct tolerant {
-	struct ezfs_dirent *v;
-	size_t n, cap;
-	uint64_t pos; /* where the next entry starts */
-};
-
-static int tolerant_cb(void *arg, const char *name, size_t namelen,
-		       uint64_t nid, unsigned ftype, uint64_t next_pos)
-{
-	struct tolerant *t = arg;
-	struct ezfs_dirent *d;
-
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-		struct ezfs_dirent *nv = realloc(t->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		t->v = nv;
-		t->cap = ncap;
-	}
-	d = &t->v[t->n];
-	d->name = malloc(namelen + 1);
-	if (!d->name)
-		return -ENOMEM;
-	memcpy(d->name, name, namelen);
-	d->name[namelen] = '\0';
-	d->namelen = namelen;
-	d->nid = nid;
-	d->ftype = ftype;
-	t->n++;
-	t->pos = next_pos;
-	return 0;
-}
-
-int x_readdir_tolerant(ezfs_image *fs, ezfs_inode *dir, uint64_t size,
-		       struct ezfs_dirent **out, size_t *n, unsigned *bad)
-{
-	struct ezfs_sb_info si;
-	struct tolerant t = { .v = NULL };
-	int err, first = 0;
-
-	ezfs_get_sb_info(fs, &si);
-	*bad = 0;
-	for (;;) {
-		err = ezfs_readdir(dir, t.pos, tolerant_cb, &t);
-		if (!err || err == -ENOMEM || err == -ENOTDIR)
-			break;
-		if (!first)
-			first = err;
-		(*bad)++;
-		/* the block holding the position after the last good entry
-		 * is the damaged one: go on after it */
-		t.pos = (t.pos / si.blksz + 1) * si.blksz;
-		if (t.pos >= size) {
-			err = 0;
-			break;
-		}
-	}
-	*out = t.v;
-	*n = t.n;
-	return err ? err : first;
 }
