@@ -187,8 +187,8 @@ struct ezfs_builder {
 	uint64_t packed_len, packed_cap;
 	void *fragtab;
 	void *fragcctx; /* writer's codec contexts (fragnear.c) */
-	void *fragio;	/* fragments.c: spool and packed files */
-	void *tails;	/* tails.c: the units' inline bytes */
+	void *spool;	/* spool/spool.c: spool and packed files */
+	void *tails;	/* spool/tails.c: the units' inline bytes */
 	struct binode *packed_inode;
 	struct binode *mbox_inode; /* -m: the metabox inode */
 	bool tar_src;		   /* the tree came from a tar */
@@ -315,7 +315,46 @@ void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out);
 
 /* layout.c */
 int ezi_bld_write_data(struct ezfs_builder *b);
-/* tails.c: keep the len inline bytes of in's unit (flat tail or
+
+/* spool/spool.c: the temporary files where bytes wait between stages */
+/* An unlinked read-write temporary file ($TMPDIR or /tmp; else memory),
+ * or a negative errno (logged). */
+int ezi_bld_tmpfd(const struct ezfs_builder *b);
+/* pread (wr false) or pwrite all of p[0, len) at off: 0 or -errno (-EIO
+ * for an end of file). */
+int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr);
+/* With fragments, make the spool file (before the workers start); then
+ * move z->frag there until it is placed (any thread) */
+int ezi_bld_spool_open(struct ezfs_builder *b);
+int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z);
+/* Is there a spool file (a whole-file fragment may then wait in its
+ * source, z->fromsrc)? */
+bool ezi_bld_spool_on(const struct ezfs_builder *b);
+/* Room for len bytes in the spool file (its offset in *off; false: no
+ * spool file), a write into it and a read back (0 or -errno, logged) */
+bool ezi_bld_spool_reserve(const struct ezfs_builder *b, uint64_t len,
+			   uint64_t *off);
+int ezi_bld_spool_write(const struct ezfs_builder *b, const void *p, size_t len,
+			uint64_t off);
+int ezi_bld_spool_read(const struct ezfs_builder *b, void *p, size_t len,
+		       uint64_t off);
+/* Close the spool file (every fragment is placed); the packed file stays */
+void ezi_bld_spool_close(struct ezfs_builder *b);
+/* The packed file: cap bytes, sparse, mapped shared at b->packed
+ * (packed_len 0); a write into it (0 or -errno, logged) */
+int ezi_bld_packfile_map(struct ezfs_builder *b, uint64_t cap);
+int ezi_bld_packfile_write(const struct ezfs_builder *b, const void *p,
+			   size_t len, uint64_t off);
+/* len packed bytes at off (from the packed file, else b->packed) */
+int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
+			uint64_t off);
+/* Whether b->packed maps the packed file (its pages may be dropped once
+ * read: the file keeps them) */
+bool ezi_bld_packed_filebacked(const struct ezfs_builder *b,
+			       const uint8_t *mem);
+/* Close both files (b->packed is the caller's to unmap) */
+void ezi_bld_spool_free(struct ezfs_builder *b);
+/* spool/tails.c: keep the len inline bytes of in's unit (flat tail or
  * ztailpacking's compressed tail) until the metadata is written, read
  * them back into dst (0 or -errno, logged); free what keeps them */
 int ezi_bld_tail_keep(struct ezfs_builder *b, struct binode *in, const void *p,
@@ -323,37 +362,13 @@ int ezi_bld_tail_keep(struct ezfs_builder *b, struct binode *in, const void *p,
 int ezi_bld_tail_read(const struct ezfs_builder *b, const struct binode *in,
 		      uint8_t *dst, uint32_t len);
 void ezi_bld_tails_free(struct ezfs_builder *b);
+
 /* fragments.c: put every file's pending z->frag into b->packed, in
  * depth-first tree order (after all files are compressed) */
 int ezi_bld_frags_place(struct ezfs_builder *b);
-/* Unmap the packed inode's bytes (fragments.c). */
+/* fragments.c: stop the packed inode's workers, unmap b->packed, close
+ * the spool's files */
 void ezi_bld_packed_free(struct ezfs_builder *b);
-/* fragments.c: with fragments, make the spool file (before the workers
- * start); then move z->frag there until it is placed (any thread) */
-int ezi_bld_frags_open(struct ezfs_builder *b);
-int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z);
-/* fragments.c: is there a spool file (a whole-file fragment may then wait
- * in its source, z->fromsrc)? */
-bool ezi_bld_spool_on(const struct ezfs_builder *b);
-/* fragments.c: room for len bytes in the spool file (its offset in *off;
- * false: no spool file), and a write into it (0 or -errno, logged) */
-bool ezi_bld_spool_reserve(const struct ezfs_builder *b, uint64_t len,
-			   uint64_t *off);
-int ezi_bld_spool_write(const struct ezfs_builder *b, const void *p, size_t len,
-			uint64_t off);
-/* fragments.c: len packed bytes at off (read from the packed file) */
-int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
-			uint64_t off);
-/* fragments.c: an unlinked read-write temporary file ($TMPDIR or /tmp;
- * else memory), or a negative errno */
-int ezi_bld_tmpfd(const struct ezfs_builder *b);
-/* pread (wr false) or pwrite all of p[0, len) at off: 0 or -errno (-EIO
- * for an end of file). */
-int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr);
-/* fragments.c: whether b->packed maps the packed file (its pages may be
- * dropped once read: the file keeps them) */
-bool ezi_bld_packed_filebacked(const struct ezfs_builder *b,
-			       const uint8_t *mem);
 /* every regular file in the fragments' depth-first order, then all in
  * inode order again (fn must skip what it has seen) */
 typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,
@@ -377,14 +392,15 @@ int ezi_bld_write_meta(struct ezfs_builder *b);
 int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 			uint64_t blocks);
 uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
-uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b);
-unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b);
 
 /* zcfg.c: configurations and hints from the params (ezfs_builder_new) */
 const struct ezfs_codec_ops *ezi_bld_codec(const struct ezfs_builder *b,
 					   unsigned zalg);
 int ezi_bld_zalgs_init(struct ezfs_builder *b);
 void ezi_bld_zalgs_free(struct ezfs_builder *b);
+/* lzma's dictionary size, zstd's window log (codecs and config records) */
+uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b);
+unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b);
 /* Owner offsets and the hint of one inode, once the tree is read. */
 int ezi_bld_inode_finish(struct ezfs_builder *b, struct binode *in);
 
@@ -485,7 +501,8 @@ int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, const uint8_t *mem, uint64_t len,
 			 size_t room, bool drop, struct bzfile **out);
 
-/* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
+/* compress/dedupe.c: share identical pclusters / chunks (table in
+ * b->dedupe) */
 /* Are in's pclusters looked up among the written ones (-E dedupe, and
  * with fragments as 1.9.3; never the packed inode's)? */
 bool ezi_bld_dedupe_shares(const struct ezfs_builder *b,
