@@ -227,7 +227,7 @@ struct ezfs_builder {
 	unsigned nrdevs;
 };
 
-/* out.c */
+/* io/out.c */
 void ezi_bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void ezi_bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
@@ -247,18 +247,22 @@ uint64_t ezi_bld_copy_in(struct ezfs_builder *b, int fd, uint64_t from,
 /* The image is size bytes: truncate the file (or zero the rest of the
  * device's part and check that it fits). */
 int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size);
-/* --sparse: turn the finished image in b->fd into an Android sparse
- * image (RAW and DONT_CARE chunks); 0 or -errno, logged */
+/* io/sparse.c: --sparse: turn the finished image in b->fd into an
+ * Android sparse image (RAW and DONT_CARE chunks); 0 or -errno, logged */
 int ezi_bld_sparse(struct ezfs_builder *b);
+/* pread (wr false) or pwrite all of p[0, len) at off: 0 or -errno (-EIO
+ * for an end of file). */
+int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr);
 /* pwrite to the blob (b->blobfd); 0 or -errno, logged */
 int ezi_bld_blob_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 			uint64_t off);
 
-/* scan.c */
+/* scan.c: a directory as the source */
 int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir);
-void ezi_bld_free_inodes(struct ezfs_builder *b);
 
-/* Shared with tar.c: append to b->inodes, add a dentry, set metadata
+/* tree/tree.c: free every inode (and the hard link table) */
+void ezi_bld_free_inodes(struct ezfs_builder *b);
+/* For every source: append to b->inodes, add a dentry, set metadata
  * (mode, owner, times with -T / --all-root / --force-*) from st, and
  * finish the tree ("." and "..", sorted directories). */
 int ezi_bld_add_inode(struct ezfs_builder *b, struct binode *in);
@@ -266,15 +270,15 @@ int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
 void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 			const struct stat *st);
 int ezi_bld_scan_finish(struct ezfs_builder *b);
-/* droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
+/* tree/droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
  * the read tree before "." and ".." are added */
 int ezi_bld_tree_fixup(struct ezfs_builder *b);
-/* droid.c: --block-list-file, once the image is laid out */
+/* tree/droid.c: --block-list-file, once the image is laid out */
 int ezi_bld_block_list(struct ezfs_builder *b);
 void ezi_bld_inode_free(struct binode *in);
 bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel);
 
-/* datasrc.c: where a regular file's bytes come from (its path, or a
+/* io/datasrc.c: where a regular file's bytes come from (its path, or a
  * range of b->datafd for tar sources) */
 struct bsrc {
 	int fd;
@@ -298,11 +302,11 @@ int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 int ezi_bld_scan_images(struct ezfs_builder *b, const char *const *layers,
 			size_t n);
 
-/* tar.c */
+/* tar/tar.c */
 int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		     const char *tmpdir);
 
-/* xattr.c */
+/* tree/xattr.c */
 int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in);
 /* Add one xattr (copied; a prefix EROFS cannot store is skipped with a
  * warning), then sort once all are in. */
@@ -320,9 +324,6 @@ int ezi_bld_write_data(struct ezfs_builder *b);
 /* An unlinked read-write temporary file ($TMPDIR or /tmp; else memory),
  * or a negative errno (logged). */
 int ezi_bld_tmpfd(const struct ezfs_builder *b);
-/* pread (wr false) or pwrite all of p[0, len) at off: 0 or -errno (-EIO
- * for an end of file). */
-int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr);
 /* With fragments, make the spool file (before the workers start); then
  * move z->frag there until it is placed (any thread) */
 int ezi_bld_spool_open(struct ezfs_builder *b);

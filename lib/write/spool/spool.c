@@ -37,27 +37,6 @@ struct bspool {
 	uint64_t spool_len;
 };
 
-/* All of len bytes at off, restarted after EINTR; a short transfer that
- * makes no progress is -EIO. */
-int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = wr ? pwrite(fd, (uint8_t *)p + done, len - done,
-					(off_t)(off + done))
-			       : pread(fd, (uint8_t *)p + done, len - done,
-				       (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 int ezi_bld_tmpfd(const struct ezfs_builder *b)
 {
 	const char *dir = getenv("TMPDIR");
