@@ -741,9 +741,13 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	if (!err && b->p.blobdev)
 		err = open_blob(b, target, &bo);
 	if (!err)
+		err = ezi_bld_plan(b);
+	if (!err)
 		err = ezi_bld_write_data(b);
 	if (!err)
 		err = ezi_bld_write_meta(b);
+	if (!err)
+		err = ezi_bld_write_super(b);
 	if (!err && b->p.image_offset)
 		err = shift_image(b, target, old.st_mode != 0);
 	if (!err)

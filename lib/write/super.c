@@ -98,9 +98,9 @@ static void rdevs_encode(const struct ezfs_builder *b, uint8_t *p,
 	}
 }
 
-int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
-			uint64_t blocks)
+int ezi_bld_write_super(struct ezfs_builder *b)
 {
+	uint64_t meta_blkaddr = b->meta_blkaddr, blocks = b->blocks;
 	size_t len = b->shared_start + b->shared_len, clen;
 	bool bit48 = b->p.flags & EZFS_BUILD_48BIT;
 	uint64_t rootnid = b->inodes[0]->nid;
@@ -110,7 +110,7 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	ssize_t n;
 	int err;
 
-	/* the device's size (layout.c) and the end of the flat address
+	/* the device's size (plan.c, chunks.c) and the end of the flat address
 	 * space must fit the slot's fields too */
 	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull) ||
 	    (b->devt_off && b->dev_blocks + blocks > (bit48 ? 0xFFFFFFFFFFFFull

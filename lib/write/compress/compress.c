@@ -12,7 +12,7 @@
  * raw; with ztailpacking a rest that compresses into the room after the
  * index is inlined (9.9); with fragments the last <= 1 pcluster goes to the
  * packed inode (9.10). Addresses are relative to the file's first
- * pcluster until layout.c places the file.
+ * pcluster until data.c places the file.
  */
 #include <errno.h>
 #include <fcntl.h>

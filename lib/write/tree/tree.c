@@ -133,7 +133,7 @@ int ezi_bld_scan_finish(struct ezfs_builder *b)
 		if (!S_ISDIR(in->mode))
 			continue;
 		/* -E dot-omitted: no ".", the directory's DOT_OMITTED bit
-		 * says so (layout.c) */
+		 * says so (meta.c) */
 		err = b->p.dot_omitted ? 0 : ezi_bld_add_dentry(in, ".", in);
 		if (!err)
 			err = ezi_bld_add_dentry(in, "..", in->parent);
