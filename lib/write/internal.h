@@ -728,4 +728,27 @@ int ezi_bld_write_meta(struct ezfs_builder *b);
 int ezi_bld_write_super(struct ezfs_builder *b);
 uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
 
+/* image.c: the image file (a temporary file named once complete, or a
+ * device) and the blob, from ezi_bld_image_open (0 or -errno, logged;
+ * either way ezi_bld_image_finish is called next) to
+ * ezi_bld_image_finish, which finishes them (--offset, --sparse, owner and
+ * mode, fsync, the names) when err is 0, else removes what was made, and
+ * returns err or its own error */
+struct blobout {
+	char *target; /* its path, symlinks followed */
+	char *tmp;    /* its temporary name, while it has one */
+	bool anon;    /* O_TMPFILE: no name until it is complete */
+	bool placed;  /* target is the new blob now */
+};
+struct bimage {
+	char *target;	 /* the image's path, symlinks followed */
+	char *tmp;	 /* its temporary name, while it has one */
+	struct stat old; /* the file it replaces (st_mode 0: none) */
+	bool named;	 /* target is the new image now */
+	struct blobout blob;
+};
+int ezi_bld_image_open(struct ezfs_builder *b, const char *path,
+		       struct bimage *im);
+int ezi_bld_image_finish(struct ezfs_builder *b, struct bimage *im, int err);
+
 #endif
