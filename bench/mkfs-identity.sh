@@ -76,7 +76,7 @@ one() {
 	s=$(sha256sum <"$img")
 	echo "${s%% *}  $name" >>"$out"
 	for x in "$img".*; do
-		[ -f "$x" ] && [ "$x" != "$img.err" ] || continue
+		[ -f "$x" ] || continue
 		s=$(sha256sum <"$x")
 		echo "${s%% *}  $name${x#"$img"}" >>"$out"
 	done

@@ -15,7 +15,7 @@
 set -euo pipefail
 build=${1:-${EZFS_BUILD_DIR:-}}
 src=${2:-${EZFS_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}}
-[ -n "$build" ] && [ -d "$build" ] || { echo "usage: $0 BUILD_DIR"; exit 2; }
+if [ -z "$build" ] || [ ! -d "$build" ]; then echo "usage: $0 BUILD_DIR"; exit 2; fi
 command -v nm >/dev/null || { echo "SKIP: nm (binutils) is not installed"; exit 77; }
 MAX_LINES=1200
 
