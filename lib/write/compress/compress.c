@@ -774,7 +774,11 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			z->cap = z->next;
 		}
 	}
-	hash_pclusters(b, in, z);
+	/* a memory range (the packed inode's segments, the metabox) is
+	 * never looked up among the written pclusters: not hashed, and the
+	 * workers do not read b->packed_inode while the writer sets it */
+	if (!mem)
+		hash_pclusters(b, in, z);
 	if (pt)
 		*out = z; /* the whole file is judged once merged */
 	else
