@@ -126,7 +126,7 @@ struct binode {
 	uint64_t startblk;  /* first data block, EROFS_NULL_ADDR32 if none */
 	uint64_t nblocks;   /* data blocks (flat layouts) */
 	uint32_t tail_len;  /* inline tail bytes */
-	uint64_t tailoff;   /* tails.c: where the inline bytes wait */
+	uint64_t tailoff;   /* spool/tails.c: where the inline bytes wait */
 	struct bzfile *z;   /* compressed files */
 	uint8_t *chunkidx;  /* CHUNK_BASED: encoded block map / indexes */
 	uint32_t chunkidx_len;
@@ -140,9 +140,9 @@ struct binode {
 			    * alike) */
 	uint64_t zshare;   /* fragments: the last zshare bytes end an
 			    * earlier file too */
-	bool fixed;	   /* droid.c: fs_config/labels applied */
-	bool gone;	   /* droid.c: no longer in the tree */
-	bool listed;	   /* droid.c: in the block list */
+	bool fixed;	   /* tree/droid.c: fs_config/labels applied */
+	bool gone;	   /* tree/droid.c: no longer in the tree */
+	bool listed;	   /* tree/droid.c: in the block list */
 	bool mbox;	   /* -m: the unit is in the metabox inode (meta_off:
 			    * in its contents) */
 };
@@ -197,12 +197,12 @@ struct ezfs_builder {
 	uint64_t packed_len, packed_cap;
 	void *fragtab;
 	void *fragcctx; /* writer's codec contexts (fragnear.c) */
-	void *fragio;	/* fragments.c: spool and packed files */
-	void *tails;	/* tails.c: the units' inline bytes */
+	void *spool;	/* spool/spool.c: spool and packed files */
+	void *tails;	/* spool/tails.c: the units' inline bytes */
 	struct binode *packed_inode;
 	struct binode *mbox_inode; /* -m: the metabox inode */
 	bool tar_src;		   /* the tree came from a tar */
-	void *dedupe;		   /* dedupe.c table */
+	void *dedupe;		   /* compress/dedupe.c table */
 	void *xdd;		   /* zxdd.c table */
 	bool deduped;		   /* some pcluster is shared (DEDUPE bit) */
 	bool chunked;		   /* some inode is CHUNK_BASED */
@@ -210,7 +210,9 @@ struct ezfs_builder {
 	uint64_t data_start;	 /* first data block */
 	uint64_t root_blk;	 /* root inode's own block(s) before the
 				  * data when it does not fit in block 0 */
-	uint64_t cursor;	 /* next free block */
+	uint64_t cursor;	 /* next free block (ezi_bld_take_blocks) */
+	uint64_t meta_blkaddr;	 /* meta.c, for super.c: NIDs count from */
+	uint64_t blocks;	 /* meta.c, for super.c: the image's size */
 	int fd;			 /* output (temp) file, or the device */
 	const char *out_path;	 /* the image being written, for messages */
 	bool device;		 /* fd is a block device, written in place */
@@ -220,7 +222,7 @@ struct ezfs_builder {
 	pthread_mutex_t devlock; /* zeroed */
 	struct ezfs_build_stats st;
 	double t0;
-	/* droid.c: inodes taken out of the tree (whiteouts...), freed with
+	/* tree/droid.c: inodes taken out of the tree (whiteouts...), freed with
 	 * the builder (a tar source's list still holds them) */
 	struct binode **gone;
 	size_t ngone;
@@ -240,7 +242,13 @@ struct ezfs_builder {
 	bool verity_done;
 };
 
-/* out.c */
+/*
+ * Declarations by folder, from the bottom up: io/, spool/, compress/,
+ * fragments/, tree/, tar/, then the stages. A folder calls only those
+ * before it (tests/unit/test_write_folders.sh).
+ */
+
+/* io/out.c: log lines, progress, the image's and the blob's bytes */
 void ezi_bld_log(const struct ezfs_builder *b, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void ezi_bld_progress(struct ezfs_builder *b, int phase, uint64_t items,
@@ -260,39 +268,17 @@ uint64_t ezi_bld_copy_in(struct ezfs_builder *b, int fd, uint64_t from,
 /* The image is size bytes: truncate the file (or zero the rest of the
  * device's part and check that it fits). */
 int ezi_bld_set_size(struct ezfs_builder *b, uint64_t size);
-/* --sparse: turn the finished image in b->fd into an Android sparse
- * image (RAW and DONT_CARE chunks); 0 or -errno, logged */
-int ezi_bld_sparse(struct ezfs_builder *b);
+/* pread (wr false) or pwrite all of p[0, len) at off: 0 or -errno (-EIO
+ * for an end of file). */
+int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr);
 /* pwrite to the blob (b->blobfd); 0 or -errno, logged */
 int ezi_bld_blob_pwrite(struct ezfs_builder *b, const void *buf, size_t len,
 			uint64_t off);
+/* io/sparse.c: --sparse: turn the finished image in b->fd into an
+ * Android sparse image (RAW and DONT_CARE chunks); 0 or -errno, logged */
+int ezi_bld_sparse(struct ezfs_builder *b);
 
-/* verity.c: --verity, once the image is complete: pad it to 4096 bytes
- * and append its dm-verity tree (or write it to verity_hash_file); 0 or
- * -errno, logged */
-int ezi_bld_verity(struct ezfs_builder *b);
-
-/* scan.c */
-int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir);
-void ezi_bld_free_inodes(struct ezfs_builder *b);
-
-/* Shared with tar.c: append to b->inodes, add a dentry, set metadata
- * (mode, owner, times with -T / --all-root / --force-*) from st, and
- * finish the tree ("." and "..", sorted directories). */
-int ezi_bld_add_inode(struct ezfs_builder *b, struct binode *in);
-int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
-void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
-			const struct stat *st);
-int ezi_bld_scan_finish(struct ezfs_builder *b);
-/* droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
- * the read tree before "." and ".." are added */
-int ezi_bld_tree_fixup(struct ezfs_builder *b);
-/* droid.c: --block-list-file, once the image is laid out */
-int ezi_bld_block_list(struct ezfs_builder *b);
-void ezi_bld_inode_free(struct binode *in);
-bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel);
-
-/* datasrc.c: where a regular file's bytes come from (its path, or a
+/* io/datasrc.c: where a regular file's bytes come from (its path, or a
  * range of b->datafd for tar sources) */
 struct bsrc {
 	int fd;
@@ -315,30 +301,42 @@ void ezi_bld_src_close(struct bsrc *s);
 int ezi_bld_src_check(const struct ezfs_builder *b, const struct binode *in,
 		      const struct bsrc *s);
 
-/* rebuild.c: the tree merged from EROFS layer images (the last is the
- * uppermost), every file's data chunk indexes into its layer (device k
- * for layers[k - 1]); sets rdevs and dev_blocks, the block size. */
-int ezi_bld_scan_images(struct ezfs_builder *b, const char *const *layers,
-			size_t n);
-
-/* tar.c */
-int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
-		     const char *tmpdir);
-
-/* xattr.c */
-int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in);
-/* Add one xattr (copied; a prefix EROFS cannot store is skipped with a
- * warning), then sort once all are in. */
-int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
-		      const char *name, const void *value, size_t vlen);
-void ezi_bld_xattrs_sort(struct binode *in);
-int ezi_bld_xattrs_share(struct ezfs_builder *b);
-/* Write the inode's xattr ibody (xattr_isize bytes) at out. */
-void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out);
-
-/* layout.c */
-int ezi_bld_write_data(struct ezfs_builder *b);
-/* tails.c: keep the len inline bytes of in's unit (flat tail or
+/* spool/spool.c: the temporary files where bytes wait between stages */
+/* An unlinked read-write temporary file ($TMPDIR or /tmp; else memory),
+ * or a negative errno (logged). */
+int ezi_bld_tmpfd(const struct ezfs_builder *b);
+/* With fragments, make the spool file (before the workers start); then
+ * move z->frag there until it is placed (any thread) */
+int ezi_bld_spool_open(struct ezfs_builder *b);
+int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z);
+/* Is there a spool file (a whole-file fragment may then wait in its
+ * source, z->fromsrc)? */
+bool ezi_bld_spool_on(const struct ezfs_builder *b);
+/* Room for len bytes in the spool file (its offset in *off; false: no
+ * spool file), a write into it and a read back (0 or -errno, logged) */
+bool ezi_bld_spool_reserve(const struct ezfs_builder *b, uint64_t len,
+			   uint64_t *off);
+int ezi_bld_spool_write(const struct ezfs_builder *b, const void *p, size_t len,
+			uint64_t off);
+int ezi_bld_spool_read(const struct ezfs_builder *b, void *p, size_t len,
+		       uint64_t off);
+/* Close the spool file (every fragment is placed); the packed file stays */
+void ezi_bld_spool_close(struct ezfs_builder *b);
+/* The packed file: cap bytes, sparse, mapped shared at b->packed
+ * (packed_len 0); a write into it (0 or -errno, logged) */
+int ezi_bld_packfile_map(struct ezfs_builder *b, uint64_t cap);
+int ezi_bld_packfile_write(const struct ezfs_builder *b, const void *p,
+			   size_t len, uint64_t off);
+/* len packed bytes at off (from the packed file, else b->packed) */
+int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
+			uint64_t off);
+/* Whether b->packed maps the packed file (its pages may be dropped once
+ * read: the file keeps them) */
+bool ezi_bld_packed_filebacked(const struct ezfs_builder *b,
+			       const uint8_t *mem);
+/* Close both files (b->packed is the caller's to unmap) */
+void ezi_bld_spool_free(struct ezfs_builder *b);
+/* spool/tails.c: keep the len inline bytes of in's unit (flat tail or
  * ztailpacking's compressed tail) until the metadata is written, read
  * them back into dst (0 or -errno, logged); free what keeps them */
 int ezi_bld_tail_keep(struct ezfs_builder *b, struct binode *in, const void *p,
@@ -346,68 +344,16 @@ int ezi_bld_tail_keep(struct ezfs_builder *b, struct binode *in, const void *p,
 int ezi_bld_tail_read(const struct ezfs_builder *b, const struct binode *in,
 		      uint8_t *dst, uint32_t len);
 void ezi_bld_tails_free(struct ezfs_builder *b);
-/* fragments.c: put every file's pending z->frag into b->packed, in
- * depth-first tree order (after all files are compressed) */
-int ezi_bld_frags_place(struct ezfs_builder *b);
-/* Unmap the packed inode's bytes (fragments.c). */
-void ezi_bld_packed_free(struct ezfs_builder *b);
-/* fragments.c: with fragments, make the spool file (before the workers
- * start); then move z->frag there until it is placed (any thread) */
-int ezi_bld_frags_open(struct ezfs_builder *b);
-int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z);
-/* fragments.c: is there a spool file (a whole-file fragment may then wait
- * in its source, z->fromsrc)? */
-bool ezi_bld_spool_on(const struct ezfs_builder *b);
-/* fragments.c: room for len bytes in the spool file (its offset in *off;
- * false: no spool file), and a write into it (0 or -errno, logged) */
-bool ezi_bld_spool_reserve(const struct ezfs_builder *b, uint64_t len,
-			   uint64_t *off);
-int ezi_bld_spool_write(const struct ezfs_builder *b, const void *p, size_t len,
-			uint64_t off);
-/* fragments.c: len packed bytes at off (read from the packed file) */
-int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
-			uint64_t off);
-/* fragments.c: an unlinked read-write temporary file ($TMPDIR or /tmp;
- * else memory), or a negative errno */
-int ezi_bld_tmpfd(const struct ezfs_builder *b);
-/* pread (wr false) or pwrite all of p[0, len) at off: 0 or -errno (-EIO
- * for an end of file). */
-int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr);
-/* fragments.c: whether b->packed maps the packed file (its pages may be
- * dropped once read: the file keeps them) */
-bool ezi_bld_packed_filebacked(const struct ezfs_builder *b,
-			       const uint8_t *mem);
-/* every regular file in the fragments' depth-first order, then all in
- * inode order again (fn must skip what it has seen) */
-typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,
-			   void *arg);
-int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg);
-/* fragshare.c: mark files that end alike (zkeep, zshare) */
-/* the end that in shares with an earlier file: none while it keeps an end
- * of its own for a later one (zkeep wins) */
-static inline uint64_t ezi_bld_zshare(const struct binode *in)
-{
-	return in->zkeep ? 0 : in->zshare;
-}
-int ezi_bld_frags_share(struct ezfs_builder *b);
-/* fragnear.c: a whole-file fragment whose last `matched` bytes end the
- * packed bytes at cend: 1 if its head became pclusters, 0 if not */
-int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
-		      struct bzfile *z, uint64_t cend, uint64_t matched);
-int ezi_bld_write_meta(struct ezfs_builder *b);
 
-/* super.c */
-int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
-			uint64_t blocks);
-uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
-uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b);
-unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b);
-
-/* zcfg.c: configurations and hints from the params (ezfs_builder_new) */
+/* compress/zcfg.c: configurations and hints from the params (ezfs_builder_new)
+ */
 const struct ezfs_codec_ops *ezi_bld_codec(const struct ezfs_builder *b,
 					   unsigned zalg);
 int ezi_bld_zalgs_init(struct ezfs_builder *b);
 void ezi_bld_zalgs_free(struct ezfs_builder *b);
+/* lzma's dictionary size, zstd's window log (codecs and config records) */
+uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b);
+unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b);
 /* Owner offsets and the hint of one inode, once the tree is read. */
 int ezi_bld_inode_finish(struct ezfs_builder *b, struct binode *in);
 
@@ -422,7 +368,7 @@ void ezi_bld_zfile_free(struct bzfile *z);
  * block boundary, the metadata before them may (the kernel reads a core,
  * xattrs and indexes across one, and mkfs.erofs 1.9.3 places them so).
  * Units start on 32-byte slots, so the metadata can end as early as
- * meta % 32 bytes into a block (layout.c places the unit where it does,
+ * meta % 32 bytes into a block (space.c places the unit where it does,
  * the slots it skips for that become a gap); one slot at least.
  */
 static inline uint32_t ezi_bld_inline_room(uint32_t blksz, uint64_t meta)
@@ -508,7 +454,8 @@ int ezi_bld_compress_mem(const struct ezfs_builder *b, const struct binode *in,
 			 void *cctx, const uint8_t *mem, uint64_t len,
 			 size_t room, bool drop, struct bzfile **out);
 
-/* dedupe.c: share identical pclusters / chunks (table in b->dedupe) */
+/* compress/dedupe.c: share identical pclusters / chunks (table in
+ * b->dedupe) */
 /* Are in's pclusters looked up among the written ones (-E dedupe, and
  * with fragments as 1.9.3; never the packed inode's)? */
 bool ezi_bld_dedupe_shares(const struct ezfs_builder *b,
@@ -618,5 +565,213 @@ int ezi_bld_zsegs_finish(struct ezfs_builder *b, struct binode *in,
 			 uint64_t len, struct bzfile **z);
 /* Stop the workers and drop their results (any time; no-op if none). */
 void ezi_bld_zsegs_free(struct ezfs_builder *b);
+
+/* fragments/fragments.c: put every file's pending z->frag into b->packed, in
+ * depth-first tree order (after all files are compressed) */
+int ezi_bld_frags_place(struct ezfs_builder *b);
+/* fragments.c: stop the packed inode's workers, unmap b->packed, close
+ * the spool's files */
+void ezi_bld_packed_free(struct ezfs_builder *b);
+/* every regular file in the fragments' depth-first order, then all in
+ * inode order again (fn must skip what it has seen) */
+typedef int (*bld_file_fn)(struct ezfs_builder *b, struct binode *in,
+			   void *arg);
+int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg);
+/* fragments/fragshare.c: mark files that end alike (zkeep, zshare) */
+/* the end that in shares with an earlier file: none while it keeps an end
+ * of its own for a later one (zkeep wins) */
+static inline uint64_t ezi_bld_zshare(const struct binode *in)
+{
+	return in->zkeep ? 0 : in->zshare;
+}
+int ezi_bld_frags_share(struct ezfs_builder *b);
+/* fragments/fragnear.c: a whole-file fragment whose last `matched` bytes end
+ * the packed bytes at cend: 1 if its head became pclusters, 0 if not */
+int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
+		      struct bzfile *z, uint64_t cend, uint64_t matched);
+
+/* tree/tree.c: free every inode (and the hard link table) */
+void ezi_bld_free_inodes(struct ezfs_builder *b);
+/* For every source: append to b->inodes, add a dentry, set metadata
+ * (mode, owner, times with -T / --all-root / --force-*) from st, and
+ * finish the tree ("." and "..", sorted directories). */
+int ezi_bld_add_inode(struct ezfs_builder *b, struct binode *in);
+int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
+void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
+			const struct stat *st);
+int ezi_bld_scan_finish(struct ezfs_builder *b);
+/* tree/droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
+ * the read tree before "." and ".." are added */
+int ezi_bld_tree_fixup(struct ezfs_builder *b);
+/* tree/droid.c: --block-list-file, once the image is laid out */
+int ezi_bld_block_list(struct ezfs_builder *b);
+/* tree/tree.c: free one inode; is relative path rel excluded
+ * (--exclude-path, --exclude-regex)? */
+void ezi_bld_inode_free(struct binode *in);
+bool ezi_bld_excluded(const struct ezfs_builder *b, const char *rel);
+
+/* tree/xattr.c */
+int ezi_bld_xattrs_read(struct ezfs_builder *b, struct binode *in);
+/* Add one xattr (copied; a prefix EROFS cannot store is skipped with a
+ * warning), then sort once all are in. */
+int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
+		      const char *name, const void *value, size_t vlen);
+void ezi_bld_xattrs_sort(struct binode *in);
+int ezi_bld_xattrs_share(struct ezfs_builder *b);
+/* Write the inode's xattr ibody (xattr_isize bytes) at out. */
+void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out);
+
+/* tar/tar.c: a tar archive as the source */
+int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
+		     const char *tmpdir);
+
+/* scan.c: a directory as the source */
+int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir);
+
+/* rebuild.c: the tree merged from EROFS layer images (the last is the
+ * uppermost), every file's data chunk indexes into its layer (device k
+ * for layers[k - 1]); sets rdevs and dev_blocks, the block size. */
+int ezi_bld_scan_images(struct ezfs_builder *b, const char *const *layers,
+			size_t n);
+
+/*
+ * The stages (the files directly in lib/write), in the order
+ * ezfs_builder_write runs them: plan, data, metadata, super.
+ */
+
+/* plan.c: each inode's form, the root's block, b->cursor at the data's
+ * start (0 or -errno, logged) */
+int ezi_bld_plan(struct ezfs_builder *b);
+/* The size of in's core (compact or extended) */
+unsigned ezi_bld_core_size(const struct binode *in);
+/* 48BIT: the superblock's epoch that compact mtimes count from */
+int64_t ezi_bld_epoch48(const struct ezfs_builder *b);
+/* A flat layout for in: FLAT_INLINE when its tail fits (allow_inline)
+ * after its core and xattrs in one block, else FLAT_PLAIN; unit_size */
+void ezi_bld_plan_flat(const struct ezfs_builder *b, struct binode *in,
+		       bool allow_inline);
+/* --zD: are directories compressed (into the packed inode)? */
+bool ezi_bld_zdirs(const struct ezfs_builder *b);
+/* A directory's size and layout (its entries need the NIDs: later) */
+int ezi_bld_plan_dir(const struct ezfs_builder *b, struct binode *in);
+/* A special inode of the image's own (the packed or the metabox inode):
+ * a regular file of size bytes named by what, appended to b->inodes */
+int ezi_bld_special_inode(struct ezfs_builder *b, const char *what,
+			  uint64_t size, struct binode **out);
+
+/* data.c: every inode's data at the cursor, in inode order, then the
+ * fragments and the packed inode (0 or -errno, logged) */
+int ezi_bld_write_data(struct ezfs_builder *b);
+/* Place one regular file whose compression result z (or NULL: flat,
+ * chunked) is known; buf: COPY_BUF bytes of scratch, raw: its bytes read
+ * ahead or NULL */
+int ezi_bld_place_file(struct ezfs_builder *b, struct binode *in,
+		       struct bzfile *z, uint8_t *buf, const uint8_t *raw);
+/* The packed inode (9.10) of b->packed: compressed in segments, else
+ * flat */
+int ezi_bld_write_packed(struct ezfs_builder *b, uint8_t *buf);
+
+/* chunks.c: CHUNK_BASED files (--chunksize, --blobdev) and a tar
+ * index's files (--tar=i); the chunk array's offset in the unit (6.4.2) */
+int ezi_bld_write_chunked(struct ezfs_builder *b, struct binode *in);
+int ezi_bld_write_tarindex(struct ezfs_builder *b, struct binode *in);
+uint32_t ezi_bld_chunk_hdr(const struct binode *in, unsigned unit);
+
+/*
+ * space.c: where things go. The data area grows at b->cursor: the next
+ * file's data goes there, its addresses relative to it until placed
+ * (compress/ writes a split file's parts and the packed inode's segments
+ * ahead, at the cursor and after), and the cursor moves past it: n
+ * blocks, the first returned.
+ */
+static inline uint64_t ezi_bld_take_blocks(struct ezfs_builder *b, uint64_t n)
+{
+	uint64_t at = b->cursor;
+
+	b->cursor += n;
+	return at;
+}
+/* The metadata's slots. Free runs of 32-byte slots (gaps), made for a
+ * builder's block size and freed (NULL: nothing) */
+struct bgaps;
+struct bgaps *ezi_bld_gaps_new(const struct ezfs_builder *b);
+void ezi_bld_gaps_free(struct bgaps *g);
+/* The rest of the block that pos is in is free */
+int ezi_bld_gap_rest(struct bgaps *g, unsigned blkszbits, uint64_t pos);
+/* The root at the start of its reserved block(s) (b->root_blk) */
+int ezi_bld_place_root(struct ezfs_builder *b, struct bgaps *g);
+/* Every unit's meta_off and NID (want < 0), or only those that go
+ * (want 1) or do not go (want 0) into the metabox, from base on (NIDs
+ * from meta_blkaddr); *endp: the end of the area */
+int ezi_bld_place_inodes(struct ezfs_builder *b, struct bgaps *g, uint64_t base,
+			 uint64_t meta_blkaddr, uint64_t *endp, int want);
+/* Multi-device images: units moved across block boundaries where they
+ * may cross one, the area [lo, *endp) shrinks (not below base) */
+int ezi_bld_pair_tails(struct ezfs_builder *b, uint64_t lo, uint64_t base,
+		       uint64_t meta_blkaddr, uint64_t *endp);
+/* A unit placed after the others: into the smallest gap it fits, else
+ * at the cursor, which moves past it */
+int ezi_bld_place_late(struct ezfs_builder *b, struct bgaps *g,
+		       struct binode *in, uint64_t meta_blkaddr);
+/* A unit at its place, by offset (qsort: ezi_bld_unit_cmp) */
+struct bunit {
+	uint64_t off;
+	uint32_t len;
+	struct binode *in;
+};
+int ezi_bld_unit_cmp(const void *x, const void *y);
+
+/* dirs.c: a directory's contents (in->size bytes at buf, zeroed), and
+ * --zD: the directories appended to the packed inode, which is written
+ * and placed late (*endp: the metadata area's end, *nextblk: the first
+ * block after all of it) */
+void ezi_bld_dir_build(const struct ezfs_builder *b, const struct binode *in,
+		       uint8_t *buf);
+int ezi_bld_pack_dirs(struct ezfs_builder *b, struct bgaps *g,
+		      uint64_t meta_blkaddr, uint64_t *endp, uint64_t *nextblk);
+
+/* metabox.c: -m: the metabox inode holding mlen bytes of units at mbox,
+ * its data at the cursor, its unit placed late */
+int ezi_bld_write_mbox(struct ezfs_builder *b, struct bgaps *g,
+		       const uint8_t *mbox, uint64_t mlen,
+		       uint64_t meta_blkaddr);
+
+/* meta.c: place and write every unit and the directory blocks; sets
+ * b->meta_blkaddr and b->blocks (0 or -errno, logged) */
+int ezi_bld_write_meta(struct ezfs_builder *b);
+
+/* super.c: the superblock (with b->meta_blkaddr, b->blocks), the device
+ * table and shared xattrs, the image's size, the checksum; the config
+ * records' bytes at p (NULL: only their length) */
+int ezi_bld_write_super(struct ezfs_builder *b);
+uint32_t ezi_bld_cfgs_encode(const struct ezfs_builder *b, uint8_t *p);
+
+/* verity.c: --verity, once the filesystem is complete: pad it to 4096
+ * bytes and append its dm-verity tree (or write it to verity_hash_file);
+ * 0 or -errno, logged */
+int ezi_bld_verity(struct ezfs_builder *b);
+
+/* image.c: the image file (a temporary file named once complete, or a
+ * device) and the blob, from ezi_bld_image_open (0 or -errno, logged;
+ * either way ezi_bld_image_finish is called next) to
+ * ezi_bld_image_finish, which finishes them (--offset, --sparse, owner and
+ * mode, fsync, the names) when err is 0, else removes what was made, and
+ * returns err or its own error */
+struct blobout {
+	char *target; /* its path, symlinks followed */
+	char *tmp;    /* its temporary name, while it has one */
+	bool anon;    /* O_TMPFILE: no name until it is complete */
+	bool placed;  /* target is the new blob now */
+};
+struct bimage {
+	char *target;	 /* the image's path, symlinks followed */
+	char *tmp;	 /* its temporary name, while it has one */
+	struct stat old; /* the file it replaces (st_mode 0: none) */
+	bool named;	 /* target is the new image now */
+	struct blobout blob;
+};
+int ezi_bld_image_open(struct ezfs_builder *b, const char *path,
+		       struct bimage *im);
+int ezi_bld_image_finish(struct ezfs_builder *b, struct bimage *im, int err);
 
 #endif

@@ -511,7 +511,9 @@ static int order_bfs(struct ezfs_builder *b)
 
 		if (!S_ISDIR(d->mode))
 			continue;
-		qsort(d->dents, d->ndents, sizeof(*d->dents), cmp_dent);
+		/* an empty directory has no entries array (qsort: non-null) */
+		if (d->ndents)
+			qsort(d->dents, d->ndents, sizeof(*d->dents), cmp_dent);
 		d->nlink = 2;
 		for (k = 0; k < d->ndents && !err; k++) {
 			struct binode *in = d->dents[k].inode;

@@ -9,33 +9,6 @@
 #include "write/internal.h"
 #include "format/erofs_fs.h"
 
-uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b)
-{
-	uint32_t d = 4 * b->pclusterblks * b->blksz;
-
-	if (b->p.lzma_dictsize) /* -z lzma,dictsize=N */
-		return b->p.lzma_dictsize;
-	if (d > (8u << 20))
-		d = 8u << 20;
-	if (d < (32u << 10))
-		d = 32u << 10;
-	return d;
-}
-
-unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b)
-{
-	uint32_t w = 8 * b->pclusterblks * b->blksz;
-	unsigned log = 10;
-
-	if (b->p.zstd_window) /* -z zstd,dictsize=N */
-		w = b->p.zstd_window;
-	if (w > (1u << 20))
-		w = 1u << 20;
-	while ((2u << log) <= w)
-		log++;
-	return log; /* window = 1 << log; on disk log - 10 */
-}
-
 /* Config record of algorithm id alg at p (le16 size + payload); length. */
 static uint32_t cfg_encode(const struct ezfs_builder *b, int alg, uint8_t *p)
 {
@@ -125,9 +98,9 @@ static void rdevs_encode(const struct ezfs_builder *b, uint8_t *p,
 	}
 }
 
-int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
-			uint64_t blocks)
+int ezi_bld_write_super(struct ezfs_builder *b)
 {
+	uint64_t meta_blkaddr = b->meta_blkaddr, blocks = b->blocks;
 	size_t len = b->shared_start + b->shared_len, clen;
 	bool bit48 = b->p.flags & EZFS_BUILD_48BIT;
 	uint64_t rootnid = b->inodes[0]->nid;
@@ -137,7 +110,7 @@ int ezi_bld_write_super(struct ezfs_builder *b, uint64_t meta_blkaddr,
 	ssize_t n;
 	int err;
 
-	/* the device's size (layout.c) and the end of the flat address
+	/* the device's size (plan.c, chunks.c) and the end of the flat address
 	 * space must fit the slot's fields too */
 	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull) ||
 	    (b->devt_off && b->dev_blocks + blocks > (bit48 ? 0xFFFFFFFFFFFFull

@@ -419,6 +419,12 @@ if [ "$RC" = 1 ] && grep -q "system/etc/empty" "$ERR" && [ ! -e "$TMP/m.img" ]; 
 else
 	t_fail "fs_config without a path: rc=$RC $(head -c 300 "$ERR")"
 fi
+# An empty fs_config: every path kept as it is (no lines to sort)
+: >"$TMP/fs_config.none"
+t_run nofsc "${MKFS[@]}" -q --mount-point system \
+	--fs-config-file "$TMP/fs_config.none" --fs-config-missing=keep \
+	"$TMP/nofsc.img" "$TREE"
+t_check "an empty fs_config, --fs-config-missing=keep: built" 0
 line keep -q --mount-point system --fs-config-file "$TMP/fs_config.short" \
 	--fs-config-missing=keep @IMG @SRC &&
 	{

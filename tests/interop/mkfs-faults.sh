@@ -138,7 +138,7 @@ done
 
 # A victim over 16 MiB is compressed in parts on two workers (split):
 # still one error line, whichever parts meet the change; stored flat, its
-# whole blocks are copied by copy_file_range (layout.c).
+# whole blocks are copied by copy_file_range (lib/write/data.c).
 seq 1 2500000 >>"$pristine/v/victim.bin"
 for how in "split|-z lz4" "flat, copied|"; do
 	for a in shrink grow eio; do

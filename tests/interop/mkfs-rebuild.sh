@@ -7,8 +7,9 @@
 # Three layer tars made here (an upper whiteout deleting a lower file and
 # a lower directory, an opaque directory, a file replaced, a directory
 # replaced by a file, directories merged over three layers, a hard link,
-# a symlink, an xattr, a file over 1 MiB) become layer images the two
-# ways containerd makes them: `--tar=f --aufs -Enoinline_data` and
+# a symlink, an xattr, a file over 1 MiB, an empty directory) become
+# layer images the two ways containerd makes them: `--tar=f --aufs
+# -Enoinline_data` and
 # `--tar=i --aufs` with the tar appended to the index. Each set is merged
 # (through the mkfs.erofs link beside ezfs where there is one); the meta
 # image holds only metadata (one block device slot per layer, every file
@@ -69,6 +70,7 @@ layer(1, [
     d("opq"), f("opq/x", b"x\n"), d("opq/deep"), f("opq/deep/y", b"y\n"),
     f("rep", b"old\n"), d("repdir"), f("repdir/f", b"f\n"),
     d("keep"), f("keep/k", b"k\n"), d("rmdir"), f("rmdir/r", b"r\n"),
+    d("empty"),
     f("hl1", b"hard\n"), ti("hl2", tarfile.LNKTYPE, linkname="hl1"),
     ti("sym", tarfile.SYMTYPE, 0o777, linkname="d/a"),
 ])

@@ -32,38 +32,45 @@ rank() {
 objs=$(find "$build" -path '*/CMakeFiles/*' -name '*.o' \( -path '*/lib/*' -o -path '*/tools/ezfs/*' \) |
 	grep -v -e '/tests/' -e 'fuzz' | sort)
 [ -n "$objs" ] || { echo "FAIL: no object files under $build (build first)"; exit 1; }
-declare -A layer_of def_in
-n=0
-while read -r o; do
-	# an object whose source is gone (a stale build) is no part of it
+# "object layer" for every object whose source still exists (a stale
+# build's leftovers are no part of it)
+map=$(while read -r o; do
 	rel=${o#*.dir/}; rel=${rel%.o}
 	[ -f "$src/$rel" ] || continue
 	case $o in
 	*/tools/ezfs/*) l=tools ;;
 	*/lib/*) l=${o##*/lib/}; l=${l%%/*} ;;
 	esac
-	[ "$(rank "$l")" -ge 0 ] || { echo "FAIL: $o is in no known layer ($l)"; exit 1; }
-	layer_of[$o]=$l
-	n=$((n + 1))
-	while read -r s; do
-		def_in[$s]=$o
-	done < <(nm --defined-only -g "$o" | awk 'NF == 3 {print $3}')
-done <<<"$objs"
-
+	[ "$(rank "$l")" -ge 0 ] || { echo "FAIL: $o is in no known layer ($l)" >&2; exit 1; }
+	echo "$o $(rank "$l") $l"
+done <<<"$objs")
+n=$(wc -l <<<"$map")
+live=$(awk '{print $1}' <<<"$map")
+[ -n "$live" ] || { echo "FAIL: no object file under $build has its source in $src"; exit 1; }
+# one nm over all objects: definitions first, then the undefined uses;
+# a use whose definition sits at the same height or above fails
 bad=0
-for o in "${!layer_of[@]}"; do
-	l=${layer_of[$o]}
-	while read -r s; do
-		d=${def_in[$s]:-}
-		[ -n "$d" ] || continue          # a system or codec library
-		dl=${layer_of[$d]}
-		[ "$dl" = "$l" ] && continue
-		if [ "$(rank "$dl")" -ge "$(rank "$l")" ]; then
-			echo "FAIL: $l -> $dl: ${o#"$build"/} uses $s of ${d#"$build"/}"
-			bad=$((bad + 1))
-		fi
-	done < <(nm -u "$o" | awk '{print $NF}')
-done
+out=$(
+	{
+		sed 's/^/M /' <<<"$map"
+		xargs nm -A --defined-only -g <<<"$live" | awk 'NF == 3 {f = $1; sub(/:[^:]*$/, "", f); print "D", f, $3}'
+		xargs nm -A -u <<<"$live" | awk '{f = $1; sub(/:$/, "", f); print "U", f, $NF}'
+	} | awk -v build="$build/" '
+	$1 == "M" { rk[$2] = $3; ly[$2] = $4; next }
+	$1 == "D" { def[$3] = $2; next }
+	$1 == "U" {
+		d = def[$3]; o = $2
+		if (d == "" || ly[d] == ly[o]) next
+		if (rk[d] >= rk[o]) {
+			od = o; dd = d; sub(build, "", od); sub(build, "", dd)
+			print "FAIL: " ly[o] " -> " ly[d] ": " od " uses " $3 " of " dd
+		}
+	}'
+)
+if [ -n "$out" ]; then
+	echo "$out"
+	bad=$(grep -c '^FAIL' <<<"$out")
+fi
 # The sources: private headers of a layer above are off limits too.
 while IFS=: read -r f inc; do
 	l=${f#"$src"/lib/}; l=${l%%/*}

@@ -12,7 +12,7 @@
  * raw; with ztailpacking a rest that compresses into the room after the
  * index is inlined (9.9); with fragments the last <= 1 pcluster goes to the
  * packed inode (9.10). Addresses are relative to the file's first
- * pcluster until layout.c places the file.
+ * pcluster until data.c places the file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -774,7 +774,11 @@ static int compress_src(const struct ezfs_builder *b, const struct binode *in,
 			z->cap = z->next;
 		}
 	}
-	hash_pclusters(b, in, z);
+	/* a memory range (the packed inode's segments, the metabox) is
+	 * never looked up among the written pclusters: not hashed, and the
+	 * workers do not read b->packed_inode while the writer sets it */
+	if (!mem)
+		hash_pclusters(b, in, z);
 	if (pt)
 		*out = z; /* the whole file is judged once merged */
 	else

@@ -41,6 +41,37 @@ const struct ezfs_codec_ops *ezi_bld_codec(const struct ezfs_builder *b,
 	return NULL;
 }
 
+/* lzma's dictionary (-z lzma,dictsize=N, else 4 pclusters of the
+ * largest size within 32 KiB..8 MiB): the codec's and the config record's */
+uint32_t ezi_bld_lzma_dict_size(const struct ezfs_builder *b)
+{
+	uint32_t d = 4 * b->pclusterblks * b->blksz;
+
+	if (b->p.lzma_dictsize) /* -z lzma,dictsize=N */
+		return b->p.lzma_dictsize;
+	if (d > (8u << 20))
+		d = 8u << 20;
+	if (d < (32u << 10))
+		d = 32u << 10;
+	return d;
+}
+
+/* zstd's window (-z zstd,dictsize=N, else 8 pclusters, at most 1 MiB) as
+ * a log2: the codec's and the config record's */
+unsigned ezi_bld_zstd_windowlog(const struct ezfs_builder *b)
+{
+	uint32_t w = 8 * b->pclusterblks * b->blksz;
+	unsigned log = 10;
+
+	if (b->p.zstd_window) /* -z zstd,dictsize=N */
+		w = b->p.zstd_window;
+	if (w > (1u << 20))
+		w = 1u << 20;
+	while ((2u << log) <= w)
+		log++;
+	return log; /* window = 1 << log; on disk log - 10 */
+}
+
 /* Pcluster size in bytes (0x7FF blocks at most: CBLKCNT has 11 bits). */
 static int pcluster_blocks(struct ezfs_builder *b, uint32_t bytes,
 			   const char *what, uint32_t *blocks)

@@ -181,7 +181,7 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 	want = b->p.workers ? b->p.workers : 1;
 	if (b->p.alg < 0 && want <= 1)
 		return 0;
-	err = b->p.alg < 0 ? 0 : ezi_bld_frags_open(b);
+	err = b->p.alg < 0 ? 0 : ezi_bld_spool_open(b);
 	if (err)
 		return err;
 	j = calloc(1, sizeof(*j));

@@ -227,7 +227,7 @@ void ezi_bld_zsegs_free(struct ezfs_builder *b)
 }
 
 /*
- * The kept result's blocks to the image at the cursor, where layout.c
+ * The kept result's blocks to the image at the cursor, where data.c
  * places the packed inode's data (segment i's from the spill file or
  * from memory, in order); z->written then.
  */

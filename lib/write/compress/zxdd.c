@@ -482,7 +482,7 @@ int ezi_bld_xdd_file(struct ezfs_builder *b, struct binode *in,
 		ezi_bld_zfile_free(nz);
 		return 0;
 	}
-	/* layout.c adds the cursor to every blkaddr (mod 2^32) */
+	/* data.c adds the cursor to every blkaddr (mod 2^32) */
 	for (k = 0; k < nz->next; k++)
 		if (nz->ext[k].xref)
 			nz->ext[k].blkaddr -= (uint32_t)b->cursor;

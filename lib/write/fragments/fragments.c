@@ -3,8 +3,9 @@
  * fragments.c - the decoded contents of the packed inode (9.10).
  *
  * Compression leaves each file's fragment (its tail, or the whole file) in
- * z->frag, which the worker moves to the spool file (below); a file that
- * is all one fragment is not read then, its source is (z->fromsrc). Once
+ * z->frag, which the worker moves to the spool file (spool/spool.c); a
+ * file that is all one fragment is not read then, its source is
+ * (z->fromsrc). Once
  * all files are compressed, the fragments are appended to
  * the packed inode in depth-first tree order: the files of a directory in
  * name order, then its subdirectories one after the other, each with all
@@ -17,9 +18,7 @@
  * tree, never on the number of workers. Workers compress the packed
  * inode's segments as soon as they are complete (zsegs.c).
  */
-#define _GNU_SOURCE /* O_TMPFILE, memfd_create, mkostemp */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -67,224 +66,45 @@ static uint32_t frag_key(const uint8_t *end, uint64_t len)
 }
 
 /*
- * Neither the fragments nor the packed inode's bytes stay in memory: a
- * 1.3 GB tree held 2.4 GB (every fragment from its compression until all
- * files were done, then the packed inode's bytes beside them). The writer
- * moves each fragment to the spool file as soon as the file is compressed
- * (any order: each has its offset); placing reads them back in the depth-first
- * order and writes the packed inode's bytes to the packed file, which b->packed
- * maps (shared) for the workers that compress its segments (zsegs.c drops
- * each segment's pages once done) and for layout.c. The files are
- * unlinked temporary files ($TMPDIR, else /tmp, as mkfs.erofs' tmpfile();
- * memory where none can be made): the page cache holds what it can, the
- * process only FRAG_BUF-sized buffers. A whole-file fragment skips the
- * spool: placing reads the source file itself (any source can be read
- * again: a path, or a range of the tar or of its spool). On the Linux
- * tree at lz4 1M, where nearly every file is one fragment, writing and
- * reading back 1.1 GB of spool was a quarter of the build's CPU time.
+ * What placing keeps while it runs: FRAG_BUF-sized buffers (a fragment's
+ * end, the packed bytes it is compared with, the rest of a long one) and
+ * the source of a whole-file fragment (z->fromsrc) being placed.
  */
 #define FRAG_BUF (256u << 10) /* also fragnear.c's largest fragment */
 
-struct fragio {
-	int spoolfd, packfd; /* -1: none yet */
-	uint64_t spool_len;
+struct fplace {
 	uint8_t *fbuf, *pbuf, *sbuf; /* FRAG_BUF bytes each */
 	struct bsrc src;	     /* the file placed, when z->fromsrc */
 };
 
-static struct fragio *fragio_get(struct ezfs_builder *b)
+static void fplace_free(struct fplace *f)
 {
-	struct fragio *io = b->fragio;
-
-	if (io)
-		return io;
-	io = calloc(1, sizeof(*io));
-	if (!io)
-		return NULL;
-	io->spoolfd = io->packfd = -1;
-	b->fragio = io;
-	return io;
-}
-
-/* All of len bytes at off, restarted after EINTR; a short transfer that
- * makes no progress is -EIO. */
-int ezi_bld_fd_rw(int fd, void *p, size_t len, uint64_t off, bool wr)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = wr ? pwrite(fd, (uint8_t *)p + done, len - done,
-					(off_t)(off + done))
-			       : pread(fd, (uint8_t *)p + done, len - done,
-				       (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-int ezi_bld_tmpfd(const struct ezfs_builder *b)
-{
-	const char *dir = getenv("TMPDIR");
-	char *path;
-	int fd, err;
-
-	if (!dir || !*dir)
-		dir = "/tmp";
-	fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		return fd;
-	path = malloc(strlen(dir) + sizeof("/ezfs-XXXXXX"));
-	if (path) {
-		strcpy(path, dir);
-		strcat(path, "/ezfs-XXXXXX");
-		fd = mkostemp(path, O_CLOEXEC);
-		if (fd >= 0)
-			unlink(path);
-		free(path);
-	}
-	if (fd < 0)
-		fd = memfd_create("ezfs-packed", MFD_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	err = -errno;
-	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: temporary file: %s", dir,
-		    strerror(errno));
-	return err;
-}
-
-static int io_error(const struct ezfs_builder *b, const char *what, int err)
-{
-	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", what, strerror(-err));
-	return err;
-}
-
-int ezi_bld_frags_open(struct ezfs_builder *b)
-{
-	struct fragio *io;
-
-	if (!(b->p.flags & (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS)) ||
-	    !b->nzalgs || b->fragio)
-		return 0;
-	io = fragio_get(b);
-	if (!io)
-		return -ENOMEM;
-	io->spoolfd = ezi_bld_tmpfd(b);
-	return io->spoolfd < 0 ? io->spoolfd : 0;
-}
-
-bool ezi_bld_spool_on(const struct ezfs_builder *b)
-{
-	const struct fragio *io = b->fragio;
-
-	return io && io->spoolfd >= 0;
-}
-
-bool ezi_bld_spool_reserve(const struct ezfs_builder *b, uint64_t len,
-			   uint64_t *off)
-{
-	struct fragio *io = b->fragio;
-
-	if (!io || io->spoolfd < 0)
-		return false;
-	/* workers spool in any order: placing reads each at its offset */
-	*off = __atomic_fetch_add(&io->spool_len, len, __ATOMIC_RELAXED);
-	return true;
-}
-
-int ezi_bld_spool_write(const struct ezfs_builder *b, const void *p, size_t len,
-			uint64_t off)
-{
-	const struct fragio *io = b->fragio;
-	int err = ezi_bld_fd_rw(io->spoolfd, (void *)p, len, off, true);
-
-	return err ? io_error(b, "fragment spool: write", err) : 0;
-}
-
-int ezi_bld_frag_spool(const struct ezfs_builder *b, struct bzfile *z)
-{
-	uint64_t off;
-	int err;
-
-	if (!z || !z->frag || !ezi_bld_spool_reserve(b, z->frag_len, &off))
-		return 0;
-	err = ezi_bld_spool_write(b, z->frag, (size_t)z->frag_len, off);
-	if (err)
-		return err;
-	z->spoff = off;
-	free(z->frag);
-	z->frag = NULL;
-	z->spooled = true;
-	return 0;
-}
-
-int ezi_bld_packed_read(const struct ezfs_builder *b, void *buf, size_t len,
-			uint64_t off)
-{
-	const struct fragio *io = b->fragio;
-	int err;
-
-	if (!io || io->packfd < 0) {
-		memcpy(buf, b->packed + off, len);
-		return 0;
-	}
-	err = ezi_bld_fd_rw(io->packfd, buf, len, off, false);
-	return err ? io_error(b, "packed inode: read", err) : 0;
-}
-
-bool ezi_bld_packed_filebacked(const struct ezfs_builder *b, const uint8_t *mem)
-{
-	const struct fragio *io = b->fragio;
-
-	return io && io->packfd >= 0 && mem && mem == b->packed;
-}
-
-/* The spool and the buffers (once every fragment is placed). */
-static void spool_free(struct fragio *io)
-{
-	if (io->spoolfd >= 0)
-		close(io->spoolfd);
-	io->spoolfd = -1;
-	free(io->fbuf);
-	free(io->pbuf);
-	free(io->sbuf);
-	io->fbuf = io->pbuf = io->sbuf = NULL;
+	free(f->fbuf);
+	free(f->pbuf);
+	free(f->sbuf);
+	f->fbuf = f->pbuf = f->sbuf = NULL;
 }
 
 void ezi_bld_packed_free(struct ezfs_builder *b)
 {
-	struct fragio *io = b->fragio;
-
 	ezi_bld_zsegs_free(b);
 	if (b->packed)
 		munmap(b->packed, (size_t)b->packed_cap);
 	b->packed = NULL;
 	b->packed_cap = 0;
-	if (io) {
-		spool_free(io);
-		if (io->packfd >= 0)
-			close(io->packfd);
-		free(io);
-		b->fragio = NULL;
-	}
+	ezi_bld_spool_free(b);
 }
 
 /* Append len bytes at p to the packed file. */
-static int packed_put(struct ezfs_builder *b, struct fragio *io,
-		      const uint8_t *p, uint64_t len)
+static int packed_put(struct ezfs_builder *b, const uint8_t *p, uint64_t len)
 {
 	int err;
 
 	if (b->packed_len + len > b->packed_cap)
 		return -EOVERFLOW; /* more than reserved */
-	err = ezi_bld_fd_rw(io->packfd, (void *)p, (size_t)len, b->packed_len,
-			    true);
+	err = ezi_bld_packfile_write(b, p, (size_t)len, b->packed_len);
 	if (err)
-		return io_error(b, "packed inode: write", err);
+		return err;
 	b->packed_len += len;
 	ezi_bld_zsegs_feed(b, b->packed_len);
 	return 0;
@@ -292,21 +112,17 @@ static int packed_put(struct ezfs_builder *b, struct fragio *io,
 
 /*
  * n bytes of z's fragment from off: from the spool, or from the source
- * (z->fromsrc: the whole file, io->src open).
+ * (z->fromsrc: the whole file, f->src open).
  */
-static int frag_read(const struct ezfs_builder *b, struct fragio *io,
+static int frag_read(const struct ezfs_builder *b, struct fplace *f,
 		     const struct binode *in, const struct bzfile *z,
 		     uint8_t *buf, uint64_t n, uint64_t off)
 {
 	ssize_t got;
-	int err;
 
-	if (!z->fromsrc) {
-		err = ezi_bld_fd_rw(io->spoolfd, buf, (size_t)n, z->spoff + off,
-				    false);
-		return err ? io_error(b, "fragment spool: read", err) : 0;
-	}
-	got = ezi_bld_src_pread(&io->src, buf, (size_t)n, off);
+	if (!z->fromsrc)
+		return ezi_bld_spool_read(b, buf, (size_t)n, z->spoff + off);
+	got = ezi_bld_src_pread(&f->src, buf, (size_t)n, off);
 	if ((uint64_t)got == n)
 		return 0;
 	ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", in->srcpath,
@@ -316,21 +132,21 @@ static int frag_read(const struct ezfs_builder *b, struct fragio *io,
 }
 
 /* Append z's fragment (its last min(len, FRAG_BUF) bytes in fbuf). */
-static int packed_append(struct ezfs_builder *b, struct fragio *io,
+static int packed_append(struct ezfs_builder *b, struct fplace *f,
 			 const struct binode *in, const struct bzfile *z)
 {
 	uint64_t len = z->frag_len, done = 0;
 	int err = 0;
 
 	if (len <= FRAG_BUF)
-		return packed_put(b, io, io->fbuf, len);
+		return packed_put(b, f->fbuf, len);
 	while (!err && done < len) {
 		uint64_t n = len - done < FRAG_BUF ? len - done : FRAG_BUF;
 
-		err = frag_read(b, io, in, z, io->sbuf, n, done);
+		err = frag_read(b, f, in, z, f->sbuf, n, done);
 		if (err)
 			return err;
-		err = packed_put(b, io, io->sbuf, n);
+		err = packed_put(b, f->sbuf, n);
 		done += n;
 	}
 	return err;
@@ -340,34 +156,34 @@ static int packed_append(struct ezfs_builder *b, struct fragio *io,
  * Length of the longest common end of the packed bytes [off, off + alen)
  * and f[0, flen) (flen <= FRAG_BUF: all of the fragment); -errno.
  */
-static int64_t common_end(struct ezfs_builder *b, struct fragio *io,
-			  uint64_t off, uint64_t alen, const uint8_t *f,
+static int64_t common_end(struct ezfs_builder *b, struct fplace *f,
+			  uint64_t off, uint64_t alen, const uint8_t *e,
 			  uint64_t flen)
 {
 	uint64_t n = alen < flen ? alen : flen, l = 0;
-	const uint8_t *a = io->pbuf;
+	const uint8_t *a = f->pbuf;
 	int err;
 
-	err = ezi_bld_packed_read(b, io->pbuf, (size_t)n, off + alen - n);
+	err = ezi_bld_packed_read(b, f->pbuf, (size_t)n, off + alen - n);
 	if (err)
 		return err;
-	while (l < n && a[n - 1 - l] == f[flen - 1 - l])
+	while (l < n && a[n - 1 - l] == e[flen - 1 - l])
 		l++;
 	return (int64_t)l;
 }
 
 /* Do the packed bytes at off equal z's fragment (its end in fbuf)? */
-static int frag_equal(struct ezfs_builder *b, struct fragio *io,
+static int frag_equal(struct ezfs_builder *b, struct fplace *f,
 		      const struct binode *in, const struct bzfile *z,
 		      uint64_t off)
 {
 	uint64_t len = z->frag_len, n = len < FRAG_BUF ? len : FRAG_BUF;
 	int err;
 
-	err = ezi_bld_packed_read(b, io->pbuf, (size_t)n, off + len - n);
+	err = ezi_bld_packed_read(b, f->pbuf, (size_t)n, off + len - n);
 	if (err)
 		return err;
-	if (memcmp(io->pbuf, io->fbuf, (size_t)n))
+	if (memcmp(f->pbuf, f->fbuf, (size_t)n))
 		return 0;
 	/* a long fragment: the rest, from its end backwards */
 	while (len > n) {
@@ -375,13 +191,12 @@ static int frag_equal(struct ezfs_builder *b, struct fragio *io,
 
 		len -= n;
 		n = k;
-		err = ezi_bld_packed_read(b, io->pbuf, (size_t)n,
-					  off + len - n);
+		err = ezi_bld_packed_read(b, f->pbuf, (size_t)n, off + len - n);
 		if (!err)
-			err = frag_read(b, io, in, z, io->sbuf, n, len - n);
+			err = frag_read(b, f, in, z, f->sbuf, n, len - n);
 		if (err)
 			return err;
-		if (memcmp(io->pbuf, io->sbuf, (size_t)n))
+		if (memcmp(f->pbuf, f->sbuf, (size_t)n))
 			return 0;
 	}
 	return 1;
@@ -391,10 +206,9 @@ static int frag_equal(struct ezfs_builder *b, struct fragio *io,
  * Put z's fragment into the packed inode, or point it at identical packed
  * bytes: the end of an earlier fragment with the same last bytes.
  */
-static int place_bytes(struct ezfs_builder *b, struct binode *in,
-		       struct bzfile *z)
+static int place_bytes(struct ezfs_builder *b, struct fplace *f,
+		       struct binode *in, struct bzfile *z)
 {
-	struct fragio *io = b->fragio;
 	uint64_t len = z->frag_len, flen = len < FRAG_BUF ? len : FRAG_BUF;
 	uint32_t crc, idx = z->idx_size;
 	uint64_t best = 0, bend = 0;
@@ -411,10 +225,10 @@ static int place_bytes(struct ezfs_builder *b, struct binode *in,
 	int err;
 
 	/* the fragment's end (all of it up to FRAG_BUF) */
-	err = frag_read(b, io, in, z, io->fbuf, flen, len - flen);
+	err = frag_read(b, f, in, z, f->fbuf, flen, len - flen);
 	if (err)
 		return err;
-	crc = frag_key(io->fbuf + flen, len);
+	crc = frag_key(f->fbuf + flen, len);
 	if (!ft) {
 		ft = calloc(1, sizeof(*ft));
 		if (!ft)
@@ -429,7 +243,7 @@ static int place_bytes(struct ezfs_builder *b, struct binode *in,
 		if (near && t->len >= FRAG_HASHLEN) {
 			/* the longest common end, for near-copies */
 			near--;
-			l = common_end(b, io, t->off, t->len, io->fbuf, len);
+			l = common_end(b, f, t->off, t->len, f->fbuf, len);
 			if (l < 0)
 				return (int)l;
 			if ((uint64_t)l > best) {
@@ -440,7 +254,7 @@ static int place_bytes(struct ezfs_builder *b, struct binode *in,
 		if (t->len < len || (len < FRAG_HASHLEN && t->len != len))
 			continue;
 		off = t->off + t->len - len;
-		err = frag_equal(b, io, in, z, off);
+		err = frag_equal(b, f, in, z, off);
 		if (err < 0)
 			return err;
 		if (err) {
@@ -449,7 +263,7 @@ static int place_bytes(struct ezfs_builder *b, struct binode *in,
 		}
 	}
 	if (best >= b->blksz) {
-		z->frag = io->fbuf; /* all of it (near: len <= FRAG_BUF) */
+		z->frag = f->fbuf; /* all of it (near: len <= FRAG_BUF) */
 		err = ezi_bld_frag_near(b, in, z, bend, best);
 		z->frag = NULL;
 		if (err < 0)
@@ -458,7 +272,7 @@ static int place_bytes(struct ezfs_builder *b, struct binode *in,
 			goto done;
 	}
 	z->fragoff = b->packed_len;
-	err = packed_append(b, io, in, z);
+	err = packed_append(b, f, in, z);
 	if (err)
 		return err;
 	ne = (struct fragent){ z->fragoff, len };
@@ -481,21 +295,20 @@ done:
 }
 
 /* place_bytes, with the source open while it reads a whole file */
-static int place_frag(struct ezfs_builder *b, struct binode *in,
-		      struct bzfile *z)
+static int place_frag(struct ezfs_builder *b, struct fplace *f,
+		      struct binode *in, struct bzfile *z)
 {
-	struct fragio *io = b->fragio;
 	int err;
 
 	if (!z->fromsrc)
-		return place_bytes(b, in, z);
-	err = ezi_bld_src_open(b, in, &io->src);
+		return place_bytes(b, f, in, z);
+	err = ezi_bld_src_open(b, in, &f->src);
 	if (err)
 		return err;
-	err = place_bytes(b, in, z);
+	err = place_bytes(b, f, in, z);
 	if (!err)
-		err = ezi_bld_src_check(b, in, &io->src);
-	ezi_bld_src_close(&io->src);
+		err = ezi_bld_src_check(b, in, &f->src);
+	ezi_bld_src_close(&f->src);
 	z->fromsrc = false;
 	return err;
 }
@@ -596,25 +409,23 @@ int ezi_bld_files_dfs(struct ezfs_builder *b, bld_file_fn fn, void *arg)
 /* A file's pending fragment (hard links: placed on the first visit). */
 static int place_one(struct ezfs_builder *b, struct binode *in, void *arg)
 {
-	(void)arg;
 	if (!in->z || !in->z->spooled)
 		return 0;
-	return place_frag(b, in, in->z);
+	return place_frag(b, arg, in, in->z);
 }
 
 /*
  * Make the packed file, sparse, as large as placing can make it (every
- * pending fragment, and --zD's directories, which layout.c appends
+ * pending fragment, and --zD's directories, which dirs.c appends
  * later), map it, and let the workers compress the packed inode's
  * segments while the rest is placed (zsegs.c).
  */
-static int packed_reserve(struct ezfs_builder *b)
+static int packed_reserve(struct ezfs_builder *b, struct fplace *f)
 {
-	struct fragio *io = b->fragio;
 	uint64_t total = 0, dirs = 0, cap;
 	long pg = sysconf(_SC_PAGESIZE);
-	void *np;
 	size_t i;
+	int err;
 
 	for (i = 0; i < b->ninodes; i++) {
 		const struct binode *in = b->inodes[i];
@@ -626,47 +437,38 @@ static int packed_reserve(struct ezfs_builder *b)
 		else if (S_ISDIR(in->mode) && in->z)
 			dirs += in->size;
 	}
-	if (!total || !io)
+	if (!total || !ezi_bld_spool_on(b))
 		return 0;
 	if (pg <= 0)
 		pg = 4096;
 	cap = (total + dirs + (uint64_t)pg - 1) & ~((uint64_t)pg - 1);
 	if (cap > SIZE_MAX)
 		return -ENOMEM;
-	io->fbuf = malloc(FRAG_BUF);
-	io->pbuf = malloc(FRAG_BUF);
-	io->sbuf = malloc(FRAG_BUF);
-	if (!io->fbuf || !io->pbuf || !io->sbuf)
+	f->fbuf = malloc(FRAG_BUF);
+	f->pbuf = malloc(FRAG_BUF);
+	f->sbuf = malloc(FRAG_BUF);
+	if (!f->fbuf || !f->pbuf || !f->sbuf)
 		return -ENOMEM;
-	io->packfd = ezi_bld_tmpfd(b);
-	if (io->packfd < 0)
-		return io->packfd;
-	if (ftruncate(io->packfd, (off_t)cap))
-		return io_error(b, "packed inode: truncate", -errno);
-	np = mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_SHARED,
-		  io->packfd, 0);
-	if (np == MAP_FAILED)
-		return io_error(b, "packed inode: mmap", -errno);
-	b->packed = np;
-	b->packed_cap = cap;
-	b->packed_len = 0;
-	return ezi_bld_zsegs_start(b, b->packed, total);
+	err = ezi_bld_packfile_map(b, cap);
+	return err ? err : ezi_bld_zsegs_start(b, b->packed, total);
 }
 
 int ezi_bld_frags_place(struct ezfs_builder *b)
 {
+	struct fplace f = { .fbuf = NULL };
 	int err;
 
 	if (!(b->p.flags & (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS)))
 		return 0;
-	err = packed_reserve(b);
+	err = packed_reserve(b, &f);
 	if (!err)
-		err = ezi_bld_files_dfs(b, place_one, NULL);
+		err = ezi_bld_files_dfs(b, place_one, &f);
 	if (b->fragcctx)
 		ezi_bld_cctx_free(b, b->fragcctx);
 	b->fragcctx = NULL;
 	frag_table_free(b);
-	if (b->fragio)
-		spool_free(b->fragio);
+	/* the packed file stays, for the packed inode's writer */
+	ezi_bld_spool_close(b);
+	fplace_free(&f);
 	return err;
 }

@@ -128,7 +128,7 @@ int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 {
 	const struct ezfs_codec_ops *ops = ezi_bld_codec(b, in->zalg);
 	uint32_t pcap = ezi_bld_pcluster_blocks(b, in) << b->blkszbits;
-	uint64_t len = z->frag_len, head = len - matched;
+	uint64_t len = z->frag_len, head = len - matched, at;
 	uint32_t maxn = (uint32_t)(len >> b->blkszbits) + 2, n, blocks, k;
 	uint32_t idx = z->idx_size;
 	struct bextent *ext = NULL;
@@ -214,11 +214,11 @@ int ezi_bld_frag_near(struct ezfs_builder *b, struct binode *in,
 	z->data = NULL;
 	if (err)
 		goto out;
-	/* layout.c's rule: every address relative to the cursor (mod 2^32) */
+	/* data.c's rule: every address relative to the cursor (mod 2^32) */
+	at = ezi_bld_take_blocks(b, z->blocks);
 	for (k = 0; k < z->next; k++)
 		if (!z->ext[k].frag)
-			z->ext[k].blkaddr += (uint32_t)b->cursor;
-	b->cursor += z->blocks;
+			z->ext[k].blkaddr += (uint32_t)at;
 	z->datalen = (uint64_t)z->blocks << b->blkszbits;
 	z->wholefrag = false;
 	z->frag_len = len - (uint64_t)x;

@@ -235,7 +235,7 @@ int ezi_bld_dedupe_part(struct ezfs_builder *b, struct bzfile *part,
 int ezi_bld_dedupe_pclusters(struct ezfs_builder *b, const struct binode *in,
 			     struct bzfile *z)
 {
-	/* layout.c adds the cursor to every blkaddr (mod 2^32); a split
+	/* data.c adds the cursor to every blkaddr (mod 2^32); a split
 	 * file's parts were shared as they were written (zsplit.c) */
 	int err = z->written
 			  ? 0

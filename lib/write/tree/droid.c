@@ -166,7 +166,8 @@ static int fsc_load(struct fixup *f)
 		return err;
 	/* sorted for the lookups; of two lines for one path the later
 	 * wins */
-	qsort(f->fsc, f->nfsc, sizeof(*f->fsc), cmp_fsc);
+	if (f->nfsc)
+		qsort(f->fsc, f->nfsc, sizeof(*f->fsc), cmp_fsc);
 	for (i = n = 0; i < f->nfsc; i++) {
 		if (n && !strcmp(f->fsc[n - 1].key, f->fsc[i].key)) {
 			free(f->fsc[n - 1].key);
