@@ -311,8 +311,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (m->p.prefetch)
 		ezi_pf_seq_hint(m, f, from, (uint64_t)r, from + (uint64_t)r);
-	fuse_reply_buf(req, buf, (size_t)r);
-	free(buf);
+	fuse_reply_buf(req, buf, (size_t)r); /* the thread's buffer */
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -507,8 +506,7 @@ static void do_xattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	else if (!size)
 		fuse_reply_xattr(req, (size_t)r);
 	else
-		fuse_reply_buf(req, buf, (size_t)r);
-	free(buf);
+		fuse_reply_buf(req, buf, (size_t)r); /* the thread's buffer */
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
