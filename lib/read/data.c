@@ -318,6 +318,7 @@ int ezfs_decode_ahead(ezfs_inode *ino, uint64_t off, uint64_t len,
 struct zjob {
 	ezfs_inode *ino;
 	struct zmap m;
+	const uint8_t *in; /* its bytes in the reader's window, or NULL */
 	uint8_t *dst;
 };
 
@@ -331,6 +332,9 @@ static int zjob_run(void *arg)
 {
 	struct zjob *z = arg;
 
+	if (z->in)
+		return ezi_z_decode_from(z->ino, &z->m, z->in, z->dst,
+					 (size_t)z->m.llen);
 	return ezi_z_decode(z->ino, &z->m, z->dst, (size_t)z->m.llen, false);
 }
 
@@ -361,10 +365,46 @@ static bool zbatch_add(struct zbatch *b, ezfs_inode *ino, const struct zmap *m,
 	z = &b->z[b->n];
 	z->ino = ino;
 	z->m = *m;
+	z->in = ezi_zwin_get(ino->img, m);
 	z->dst = dst;
 	b->j[b->n].fn = zjob_run;
 	b->j[b->n].arg = z;
 	b->n++;
+	return true;
+}
+
+/*
+ * A read of several small pclusters reads their compressed bytes at once,
+ * into the thread's window: from extent m's on, as many as the rest of the
+ * read [m->la, end) needs at m's ratio, 256 KiB at most. For file images
+ * with one device (memory images are read in place); at most three per
+ * read (pclusters that are not adjacent, from dedupe, are read alone).
+ * Jobs queued in zb that use the old window run first. true: filled.
+ */
+#define ZWIN_PLEN_MAX (64u << 10) /* larger pclusters are read alone */
+#define ZWIN_MAX      (256u << 10)
+
+static bool zwin_fill(ezfs_inode *ino, const struct zmap *m, uint64_t end,
+		      struct zbatch *zb, int *err)
+{
+	ezfs_image *img = ino->img;
+	uint64_t want;
+
+	if ((m->flags &
+	     (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED | EZFS_EXTENT_FRAGMENT |
+	      EZFS_EXTENT_INLINE | EZFS_EXTENT_META)) !=
+		    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) ||
+	    m->plen > ZWIN_PLEN_MAX || !m->llen || end <= m->la + m->llen ||
+	    img->ndevs || ezi_zwin_get(img, m) || ezi_data_map(img, 1, m->pa) ||
+	    ezi_pcache_has(img, m))
+		return false;
+	want = (end - m->la) / m->llen * m->plen + 2 * m->plen;
+	if (want > ZWIN_MAX)
+		want = ZWIN_MAX;
+	if (zb && zb->n)
+		*err = zbatch_flush(img, zb);
+	if (!*err && ezi_zwin_fill(img, m->pa, (size_t)want))
+		return false; /* each read alone, which reports */
 	return true;
 }
 
@@ -374,7 +414,7 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 	uint64_t end, pos;
 	struct zbatch *zb = NULL;
 	bool seq = false, mid = false;
-	int err = 0, berr;
+	int err = 0, berr, wins = 0;
 
 	if (S_ISDIR(ino->mode) || S_ISREG(ino->mode) || S_ISLNK(ino->mode)) {
 		if (off >= ino->size)
@@ -417,6 +457,11 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 			seg_end = m.la + m.llen < end ? m.la + m.llen : end;
 			mid = seg_end < m.la + m.llen &&
 			      (m.flags & EZFS_EXTENT_ENCODED);
+			/* a third window: the pclusters are not adjacent */
+			if (wins < 3 && zwin_fill(ino, &m, end, zb, &err))
+				wins++;
+			if (err)
+				break;
 			if (zb && zbatch_add(zb, ino, &m, pos, seg_end,
 					     dst + (pos - off))) {
 				if (zb->n == ZBATCH_MAX)
@@ -466,6 +511,8 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 		if (!err)
 			err = berr;
 	}
+	if (wins)
+		ezi_zwin_drop(ino->img);
 	if (err)
 		return err;
 	return (ssize_t)(end - off);

@@ -244,6 +244,18 @@ void ezi_pcache_quiesce(ezfs_image *img);
 /* Decode extent m's first outlen bytes into out (no cache). */
 int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		 size_t outlen, bool partial);
+/* The same, whole, from its compressed bytes at in (ezi_zwin_get). */
+int ezi_z_decode_from(ezfs_inode *ino, const struct zmap *m, const uint8_t *in,
+		      uint8_t *out, size_t outlen);
+/*
+ * The calling thread's window of compressed bytes: [pa, pa + len) of img
+ * read at once (clipped to the image), for the decodes of the pclusters
+ * inside it on this thread (or given their bytes: ezi_zwin_get, valid
+ * until the next fill or drop on this thread). 0 or a read error.
+ */
+int ezi_zwin_fill(ezfs_image *img, uint64_t pa, size_t len);
+const uint8_t *ezi_zwin_get(ezfs_image *img, const struct zmap *m);
+void ezi_zwin_drop(ezfs_image *img);
 
 /* device.c: the device table and where data addresses are read */
 int ezi_devices_init(ezfs_image *img, const struct ezfs_open_params *p,

@@ -44,11 +44,12 @@ int ezi_pcache_init(ezfs_image *img, size_t budget)
 {
 	struct pcache *pc = &img->pc;
 
-	/* A quarter of the budget, at most 32 MiB: enough for the buffers
+	/* An eighth of the budget, at most 32 MiB: enough for the buffers
 	 * that eviction frees while the next decodes need them. */
-	pc->spare_max = budget / 4 < (32u << 20) ? budget / 4 : 32u << 20;
-	/* slots for the budget, the spares and the decodes ahead */
-	if (ezi_slab_init(&pc->slab, budget + budget / 4 + pc->spare_max))
+	pc->spare_max = budget / 8 < (32u << 20) ? budget / 8 : 32u << 20;
+	/* slots for the budget and a quarter more: extents held by readers
+	 * and decodes ahead, which eviction cannot take */
+	if (ezi_slab_init(&pc->slab, budget + budget / 4))
 		return -ENOMEM;
 	pc->nbuckets = 1024;
 	pc->buckets = calloc(pc->nbuckets, sizeof(*pc->buckets));
@@ -248,11 +249,19 @@ static void shrink(struct pcache *pc)
 /*
  * The compressed input of a decode: each thread keeps one buffer of the
  * largest pcluster it has read (freed when the thread ends), so a read does
- * not pay a malloc, and the page faults of a fresh one, per pcluster.
+ * not pay a malloc, and the page faults of a fresh one, per pcluster. A
+ * read of many small pclusters may first read their compressed bytes at
+ * once into the thread's window (ezi_zwin_fill): one system call instead
+ * of one per pcluster (4 KiB preads from the page cache: 7 us each in a
+ * VM, a third of the time of reading lz4hc 4K pclusters).
  */
 struct zin {
 	uint8_t *buf;
 	size_t cap;
+	uint8_t *wbuf; /* the window: [wpa, wpa + wlen) of wimg */
+	size_t wcap, wlen;
+	uint64_t wpa;
+	ezfs_image *wimg;
 };
 
 static pthread_key_t zin_key;
@@ -264,6 +273,7 @@ static void zin_free(void *p)
 	struct zin *z = p;
 
 	free(z->buf);
+	free(z->wbuf);
 	free(z);
 }
 
@@ -272,7 +282,7 @@ static void zin_init(void)
 	zin_ok = !pthread_key_create(&zin_key, zin_free);
 }
 
-static uint8_t *zin_get(size_t len)
+static struct zin *zin_self(void)
 {
 	struct zin *z;
 
@@ -287,27 +297,86 @@ static uint8_t *zin_get(size_t len)
 			return NULL;
 		}
 	}
-	if (z->cap < len) {
-		/* from 128 KiB on a huge page: one fault, not 32 or more */
-		size_t cap =
-			len >= (128u << 10)
-				? (len + HUGE_SZ - 1) & ~(size_t)(HUGE_SZ - 1)
-				: buf_cap(len);
-		uint8_t *n = buf_new(cap);
+	return z;
+}
 
-		if (!n)
-			return NULL;
-		free(z->buf);
-		z->buf = n;
-		z->cap = cap;
-	}
-	return z->buf;
+/* A buffer of at least len bytes in *p (capacity *cap), kept: above
+ * ZIN_HUGE in huge pages (one fault, not 128 or more); smaller ones in
+ * small pages, as every FUSE worker of a mount has its own. */
+#define ZIN_HUGE (256u << 10)
+static uint8_t *zin_grow(uint8_t **p, size_t *cap, size_t len)
+{
+	size_t c;
+	uint8_t *n;
+
+	if (*cap >= len)
+		return *p;
+	c = len > ZIN_HUGE ? (len + HUGE_SZ - 1) & ~(size_t)(HUGE_SZ - 1)
+			   : buf_cap(len);
+	n = buf_new(c);
+	if (!n)
+		return NULL;
+	free(*p);
+	*p = n;
+	*cap = c;
+	return n;
+}
+
+static uint8_t *zin_get(size_t len)
+{
+	struct zin *z = zin_self();
+
+	return z ? zin_grow(&z->buf, &z->cap, len) : NULL;
+}
+
+int ezi_zwin_fill(ezfs_image *img, uint64_t pa, size_t len)
+{
+	struct zin *z = zin_self();
+	int err;
+
+	if (!z)
+		return -ENOMEM;
+	z->wimg = NULL;
+	if (pa >= img->io.size)
+		return -EINVAL;
+	if (len > img->io.size - pa)
+		len = (size_t)(img->io.size - pa);
+	if (!zin_grow(&z->wbuf, &z->wcap, len))
+		return -ENOMEM;
+	err = ezi_data_read(img, z->wbuf, len, pa);
+	if (err)
+		return err;
+	z->wimg = img;
+	z->wpa = pa;
+	z->wlen = len;
+	return 0;
+}
+
+const uint8_t *ezi_zwin_get(ezfs_image *img, const struct zmap *m)
+{
+	struct zin *z = zin_ok ? pthread_getspecific(zin_key) : NULL;
+
+	if (!z || z->wimg != img ||
+	    (m->flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_META)) ||
+	    m->pa < z->wpa || m->pa - z->wpa > z->wlen ||
+	    m->plen > z->wlen - (m->pa - z->wpa))
+		return NULL;
+	return z->wbuf + (m->pa - z->wpa);
+}
+
+void ezi_zwin_drop(ezfs_image *img)
+{
+	struct zin *z = zin_ok ? pthread_getspecific(zin_key) : NULL;
+
+	if (z && z->wimg == img)
+		z->wimg = NULL;
 }
 
 /*
- * The compressed bytes of m: in place for an in-memory image, else read
- * into the thread's buffer; metadata space (inline pclusters, the metabox,
- * whose reading may decode again on this thread) into *owned, to free.
+ * The compressed bytes of m: in place for an in-memory image, from the
+ * thread's window, else read into the thread's buffer; metadata space
+ * (inline pclusters, the metabox, whose reading may decode again on this
+ * thread) into *owned, to free.
  */
 static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
 		   uint8_t **owned)
@@ -324,6 +393,8 @@ static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
 				    buf, m->plen);
 	} else {
 		*in = ezi_data_map(img, m->plen, m->pa);
+		if (!*in)
+			*in = ezi_zwin_get(img, m);
 		if (*in)
 			return 0;
 		buf = zin_get(m->plen);
@@ -340,13 +411,14 @@ static int z_input(ezfs_image *img, const struct zmap *m, const uint8_t **in,
 /* Decode m's first outlen bytes into out; quiet: no log line (a decode
  * ahead: the reader that needs the extent decodes it again and says). */
 static int z_decode(ezfs_image *img, uint64_t nid, const struct zmap *m,
-		    uint8_t *out, size_t outlen, bool partial, bool quiet)
+		    const uint8_t *given, uint8_t *out, size_t outlen,
+		    bool partial, bool quiet)
 {
 	struct ezfs_dreq rq = { 0 };
-	const uint8_t *in;
+	const uint8_t *in = given;
 	uint8_t *owned = NULL;
 	size_t skip = 0, scan;
-	int err;
+	int err = 0;
 
 	if (!m->plen || m->plen > EROFS_PCLUSTER_MAX_SIZE) {
 		if (!quiet)
@@ -355,7 +427,8 @@ static int z_decode(ezfs_image *img, uint64_t nid, const struct zmap *m,
 				 (unsigned long long)m->plen);
 		return -EUCLEAN;
 	}
-	err = z_input(img, m, &in, &owned);
+	if (!in)
+		err = z_input(img, m, &in, &owned);
 	if (err)
 		goto out;
 	/* [9.8] 0padding: the stream is right-aligned; the kernel scans only
@@ -403,7 +476,14 @@ out:
 int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		 size_t outlen, bool partial)
 {
-	return z_decode(ino->img, ino->nid, m, out, outlen, partial, false);
+	return z_decode(ino->img, ino->nid, m, NULL, out, outlen, partial,
+			false);
+}
+
+int ezi_z_decode_from(ezfs_inode *ino, const struct zmap *m, const uint8_t *in,
+		      uint8_t *out, size_t outlen)
+{
+	return z_decode(ino->img, ino->nid, m, in, out, outlen, false, false);
 }
 
 static uint64_t pc_key(const struct zmap *m)
@@ -471,7 +551,7 @@ static int ahead_run(void *arg)
 {
 	struct ahead_job *aj = arg;
 
-	return z_decode(aj->img, aj->nid, &aj->m, aj->e->data,
+	return z_decode(aj->img, aj->nid, &aj->m, NULL, aj->e->data,
 			(size_t)aj->m.llen, false, true);
 }
 
