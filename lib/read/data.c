@@ -384,13 +384,19 @@ static bool zbatch_add(struct zbatch *b, ezfs_inode *ino, const struct zmap *m,
 #define ZWIN_PLEN_MAX (64u << 10) /* larger pclusters are read alone */
 #define ZWIN_MAX      (256u << 10)
 
+/* ezfs_pread calls on this thread now: a read nested in another (a
+ * fragment from the packed inode, the metabox) leaves the window to the
+ * outer one, whose queued jobs may point into it */
+static __thread unsigned pread_depth;
+
 static bool zwin_fill(ezfs_inode *ino, const struct zmap *m, uint64_t end,
 		      struct zbatch *zb, int *err)
 {
 	ezfs_image *img = ino->img;
 	uint64_t want;
 
-	if ((m->flags &
+	if (pread_depth > 1 ||
+	    (m->flags &
 	     (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED | EZFS_EXTENT_FRAGMENT |
 	      EZFS_EXTENT_INLINE | EZFS_EXTENT_META)) !=
 		    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) ||
@@ -438,6 +444,7 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 		if (!seq)
 			__atomic_store_n(&ino->ahead_end, 0, __ATOMIC_RELAXED);
 	}
+	pread_depth++;
 	while (pos < end) {
 		uint64_t seg_end;
 
@@ -478,11 +485,13 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 				      ? ezi_chunk_map(ino, pos, &ext)
 				      : ezi_flat_map(ino, pos, &ext);
 			if (err)
-				return err;
+				break;
 			seg_end = ext.la + ext.llen < end ? ext.la + ext.llen
 							  : end;
-			if (seg_end <= pos)
-				return -EUCLEAN;
+			if (seg_end <= pos) {
+				err = -EUCLEAN;
+				break;
+			}
 			if (!(ext.flags & EZFS_EXTENT_MAPPED))
 				memset(dst + (pos - off), 0, seg_end - pos);
 			else if (ext.flags & EZFS_EXTENT_INLINE)
@@ -511,6 +520,7 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 		if (!err)
 			err = berr;
 	}
+	pread_depth--;
 	if (wins)
 		ezi_zwin_drop(ino->img);
 	if (err)

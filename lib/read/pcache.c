@@ -88,15 +88,16 @@ static uint8_t *buf_new(size_t cap)
 	return p;
 }
 
-/* The capacity a buffer for len bytes gets: rounded up to an eighth of
- * the next power of two, and from half a huge page on to whole huge pages,
- * so that a spare one fits the next extents, whose lengths vary a little. */
+/* The capacity a buffer for len bytes gets: rounded up to 64 bytes up to
+ * 4 KiB, then to an eighth of the next power of two, and from half a huge
+ * page on to whole huge pages, so that a spare one fits the next extents,
+ * whose lengths vary a little. */
 static size_t buf_cap(size_t len)
 {
 	size_t p = 4096, step;
 
-	if (len <= p)
-		return len ? len : 1;
+	if (len <= p) /* cache lines: slab slots stay aligned */
+		return len ? (len + 63) & ~(size_t)63 : 64;
 	while (p < len)
 		p <<= 1;
 	step = p / 8;
