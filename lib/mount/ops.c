@@ -506,7 +506,8 @@ static void do_xattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	else if (!size)
 		fuse_reply_xattr(req, (size_t)r);
 	else
-		fuse_reply_buf(req, buf, (size_t)r); /* the thread's buffer */
+		fuse_reply_buf(req, buf, (size_t)r);
+	free(buf);
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
