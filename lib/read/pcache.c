@@ -353,9 +353,16 @@ int ezi_zwin_fill(ezfs_image *img, uint64_t pa, size_t len)
 	return 0;
 }
 
+/* The calling thread's zin if it has one (none made). */
+static struct zin *zin_peek(void)
+{
+	pthread_once(&zin_once, zin_init);
+	return zin_ok ? pthread_getspecific(zin_key) : NULL;
+}
+
 const uint8_t *ezi_zwin_get(ezfs_image *img, const struct zmap *m)
 {
-	struct zin *z = zin_ok ? pthread_getspecific(zin_key) : NULL;
+	struct zin *z = zin_peek();
 
 	if (!z || z->wimg != img ||
 	    (m->flags & (EZFS_EXTENT_INLINE | EZFS_EXTENT_META)) ||
@@ -367,7 +374,7 @@ const uint8_t *ezi_zwin_get(ezfs_image *img, const struct zmap *m)
 
 void ezi_zwin_drop(ezfs_image *img)
 {
-	struct zin *z = zin_ok ? pthread_getspecific(zin_key) : NULL;
+	struct zin *z = zin_peek();
 
 	if (z && z->wimg == img)
 		z->wimg = NULL;
