@@ -482,6 +482,23 @@ EZFS_API void ezfs_ref_served(ezfs_inode *ino, struct ezfs_ref *ref,
  */
 EZFS_API void ezfs_fetch_ahead(ezfs_inode *ino, uint64_t off, uint64_t len);
 
+/*
+ * Decode the encoded extents covering [off, off + len) of a compressed
+ * file ahead of a reader: under queue or percpu dispatch those not in the
+ * decoded-pcluster cache are queued to the image's decode workers, behind
+ * the decodes readers wait for, and the call returns at once. A later
+ * ezfs_pread or ezfs_extent_ref of them finds them decoded, or waits for
+ * the decode (or runs it, when no worker has started it yet). Returns how
+ * many decodes were queued: 0 under inline dispatch, for other layouts and
+ * extents. It stops early once decodes ahead hold a quarter of the cache,
+ * or after 64 of them: *next (if not NULL) is where it stopped, the end
+ * of the range otherwise, for the next call. Decoding errors are not
+ * reported here: the read that needs the extent decodes it again and
+ * reports them. Thread-safe.
+ */
+EZFS_API int ezfs_decode_ahead(ezfs_inode *ino, uint64_t off, uint64_t len,
+			       uint64_t *next);
+
 /* The longest symlink target an inode may have (PATH_MAX - 1); inodes
  * claiming more are refused as corrupt by ezfs_inode_get. */
 #define EZFS_SYMLINK_MAX 4095

@@ -10,12 +10,18 @@
  *         CPU has no worker; an idle worker takes its own queue first, then
  *         the shared one, then steals from the others, so that a batch from
  *         one thread still spreads over every CPU.
+ * Jobs decoded ahead of a reader (ezi_disp_submit with ahead set) wait in
+ * one more queue that a worker takes only when no other job is queued, so
+ * that what a reader waits for now goes first.
  * One mutex guards all queues: the jobs are whole pcluster decodes (tens of
  * microseconds at least), so the lock is not where the time goes. Each
  * worker sleeps on its own condition variable, so a submission wakes the
  * worker of the submitting CPU (percpu) or just as many idle workers as
- * there are jobs, never the whole pool for one job. ezi_disp_new returns
- * once every worker is pinned and has its priority.
+ * there are jobs, never the whole pool for one job. A job still queued
+ * may be taken back by the thread that waits for it (ezi_disp_claim): the
+ * queues are doubly linked. ezi_disp_new returns once every worker is
+ * pinned and has its priority; ezi_disp_free runs what is still queued
+ * before the workers end, so every job completes.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -30,6 +36,7 @@
 
 struct wq {
 	struct ezfs_ejob *head, *tail;
+	size_t n;
 };
 
 struct worker {
@@ -49,34 +56,52 @@ struct ezfs_dispatcher {
 	pthread_cond_t ready_cv; /* a worker finished its setup */
 	unsigned ready;
 	bool stop;
-	struct wq shared;
+	struct wq shared, ahead;
 	unsigned nw;
 	struct worker *w;
 	int cpu_worker[CPU_SETSIZE]; /* percpu: worker index, -1: none */
 	unsigned pinned, fifo;
 	int nice;
-	uint64_t local, from_shared, stolen;
+	unsigned running; /* jobs the workers are running now */
+	uint64_t local, from_shared, stolen, claimed;
 };
 
 static void wq_push(struct wq *q, struct ezfs_ejob *j)
 {
 	j->next = NULL;
+	j->prev = q->tail;
 	if (q->tail)
 		q->tail->next = j;
 	else
 		q->head = j;
 	q->tail = j;
+	j->q = q;
+	q->n++;
+}
+
+static void wq_unlink(struct ezfs_ejob *j)
+{
+	struct wq *q = j->q;
+
+	if (j->prev)
+		j->prev->next = j->next;
+	else
+		q->head = j->next;
+	if (j->next)
+		j->next->prev = j->prev;
+	else
+		q->tail = j->prev;
+	j->next = j->prev = NULL;
+	j->q = NULL;
+	q->n--;
 }
 
 static struct ezfs_ejob *wq_pop(struct wq *q)
 {
 	struct ezfs_ejob *j = q->head;
 
-	if (j) {
-		q->head = j->next;
-		if (!q->head)
-			q->tail = NULL;
-	}
+	if (j)
+		wq_unlink(j);
 	return j;
 }
 
@@ -97,7 +122,8 @@ static int raise_priority(int *nice)
 	return SCHED_OTHER;
 }
 
-/* The next job for worker me (d->lock held): own queue, shared, steal. */
+/* The next job for worker me (d->lock held): own queue, shared, steal,
+ * then the decodes ahead. */
 static struct ezfs_ejob *take_job(struct ezfs_dispatcher *d, unsigned me)
 {
 	struct ezfs_ejob *j = wq_pop(&d->w[me].q);
@@ -116,7 +142,25 @@ static struct ezfs_ejob *take_job(struct ezfs_dispatcher *d, unsigned me)
 		j = wq_pop(&d->w[(me + i) % d->nw].q);
 	if (j)
 		d->stolen++;
+	else
+		j = wq_pop(&d->ahead);
 	return j;
+}
+
+/* Run job j taken from a queue, on this thread, and complete it. */
+void ezi_disp_run(struct ezfs_estate *es, struct ezfs_ejob *j)
+{
+	bool nested = ezi_engine_on_worker;
+	struct ezfs_ebatch *b = j->batch;
+
+	ezi_engine_on_worker = true; /* its own decodes run here */
+	j->err = j->fn(j->arg);
+	ezi_engine_on_worker = nested;
+	ezi_engine_lat_record(es, ezi_engine_now_ns() - j->t_submit);
+	if (j->done)
+		j->done(j); /* j may be gone after this */
+	else
+		ezi_ebatch_done(b);
 }
 
 static void *worker_main(void *arg)
@@ -136,22 +180,22 @@ static void *worker_main(void *arg)
 		d->nice = nice;
 	d->ready++;
 	pthread_cond_signal(&d->ready_cv);
-	while (!d->stop) {
+	for (;;) {
 		struct ezfs_ejob *j = take_job(d, me);
-		struct ezfs_ebatch *b;
 
 		if (!j) {
+			if (d->stop)
+				break; /* and nothing left to run */
 			w->idle = true;
 			pthread_cond_wait(&w->wake, &d->lock);
 			w->idle = false;
 			continue;
 		}
+		d->running++;
 		pthread_mutex_unlock(&d->lock);
-		j->err = j->fn(j->arg);
-		ezi_engine_lat_record(d->es, ezi_engine_now_ns() - j->t_submit);
-		b = j->batch;
-		ezi_ebatch_done(b); /* j may be gone after this */
+		ezi_disp_run(d->es, j);
 		pthread_mutex_lock(&d->lock);
+		d->running--;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
@@ -309,15 +353,16 @@ static bool claim_idle(struct ezfs_dispatcher *d, unsigned i)
 #define WAKE_BATCH 16
 
 void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
-		     size_t n)
+		     bool ahead)
 {
-	struct wq *q = &d->shared;
+	struct wq *q = ahead ? &d->ahead : &d->shared;
 	uint64_t now = ezi_engine_now_ns();
+	struct ezfs_ejob *j, *nj;
 	unsigned wake[WAKE_BATCH];
-	size_t i, woken = 0;
+	size_t i, n = 0, woken = 0;
 	int local = -1;
 
-	if (d->mode == EZFS_DISPATCH_PERCPU) {
+	if (d->mode == EZFS_DISPATCH_PERCPU && !ahead) {
 		int cpu = sched_getcpu();
 
 		if (cpu >= 0 && cpu < CPU_SETSIZE && d->cpu_worker[cpu] >= 0) {
@@ -326,9 +371,11 @@ void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 		}
 	}
 	pthread_mutex_lock(&d->lock);
-	for (i = 0; i < n; i++) {
-		jobs[i].t_submit = now;
-		wq_push(q, &jobs[i]);
+	for (j = jobs; j; j = nj, n++) {
+		nj = j->next; /* wq_push links j into q */
+		j->t_submit = now;
+		j->d = d;
+		wq_push(q, j);
 	}
 	/*
 	 * The submitting CPU's worker first, then idle ones, one per job.
@@ -350,6 +397,32 @@ void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 	pthread_mutex_unlock(&d->lock);
 	for (i = 0; i < woken && i < WAKE_BATCH; i++)
 		pthread_cond_signal(&d->w[wake[i]].wake);
+}
+
+struct ezfs_ejob *ezi_disp_take_ahead(struct ezfs_dispatcher *d)
+{
+	struct ezfs_ejob *j;
+
+	pthread_mutex_lock(&d->lock);
+	j = wq_pop(&d->ahead);
+	if (j)
+		d->claimed++;
+	pthread_mutex_unlock(&d->lock);
+	return j;
+}
+
+bool ezi_disp_claim(struct ezfs_dispatcher *d, struct ezfs_ejob *j)
+{
+	bool mine = false;
+
+	pthread_mutex_lock(&d->lock);
+	if (j->q && j->d == d) {
+		wq_unlink(j);
+		d->claimed++;
+		mine = true;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return mine;
 }
 
 void ezi_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di)

@@ -564,19 +564,33 @@ void ezi_ebatch_done(struct ezfs_ebatch *b)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* Run jobs inline, or on the workers; es->dlock is read-held. */
+/*
+ * Run jobs inline, or on the workers; es->dlock is read-held. The caller
+ * does not sit idle while its jobs wait in a queue: it takes back the ones
+ * no worker has started, last first (the workers take them first first),
+ * and runs them itself, so that a batch goes no slower than inline when the
+ * workers do not get a CPU (a busy machine), and the wake-ups of a batch
+ * cost one handoff at most. A lone decode under queue dispatch runs on the
+ * caller: a worker could only add a handoff to it (percpu sends it to the
+ * pinned worker of the caller's CPU).
+ */
 static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 {
+	struct ezfs_dispatcher *d = es->disp;
 	struct ezfs_ebatch b;
 	size_t i;
 	int err = 0;
 
-	if (!es->disp || ezi_engine_on_worker) {
+	if (!d || ezi_engine_on_worker ||
+	    (n == 1 && es->disp_mode == EZFS_DISPATCH_QUEUE)) {
 		for (i = 0; i < n; i++) {
 			uint64_t t0 = ezi_engine_now_ns();
+			bool nested = ezi_engine_on_worker;
 
+			ezi_engine_on_worker = true;
 			jobs[i].err = jobs[i].fn(jobs[i].arg);
-			if (!ezi_engine_on_worker)
+			ezi_engine_on_worker = nested;
+			if (!nested)
 				ezi_engine_lat_record(es,
 						      ezi_engine_now_ns() - t0);
 		}
@@ -584,9 +598,15 @@ static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 		pthread_mutex_init(&b.lock, NULL);
 		pthread_cond_init(&b.cond, NULL);
 		b.left = n;
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			jobs[i].batch = &b;
-		ezi_disp_submit(es->disp, jobs, n);
+			jobs[i].done = NULL;
+			jobs[i].next = i + 1 < n ? &jobs[i + 1] : NULL;
+		}
+		ezi_disp_submit(d, jobs, false);
+		for (i = n; i-- > 0;)
+			if (ezi_disp_claim(d, &jobs[i]))
+				ezi_disp_run(es, &jobs[i]);
 		pthread_mutex_lock(&b.lock);
 		while (b.left)
 			pthread_cond_wait(&b.cond, &b.lock);
@@ -634,11 +654,64 @@ int ezi_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 	if (!es)
 		return -ENOMEM;
 	pthread_rwlock_rdlock(&es->dlock);
-	if (es->disp && n > 1)
+	if (es->disp && n > 1 && !ezi_engine_on_worker)
 		ADD(es->batches, 1);
 	err = run_jobs(es, jobs, n);
 	pthread_rwlock_unlock(&es->dlock);
 	return err;
+}
+
+bool ezi_engine_submit(struct ezfs_estate *es, struct ezfs_ejob *jobs)
+{
+	struct ezfs_ejob *j;
+	size_t n = 0;
+
+	if (!es || ezi_engine_on_worker || !jobs)
+		return false;
+	pthread_rwlock_rdlock(&es->dlock);
+	if (!es->disp) {
+		pthread_rwlock_unlock(&es->dlock);
+		return false;
+	}
+	for (j = jobs; j; j = j->next, n++)
+		j->batch = NULL;
+	ADD(es->batches, 1);
+	ADD(es->ahead, n);
+	ezi_disp_submit(es->disp, jobs, true);
+	pthread_rwlock_unlock(&es->dlock);
+	return true;
+}
+
+bool ezi_engine_claim(struct ezfs_estate *es, struct ezfs_ejob *j)
+{
+	bool mine;
+
+	/* j->d is the dispatcher now in use, or one that is being drained
+	 * (a switch): leave it to that one's workers then */
+	pthread_rwlock_rdlock(&es->dlock);
+	mine = es->disp && j->d == es->disp && ezi_disp_claim(es->disp, j);
+	pthread_rwlock_unlock(&es->dlock);
+	return mine;
+}
+
+void ezi_engine_run_claimed(struct ezfs_estate *es, struct ezfs_ejob *j)
+{
+	ezi_disp_run(es, j);
+}
+
+bool ezi_engine_help(struct ezfs_estate *es)
+{
+	struct ezfs_ejob *j = NULL;
+
+	if (ezi_engine_on_worker)
+		return false;
+	pthread_rwlock_rdlock(&es->dlock);
+	if (es->disp)
+		j = ezi_disp_take_ahead(es->disp);
+	pthread_rwlock_unlock(&es->dlock);
+	if (j)
+		ezi_disp_run(es, j);
+	return j != NULL;
 }
 
 /* ---- dispatch mode ---- */
@@ -695,6 +768,7 @@ int ezi_es_set_dispatch(struct ezfs_estate *es, int mode, unsigned nthreads)
 	}
 	pthread_rwlock_wrlock(&es->dlock);
 	old = es->disp;
+	es->disp_mode = d ? mode : EZFS_DISPATCH_INLINE;
 	__atomic_store_n(&es->disp, d, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&es->dlock);
 	ezi_disp_free(old);
@@ -808,6 +882,7 @@ void ezi_es_reset(struct ezfs_estate *es)
 		__atomic_store_n(&es->cnt[i].errors, 0, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&es->batches, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&es->ahead, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&es->lat_lock);
 	es->lat_total = 0;
 	es->lat_next = 0;

@@ -34,22 +34,53 @@ void ezi_estate_start_env(struct ezfs_estate *es);
 int ezi_engine_decompress(struct ezfs_estate *es, int alg,
 			  struct ezfs_dreq *rq);
 
-/* A unit of work for the dispatcher; fn(arg) returns 0 or -errno. */
+struct wq;
+struct ezfs_dispatcher;
+struct ezfs_ebatch;
+
+/*
+ * A unit of work for the dispatcher; fn(arg) returns 0 or -errno. A job of
+ * ezi_engine_run completes its batch; a job of ezi_engine_submit calls
+ * done(job) on the thread that ran it (a worker, or the one that claimed
+ * it back), after which the job is the submitter's again (done may free
+ * it). Decodes that fn starts run on the thread that runs fn.
+ */
 struct ezfs_ejob {
 	int (*fn)(void *arg);
 	void *arg;
-	int err; /* fn's result */
+	void (*done)(struct ezfs_ejob *job); /* submit only */
+	int err;			     /* fn's result */
 	/* private */
-	struct ezfs_ejob *next;
+	struct ezfs_ejob *next, *prev;
+	struct wq *q;		   /* the queue holding it, NULL once taken */
+	struct ezfs_dispatcher *d; /* where it was queued */
 	struct ezfs_ebatch *batch;
 	uint64_t t_submit;
 };
 
 /* true when jobs run on worker threads (not inline, not on a worker). */
 bool ezi_engine_batching(struct ezfs_estate *es);
-/* Run n jobs (on the workers, all at once, or inline) and wait for all;
- * returns the first job's error in array order, or 0. */
+/* Run n jobs (on the workers, all at once, or inline) and wait for all,
+ * running those no worker has taken yet on the calling thread; returns the
+ * first job's error in array order, or 0. */
 int ezi_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n);
+/*
+ * Queue the jobs linked through next (the list is the dispatcher's until
+ * each completes) behind every job a reader waits for, without waiting:
+ * decodes ahead of a reader. false (nothing queued, no done called): no
+ * workers (inline dispatch, or called on a worker).
+ */
+bool ezi_engine_submit(struct ezfs_estate *es, struct ezfs_ejob *jobs);
+/* Take back job j of ezi_engine_submit if no worker has started it: true,
+ * and then run it with ezi_engine_run_claimed; false: it runs or ran
+ * elsewhere (its done tells when). */
+bool ezi_engine_claim(struct ezfs_estate *es, struct ezfs_ejob *j);
+void ezi_engine_run_claimed(struct ezfs_estate *es, struct ezfs_ejob *j);
+/* Run the oldest job of ezi_engine_submit that no worker has started, on
+ * the calling thread (a reader waiting for a decode a worker runs keeps
+ * busy meanwhile: on a busy machine the worker may wait long for a CPU);
+ * false: there was none. */
+bool ezi_engine_help(struct ezfs_estate *es);
 
 /* Validate EZFS_ACCEL / EZFS_DISPATCH at open (logs and -EINVAL). */
 int ezi_engine_env_check(const struct ezfs_logger *lg);
@@ -85,7 +116,9 @@ struct ezfs_estate {
 
 	pthread_rwlock_t dlock;	      /* read: using disp; write: swap */
 	struct ezfs_dispatcher *disp; /* NULL = inline */
+	int disp_mode;		      /* disp's mode (under dlock) */
 	uint64_t batches;	      /* atomic */
+	uint64_t ahead;		      /* atomic: jobs of ezi_engine_submit */
 
 	pthread_mutex_t lat_lock;
 	uint64_t lat_total;
@@ -100,10 +133,18 @@ extern __thread bool ezi_engine_on_worker;
 
 struct ezfs_dispatcher *ezi_disp_new(struct ezfs_estate *es, int mode,
 				     unsigned nthreads, int *err);
+/* Runs what is still queued, then ends the workers. */
 void ezi_disp_free(struct ezfs_dispatcher *d);
-/* Queue the jobs (each with batch set); they complete asynchronously. */
+/* Queue the jobs linked through next (each with batch or done set); they
+ * complete asynchronously. ahead: behind every other job. */
 void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
-		     size_t n);
+		     bool ahead);
+/* The oldest queued job of ezi_disp_submit(ahead), unqueued; NULL: none. */
+struct ezfs_ejob *ezi_disp_take_ahead(struct ezfs_dispatcher *d);
+/* Unqueue j if it is still queued in d: true (the caller runs it). */
+bool ezi_disp_claim(struct ezfs_dispatcher *d, struct ezfs_ejob *j);
+/* Run j (taken off a queue) on this thread and complete it. */
+void ezi_disp_run(struct ezfs_estate *es, struct ezfs_ejob *j);
 void ezi_disp_info(struct ezfs_dispatcher *d, struct ezfs_dispatch_info *di);
 
 /* Completion of a set of jobs. */

@@ -199,8 +199,8 @@ void ezi_pf_open(struct ezfs_mount *m, struct mfile *f);
  * cache; false (nothing done) unless all of it lies in encoded extents. */
 bool ezi_pf_answer(struct ezfs_mount *m, struct mfile *f, fuse_req_t req,
 		   uint64_t off, uint64_t len);
-/* Read [from, to) of f into a new buffer *out; its length, or a library
- * error. */
+/* Read [from, to) of f into the calling thread's buffer *out (kept for
+ * the next read: not to be freed); its length, or a library error. */
 ssize_t ezi_pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out);
 /* After a read of [off, off + len) that decoded up to decoded_end: store
  * ahead of a sequential reader. */

@@ -311,8 +311,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (m->p.prefetch)
 		ezi_pf_seq_hint(m, f, from, (uint64_t)r, from + (uint64_t)r);
-	fuse_reply_buf(req, buf, (size_t)r);
-	free(buf);
+	fuse_reply_buf(req, buf, (size_t)r); /* the thread's buffer */
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,

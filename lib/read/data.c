@@ -185,13 +185,17 @@ static int read_fragment(ezfs_inode *ino, uint64_t pos, uint8_t *dst,
 	return 0;
 }
 
-/* Read [pos, pos+len) which lies inside compressed-layout extent m. */
+/*
+ * Read [pos, pos+len) which lies inside compressed-layout extent m. seq: a
+ * reader in order, which does not come back: an extent it has had whole
+ * from the cache leaves it, its buffer taking the next decode.
+ */
 static int read_zextent(ezfs_inode *ino, const struct zmap *m, uint64_t pos,
-			uint8_t *dst, size_t len)
+			uint8_t *dst, size_t len, bool seq)
 {
 	struct pcache_entry *e;
 	const uint8_t *data;
-	uint64_t from = pos - m->la;
+	uint64_t from = pos - m->la, whole;
 	int err;
 
 	if (!(m->flags & EZFS_EXTENT_MAPPED)) {
@@ -205,15 +209,103 @@ static int read_zextent(ezfs_inode *ino, const struct zmap *m, uint64_t pos,
 	}
 	if (!(m->flags & EZFS_EXTENT_ENCODED))
 		return read_raw(ino, m, from, dst, len);
-	/* Whole extent requested: decode straight into the caller's buffer. */
-	if (!from && len == m->llen && !(m->flags & EZFS_EXTENT_PARTIAL_REF))
+	/* Whole extent requested and not decoded (or being decoded) in the
+	 * cache: decode straight into the caller's buffer. */
+	if (!from && len == m->llen && !(m->flags & EZFS_EXTENT_PARTIAL_REF) &&
+	    !ezi_pcache_has(ino->img, m))
 		return ezi_z_decode(ino, m, dst, len, false);
 	err = ezi_pcache_get(ino, m, from + len, &e, &data);
 	if (err)
 		return err;
 	memcpy(dst, data + from, len);
+	if (seq) {
+		whole = m->la + m->llen < ino->size ? m->llen
+						    : ino->size - m->la;
+		ezi_pcache_served(ino->img, e, len, (size_t)whole);
+	}
 	ezi_pcache_put(ino->img, e);
 	return 0;
+}
+
+/*
+ * Decoding ahead (dispatch queue/percpu): the encoded extents of [from, to)
+ * not in the cache are queued for decoding into it, behind every decode a
+ * reader waits for, so that the workers decode them while the reader
+ * copies and writes what it has; a quarter of the cache at most is on its
+ * way at once, AHEAD_JOBS extents at most per call. Returns how many were
+ * queued.
+ */
+#define AHEAD_JOBS 64
+
+static int decode_ahead(ezfs_inode *ino, uint64_t from, uint64_t to,
+			uint64_t *next)
+{
+	ezfs_image *img = ino->img;
+	const size_t max = img->pc.budget / 4;
+	struct ezfs_ejob *jobs = NULL, **tail = &jobs;
+	uint64_t pos = from;
+	struct zmap m;
+	int n = 0, r = 0;
+
+	if (to > ino->size)
+		to = ino->size;
+	while (pos < to && n < AHEAD_JOBS) {
+		r = ezi_z_map(ino, pos, &m);
+		if (r || pos < m.la || pos - m.la >= m.llen)
+			break; /* the reader meets it, and says */
+		if ((m.flags &
+		     (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED |
+		      EZFS_EXTENT_FRAGMENT | EZFS_EXTENT_PARTIAL_REF)) ==
+		    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED)) {
+			r = ezi_pcache_ahead(ino, &m, max, &tail);
+			if (r < 0)
+				break;
+			n += r;
+		}
+		pos = m.la + m.llen;
+	}
+	*next = pos < to ? pos : to;
+	if (jobs && !ezi_engine_submit(ezi_image_engine(img), jobs)) {
+		ezi_pcache_ahead_drop(jobs); /* the dispatcher just went */
+		n = 0;
+	}
+	return n;
+}
+
+/*
+ * A reader in order whose read ended inside an extent (cat's 4 MiB reads
+ * of 1 MiB extents; not the extent-aligned windows of fsck and extract,
+ * which batch whole extents themselves) gets the extents after it decoded
+ * ahead: two reads' worth, 2 to 16 MiB, from where the last call stopped.
+ */
+#define AHEAD_MIN (2u << 20)
+#define AHEAD_MAX (16u << 20)
+
+static void read_ahead(ezfs_inode *ino, uint64_t end, size_t len)
+{
+	uint64_t win = 2 * (uint64_t)len, pos;
+
+	win = win < AHEAD_MIN ? AHEAD_MIN : win > AHEAD_MAX ? AHEAD_MAX : win;
+	pos = __atomic_load_n(&ino->ahead_end, __ATOMIC_RELAXED);
+	if (pos < end)
+		pos = end;
+	if (pos < end + win) {
+		decode_ahead(ino, pos, end + win, &pos);
+		__atomic_store_n(&ino->ahead_end, pos, __ATOMIC_RELAXED);
+	}
+}
+
+int ezfs_decode_ahead(ezfs_inode *ino, uint64_t off, uint64_t len,
+		      uint64_t *next)
+{
+	uint64_t end = len < UINT64_MAX - off ? off + len : UINT64_MAX, at;
+
+	if (next)
+		*next = end;
+	if (!S_ISREG(ino->mode) || !is_compressed(ino) || off >= ino->size ||
+	    !len || !ezi_engine_batching(ezi_image_engine(ino->img)))
+		return 0;
+	return decode_ahead(ino, off, end, next ? next : &at);
 }
 
 /*
@@ -226,6 +318,7 @@ static int read_zextent(ezfs_inode *ino, const struct zmap *m, uint64_t pos,
 struct zjob {
 	ezfs_inode *ino;
 	struct zmap m;
+	const uint8_t *in; /* its bytes in the reader's window, or NULL */
 	uint8_t *dst;
 };
 
@@ -239,6 +332,9 @@ static int zjob_run(void *arg)
 {
 	struct zjob *z = arg;
 
+	if (z->in)
+		return ezi_z_decode_from(z->ino, &z->m, z->in, z->dst,
+					 (size_t)z->m.llen);
 	return ezi_z_decode(z->ino, &z->m, z->dst, (size_t)z->m.llen, false);
 }
 
@@ -253,7 +349,8 @@ static int zbatch_flush(ezfs_image *img, struct zbatch *b)
 	return err;
 }
 
-/* Whole extent m wanted at dst: queue it (true), or leave it (false). */
+/* Whole extent m wanted at dst: queue it (true), or leave it (false; also
+ * when the cache has it, or it is being decoded ahead). */
 static bool zbatch_add(struct zbatch *b, ezfs_inode *ino, const struct zmap *m,
 		       uint64_t pos, uint64_t seg_end, uint8_t *dst)
 {
@@ -262,15 +359,58 @@ static bool zbatch_add(struct zbatch *b, ezfs_inode *ino, const struct zmap *m,
 	if (pos != m->la || seg_end - pos != m->llen ||
 	    (m->flags & (EZFS_EXTENT_PARTIAL_REF | EZFS_EXTENT_FRAGMENT)) ||
 	    (m->flags & (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED)) !=
-		    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED))
+		    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) ||
+	    ezi_pcache_has(ino->img, m))
 		return false;
 	z = &b->z[b->n];
 	z->ino = ino;
 	z->m = *m;
+	z->in = ezi_zwin_get(ino->img, m);
 	z->dst = dst;
 	b->j[b->n].fn = zjob_run;
 	b->j[b->n].arg = z;
 	b->n++;
+	return true;
+}
+
+/*
+ * A read of several small pclusters reads their compressed bytes at once,
+ * into the thread's window: from extent m's on, as many as the rest of the
+ * read [m->la, end) needs at m's ratio, 256 KiB at most. For file images
+ * with one device (memory images are read in place); at most three per
+ * read (pclusters that are not adjacent, from dedupe, are read alone).
+ * Jobs queued in zb that use the old window run first. true: filled.
+ */
+#define ZWIN_PLEN_MAX (64u << 10) /* larger pclusters are read alone */
+#define ZWIN_MAX      (256u << 10)
+
+/* ezfs_pread calls on this thread now: a read nested in another (a
+ * fragment from the packed inode, the metabox) leaves the window to the
+ * outer one, whose queued jobs may point into it */
+static __thread unsigned pread_depth;
+
+static bool zwin_fill(ezfs_inode *ino, const struct zmap *m, uint64_t end,
+		      struct zbatch *zb, int *err)
+{
+	ezfs_image *img = ino->img;
+	uint64_t want;
+
+	if (pread_depth > 1 ||
+	    (m->flags &
+	     (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED | EZFS_EXTENT_FRAGMENT |
+	      EZFS_EXTENT_INLINE | EZFS_EXTENT_META)) !=
+		    (EZFS_EXTENT_MAPPED | EZFS_EXTENT_ENCODED) ||
+	    m->plen > ZWIN_PLEN_MAX || !m->llen || end <= m->la + m->llen ||
+	    img->ndevs || ezi_zwin_get(img, m) || ezi_data_map(img, 1, m->pa) ||
+	    ezi_pcache_has(img, m))
+		return false;
+	want = (end - m->la) / m->llen * m->plen + 2 * m->plen;
+	if (want > ZWIN_MAX)
+		want = ZWIN_MAX;
+	if (zb && zb->n)
+		*err = zbatch_flush(img, zb);
+	if (!*err && ezi_zwin_fill(img, m->pa, (size_t)want))
+		return false; /* each read alone, which reports */
 	return true;
 }
 
@@ -279,7 +419,8 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 	uint8_t *dst = buf;
 	uint64_t end, pos;
 	struct zbatch *zb = NULL;
-	int err = 0, berr;
+	bool seq = false, mid = false;
+	int err = 0, berr, wins = 0;
 
 	if (S_ISDIR(ino->mode) || S_ISREG(ino->mode) || S_ISLNK(ino->mode)) {
 		if (off >= ino->size)
@@ -296,6 +437,14 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 		zb = malloc(sizeof(*zb));
 	if (zb)
 		zb->n = 0;
+	if (is_compressed(ino)) {
+		/* in order: this read starts where the last one ended */
+		seq = __atomic_exchange_n(&ino->seq_next, end,
+					  __ATOMIC_RELAXED) == off;
+		if (!seq)
+			__atomic_store_n(&ino->ahead_end, 0, __ATOMIC_RELAXED);
+	}
+	pread_depth++;
 	while (pos < end) {
 		uint64_t seg_end;
 
@@ -313,14 +462,21 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 			if (err)
 				break;
 			seg_end = m.la + m.llen < end ? m.la + m.llen : end;
+			mid = seg_end < m.la + m.llen &&
+			      (m.flags & EZFS_EXTENT_ENCODED);
+			/* a third window: the pclusters are not adjacent */
+			if (wins < 3 && zwin_fill(ino, &m, end, zb, &err))
+				wins++;
+			if (err)
+				break;
 			if (zb && zbatch_add(zb, ino, &m, pos, seg_end,
 					     dst + (pos - off))) {
 				if (zb->n == ZBATCH_MAX)
 					err = zbatch_flush(ino->img, zb);
 			} else {
-				err = read_zextent(ino, &m, pos,
-						   dst + (pos - off),
-						   (size_t)(seg_end - pos));
+				err = read_zextent(
+					ino, &m, pos, dst + (pos - off),
+					(size_t)(seg_end - pos), seq);
 			}
 		} else {
 			struct ezfs_extent ext;
@@ -329,11 +485,13 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 				      ? ezi_chunk_map(ino, pos, &ext)
 				      : ezi_flat_map(ino, pos, &ext);
 			if (err)
-				return err;
+				break;
 			seg_end = ext.la + ext.llen < end ? ext.la + ext.llen
 							  : end;
-			if (seg_end <= pos)
-				return -EUCLEAN;
+			if (seg_end <= pos) {
+				err = -EUCLEAN;
+				break;
+			}
 			if (!(ext.flags & EZFS_EXTENT_MAPPED))
 				memset(dst + (pos - off), 0, seg_end - pos);
 			else if (ext.flags & EZFS_EXTENT_INLINE)
@@ -352,6 +510,9 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 		pos = seg_end;
 	}
 	if (zb) {
+		/* the next extents on their way before this read waits */
+		if (!err && seq && mid && end < ino->size)
+			read_ahead(ino, end, (size_t)(end - off));
 		/* wait for the queued decodes also on error: they write
 		 * into buf */
 		berr = zbatch_flush(ino->img, zb);
@@ -359,6 +520,9 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 		if (!err)
 			err = berr;
 	}
+	pread_depth--;
+	if (wins)
+		ezi_zwin_drop(ino->img);
 	if (err)
 		return err;
 	return (ssize_t)(end - off);

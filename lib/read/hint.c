@@ -55,12 +55,13 @@ void ezi_hint_read(ezfs_inode *ino, uint64_t off, size_t len)
 		return;
 	hinted = __atomic_load_n(&ino->hint_end, __ATOMIC_RELAXED);
 	win = __atomic_load_n(&ino->hint_win, __ATOMIC_RELAXED);
-	if (off && off <= hinted && hinted >= end)
-		return; /* told already */
+	if (off && off <= hinted && hinted >= end + win / 2)
+		return; /* told already, and enough ahead */
 	if (off && off <= hinted) {
-		/* in order: the window grows, up to AHEAD_MAX */
+		/* in order: the window grows, up to AHEAD_MAX; what was
+		 * told already is not told again */
 		win = win ? (win < AHEAD_MAX ? win * 2 : AHEAD_MAX) : AHEAD_MIN;
-		hint_extents(ino, off, end + win,
+		hint_extents(ino, hinted > off ? hinted : off, end + win,
 			     EZFS_HINT_DATA | EZFS_HINT_AHEAD);
 		end += win;
 	} else {

@@ -37,8 +37,28 @@ struct meta_cache {
 	struct meta_slot *slots;
 };
 
+/* slab.c: decoded-extent buffers below 1 MiB from huge-page chunks */
+#define SLAB_CLASSES 40
+struct ezi_chunk;
+struct ezi_slab {
+	size_t limit, bytes; /* chunk bytes allowed, taken */
+	unsigned nchunks, cap, ncls;
+	struct ezi_chunk *chunks;
+	struct {
+		size_t size;
+		void *free; /* slots, linked through their first bytes */
+	} cls[SLAB_CLASSES];
+};
+int ezi_slab_init(struct ezi_slab *s, size_t limit);
+void ezi_slab_fini(struct ezi_slab *s);
+/* A slot of size bytes (a capacity from the cache's rounding), or NULL:
+ * none to be had (too large, no room): take the memory elsewhere. */
+void *ezi_slab_get(struct ezi_slab *s, size_t size);
+/* Give back p if it is a slot: true; false: not the slab's. */
+bool ezi_slab_put(struct ezi_slab *s, void *p);
+
 struct pcache_entry;
-#define PC_NSPARE 8
+#define PC_NSPARE 16
 struct pcache {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -54,6 +74,11 @@ struct pcache {
 		size_t cap;
 	} spare[PC_NSPARE];
 	size_t spare_bytes, spare_max;
+	struct ezi_slab slab;
+	/* decodes ahead of readers queued or running (ezi_pcache_ahead) */
+	size_t ahead_bytes;
+	unsigned ahead_n;
+	uint64_t gen; /* decodes completed (each broadcast on cond) */
 };
 
 /* An extra device of the device table (device.c). */
@@ -149,6 +174,9 @@ struct ezfs_inode {
 	/* hint.c (atomics): how far a reader in order was hinted, and its
 	 * window; a directory: 1 once its blocks were hinted */
 	uint64_t hint_end, hint_win;
+	/* data.c (atomics): where the last read ended, and how far extents
+	 * were queued for decoding ahead of a reader in order */
+	uint64_t seq_next, ahead_end;
 };
 
 /* accel.c: the engine state, made on first use; NULL: out of memory */
@@ -202,9 +230,36 @@ void ezi_pcache_served(ezfs_image *img, struct pcache_entry *e, size_t bytes,
 		       size_t whole);
 /* Whether extent m is decoded, or being decoded, in the cache. */
 bool ezi_pcache_has(ezfs_image *img, const struct zmap *m);
+/*
+ * Decoding ahead of a reader: a cache entry for extent m, in the making, and
+ * the job that decodes it, appended at **tail (which then points at its
+ * next) for ezi_engine_submit; readers of m wait for it, or run it
+ * themselves if no worker has started it. Returns 1 (a job made), 0 (m is
+ * there already, or on its way), -ENOSPC (decodes ahead of all readers
+ * would pass max bytes) or -ENOMEM.
+ */
+struct ezfs_ejob;
+int ezi_pcache_ahead(ezfs_inode *ino, const struct zmap *m, size_t max,
+		     struct ezfs_ejob ***tail);
+/* Jobs of ezi_pcache_ahead that were not submitted: their entries go. */
+void ezi_pcache_ahead_drop(struct ezfs_ejob *jobs);
+/* Wait until no decode ahead is queued or running (before close). */
+void ezi_pcache_quiesce(ezfs_image *img);
 /* Decode extent m's first outlen bytes into out (no cache). */
 int ezi_z_decode(ezfs_inode *ino, const struct zmap *m, uint8_t *out,
 		 size_t outlen, bool partial);
+/* The same, whole, from its compressed bytes at in (ezi_zwin_get). */
+int ezi_z_decode_from(ezfs_inode *ino, const struct zmap *m, const uint8_t *in,
+		      uint8_t *out, size_t outlen);
+/*
+ * The calling thread's window of compressed bytes: [pa, pa + len) of img
+ * read at once (clipped to the image), for the decodes of the pclusters
+ * inside it on this thread (or given their bytes: ezi_zwin_get, valid
+ * until the next fill or drop on this thread). 0 or a read error.
+ */
+int ezi_zwin_fill(ezfs_image *img, uint64_t pa, size_t len);
+const uint8_t *ezi_zwin_get(ezfs_image *img, const struct zmap *m);
+void ezi_zwin_drop(ezfs_image *img);
 
 /* device.c: the device table and where data addresses are read */
 int ezi_devices_init(ezfs_image *img, const struct ezfs_open_params *p,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stream.c - ezfs_stream: a range of a file read front to back in
- * windows, for callers that pass the bytes on (ezfs extract, ezfs cat,
+ * windows, for callers that pass the bytes on (ezfs extract and
  * ezfs_fsck's data check).
  *
  * With the dispatcher's workers (queue, percpu) and a compressed range

@@ -490,6 +490,7 @@ void ezfs_image_close(ezfs_image *img)
 {
 	if (!img)
 		return;
+	ezi_pcache_quiesce(img);
 	ezi_xattr_prefixes_fini(img);
 	ezfs_inode_put(img->packed);
 	ezfs_inode_put(img->metabox);

@@ -10,6 +10,10 @@
 #   - cat (whole file, and --skip/--length inside it) gives the bytes;
 #   - extract gives the tree;
 #   - fsck passes and counts the same bytes as inline;
+#   - ezfs accel stats (every file read front to back in 1 MiB reads,
+#     which end inside extents: decoded ahead on the workers) gives the
+#     digest and byte count of inline, and with queue or percpu counts
+#     batches (the decodes ahead are handed over together);
 # and, with one pcluster in the middle of the large file overwritten:
 #   - fsck reports one read problem, at or before that extent;
 #   - cat fails naming the offset and what it wrote is a prefix of the
@@ -77,6 +81,20 @@ for cfg in deflate:65536 lz4hc:16384 zstd:262144; do
 		sum=$(grep -o '[0-9.]* [KMG]iB decoded' "$OUT" || true)
 		[ -n "$ref" ] || ref=$sum
 		t_expect "$w: fsck counts '$sum' (inline: '$ref')" [ -n "$sum" ] && [ "$sum" = "$ref" ]
+		t_run "s-$alg" "$EZFS" accel stats --json --dispatch "$m" "$img"
+		t_check "$w: accel stats" 0
+		got=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["digest"], d["bytes"], d["dispatch"]["batches"])' "$OUT")
+		read -r dig bytes batches <<<"$got"
+		[ "$m" != inline ] || sref="$dig $bytes"
+		t_expect "$w: accel stats digest and bytes '$dig $bytes' (inline: '$sref')" \
+			[ "$dig $bytes" = "$sref" ]
+		if [ "$m" = inline ]; then
+			t_expect "$w: no batches inline ($batches)" [ "$batches" -eq 0 ]
+		else
+			t_expect "$w: batches counted ($batches)" [ "$batches" -gt 0 ]
+		fi
 	done
 done
 

@@ -31,6 +31,9 @@ struct walk {
 	int err;
 	uint8_t *buf;
 	size_t bufsz;
+	int ahead;	 /* ezfs_decode_ahead each file first */
+	int no_read;	 /* and only that */
+	uint64_t queued; /* decodes it queued */
 };
 
 static void mix(uint64_t *h, const void *p, size_t n)
@@ -66,8 +69,18 @@ static int walk_ent(void *arg, const char *name, size_t namelen, uint64_t nid,
 	if (err)
 		return err;
 	ezfs_inode_stat(ino, &st);
+	if (w->ahead && ftype == EZFS_FT_REG) {
+		uint64_t next;
+		int n = ezfs_decode_ahead(ino, 0, st.size, &next);
+
+		if (n < 0 || next > st.size) {
+			ezfs_inode_put(ino);
+			return n < 0 ? n : -ERANGE;
+		}
+		w->queued += (uint64_t)n;
+	}
 	/* odd-sized reads too, so both batched and cached paths run */
-	while (off < st.size) {
+	while (!w->no_read && off < st.size) {
 		size_t want = w->bufsz - (off & 1 ? 4093 : 0);
 		ssize_t n = ezfs_pread(ino, w->buf, want, off);
 
@@ -95,11 +108,16 @@ static int walk_dir(struct walk *w, uint64_t nid)
 	return err;
 }
 
-static int hash_image(ezfs_image *img, uint64_t *hash, uint64_t *bytes)
+/* ahead: 1 decode each file ahead first, 2 only that (no reads); the
+ * decodes queued are added to *queued (may be NULL). */
+static int walk_image(ezfs_image *img, uint64_t *hash, uint64_t *bytes,
+		      int ahead, uint64_t *queued)
 {
 	struct walk w = { .img = img,
 			  .hash = 0xcbf29ce484222325ull,
-			  .bufsz = 1 << 20 };
+			  .bufsz = 1 << 20,
+			  .ahead = ahead,
+			  .no_read = ahead == 2 };
 	int err;
 
 	w.buf = malloc(w.bufsz);
@@ -110,7 +128,14 @@ static int hash_image(ezfs_image *img, uint64_t *hash, uint64_t *bytes)
 	*hash = w.hash;
 	if (bytes)
 		*bytes = w.bytes;
+	if (queued)
+		*queued += w.queued;
 	return err;
+}
+
+static int hash_image(ezfs_image *img, uint64_t *hash, uint64_t *bytes)
+{
+	return walk_image(img, hash, bytes, 0, NULL);
 }
 
 /* ---- tests ---- */
@@ -260,6 +285,60 @@ static void test_mem(const char *path, uint64_t want)
 	free(buf);
 }
 
+/*
+ * Decodes ahead (ezfs_decode_ahead): each file's extents queued before it
+ * is read read back the same, in a cache that holds few of them; the whole
+ * image queued and then the dispatch switched (the workers that go run
+ * what they hold first), then queued and the image closed at once (close
+ * waits for them). Inline dispatch queues none.
+ */
+static void test_ahead(const char *path, uint64_t want, int deflate)
+{
+	static const char *const modes[] = { "inline", "queue:2", "percpu" };
+	struct ezfs_open_params p;
+	ezfs_image *img;
+	unsigned i;
+	uint64_t h;
+	int err;
+
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		uint64_t q = 0;
+
+		ezfs_open_params_init(&p);
+		p.dispatch = modes[i];
+		p.cache_bytes = 2 << 20;
+		err = ezfs_image_open(path, &p, &img);
+		CHECK(!err, "open %s (%s): %d", path, modes[i], err);
+		if (err)
+			continue;
+		CHECK(!walk_image(img, &h, NULL, 1, &q) && h == want,
+		      "%s: read after decoding ahead (%s) differs", path,
+		      modes[i]);
+		CHECK(i ? q > 0 || !deflate : q == 0,
+		      "%s: %llu decodes ahead (%s)", path,
+		      (unsigned long long)q, modes[i]);
+		if (i) {
+			CHECK(!walk_image(img, &h, NULL, 2, NULL),
+			      "%s: decode ahead (%s)", path, modes[i]);
+			CHECK(!ezfs_image_set_dispatch(img,
+						       EZFS_DISPATCH_INLINE, 0),
+			      "inline");
+			CHECK(!hash_image(img, &h, NULL) && h == want,
+			      "%s: read after a switch with decodes ahead "
+			      "queued (%s) differs",
+			      path, modes[i]);
+			CHECK(!ezfs_image_set_dispatch(img,
+						       EZFS_DISPATCH_PERCPU, 0),
+			      "percpu");
+			CHECK(!walk_image(img, &h, NULL, 2, NULL),
+			      "%s: decode ahead (%s)", path, modes[i]);
+		}
+		printf("  decode ahead %-7s: %llu queued\n", modes[i],
+		       (unsigned long long)q);
+		ezfs_image_close(img);
+	}
+}
+
 static void test_image(const char *path, int deflate)
 {
 	static const char *const engines[] = { "libdeflate", "isal", "zlib" };
@@ -394,6 +473,7 @@ static void test_image(const char *path, int deflate)
 	}
 	ezfs_image_close(img);
 	test_mem(path, want);
+	test_ahead(path, want, deflate);
 
 	/* environment */
 	setenv("EZFS_ACCEL", "deflate=nosuch", 1);
