@@ -5,4 +5,4 @@
 # left in TMPDIR. Not timed; skips without /usr/bin/time and for sanitizer
 # builds.
 ezfs_script_test(interop.mkfs-memory interop/mkfs-memory.sh
-                 LABELS interop mkfs TIMEOUT 300)
+                 LABELS interop mkfs TIMEOUT 600)
