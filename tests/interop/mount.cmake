@@ -9,6 +9,6 @@
 if(EZFS_WITH_FUSE)
   foreach(_t mount mount-stress mount-random mount-daemon)
     ezfs_script_test(interop.${_t} interop/${_t}.sh
-                     LABELS interop mount TIMEOUT 300)
+                     LABELS interop mount TIMEOUT 600)
   endforeach()
 endif()
