@@ -252,8 +252,13 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 			keep &= ~((uint64_t)r->bs - 1);
 		x.len = keep;
 		x.err = 0;
+		/* in memory until the image's dm-verity tree is known
+		 * (ezfs_remote_set_verity): a bad block never reaches the
+		 * persistent cache */
 		pthread_mutex_lock(&r->lock);
+		r->hold = 1;
 		ezi_blocks_store(r, x.buf, x.off, x.len, 0);
+		r->hold = 0;
 		pthread_mutex_unlock(&r->lock);
 	}
 	if (r->digest[0]) {
@@ -298,6 +303,8 @@ void ezfs_remote_close(ezfs_remote *r)
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->lock);
+	/* no dm-verity tree came: the head is the entry's as it is */
+	ezi_cache_settle(r);
 	ezi_cache_flush(r);
 	pthread_mutex_unlock(&r->lock);
 	if (r->p.on_close) {

@@ -1,19 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * verify.c - what is fetched, checked against what the source knows of
- * the bytes: an oci:// layer's digest (sha256 of the whole blob), checked
- * once every block is present (ezi_verify_blob, by the read that
- * completes it) or when the caller asks (ezfs_remote_verify, fetching
- * what is missing). Blocks are served before that: a range is only
- * checked against the range asked for (fetch.c). A mismatch drops the
- * cache entry; the reads that follow fail, or with serve_unverified go on
- * for a caller that lists what it read as unverified.
+ * the bytes, between the fetch and any use of them:
+ *  - the image's dm-verity tree, when the image has one: the reader
+ *    (lib/io/verity.c, at ezfs_image_open_io) loads it, checks it against
+ *    its root (given, from a manifest named by digest, signed, or only
+ *    computed) and hands it over (ezfs_remote_set_verity); from then on
+ *    every block fetched is checked with ezfs_verity_check before it is
+ *    kept or served (ezi_verify_fetched), and those kept before (the
+ *    head) are checked then. A block that does not match is not kept: the
+ *    read gets -EIO and one line naming dm-verity, the block and the
+ *    root. Blocks read back from the persistent cache are checked by the
+ *    reader's io, once each (the tree's record of verified blocks).
+ *  - an oci:// layer's digest (sha256 of the whole blob), checked once
+ *    every block is present (ezi_verify_blob, by the read that completes
+ *    it) or when the caller asks (ezfs_remote_verify, fetching what is
+ *    missing). Without a tree, blocks are served before that: a range is
+ *    only checked against the range asked for (fetch.c). A mismatch drops
+ *    the cache entry; the reads that follow fail, or with
+ *    serve_unverified go on for a caller that lists what it read as
+ *    unverified.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ezfs/verity.h"
 #include "remote/internal.h"
 #include "util/sha256.h"
 
@@ -118,4 +132,125 @@ int ezfs_remote_verify(ezfs_remote *r)
 	judge(r, d);
 	pthread_mutex_unlock(&r->lock);
 	return r->verified ? 1 : -EBADMSG;
+}
+
+/* ---- dm-verity: every block checked before it is kept ---- */
+
+/* The tree's blocks in [off, off + len) of buf (offsets of the source),
+ * those not verified yet checked: 0, or -EIO with why. */
+static int check_blocks(struct ezfs_remote *r, struct ezfs_verity *v,
+			const uint8_t *buf, uint64_t off, uint64_t len,
+			char *why, size_t whylen)
+{
+	uint64_t bs = 1ull << r->vbits, first, end, rel;
+	int err;
+
+	if (off + len <= r->vbase)
+		return 0;
+	/* whole tree blocks only: the source's blocks are multiples of
+	 * them, and the image starts on one (ezfs_remote_set_verity) */
+	rel = off > r->vbase ? off - r->vbase : 0;
+	first = (rel + bs - 1) >> r->vbits;
+	end = (off + len - r->vbase) >> r->vbits;
+	if (end > r->vblocks)
+		end = r->vblocks;
+	for (uint64_t k = first; k < end; k++) {
+		if (ezfs_verity_verified(v, k))
+			continue;
+		err = ezfs_verity_check(
+			v, k, buf + (r->vbase + (k << r->vbits) - off));
+		if (!err)
+			continue;
+		snprintf(why, whylen,
+			 "dm-verity: block %llu (bytes %llu-%llu) of %.200s "
+			 "%s the tree of root %s; not kept",
+			 (unsigned long long)k,
+			 (unsigned long long)(k << r->vbits),
+			 (unsigned long long)((k << r->vbits) + bs - 1),
+			 r->digest[0] ? r->digest : r->name,
+			 err == -EBADMSG ? "does not match its hash in"
+					 : "could not be checked against",
+			 r->vroot);
+		return -EIO;
+	}
+	return 0;
+}
+
+int ezi_verify_fetched(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
+		       uint64_t len, char *why, size_t whylen)
+{
+	struct ezfs_verity *v = __atomic_load_n(&r->verity, __ATOMIC_ACQUIRE);
+
+	return v ? check_blocks(r, v, buf, off, len, why, whylen) : 0;
+}
+
+void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v, uint64_t base)
+{
+	struct ezfs_remote *r = arg;
+	struct ezfs_verity_info vi;
+	char why[600];
+	uint8_t *tmp;
+	unsigned bits = 0;
+
+	if (!v) {
+		/* none: the head is the entry's as it is */
+		pthread_mutex_lock(&r->lock);
+		ezi_cache_settle(r);
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	ezfs_verity_get_info(v, &vi);
+	while ((1u << bits) < vi.data_block_size)
+		bits++;
+	if (r->bs % vi.data_block_size || base % vi.data_block_size) {
+		/* the reader's io still checks every read */
+		ezi_rlog(r, EZFS_LOG_WARN,
+			 "dm-verity blocks of %u bytes at byte %llu: fetched "
+			 "blocks of %u bytes are checked as they are read, "
+			 "not before they are kept",
+			 vi.data_block_size, (unsigned long long)base, r->bs);
+		pthread_mutex_lock(&r->lock);
+		ezi_cache_settle(r);
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	for (unsigned i = 0; i < vi.root_size && i < 64; i++)
+		snprintf(r->vroot + 2 * i, 3, "%02x", vi.root[i]);
+	r->vbase = base;
+	r->vbits = bits;
+	r->vblocks = vi.data_blocks;
+	tmp = malloc(r->bs);
+	pthread_mutex_lock(&r->lock);
+	/* what was kept before the tree came (the head): checked now, and
+	 * forgotten when it does not match */
+	for (uint64_t b = 0; r->unchecked && b < r->nblocks; b++) {
+		size_t l = ezi_blk_len(r, b);
+
+		if (!r->unchecked[b] || r->state[b] != EZI_B_PRESENT)
+			continue;
+		if (!tmp || ezi_block_copy(r, b, 0, tmp, l) ||
+		    check_blocks(r, v, tmp, b << r->bsbits, l, why,
+				 sizeof(why))) {
+			if (tmp)
+				ezi_rlog(r, EZFS_LOG_ERROR, "%s", why);
+			ezi_block_forget(r, b);
+		}
+	}
+	ezi_cache_settle(r);
+	__atomic_store_n(&r->verity, v, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&r->lock);
+	free(tmp);
+}
+
+int ezfs_remote_verity_root(const ezfs_remote *r, uint8_t root[64],
+			    size_t *root_size, uint64_t *hash_offset,
+			    int *pinned)
+{
+	if (!r->ann.have)
+		return -ENODATA;
+	memcpy(root, r->ann.root, r->ann.root_size);
+	*root_size = r->ann.root_size;
+	*hash_offset = r->ann.hash_offset;
+	*pinned = r->pinned;
+	return 0;
 }
