@@ -66,21 +66,9 @@ OFF_A=$(off_of "$IMG" a)
 [ "$OFF_A" -gt 0 ] && [ "$OFF_A" -lt "$HOFF" ] || { t_fail "no marker of a in the image"; t_done; }
 
 # --- the registry -----------------------------------------------------------
-RPORT=$(t_free_port)
-mkdir -p "$TMP/registry"
-cat >"$TMP/registry/config.yml" <<CONF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $TMP/registry/store
-http:
-  addr: 127.0.0.1:$RPORT
-CONF
-"$REG" serve "$TMP/registry/config.yml" >"$TMP/registry/log" 2>&1 &
-PIDS+=($!)
-t_wait_port "$RPORT" || { head -c 300 "$TMP/registry/log"; t_fail "docker-registry did not start"; t_done; }
+t_registry && rc=0 || rc=$?
+PIDS+=("$REG_PID")
+[ $rc = 0 ] || { t_fail "docker-registry did not start"; t_done; }
 R=oci://127.0.0.1:$RPORT
 
 # manifest REPO REF: the manifest's JSON on stdout

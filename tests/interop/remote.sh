@@ -489,29 +489,13 @@ if [ -z "$REG" ]; then
 fi
 start_srv token
 TPORT=$SPORT
-RPORT=$(t_free_port)
-mkdir -p "$TMP/registry"
 # auth silly: a Bearer challenge naming the token server; any token passes
-cat >"$TMP/registry/config.yml" <<CONF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $TMP/registry/store
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:$RPORT
-auth:
+t_registry "auth:
   silly:
     realm: http://127.0.0.1:$TPORT/token
-    service: ezfs-test
-CONF
-"$REG" serve "$TMP/registry/config.yml" >"$TMP/registry/log" 2>&1 &
-REG_PID=$!
+    service: ezfs-test" && rc=0 || rc=$?
 SRV_PIDS+=("$REG_PID")
-t_wait_port "$RPORT" || { head -c 300 "$TMP/registry/log"; t_fail "docker-registry did not start"; t_done; }
+[ $rc = 0 ] || { t_fail "docker-registry did not start"; t_done; }
 REF=oci://127.0.0.1:$RPORT/test/erofs:tag
 push_name=${names[0]}
 for n in "${names[@]}"; do
