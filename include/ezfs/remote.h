@@ -103,6 +103,12 @@ struct ezfs_remote_params {
 	 * application/vnd.erofs.layer.v1 (NULL, the default) or the EROFS
 	 * image spec's application/vnd.erofs; anything else is -EINVAL. */
 	const char *media_type;
+	/* ezfs_remote_push: also publish a chunk index of the layer (the
+	 * EROFS image spec's application/vnd.erofs.chunk-index.v1, as the
+	 * layer after it: the SHA-256 of each 64 KiB of the layer), so that
+	 * a reader of an image without a dm-verity tree checks each block
+	 * it fetches. */
+	int chunk_index;
 };
 
 /* Defaults; size set. */
@@ -203,6 +209,16 @@ EZFS_API void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v,
 EZFS_API int ezfs_remote_verity_root(const ezfs_remote *r, uint8_t root[64],
 				     size_t *root_size, uint64_t *hash_offset,
 				     int *pinned);
+/*
+ * The chunk index of an oci:// layer (the EROFS image spec's
+ * application/vnd.erofs.chunk-index.v1, published as the layer after it,
+ * its bytes checked against its digest in the manifest): every block
+ * fetched is checked against the SHA-256 of its chunk before it is kept
+ * or served (a mismatch: -EIO for that read, one line naming the chunk
+ * index, the chunk and the layer). Returns its number of chunks, with
+ * *pinned as ezfs_remote_verity_root sets it, or -ENODATA (none).
+ */
+EZFS_API int64_t ezfs_remote_chunk_index(const ezfs_remote *r, int *pinned);
 /* Write what is cached to disk, call on_close, free r (NULL is fine). */
 EZFS_API void ezfs_remote_close(ezfs_remote *r);
 

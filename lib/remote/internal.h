@@ -162,7 +162,30 @@ struct ezi_oci_verity {
 	unsigned block_size;
 	uint8_t root[64];
 	size_t root_size;
+	/* a standalone chunk index (the layer after it in the manifest):
+	 * its digest and size; "": none */
+	char ci_digest[80];
+	uint64_t ci_size;
 };
+#define EZI_MT_CHUNK_INDEX "application/vnd.erofs.chunk-index.v1"
+/* A chunk index of the EROFS image spec over a raw layer: chunks of one
+ * size (1 << bits, the last shorter), each with its SHA-256. */
+struct ezi_cindex {
+	uint64_t nchunks;
+	unsigned bits;
+	uint8_t *hash; /* 32 bytes per chunk */
+};
+/* verify.c: the index blob [p, p + n) of a layer of size bytes parsed
+ * into ci: 0, or -EBADMSG with why (what ezfs reads: version 1, raw,
+ * SHA-256, chunks of one power-of-two size from 4 KiB to 1 MiB in
+ * order). */
+int ezi_cindex_parse(const uint8_t *p, size_t n, uint64_t size,
+		     struct ezi_cindex *ci, char *why, size_t whylen);
+/* The header of an index of n chunks of 1 << bits bytes over size bytes
+ * (32 bytes into out); the entries follow it (ezi_cindex_entry). */
+void ezi_cindex_header(uint8_t out[32], uint64_t size, uint64_t n);
+/* Entry k (48 bytes into out): its offsets and the chunk's SHA-256. */
+void ezi_cindex_entry(uint8_t out[48], uint64_t off, const uint8_t sha[32]);
 /* The layer sel picks: its blob URL, digest and size, and into vt (may be
  * NULL) its dm-verity annotations. A manifest named by digest is checked
  * against it. 0, or a negative errno with g->err set. */
@@ -277,7 +300,8 @@ struct ezfs_remote {
 	uint8_t *unchecked;
 	/* the org.erofs.dmverity.* annotations of an oci:// layer */
 	struct ezi_oci_verity ann;
-	int pinned; /* the manifest was named by digest */
+	struct ezi_cindex ci; /* its chunk index (nchunks 0: none) */
+	int pinned;	      /* the manifest was named by digest */
 	/* counted without the lock (atomics) */
 	uint64_t a_requests, a_retries, a_fetched, a_rounds;
 	uint32_t lat[EZI_LAT_SAMPLES];

@@ -227,6 +227,72 @@ static int layer_verity(struct ezi_reg *g, const struct ezi_json *d,
 	return 0;
 }
 
+/* A standalone chunk index of pick: the layer after it, of the chunk
+ * index's media type, its org.erofs.chunk-index.target (if any) pick's
+ * digest; into vt->ci_digest and ci_size. */
+static void chunk_index_layer(const struct ezi_json *layers,
+			      const struct ezi_json *pick,
+			      struct ezi_oci_verity *vt)
+{
+	for (size_t i = 0; i + 1 < layers->n; i++) {
+		const struct ezi_json *c = layers->kids[i + 1];
+		const char *mt = ezi_json_str(c, "mediaType");
+		const char *d = ezi_json_str(c, "digest");
+		const char *t = ezi_json_str(ezi_json_get(c, "annotations"),
+					     "org.erofs.chunk-index.target");
+		const char *pd = ezi_json_str(pick, "digest");
+		const struct ezi_json *sz = ezi_json_get(c, "size");
+
+		if (layers->kids[i] != pick || !mt ||
+		    strcmp(mt, EZI_MT_CHUNK_INDEX) || !d ||
+		    strlen(d) >= sizeof(vt->ci_digest) ||
+		    strncmp(d, "sha256:", 7) || (t && pd && strcmp(t, pd)) ||
+		    !sz || sz->type != EZI_JSON_NUMBER)
+			continue;
+		snprintf(vt->ci_digest, sizeof(vt->ci_digest), "%s", d);
+		vt->ci_size = (uint64_t)sz->num;
+	}
+}
+
+/* The chunk index vt names fetched (its bytes checked against its
+ * digest) and parsed into ci: 0, or a negative errno with g->err. */
+static int fetch_chunk_index(struct ezi_reg *g, const struct ezi_oci_verity *vt,
+			     uint64_t size, struct ezi_cindex *ci)
+{
+	struct ezi_rbuf out = { .max = 64u << 20 };
+	struct ezi_rhdrs h;
+	char url[4096], hex[65], why[300];
+	long st;
+	int err;
+
+	snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", g->base, g->ref.repo,
+		 vt->ci_digest);
+	err = ezi_reg_req(g, "GET", url, NULL, NULL, NULL, 0, NULL, &out, &h,
+			  &st);
+	if (!err && st != 200) {
+		snprintf(g->err, sizeof(g->err), "the chunk index %s: HTTP %ld",
+			 vt->ci_digest, st);
+		err = -EIO;
+	}
+	if (!err) {
+		ezi_sha256_hex(out.p ? out.p : "", out.n, hex);
+		if (strcmp(hex, vt->ci_digest + 7)) {
+			snprintf(g->err, sizeof(g->err),
+				 "the chunk index %s: its bytes hash to "
+				 "sha256:%s",
+				 vt->ci_digest, hex);
+			err = -EBADMSG;
+		}
+	}
+	if (!err && ezi_cindex_parse((const uint8_t *)out.p, out.n, size, ci,
+				     why, sizeof(why))) {
+		snprintf(g->err, sizeof(g->err), "%s: %s", vt->ci_digest, why);
+		err = -EBADMSG;
+	}
+	free(out.p);
+	return err;
+}
+
 /* Is mt an EROFS layer's media type: containerd's or the image spec's
  * (its +zstd form is not read: -1)? */
 static int erofs_mt(const char *mt)
@@ -372,6 +438,7 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		err = layer_verity(g, pick, vt);
 		if (err)
 			goto out;
+		chunk_index_layer(layers, pick, vt);
 	}
 	{
 		const char *d = ezi_json_str(pick, "digest");
@@ -446,9 +513,16 @@ static int oci_resolve(struct ezfs_remote *r)
 	r->pinned = !strncmp(o.ref, "sha256:", 7);
 	err = ezi_oci_resolve(g, &sel, url, sizeof(url), r->digest, &size,
 			      &r->ann);
+	if (!err && r->ann.ci_digest[0])
+		err = fetch_chunk_index(g, &r->ann, size, &r->ci);
 	if (!err) {
 		r->url = strdup(url);
 		return r->url ? 0 : -ENOMEM;
+	}
+	if (r->ann.ci_digest[0] && err != -EIO) {
+		/* a chunk index that is not what the manifest says */
+		ezi_rlog(r, EZFS_LOG_ERROR, "%s", g->err);
+		return err;
 	}
 	if (!resolve_offline(r, err)) {
 		ezi_rlog(r, EZFS_LOG_WARN,

@@ -41,7 +41,11 @@ struct push {
 	struct ezi_oci_verity vt; /* its dm-verity tree, when it has one */
 	char bad[512];		  /* the tree's first problem */
 	int64_t nbad;
+	uint8_t *ci; /* the chunk index being made (NULL: none) */
+	size_t ci_len;
 };
+
+#define CI_BITS 16 /* the chunks of an index pushed: 64 KiB */
 
 static void open_log(void *arg, int level, const char *msg)
 {
@@ -207,6 +211,19 @@ static int hash_image(struct push *ps, char *out)
 
 	if (!buf)
 		return -ENOMEM;
+	if (ps->p->chunk_index) {
+		/* the chunk index: each 64 KiB's SHA-256, made as the
+		 * bytes are hashed */
+		uint64_t nc = (ps->size + (1u << CI_BITS) - 1) >> CI_BITS;
+
+		ps->ci_len = 32 + (size_t)nc * 48;
+		ps->ci = malloc(ps->ci_len);
+		if (!ps->ci) {
+			free(buf);
+			return -ENOMEM;
+		}
+		ezi_cindex_header(ps->ci, ps->size, nc);
+	}
 	ezi_sha256_init(&c);
 	while (off < ps->size) {
 		size_t n = ps->size - off < CHUNK ? (size_t)(ps->size - off)
@@ -222,6 +239,15 @@ static int hash_image(struct push *ps, char *out)
 		if (err)
 			break;
 		ezi_sha256_update(&c, buf, n);
+		for (size_t a = 0; ps->ci && a < n; a += 1u << CI_BITS) {
+			size_t l = n - a < (1u << CI_BITS) ? n - a
+							   : (1u << CI_BITS);
+
+			ezi_sha256(buf + a, l, d);
+			ezi_cindex_entry(ps->ci + 32 +
+						 ((off + a) >> CI_BITS) * 48,
+					 off + a, d);
+		}
 		off += n;
 	}
 	free(buf);
@@ -316,6 +342,7 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 	};
 	char hex[65], digest[72], manifest[2048], url[4096], title[256];
 	char ann[400] = "", root[65], config[400], cdigest[72];
+	char cil[400] = "", cidigest[72];
 	int cn;
 	const char *base = strrchr(path, '/');
 	struct ezi_rhdrs h;
@@ -343,6 +370,17 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 	snprintf(cdigest, sizeof(cdigest), "sha256:%s", hex);
 	if (!err)
 		err = put_blob(g, config, (size_t)cn, NULL, cdigest);
+	if (!err && ps->ci) {
+		/* the chunk index as the layer after the image's */
+		ezi_sha256_hex(ps->ci, ps->ci_len, hex);
+		snprintf(cidigest, sizeof(cidigest), "sha256:%s", hex);
+		err = put_blob(g, ps->ci, ps->ci_len, NULL, cidigest);
+		snprintf(cil, sizeof(cil),
+			 ",{\"mediaType\":\"" EZI_MT_CHUNK_INDEX "\","
+			 "\"digest\":\"%s\",\"size\":%zu,\"annotations\":{"
+			 "\"org.erofs.chunk-index.target\":\"%s\"}}",
+			 cidigest, ps->ci_len, digest);
+	}
 	if (err)
 		return err;
 	snprintf(title, sizeof(title), "%s", base ? base + 1 : path);
@@ -367,9 +405,9 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 		     "\"digest\":\"%s\",\"size\":%d},"
 		     "\"layers\":[{\"mediaType\":\"%s\","
 		     "\"digest\":\"%s\",\"size\":%llu,\"annotations\":{"
-		     "\"org.opencontainers.image.title\":\"%s\"%s}}]}",
+		     "\"org.opencontainers.image.title\":\"%s\"%s}}%s]}",
 		     cdigest, cn, ps->mt, digest, (unsigned long long)ps->size,
-		     title, ann);
+		     title, ann, cil);
 	snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base,
 		 g->ref.repo, g->ref.ref);
 	err = ezi_reg_req(g, "PUT", url, NULL, EZI_MT_MANIFEST, manifest,
@@ -438,5 +476,6 @@ int ezfs_remote_push(const char *path, const char *ref,
 		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR, "%s", ps.g.err);
 	ezfs_image_close(ps.img);
 	ezi_reg_destroy(&ps.g);
+	free(ps.ci);
 	return err;
 }

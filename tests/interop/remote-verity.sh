@@ -10,9 +10,11 @@
 # in the registry's copy (a file's data, then a hash block of the tree) is
 # refused by cat, fsck and the FUSE mount with a line naming dm-verity, and
 # the bad block never reaches the persistent cache; the files it does not
-# hold still read. The same over http:// (nginx) with --root-hash. Without
-# a tree: one warning, and --require-verified refuses; a tag's manifest is
-# no trust anchor for --require-verified.
+# hold still read. The same over http:// (nginx) with --root-hash, and for
+# a layer pushed with --chunk-index instead of a tree (the spec's chunk
+# index, checked byte for byte here). Without either: one warning, and
+# --require-verified refuses; a tag's manifest is no trust anchor for
+# --require-verified.
 #
 # usage: tests/interop/remote-verity.sh
 set -uo pipefail
@@ -121,6 +123,7 @@ t_run info timeout "$tmo" "$EZFS" info --no-cache "$REFD"
 t_check "info REPO@MANIFEST: the tree's root is the manifest's, trusted" 0 \
 	stdout "$ROOT" stdout "announced by the manifest named by digest: trusted"
 "$EZFS" cat "$IMG" /a >"$TMP/a.want"
+"$EZFS" cat "$IMG" /d/b >"$TMP/b.want"
 t_run cat0 timeout "$tmo" "$EZFS" cat --no-cache --require-verified "$REFD" /a
 if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && [ ! -s "$ERR" ]; then
 	t_pass "cat --require-verified REPO@MANIFEST /a: the file, no warning"
@@ -146,6 +149,74 @@ t_check "cat --require-verified of a layer without a tree: refused" 1 stderr "re
 t_one_line "--require-verified without a tree: one line" "$ERR"
 t_expect "--require-verified without a tree: nothing on stdout" [ ! -s "$OUT" ]
 
+# not_cached WHAT CACHE OFF LEN: the cache entry in CACHE holds no byte of
+# [OFF, OFF + LEN) (a hole in its data file: the bad bytes never got there)
+not_cached() {
+	local data
+	data=$(ls "$2"/*.data 2>/dev/null | head -1)
+	if [ -n "$data" ] && python3 - "$data" "$3" "$4" <<'EOF'; then
+import sys
+f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]))
+sys.exit(0 if not f.read(int(sys.argv[3])).strip(b"\0") else 1)
+EOF
+		t_pass "$1 never reached the cache (its bytes in the entry are a hole)"
+	else
+		t_fail "$1 is in the cache entry $data"
+	fi
+}
+
+# --- a chunk index instead of a tree (push --chunk-index) -----------------
+t_run cpush timeout "$tmo" "$EZFS" push -q --chunk-index "$PLAIN" "$R/t/ci:x"
+cmd=$(sed -n 's/^manifest //p' "$OUT")
+manifest t/ci x >"$TMP/ci.json" 2>/dev/null
+if [ "$RC" = 0 ] && python3 - "$TMP/ci.json" "$RPORT" "$PLAIN" <<'EOF'; then
+import hashlib, json, struct, sys, urllib.request
+m = json.load(open(sys.argv[1]))
+img = open(sys.argv[3], "rb").read()
+l, c = m["layers"]
+idx = urllib.request.urlopen("http://127.0.0.1:%s/v2/t/ci/blobs/%s" % (sys.argv[2], c["digest"])).read()
+magic, ver, comp, flags, size, n, algo, hsize = struct.unpack_from("<4sBBHQIBB", idx)
+n_want = (len(img) + 65535) // 65536
+ok = (c["mediaType"] == "application/vnd.erofs.chunk-index.v1" and
+      c["annotations"]["org.erofs.chunk-index.target"] == l["digest"] and
+      magic == b"\xcd\xe4\xec\x67" and ver == 1 and comp == 0 and flags == 0 and
+      size == len(img) and n == n_want and algo == 1 and hsize == 32 and
+      len(idx) == 32 + 48 * n and idx[22:32] == bytes(10))
+for k in range(n):
+    off, uoff = struct.unpack_from("<QQ", idx, 32 + 48 * k)
+    ok = ok and off == uoff == k * 65536 and \
+        idx[32 + 48 * k + 16:32 + 48 * k + 48] == hashlib.sha256(img[k * 65536:(k + 1) * 65536]).digest()
+sys.exit(0 if ok else 1)
+EOF
+	t_pass "push --chunk-index: the spec's chunk index (header, SHA-256 of every 64 KiB) as the next layer, targeting the image's"
+else
+	t_fail "push --chunk-index: rc=$RC $(head -c 300 "$ERR") $(head -c 300 "$TMP/ci.json")"
+fi
+CREF=$R/t/ci@$cmd
+t_run ccat timeout "$tmo" "$EZFS" cat --no-cache --require-verified "$CREF" /a
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && [ ! -s "$ERR" ]; then
+	t_pass "cat --require-verified of a chunk-indexed layer by digest: the file, no warning"
+else
+	t_fail "chunk index, by digest: rc=$RC $(head -c 300 "$ERR")"
+fi
+t_run ctag timeout "$tmo" "$EZFS" ls --no-cache --require-verified "$R/t/ci:x" /
+t_check "ls --require-verified of a chunk-indexed layer by tag: refused" 1 stderr "require-verified.*tag.*chunk index"
+pblob=$(find "$TMP/registry/store" -path "*/blobs/sha256/*/$(sha256sum "$PLAIN" | cut -c1-64)/data")
+POFF=$(($(off_of "$PLAIN" a) + 100000)) # inside a, a chunk of its own
+PCHUNK=$((POFF / 65536))
+cp "$pblob" "$TMP/pblob.good"
+python3 -c 'import sys
+f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^0xff]))' "$pblob" "$POFF"
+t_run cbad timeout "$tmo" "$EZFS" cat --cache-dir "$TMP/ccache" "$CREF" /a
+t_check "a flipped byte under a chunk index: cat refused, naming the chunk index and the chunk" 1 \
+	stderr "chunk index: chunk $PCHUNK .*does not match its SHA-256"
+t_run cbad2 timeout "$tmo" "$EZFS" cat --cache-dir "$TMP/ccache" "$CREF" /d/b
+t_expect "the file in other chunks still reads" cmp -s "$OUT" "$TMP/b.want"
+not_cached "the flipped chunk" "$TMP/ccache" $((PCHUNK * 65536)) 65536
+t_run cfsck timeout "$tmo" "$EZFS" fsck -q --no-cache "$CREF"
+t_check "fsck of the flipped chunk-indexed layer: exit 1, naming the chunk index" 1 stderr "chunk index: chunk $PCHUNK "
+cp "$TMP/pblob.good" "$pblob"
+
 # --- one byte flipped in the registry's copy -----------------------------
 blob=$(find "$TMP/registry/store" -path "*/blobs/sha256/*/$(sha256sum "$IMG" | cut -c1-64)/data")
 [ -f "$blob" ] || { t_fail "the layer's blob is not in the registry's storage"; t_done; }
@@ -162,24 +233,12 @@ t_run bcat timeout "$tmo" "$EZFS" cat --cache-dir "$C" "$REFD" /a
 t_check "cat of a file with a flipped byte: refused, naming dm-verity and the block" 1 \
 	stderr "dm-verity: block $BLK .*does not match its hash in the tree of root $ROOT"
 t_run bcat2 timeout "$tmo" "$EZFS" cat --cache-dir "$C" "$REFD" /d/b
-"$EZFS" cat "$IMG" /d/b >"$TMP/b.want"
 if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/b.want"; then
 	t_pass "another file of the same layer still reads"
 else
 	t_fail "the untouched file: rc=$RC $(head -c 300 "$ERR")"
 fi
-# the bad block is nowhere in the cache: not in its map, and the data
-# file holds no byte of it
-data=$(ls "$C"/*.data 2>/dev/null | head -1)
-if [ -n "$data" ] && python3 - "$data" "$BLK" <<'EOF'; then
-import sys
-f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]) * 4096)
-sys.exit(0 if not f.read(4096).strip(b"\0") else 1)
-EOF
-	t_pass "the flipped block never reached the cache (its bytes in the entry are a hole)"
-else
-	t_fail "the flipped block is in the cache entry $data"
-fi
+not_cached "the flipped block" "$C" $((BLK * 4096)) 4096
 t_run bcat3 timeout "$tmo" "$EZFS" cat --cache-dir "$C" "$REFD" /a
 t_check "cat again with the cache: still refused" 1 stderr "dm-verity: block $BLK"
 t_run bfsck timeout "$tmo" "$EZFS" fsck -q --no-cache "$REFD"

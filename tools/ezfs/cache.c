@@ -285,6 +285,11 @@ int cli_remote_announced(void *src, uint8_t root[64], size_t *root_size,
 				       pinned);
 }
 
+int cli_remote_chunked(void *src, int *pinned)
+{
+	return ezfs_remote_chunk_index(src, pinned) > 0;
+}
+
 #define UNVERIFIED_NAMED 20 /* named on stderr; --errors FILE has all */
 
 struct unverified {
@@ -372,6 +377,13 @@ int cli_remote_announced(void *src, uint8_t root[64], size_t *root_size,
 	(void)hash_offset;
 	(void)pinned;
 	return -ENODATA;
+}
+
+int cli_remote_chunked(void *src, int *pinned)
+{
+	(void)src;
+	(void)pinned;
+	return 0;
 }
 
 int cli_remote_unverified(const char *cmd, const char *img, ezfs_image *fs,

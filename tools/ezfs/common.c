@@ -334,6 +334,9 @@ int cli_read_root_hash(const char *cmd, const char *path, uint8_t out[64],
 /* Where a root given to the open came from (cli_trust_root). */
 enum { ROOT_USER = 0, ROOT_MANIFEST_DIGEST, ROOT_MANIFEST_TAG };
 static int root_from;
+/* A remote source's chunk index: 0 none, else where its manifest came
+ * from (ROOT_MANIFEST_*). */
+static int chunked_from;
 
 const char *cli_verity_trust(const struct ezfs_verity_info *vi, char *buf,
 			     size_t size)
@@ -510,8 +513,11 @@ int cli_trust_root(const char *cmd, const char *img, void *src, int require,
 	uint8_t ar[64];
 	uint64_t ao = 0;
 	size_t an = 0;
-	int pinned = 0, have;
+	int pinned = 0, have, cpinned = 0;
 
+	if (src && cli_remote_chunked(src, &cpinned))
+		chunked_from =
+			cpinned ? ROOT_MANIFEST_DIGEST : ROOT_MANIFEST_TAG;
 	have = src && !cli_remote_announced(src, ar, &an, &ao, &pinned);
 	if (have && !*root_size && !is_signed) {
 		/* the manifest's root: checked as a given one (a tag's is
@@ -523,21 +529,22 @@ int cli_trust_root(const char *cmd, const char *img, void *src, int require,
 	if (have && !*hash_offset)
 		*hash_offset = ao;
 	if (!require || is_signed ||
-	    (*root_size && root_from != ROOT_MANIFEST_TAG))
+	    (*root_size && root_from != ROOT_MANIFEST_TAG) ||
+	    chunked_from == ROOT_MANIFEST_DIGEST)
 		return 0;
-	if (have)
+	if (have || chunked_from)
 		cli_error(cmd,
 			  "%s: --require-verified: its manifest was named by "
-			  "a tag, so the dm-verity root it announces is no "
-			  "trust anchor (name it by digest: REPO@sha256:...); "
-			  "refused",
-			  img);
+			  "a tag, so the %s it announces is no trust anchor "
+			  "(name it by digest: REPO@sha256:...); refused",
+			  img, have ? "dm-verity root" : "chunk index");
 	else if (src)
 		cli_error(cmd,
-			  "%s: --require-verified: no trusted root: its "
-			  "manifest announces no dm-verity tree "
-			  "(org.erofs.dmverity.* annotations) and no "
-			  "--root-hash or signed root was given; refused",
+			  "%s: --require-verified: no trusted root: no "
+			  "manifest announces a dm-verity tree "
+			  "(org.erofs.dmverity.* annotations) or a chunk "
+			  "index, and no --root-hash or signed root was "
+			  "given; refused",
 			  img);
 	else
 		cli_error(cmd,
@@ -555,6 +562,16 @@ void cli_trust_warn(const char *cmd, const char *img, ezfs_image *fs)
 
 	if (!cli_is_remote(img) || !fs)
 		return;
+	if (ezfs_image_verity(fs, &vi) && chunked_from) {
+		if (chunked_from == ROOT_MANIFEST_TAG)
+			cli_error(cmd,
+				  "%s: warning: every block is checked against "
+				  "the chunk index of the manifest of a tag: "
+				  "not a trust anchor (name the manifest by "
+				  "digest)",
+				  img);
+		return;
+	}
 	if (ezfs_image_verity(fs, &vi)) {
 		cli_error(cmd,
 			  "%s: warning: no dm-verity tree%s: blocks are "

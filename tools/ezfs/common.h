@@ -248,6 +248,9 @@ void (*cli_remote_verity_hook(void))(void *arg, struct ezfs_verity *v,
 				     uint64_t base);
 int cli_remote_announced(void *src, uint8_t root[64], size_t *root_size,
 			 uint64_t *hash_offset, int *pinned);
+/* Does src check its blocks against a chunk index (ezfs_remote_chunk_index;
+ * *pinned: its manifest named by digest)? */
+int cli_remote_chunked(void *src, int *pinned);
 /*
  * The trust of an image before it opens (cmd's dm-verity options and, for
  * a remote source src, what its manifest announces): when no root was

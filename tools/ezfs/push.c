@@ -24,7 +24,7 @@ static void push_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ezfs push [-q] [--insecure] [--offset N] "
-		"[--media-type TYPE] IMAGE\n"
+		"[--media-type TYPE] [--chunk-index] IMAGE\n"
 		"                 oci://HOST[:PORT]/REPO[:TAG]\n"
 		"Upload IMAGE to a registry as the one layer (media type\n"
 		"application/vnd.erofs.layer.v1) of an OCI image manifest "
@@ -58,7 +58,13 @@ static void push_usage(FILE *f)
 		"  --media-type TYPE  application/vnd.erofs.layer.v1 "
 		"(containerd's, the\n"
 		"                default) or application/vnd.erofs (the "
-		"EROFS image spec's)\n");
+		"EROFS image spec's)\n"
+		"  --chunk-index also publish the spec's chunk index (the "
+		"SHA-256 of each\n"
+		"                64 KiB of the layer) as the next layer: "
+		"readers check every\n"
+		"                block they fetch, also without a dm-verity "
+		"tree\n");
 }
 
 #ifdef EZFS_HAVE_REMOTE
@@ -102,17 +108,18 @@ static void push_log(void *arg, int level, const char *msg)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { OPT_OFFSET = 0x100, OPT_MEDIA_TYPE };
+	enum { OPT_OFFSET = 0x100, OPT_MEDIA_TYPE, OPT_CHUNK_INDEX };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "insecure", no_argument, NULL, 'k' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "offset", required_argument, NULL, OPT_OFFSET },
 		{ "media-type", required_argument, NULL, OPT_MEDIA_TYPE },
+		{ "chunk-index", no_argument, NULL, OPT_CHUNK_INDEX },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *mt = NULL;
-	int c, insecure = 0, quiet = 0;
+	int c, insecure = 0, quiet = 0, chunk_index = 0;
 	uint64_t offset = 0;
 	char *end;
 
@@ -149,6 +156,9 @@ int cmd_push(int argc, char **argv)
 					optarg);
 			mt = optarg;
 			break;
+		case OPT_CHUNK_INDEX:
+			chunk_index = 1;
+			break;
 		default:
 			return cli_opt_error("push", c, argv);
 		}
@@ -170,6 +180,7 @@ int cmd_push(int argc, char **argv)
 		p.insecure = insecure;
 		p.offset = offset;
 		p.media_type = mt;
+		p.chunk_index = chunk_index;
 		p.log = push_log;
 		p.log_arg = argv[optind + 1];
 		p.progress = push_progress;
@@ -203,6 +214,7 @@ int cmd_push(int argc, char **argv)
 #else
 	(void)insecure;
 	(void)mt;
+	(void)chunk_index;
 	(void)quiet;
 	(void)offset;
 	fprintf(stderr, "ezfs push: this ezfs was built without libcurl\n");
