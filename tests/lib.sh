@@ -336,6 +336,32 @@ CONF
 	t_wait_port "$PORT" || { cat "$TMP/nginx/stderr"; return 1; }
 }
 
+# t_registry [CONFIG_LINES]: Debian's docker-registry (REG, default the one
+# in PATH) on a free port of 127.0.0.1, its storage under
+# $TMP/registry/store (deletes allowed), CONFIG_LINES (YAML, e.g. an auth
+# section) added to its config; sets RPORT and REG_PID (the caller stops
+# it). Returns 1, with the start of its log, if it does not come up.
+t_registry() {
+	RPORT=$(t_free_port)
+	mkdir -p "$TMP/registry"
+	cat >"$TMP/registry/config.yml" <<CONF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $TMP/registry/store
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$RPORT
+${1:-}
+CONF
+	"${REG:-docker-registry}" serve "$TMP/registry/config.yml" >"$TMP/registry/log" 2>&1 &
+	REG_PID=$!
+	t_wait_port "$RPORT" || { head -c 300 "$TMP/registry/log"; return 1; }
+}
+
 # t_kmount_ok: KMOUNT=1 when the kernel can mount erofs here, else 0 and
 # the skip line of the kernel checks.
 t_kmount_ok() {

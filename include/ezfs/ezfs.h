@@ -69,6 +69,7 @@ struct ezfs_io_ops {
 /* Opening an image                                                    */
 
 typedef struct ezfs_image ezfs_image;
+struct ezfs_verity; /* include/ezfs/verity.h */
 typedef struct ezfs_inode ezfs_inode;
 
 /*
@@ -131,6 +132,16 @@ struct ezfs_open_params {
 	size_t root_hash_size;
 	const char *root_hash_sig_file;
 	const char *trusted_cert;
+	/* ezfs_image_open_io: called once at open, with the ops' arg, the
+	 * dm-verity tree loaded (NULL: the image has none, or verity is
+	 * off) and the byte of the ops where the image starts (the offset),
+	 * before the superblock is parsed, so that a source that fetches
+	 * checks each block against it (ezfs_verity_check,
+	 * include/ezfs/verity.h) before it keeps or serves it; blocks it
+	 * checked are not hashed again by the image's reads. The tree is
+	 * the image's: it lives until ezfs_image_close, which frees it
+	 * before the ops' close. NULL: none. */
+	void (*io_verity)(void *arg, struct ezfs_verity *v, uint64_t base);
 };
 
 /* What an io hint announces. */

@@ -91,6 +91,9 @@ struct ezfs_mount_params {
 	char verity_hash_file[1024];
 	char root_hash_sig_file[1024];
 	char trusted_cert[1024];
+	/* Passed on as ezfs_open_params.io_verity (with io_ops only): the
+	 * source checks what it fetches against the image's tree. */
+	void (*io_verity)(void *arg, struct ezfs_verity *v, uint64_t base);
 };
 
 typedef struct ezfs_mount ezfs_mount;

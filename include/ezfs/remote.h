@@ -99,22 +99,36 @@ struct ezfs_remote_params {
 	 * (for a caller that lists what it wrote as unverified). Either
 	 * way the cache entry is dropped. */
 	int serve_unverified;
+	/* ezfs_remote_push: the layer's media type, containerd's
+	 * application/vnd.erofs.layer.v1 (NULL, the default) or the EROFS
+	 * image spec's application/vnd.erofs; anything else is -EINVAL. */
+	const char *media_type;
+	/* ezfs_remote_push: also publish a chunk index of the layer (the
+	 * EROFS image spec's application/vnd.erofs.chunk-index.v1, as the
+	 * layer after it: the SHA-256 of each 64 KiB of the layer), so that
+	 * a reader of an image without a dm-verity tree checks each block
+	 * it fetches. */
+	int chunk_index;
 };
 
 /* Defaults; size set. */
 EZFS_API void ezfs_remote_params_init(struct ezfs_remote_params *p);
 
 /*
- * Upload the image at path as the one layer (media type
- * application/vnd.erofs.layer.v1, config the empty descriptor) of an OCI
- * artifact manifest tagged ref (oci://HOST[:PORT]/REPO[:TAG], no tag:
- * latest). The image is checked first as ezfs_image_open reads it (from
- * p->offset on): a file that is no EROFS image is refused and nothing is
- * sent (a tar archive is named as one); an Android sparse image goes up
- * expanded; trailing data after the filesystem (a dm-verity tree) goes
- * with it. digest gets the layer's sha256:HEX, manifest the manifest's
- * (both 72 bytes). Returns 0, -EMEDIUMTYPE (not an image ezfs reads),
- * -EINVAL (bad ref or params), -ECANCELED (p->progress said stop; the
+ * Upload the image at path as the one layer (media type p->media_type,
+ * default application/vnd.erofs.layer.v1) of an OCI image manifest (its
+ * config: the host's architecture, os.features ["erofs"], the layer's
+ * digest as its diff_id) tagged ref (oci://HOST[:PORT]/REPO[:TAG], no
+ * tag: latest). An image with a dm-verity tree after its filesystem has
+ * the tree checked whole first (a mismatch: -EUCLEAN, nothing sent), and
+ * the EROFS image spec's org.erofs.dmverity.hash_offset, .root_digest and
+ * .block_size annotations on the layer. The image is checked first as
+ * ezfs_image_open reads it (from p->offset on): a file that is no EROFS image
+ * is refused and nothing is sent (a tar archive is named as one); an Android
+ * sparse image goes up expanded; trailing data after the filesystem (a
+ * dm-verity tree) goes with it. digest gets the layer's sha256:HEX, manifest
+ * the manifest's (both 72 bytes). Returns 0, -EMEDIUMTYPE (not an image ezfs
+ * reads), -EINVAL (bad ref or params), -ECANCELED (p->progress said stop; the
  * upload session was deleted), -EACCES, -EIO...; the log (of p) gets one
  * line on failure.
  */
@@ -167,6 +181,44 @@ EZFS_API int ezfs_remote_waiting(ezfs_remote *r, char *buf, size_t size);
  * or the error of a fetch. Not while other threads read r.
  */
 EZFS_API int ezfs_remote_verify(ezfs_remote *r);
+/*
+ * dm-verity (include/ezfs/verity.h, docs/verity.md): the image's tree,
+ * handed over by the reader (ezfs_open_params.io_verity, and
+ * ezfs_mount_params.io_verity, with the source as arg): from then on
+ * every block fetched is checked against it before it is kept or served
+ * (a block that does not match: the read fails with -EIO and one log line
+ * naming dm-verity, the block and the root; it never reaches the cache),
+ * and the blocks kept before it came (the image's head, held in memory
+ * until then) are checked now. v NULL: the image has no tree; the head
+ * goes to the persistent cache as it is.
+ * base: the byte of the source where the image starts. The tree stays
+ * the reader's; the source uses it until it is closed (the image closes
+ * its source after freeing the tree, and reads no more by then).
+ */
+EZFS_API void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v,
+				     uint64_t base);
+/*
+ * The dm-verity tree the manifest of an oci:// layer announces (the EROFS
+ * image spec's org.erofs.dmverity.root_digest and .hash_offset
+ * annotations on the layer): its root (*root_size bytes into root), its
+ * hash offset, and *pinned 1 when the manifest was named by digest
+ * (REPO@sha256:..., its bytes checked against that digest), so that the
+ * root is as trusted as the digest the user named; 0 for a tag. Returns 0,
+ * or -ENODATA (no such annotations: another scheme, or none there).
+ */
+EZFS_API int ezfs_remote_verity_root(const ezfs_remote *r, uint8_t root[64],
+				     size_t *root_size, uint64_t *hash_offset,
+				     int *pinned);
+/*
+ * The chunk index of an oci:// layer (the EROFS image spec's
+ * application/vnd.erofs.chunk-index.v1, published as the layer after it,
+ * its bytes checked against its digest in the manifest): every block
+ * fetched is checked against the SHA-256 of its chunk before it is kept
+ * or served (a mismatch: -EIO for that read, one line naming the chunk
+ * index, the chunk and the layer). Returns its number of chunks, with
+ * *pinned as ezfs_remote_verity_root sets it, or -ENODATA (none).
+ */
+EZFS_API int64_t ezfs_remote_chunk_index(const ezfs_remote *r, int *pinned);
 /* Write what is cached to disk, call on_close, free r (NULL is fine). */
 EZFS_API void ezfs_remote_close(ezfs_remote *r);
 

@@ -205,6 +205,7 @@ static int open_image(struct ezfs_mount *m, const struct ezfs_mount_params *p)
 	m->opening = true;
 	if (m->p.io_ops) {
 		op.io_hint = m->p.io_hint;
+		op.io_verity = m->p.io_verity;
 		err = ezfs_image_open_io(m->p.io_ops, m->p.io_arg, m->p.io_size,
 					 &op, &m->img);
 	} else {

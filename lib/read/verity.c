@@ -50,7 +50,20 @@ static ssize_t image_pread(void *arg, void *buf, size_t len, uint64_t off)
 
 static const struct ezfs_io_ops image_ops = { .pread = image_pread };
 
+static int attach_tree(ezfs_image *img, const struct ezfs_open_params *p);
+
 int ezi_verity_attach(ezfs_image *img, const struct ezfs_open_params *p)
+{
+	int err = attach_tree(img, p);
+
+	/* a source that fetches checks what it fetches from now on, or
+	 * learns that there is nothing to check against */
+	if (!err && p->io_verity && !ezi_io_local(&img->io))
+		p->io_verity(img->io.arg, img->io.verity, img->io.base);
+	return err;
+}
+
+static int attach_tree(ezfs_image *img, const struct ezfs_open_params *p)
 {
 	struct ezfs_verity_params vp;
 	const char *file = p->verity_hash_file;

@@ -53,7 +53,7 @@ void ezi_blocks_store(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
 				r->state[b] = EZI_B_ABSENT;
 		return;
 	}
-	if (r->data_fd >= 0 && !r->cache_off)
+	if (r->data_fd >= 0 && !r->cache_off && !r->hold)
 		ezi_cache_put(r, b0, end, buf);
 	/* in memory: without a cache entry, or what it refused */
 	for (uint64_t b = b0; b < end; b++) {
@@ -73,6 +73,22 @@ void ezi_blocks_store(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
 		r->state[b] = EZI_B_PRESENT;
 		r->st.cache_bytes += l;
 	}
+	/* kept before any tree came: checked when one does */
+	for (uint64_t b = b0; r->unchecked && b < end; b++)
+		r->unchecked[b] = r->state[b] == EZI_B_PRESENT;
+}
+
+void ezi_block_forget(struct ezfs_remote *r, uint64_t b)
+{
+	if (r->mem[b]) {
+		free(r->mem[b]);
+		r->mem[b] = NULL;
+		r->mem_used -= r->bs;
+	} else {
+		ezi_cache_unput(r, b);
+	}
+	r->state[b] = EZI_B_ABSENT;
+	r->st.cache_bytes -= ezi_blk_len(r, b);
 }
 
 /* Fetch the blocks of list (ascending, all marked busy by the caller):
@@ -116,6 +132,12 @@ static int fetch_blocks(struct ezfs_remote *r, const uint64_t *list, unsigned n,
 		i = j;
 	}
 	ezi_xfers_run(r, xs, nx);
+	/* checked before they are kept (verify.c) */
+	for (unsigned i = 0; i < nx; i++)
+		if (!xs[i].err)
+			xs[i].err = ezi_verify_fetched(r, xs[i].buf, xs[i].off,
+						       xs[i].len, xs[i].why,
+						       sizeof(xs[i].why));
 	pthread_mutex_lock(&r->lock);
 	for (unsigned i = 0; i < nx; i++) {
 		struct ezi_xfer *x = &xs[i];
@@ -354,7 +376,8 @@ int ezi_blocks_setup(struct ezfs_remote *r)
 	 * (a full disk) is kept here */
 	r->mem = calloc(r->nblocks ? r->nblocks : 1, sizeof(*r->mem));
 	r->fifo = calloc(r->nblocks ? r->nblocks : 1, sizeof(*r->fifo));
-	if (!r->mem || !r->fifo)
+	r->unchecked = calloc(r->nblocks ? r->nblocks : 1, 1);
+	if (!r->mem || !r->fifo || !r->unchecked)
 		return -ENOMEM;
 	return 0;
 }
@@ -367,6 +390,8 @@ void ezi_blocks_free(struct ezfs_remote *r)
 	free(r->mem);
 	free(r->fifo);
 	free(r->state);
+	free(r->unchecked);
+	r->unchecked = NULL;
 	r->mem = NULL;
 	r->fifo = NULL;
 	r->state = NULL;

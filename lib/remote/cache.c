@@ -19,6 +19,9 @@
  *   lastmod DATE
  *
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* fallocate */
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -316,6 +319,39 @@ void ezi_cache_put(struct ezfs_remote *r, uint64_t b0, uint64_t b1,
 	}
 	if (r->dirty >= FLUSH_BYTES)
 		ezi_cache_flush(r);
+}
+
+void ezi_cache_unput(struct ezfs_remote *r, uint64_t b)
+{
+	uint64_t o = b << r->bsbits;
+
+	if (r->data_fd < 0)
+		return;
+	r->map.bits[b >> 3] &= (uint8_t) ~(1u << (b & 7));
+	r->dirty += ezi_blk_len(r, b);
+	/* its bytes gone from the data file too */
+	(void)fallocate(r->data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			(off_t)o, (off_t)ezi_blk_len(r, b));
+}
+
+void ezi_cache_settle(struct ezfs_remote *r)
+{
+	for (uint64_t b = 0; r->unchecked && b < r->nblocks; b++) {
+		size_t l = ezi_blk_len(r, b);
+
+		if (!r->unchecked[b] || r->state[b] != EZI_B_PRESENT ||
+		    !r->mem[b] || r->data_fd < 0 || r->cache_off)
+			continue;
+		if (pwrite(r->data_fd, r->mem[b], l, (off_t)(b << r->bsbits)) !=
+		    (ssize_t)l)
+			continue; /* kept in memory */
+		free(r->mem[b]);
+		r->mem[b] = NULL;
+		r->mem_used -= r->bs;
+		r->dirty += l;
+	}
+	free(r->unchecked);
+	r->unchecked = NULL;
 }
 
 void ezi_cache_drop(struct ezfs_remote *r)

@@ -70,18 +70,18 @@ int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,
 /* ------------------------------------------------------------------ */
 /* Registries (oci.c, push.c)                                          */
 
-#define EZI_MT_EROFS	"application/vnd.erofs.layer.v1"
-#define EZI_MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define EZI_MT_EMPTY	"application/vnd.oci.empty.v1+json"
-#define EZI_EMPTY_DIGEST                                                       \
-	"sha256:"                                                              \
-	"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+#define EZI_MT_EROFS	  "application/vnd.erofs.layer.v1"
+#define EZI_MT_EROFS_SPEC "application/vnd.erofs" /* erofs-image-spec */
+#define EZI_MT_MANIFEST	  "application/vnd.oci.image.manifest.v1+json"
+#define EZI_MT_CONFIG	  "application/vnd.oci.image.config.v1+json"
 struct ezi_oci_ref {
 	int http; /* plain http (127.0.0.1, localhost, --insecure) */
 	char host[256];
 	char repo[512];
 	char ref[256]; /* a tag or sha256:HEX */
 };
+/* The host's architecture as OCI names it (amd64, arm64...). */
+const char *ezi_oci_host_arch(void);
 /* oci://HOST[:PORT]/REPO[:TAG] or .../REPO@sha256:HEX (no tag: latest):
  * 0, or -EINVAL with the reason in why (NULL: not wanted). */
 int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r, char *why,
@@ -154,9 +154,44 @@ int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
 		const char *accept, const char *ctype, const void *body,
 		size_t len, struct ezi_upload *up, struct ezi_rbuf *out,
 		struct ezi_rhdrs *h, long *status);
+/* The EROFS image spec's dm-verity annotations of a layer descriptor
+ * (org.erofs.dmverity.hash_offset, .root_digest, .block_size). */
+struct ezi_oci_verity {
+	int have; /* all of them there and well formed */
+	uint64_t hash_offset;
+	unsigned block_size;
+	uint8_t root[64];
+	size_t root_size;
+	/* a standalone chunk index (the layer after it in the manifest):
+	 * its digest and size; "": none */
+	char ci_digest[80];
+	uint64_t ci_size;
+};
+#define EZI_MT_CHUNK_INDEX "application/vnd.erofs.chunk-index.v1"
+/* A chunk index of the EROFS image spec over a raw layer: chunks of one
+ * size (1 << bits, the last shorter), each with its SHA-256. */
+struct ezi_cindex {
+	uint64_t nchunks;
+	unsigned bits;
+	uint8_t *hash; /* 32 bytes per chunk */
+};
+/* verify.c: the index blob [p, p + n) of a layer of size bytes parsed
+ * into ci: 0, or -EBADMSG with why (what ezfs reads: version 1, raw,
+ * SHA-256, chunks of one power-of-two size from 4 KiB to 1 MiB in
+ * order). */
+int ezi_cindex_parse(const uint8_t *p, size_t n, uint64_t size,
+		     struct ezi_cindex *ci, char *why, size_t whylen);
+/* The header of an index of n chunks of 1 << bits bytes over size bytes
+ * (32 bytes into out); the entries follow it (ezi_cindex_entry). */
+void ezi_cindex_header(uint8_t out[32], uint64_t size, uint64_t n);
+/* Entry k (48 bytes into out): its offsets and the chunk's SHA-256. */
+void ezi_cindex_entry(uint8_t out[48], uint64_t off, const uint8_t sha[32]);
+/* The layer sel picks: its blob URL, digest and size, and into vt (may be
+ * NULL) its dm-verity annotations. A manifest named by digest is checked
+ * against it. 0, or a negative errno with g->err set. */
 int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		    char *blob_url, size_t size, char digest[128],
-		    uint64_t *blob_size);
+		    uint64_t *blob_size, struct ezi_oci_verity *vt);
 
 struct curl_slist;
 
@@ -251,7 +286,22 @@ struct ezfs_remote {
 	unsigned warned_attempt; /* the silences said since the last answer */
 	uint64_t last_end, ra;	 /* ra: bytes */
 	int reader_ahead;	 /* the reader hints its own read-ahead */
+	int hold;		 /* blocks stored now stay in memory until
+				  * the tree is known (the head) */
 	struct ezfs_remote_stats st;
+	/* dm-verity (verify.c): the image's tree, from ezfs_remote_set_verity
+	 * (atomic; NULL: none), the byte of the source where its block 0 is,
+	 * its data block size (bits), the blocks it covers, its root in hex;
+	 * unchecked: per block, kept before the tree came (NULL: none) */
+	struct ezfs_verity *verity;
+	uint64_t vbase, vblocks;
+	unsigned vbits;
+	char vroot[129];
+	uint8_t *unchecked;
+	/* the org.erofs.dmverity.* annotations of an oci:// layer */
+	struct ezi_oci_verity ann;
+	struct ezi_cindex ci; /* its chunk index (nchunks 0: none) */
+	int pinned;	      /* the manifest was named by digest */
 	/* counted without the lock (atomics) */
 	uint64_t a_requests, a_retries, a_fetched, a_rounds;
 	uint32_t lat[EZI_LAT_SAMPLES];
@@ -313,11 +363,29 @@ void ezi_cache_put(struct ezfs_remote *r, uint64_t b0, uint64_t b1,
 		   const uint8_t *src);
 /* Sync the data, then write the map (lock held). */
 void ezi_cache_flush(struct ezfs_remote *r);
+/* Block b (on disk) out of the entry: its map bit cleared, its bytes
+ * punched out of the data file. Lock held. */
+void ezi_cache_unput(struct ezfs_remote *r, uint64_t b);
+/* The image's dm-verity tree came (and was checked against the blocks
+ * kept before it), or none will: the blocks kept in memory until then
+ * (r->unchecked: the head) go to the entry; r->unchecked freed. Lock
+ * held. */
+void ezi_cache_settle(struct ezfs_remote *r);
 /* Drop the entry from the folder (the map first); its open data file
  * still serves what it holds. Lock held. */
 void ezi_cache_drop(struct ezfs_remote *r);
 /* Close the entry's files. */
 void ezi_cache_detach(struct ezfs_remote *r);
+
+/* verify.c: the blocks of buf (len bytes fetched at off of the source)
+ * that the image's dm-verity tree covers, checked against it before they
+ * are kept: 0, or -EIO with the reason (naming dm-verity, the block, the
+ * root) in why. Without the lock. */
+int ezi_verify_fetched(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
+		       uint64_t len, char *why, size_t whylen);
+/* blocks.c: block b (present) forgotten: out of memory and of the
+ * entry's map. Lock held. */
+void ezi_block_forget(struct ezfs_remote *r, uint64_t b);
 
 /* verify.c: once every block is present, the bytes against r->digest; a
  * mismatch drops the cache entry and fails every read from then on (but

@@ -20,8 +20,10 @@
 
 #include "remote/curl_dl.h"
 
+#include "ezfs/verity.h"
 #include "remote/internal.h"
 #include "remote/json.h"
+#include "util/sha256.h"
 
 #define MT_MANIFEST EZI_MT_MANIFEST
 #define MT_INDEX    "application/vnd.oci.image.index.v1+json"
@@ -117,7 +119,7 @@ int ezi_oci_parse(const char *s, int insecure, struct ezi_oci_ref *r, char *why,
 	return 0;
 }
 
-static const char *host_arch(void)
+const char *ezi_oci_host_arch(void)
 {
 	static struct utsname u;
 
@@ -150,6 +152,21 @@ static int get_manifest(struct ezi_reg *g, const char *ref,
 			  NULL, NULL, 0, NULL, out, &h, &st);
 	if (err)
 		return err;
+	if (st == 200 && !strncmp(ref, "sha256:", 7)) {
+		char hex[65];
+
+		/* named by digest: the bytes must be those (the trust in
+		 * what the manifest says rests on it) */
+		ezi_sha256_hex(out->p ? out->p : "", out->n, hex);
+		if (strcmp(hex, ref + 7)) {
+			snprintf(g->err, sizeof(g->err),
+				 "manifest %.80s of %.200s: its bytes hash to "
+				 "sha256:%s, not to the digest it was named "
+				 "by",
+				 ref, g->ref.repo, hex);
+			return -EBADMSG;
+		}
+	}
 	if (st == 200)
 		return 0;
 	if (st == 401 || st == 403) {
@@ -164,9 +181,133 @@ static int get_manifest(struct ezi_reg *g, const char *ref,
 	return st == 404 ? -ENOENT : -EIO;
 }
 
+/* A decimal annotation value: 0, or -1 when it is not one. */
+static int ann_uint(const char *v, uint64_t *out)
+{
+	char *end;
+
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+/* The image spec's dm-verity annotations of layer descriptor d into vt
+ * (vt->have 0 when absent); one that is there but malformed: -EBADMSG
+ * with why in g->err. */
+static int layer_verity(struct ezi_reg *g, const struct ezi_json *d,
+			struct ezi_oci_verity *vt)
+{
+	const struct ezi_json *a = ezi_json_get(d, "annotations");
+	const char *off = ezi_json_str(a, "org.erofs.dmverity.hash_offset");
+	const char *root = ezi_json_str(a, "org.erofs.dmverity.root_digest");
+	const char *bs = ezi_json_str(a, "org.erofs.dmverity.block_size");
+	uint64_t b = 4096;
+
+	memset(vt, 0, sizeof(*vt));
+	if (!off && !root)
+		return 0;
+	if (!off || !root || ann_uint(off, &vt->hash_offset) ||
+	    (bs && ann_uint(bs, &b)) || b < 512 || b > 65536 || (b & (b - 1)) ||
+	    vt->hash_offset % b || strncmp(root, "sha256:", 7) ||
+	    ezfs_verity_parse_hex(root + 7, vt->root, sizeof(vt->root),
+				  &vt->root_size) ||
+	    vt->root_size != 32) {
+		snprintf(g->err, sizeof(g->err),
+			 "the layer's org.erofs.dmverity.* annotations are "
+			 "malformed (hash_offset %.40s, root_digest %.80s, "
+			 "block_size %.20s)",
+			 off ? off : "missing", root ? root : "missing",
+			 bs ? bs : "4096");
+		return -EBADMSG;
+	}
+	vt->block_size = (unsigned)b;
+	vt->have = 1;
+	return 0;
+}
+
+/* A standalone chunk index of pick: the layer after it, of the chunk
+ * index's media type, its org.erofs.chunk-index.target (if any) pick's
+ * digest; into vt->ci_digest and ci_size. */
+static void chunk_index_layer(const struct ezi_json *layers,
+			      const struct ezi_json *pick,
+			      struct ezi_oci_verity *vt)
+{
+	for (size_t i = 0; i + 1 < layers->n; i++) {
+		const struct ezi_json *c = layers->kids[i + 1];
+		const char *mt = ezi_json_str(c, "mediaType");
+		const char *d = ezi_json_str(c, "digest");
+		const char *t = ezi_json_str(ezi_json_get(c, "annotations"),
+					     "org.erofs.chunk-index.target");
+		const char *pd = ezi_json_str(pick, "digest");
+		const struct ezi_json *sz = ezi_json_get(c, "size");
+
+		if (layers->kids[i] != pick || !mt ||
+		    strcmp(mt, EZI_MT_CHUNK_INDEX) || !d ||
+		    strlen(d) >= sizeof(vt->ci_digest) ||
+		    strncmp(d, "sha256:", 7) || (t && pd && strcmp(t, pd)) ||
+		    !sz || sz->type != EZI_JSON_NUMBER)
+			continue;
+		snprintf(vt->ci_digest, sizeof(vt->ci_digest), "%s", d);
+		vt->ci_size = (uint64_t)sz->num;
+	}
+}
+
+/* The chunk index vt names fetched (its bytes checked against its
+ * digest) and parsed into ci: 0, or a negative errno with g->err. */
+static int fetch_chunk_index(struct ezi_reg *g, const struct ezi_oci_verity *vt,
+			     uint64_t size, struct ezi_cindex *ci)
+{
+	struct ezi_rbuf out = { .max = 64u << 20 };
+	struct ezi_rhdrs h;
+	char url[4096], hex[65], why[300];
+	long st;
+	int err;
+
+	snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", g->base, g->ref.repo,
+		 vt->ci_digest);
+	err = ezi_reg_req(g, "GET", url, NULL, NULL, NULL, 0, NULL, &out, &h,
+			  &st);
+	if (!err && st != 200) {
+		snprintf(g->err, sizeof(g->err), "the chunk index %s: HTTP %ld",
+			 vt->ci_digest, st);
+		err = -EIO;
+	}
+	if (!err) {
+		ezi_sha256_hex(out.p ? out.p : "", out.n, hex);
+		if (strcmp(hex, vt->ci_digest + 7)) {
+			snprintf(g->err, sizeof(g->err),
+				 "the chunk index %s: its bytes hash to "
+				 "sha256:%s",
+				 vt->ci_digest, hex);
+			err = -EBADMSG;
+		}
+	}
+	if (!err && ezi_cindex_parse((const uint8_t *)out.p, out.n, size, ci,
+				     why, sizeof(why))) {
+		snprintf(g->err, sizeof(g->err), "%s: %s", vt->ci_digest, why);
+		err = -EBADMSG;
+	}
+	free(out.p);
+	return err;
+}
+
+/* Is mt an EROFS layer's media type: containerd's or the image spec's
+ * (its +zstd form is not read: -1)? */
+static int erofs_mt(const char *mt)
+{
+	if (!mt)
+		return 0;
+	if (!strcmp(mt, EZI_MT_EROFS_SPEC "+zstd"))
+		return -1;
+	return !strncmp(mt, EZI_MT_EROFS, strlen(EZI_MT_EROFS)) ||
+	       !strcmp(mt, EZI_MT_EROFS_SPEC);
+}
+
 int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		    char *blob_url, size_t size, char digest[128],
-		    uint64_t *blob_size)
+		    uint64_t *blob_size, struct ezi_oci_verity *vt)
 {
 	struct ezi_rbuf out = { .max = 4 << 20 };
 	struct ezi_json *j = NULL;
@@ -174,7 +315,7 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 	char want_os[192] = "linux", want_arch[192], want_var[192] = "";
 	int err;
 
-	snprintf(want_arch, sizeof(want_arch), "%s", host_arch());
+	snprintf(want_arch, sizeof(want_arch), "%s", ezi_oci_host_arch());
 	if (sel->platform && *sel->platform) {
 		char tmp[192], *a, *v;
 
@@ -268,25 +409,36 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		}
 		pick = layers->kids[sel->layer];
 	} else {
-		for (size_t i = 0; i < layers->n && !pick; i++) {
-			const char *mt =
-				ezi_json_str(layers->kids[i], "mediaType");
-
-			if (mt &&
-			    !strncmp(mt, EZI_MT_EROFS, strlen(EZI_MT_EROFS)))
+		for (size_t i = 0; i < layers->n && !pick; i++)
+			if (erofs_mt(ezi_json_str(layers->kids[i],
+						  "mediaType")) > 0)
 				pick = layers->kids[i];
-		}
 		if (!pick && layers->n == 1)
 			pick = layers->kids[0];
 		if (!pick) {
 			snprintf(g->err, sizeof(g->err),
 				 "no layer of type " EZI_MT_EROFS
+				 " or " EZI_MT_EROFS_SPEC
 				 " among %zu (choose one with --layer N or "
 				 "--blob DIGEST)",
 				 layers->n);
 			err = -ENOENT;
 			goto out;
 		}
+	}
+	if (erofs_mt(ezi_json_str(pick, "mediaType")) < 0) {
+		snprintf(g->err, sizeof(g->err),
+			 "the layer is " EZI_MT_EROFS_SPEC "+zstd (zstd "
+			 "frames around the image), which ezfs does not read; "
+			 "push it as " EZI_MT_EROFS_SPEC " or " EZI_MT_EROFS);
+		err = -EOPNOTSUPP;
+		goto out;
+	}
+	if (vt) {
+		err = layer_verity(g, pick, vt);
+		if (err)
+			goto out;
+		chunk_index_layer(layers, pick, vt);
 	}
 	{
 		const char *d = ezi_json_str(pick, "digest");
@@ -358,10 +510,19 @@ static int oci_resolve(struct ezfs_remote *r)
 		return -ENOMEM;
 	r->sd = g;
 	ezi_reg_init(g, &o, r->p.log, r->p.log_arg, r->p.timeout_ms);
-	err = ezi_oci_resolve(g, &sel, url, sizeof(url), r->digest, &size);
+	r->pinned = !strncmp(o.ref, "sha256:", 7);
+	err = ezi_oci_resolve(g, &sel, url, sizeof(url), r->digest, &size,
+			      &r->ann);
+	if (!err && r->ann.ci_digest[0])
+		err = fetch_chunk_index(g, &r->ann, size, &r->ci);
 	if (!err) {
 		r->url = strdup(url);
 		return r->url ? 0 : -ENOMEM;
+	}
+	if (r->ann.ci_digest[0] && err != -EIO) {
+		/* a chunk index that is not what the manifest says */
+		ezi_rlog(r, EZFS_LOG_ERROR, "%s", g->err);
+		return err;
 	}
 	if (!resolve_offline(r, err)) {
 		ezi_rlog(r, EZFS_LOG_WARN,

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * push.c - an image uploaded to a registry as the one layer of an OCI
- * artifact manifest, then the manifest under its tag.
+ * image manifest (its config: the platform, os.features ["erofs"], the
+ * layer as its diff_id), then the manifest under its tag. The layer's media
+ * type is containerd's or the EROFS image spec's; an image with a
+ * dm-verity tree after its filesystem has the tree checked whole first,
+ * and the spec's org.erofs.dmverity.* annotations (hash offset, root,
+ * block size) on its descriptor.
  *
  * The image is opened first as every reading command opens it
  * (ezfs_image_open, from the offset on): what ezfs cannot read is refused
@@ -20,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ezfs/verity.h"
 #include "remote/internal.h"
 #include "util/sha256.h"
 
@@ -30,8 +36,16 @@ struct push {
 	struct ezi_reg g;
 	ezfs_image *img;
 	uint64_t size;
-	char open_err[512]; /* the first error line of the open */
+	char open_err[512];	  /* the first error line of the open */
+	const char *mt;		  /* the layer's media type */
+	struct ezi_oci_verity vt; /* its dm-verity tree, when it has one */
+	char bad[512];		  /* the tree's first problem */
+	int64_t nbad;
+	uint8_t *ci; /* the chunk index being made (NULL: none) */
+	size_t ci_len;
 };
+
+#define CI_BITS 16 /* the chunks of an index pushed: 64 KiB */
 
 static void open_log(void *arg, int level, const char *msg)
 {
@@ -105,6 +119,76 @@ static int check_image(struct push *ps, const char *path)
 	return err;
 }
 
+static void tree_bad(void *arg, const char *msg)
+{
+	struct push *ps = arg;
+
+	if (!ps->bad[0])
+		snprintf(ps->bad, sizeof(ps->bad), "%s", msg);
+}
+
+/*
+ * A dm-verity tree after the filesystem (ezfs mkfs --verity, veritysetup's
+ * layout): checked whole before anything is sent (every hash block and
+ * data block), and its place and root kept for the manifest's
+ * annotations. None: 0 with ps->vt.have 0.
+ */
+static int check_tree(struct push *ps, const char *path)
+{
+	struct ezfs_open_params op;
+	struct ezfs_verity_info vi;
+	ezfs_image *img;
+	int64_t n;
+	int err;
+
+	ezfs_open_params_init(&op);
+	op.log = open_log;
+	op.log_arg = ps;
+	op.offset = ps->p->offset;
+	op.verity = EZFS_VERITY_AUTO;
+	ps->open_err[0] = '\0';
+	err = ezfs_image_open(path, &op, &img);
+	if (err) {
+		snprintf(ps->g.err, sizeof(ps->g.err),
+			 "%.300s: %s; nothing was uploaded", path,
+			 ps->open_err[0] ? ps->open_err : ezfs_strerror(err));
+		return err;
+	}
+	if (ezfs_image_verity(img, &vi)) {
+		ezfs_image_close(img);
+		return 0;
+	}
+	n = ezfs_image_verity_scan(img, 2, tree_bad, NULL, ps);
+	ezfs_image_close(img);
+	if (n) {
+		snprintf(ps->g.err, sizeof(ps->g.err),
+			 "%.300s: %s%s; nothing was uploaded", path,
+			 n < 0 ? ezfs_strerror((int)n) : ps->bad,
+			 n > 1 ? " (and more)" : "");
+		return n < 0 ? (int)n : -EUCLEAN;
+	}
+	if (strcmp(vi.algorithm, "sha256") ||
+	    vi.data_block_size != vi.hash_block_size ||
+	    vi.hash_offset % vi.data_block_size || vi.root_size != 32) {
+		snprintf(ps->g.err, sizeof(ps->g.err),
+			 "%.300s: its dm-verity tree (%s, %u-byte data and "
+			 "%u-byte hash blocks at byte %llu) has no form the "
+			 "EROFS image spec's annotations describe (sha256, "
+			 "one block size, the offset a multiple of it); "
+			 "nothing was uploaded",
+			 path, vi.algorithm, vi.data_block_size,
+			 vi.hash_block_size,
+			 (unsigned long long)vi.hash_offset);
+		return -EOPNOTSUPP;
+	}
+	ps->vt.have = 1;
+	ps->vt.hash_offset = vi.hash_offset;
+	ps->vt.block_size = vi.data_block_size;
+	memcpy(ps->vt.root, vi.root, 32);
+	ps->vt.root_size = 32;
+	return 0;
+}
+
 static int src_read(void *arg, void *buf, size_t n, uint64_t off)
 {
 	return ezfs_image_read_raw(arg, buf, n, off);
@@ -127,6 +211,19 @@ static int hash_image(struct push *ps, char *out)
 
 	if (!buf)
 		return -ENOMEM;
+	if (ps->p->chunk_index) {
+		/* the chunk index: each 64 KiB's SHA-256, made as the
+		 * bytes are hashed */
+		uint64_t nc = (ps->size + (1u << CI_BITS) - 1) >> CI_BITS;
+
+		ps->ci_len = 32 + (size_t)nc * 48;
+		ps->ci = malloc(ps->ci_len);
+		if (!ps->ci) {
+			free(buf);
+			return -ENOMEM;
+		}
+		ezi_cindex_header(ps->ci, ps->size, nc);
+	}
 	ezi_sha256_init(&c);
 	while (off < ps->size) {
 		size_t n = ps->size - off < CHUNK ? (size_t)(ps->size - off)
@@ -142,6 +239,15 @@ static int hash_image(struct push *ps, char *out)
 		if (err)
 			break;
 		ezi_sha256_update(&c, buf, n);
+		for (size_t a = 0; ps->ci && a < n; a += 1u << CI_BITS) {
+			size_t l = n - a < (1u << CI_BITS) ? n - a
+							   : (1u << CI_BITS);
+
+			ezi_sha256(buf + a, l, d);
+			ezi_cindex_entry(ps->ci + 32 +
+						 ((off + a) >> CI_BITS) * 48,
+					 off + a, d);
+		}
 		off += n;
 	}
 	free(buf);
@@ -235,6 +341,9 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 		.arg = ps->img,
 	};
 	char hex[65], digest[72], manifest[2048], url[4096], title[256];
+	char ann[400] = "", root[65], config[400], cdigest[72];
+	char cil[400] = "", cidigest[72];
+	int cn;
 	const char *base = strrchr(path, '/');
 	struct ezi_rhdrs h;
 	long status;
@@ -249,24 +358,56 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 		up.progress_arg = (void *)ps->p;
 	}
 	err = put_blob(g, NULL, 0, &up, digest);
+	/* the config: the platform, os.features ["erofs"] (hosts that do
+	 * not read EROFS layers skip the manifest) and the layer's digest
+	 * as its diff_id (a raw layer's bytes are its uncompressed bytes) */
+	cn = snprintf(config, sizeof(config),
+		      "{\"architecture\":\"%s\",\"os\":\"linux\","
+		      "\"os.features\":[\"erofs\"],\"rootfs\":{\"type\":"
+		      "\"layers\",\"diff_ids\":[\"%s\"]}}",
+		      ezi_oci_host_arch(), digest);
+	ezi_sha256_hex(config, (size_t)cn, hex);
+	snprintf(cdigest, sizeof(cdigest), "sha256:%s", hex);
 	if (!err)
-		err = put_blob(g, "{}", 2, NULL, EZI_EMPTY_DIGEST);
+		err = put_blob(g, config, (size_t)cn, NULL, cdigest);
+	if (!err && ps->ci) {
+		/* the chunk index as the layer after the image's */
+		ezi_sha256_hex(ps->ci, ps->ci_len, hex);
+		snprintf(cidigest, sizeof(cidigest), "sha256:%s", hex);
+		err = put_blob(g, ps->ci, ps->ci_len, NULL, cidigest);
+		snprintf(cil, sizeof(cil),
+			 ",{\"mediaType\":\"" EZI_MT_CHUNK_INDEX "\","
+			 "\"digest\":\"%s\",\"size\":%zu,\"annotations\":{"
+			 "\"org.erofs.chunk-index.target\":\"%s\"}}",
+			 cidigest, ps->ci_len, digest);
+	}
 	if (err)
 		return err;
 	snprintf(title, sizeof(title), "%s", base ? base + 1 : path);
 	for (char *c = title; *c; c++)
 		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
 			*c = '_';
+	if (ps->vt.have) {
+		/* the EROFS image spec's dm-verity annotations */
+		for (int i = 0; i < 32; i++)
+			snprintf(root + 2 * i, 3, "%02x", ps->vt.root[i]);
+		snprintf(ann, sizeof(ann),
+			 ",\"org.erofs.dmverity.hash_offset\":\"%llu\","
+			 "\"org.erofs.dmverity.root_digest\":\"sha256:%s\","
+			 "\"org.erofs.dmverity.block_size\":\"%u\"",
+			 (unsigned long long)ps->vt.hash_offset, root,
+			 ps->vt.block_size);
+	}
 	n = snprintf(manifest, sizeof(manifest),
 		     "{\"schemaVersion\":2,\"mediaType\":\"" EZI_MT_MANIFEST
 		     "\","
-		     "\"artifactType\":\"" EZI_MT_EROFS "\","
-		     "\"config\":{\"mediaType\":\"" EZI_MT_EMPTY "\","
-		     "\"digest\":\"" EZI_EMPTY_DIGEST "\",\"size\":2},"
-		     "\"layers\":[{\"mediaType\":\"" EZI_MT_EROFS "\","
+		     "\"config\":{\"mediaType\":\"" EZI_MT_CONFIG "\","
+		     "\"digest\":\"%s\",\"size\":%d},"
+		     "\"layers\":[{\"mediaType\":\"%s\","
 		     "\"digest\":\"%s\",\"size\":%llu,\"annotations\":{"
-		     "\"org.opencontainers.image.title\":\"%s\"}}]}",
-		     digest, (unsigned long long)ps->size, title);
+		     "\"org.opencontainers.image.title\":\"%s\"%s}}%s]}",
+		     cdigest, cn, ps->mt, digest, (unsigned long long)ps->size,
+		     title, ann, cil);
 	snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base,
 		 g->ref.repo, g->ref.ref);
 	err = ezi_reg_req(g, "PUT", url, NULL, EZI_MT_MANIFEST, manifest,
@@ -314,8 +455,19 @@ int ezfs_remote_push(const char *path, const char *ref,
 	q.size = sizeof(q);
 	p = &q;
 	ps.p = p;
+	ps.mt = p->media_type ? p->media_type : EZI_MT_EROFS;
+	if (strcmp(ps.mt, EZI_MT_EROFS) && strcmp(ps.mt, EZI_MT_EROFS_SPEC)) {
+		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR,
+			  "media type '%.200s': " EZI_MT_EROFS
+			  " or " EZI_MT_EROFS_SPEC " (a +zstd layer is not "
+			  "written)",
+			  ps.mt);
+		return -EINVAL;
+	}
 	ezi_reg_init(&ps.g, &o, p->log, p->log_arg, p->timeout_ms);
 	err = check_image(&ps, path);
+	if (!err)
+		err = check_tree(&ps, path);
 	if (!err && ezi_curl_ready(p))
 		err = -ELIBACC;
 	else if (!err)
@@ -324,5 +476,6 @@ int ezfs_remote_push(const char *path, const char *ref,
 		ezi_rlogf(p->log, p->log_arg, EZFS_LOG_ERROR, "%s", ps.g.err);
 	ezfs_image_close(ps.img);
 	ezi_reg_destroy(&ps.g);
+	free(ps.ci);
 	return err;
 }

@@ -163,6 +163,11 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 	err = r->scheme->resolve(r);
 	if (err)
 		goto fail;
+	if (r->ci.nchunks && (1u << r->ci.bits) > r->bs) {
+		/* a chunk index: blocks of its chunks, each checked whole */
+		r->bs = 1u << r->ci.bits;
+		r->bsbits = r->ci.bits;
+	}
 	ezi_cache_attach(r);
 	have_map = r->map.bits && (r->etag[0] || r->lastmod[0]);
 
@@ -252,8 +257,19 @@ int ezfs_remote_open(const char *url, const struct ezfs_remote_params *p,
 			keep &= ~((uint64_t)r->bs - 1);
 		x.len = keep;
 		x.err = 0;
+		/* checked as every fetch is (a chunk index) */
+		if (ezi_verify_fetched(r, x.buf, x.off, x.len, x.why,
+				       sizeof(x.why))) {
+			ezi_rlog(r, EZFS_LOG_ERROR, "%s", x.why);
+			x.len = 0;
+		}
+		/* in memory until the image's dm-verity tree is known
+		 * (ezfs_remote_set_verity): a bad block never reaches the
+		 * persistent cache */
 		pthread_mutex_lock(&r->lock);
+		r->hold = 1;
 		ezi_blocks_store(r, x.buf, x.off, x.len, 0);
+		r->hold = 0;
 		pthread_mutex_unlock(&r->lock);
 	}
 	if (r->digest[0]) {
@@ -298,6 +314,8 @@ void ezfs_remote_close(ezfs_remote *r)
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->lock);
+	/* no dm-verity tree came: the head is the entry's as it is */
+	ezi_cache_settle(r);
 	ezi_cache_flush(r);
 	pthread_mutex_unlock(&r->lock);
 	if (r->p.on_close) {
@@ -312,6 +330,7 @@ void ezfs_remote_close(ezfs_remote *r)
 	free(r->url);
 	free(r->name);
 	free(r->eff_url);
+	free(r->ci.hash);
 	if (r->scheme && r->scheme->release)
 		r->scheme->release(r);
 	pthread_mutex_destroy(&r->lock);

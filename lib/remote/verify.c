@@ -1,19 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * verify.c - what is fetched, checked against what the source knows of
- * the bytes: an oci:// layer's digest (sha256 of the whole blob), checked
- * once every block is present (ezi_verify_blob, by the read that
- * completes it) or when the caller asks (ezfs_remote_verify, fetching
- * what is missing). Blocks are served before that: a range is only
- * checked against the range asked for (fetch.c). A mismatch drops the
- * cache entry; the reads that follow fail, or with serve_unverified go on
- * for a caller that lists what it read as unverified.
+ * the bytes, between the fetch and any use of them:
+ *  - the image's dm-verity tree, when the image has one: the reader
+ *    (lib/io/verity.c, at ezfs_image_open_io) loads it, checks it against
+ *    its root (given, from a manifest named by digest, signed, or only
+ *    computed) and hands it over (ezfs_remote_set_verity); from then on
+ *    every block fetched is checked with ezfs_verity_check before it is
+ *    kept or served (ezi_verify_fetched), and those kept before (the
+ *    head) are checked then. A block that does not match is not kept: the
+ *    read gets -EIO and one line naming dm-verity, the block and the
+ *    root. Blocks read back from the persistent cache are checked by the
+ *    reader's io, once each (the tree's record of verified blocks).
+ *  - an oci:// layer's digest (sha256 of the whole blob), checked once
+ *    every block is present (ezi_verify_blob, by the read that completes
+ *    it) or when the caller asks (ezfs_remote_verify, fetching what is
+ *    missing). Without a tree, blocks are served before that: a range is
+ *    only checked against the range asked for (fetch.c). A mismatch drops
+ *    the cache entry; the reads that follow fail, or with
+ *    serve_unverified go on for a caller that lists what it read as
+ *    unverified.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ezfs/verity.h"
 #include "remote/internal.h"
 #include "util/sha256.h"
 
@@ -118,4 +132,271 @@ int ezfs_remote_verify(ezfs_remote *r)
 	judge(r, d);
 	pthread_mutex_unlock(&r->lock);
 	return r->verified ? 1 : -EBADMSG;
+}
+
+/* ---- dm-verity: every block checked before it is kept ---- */
+
+/* The tree's blocks in [off, off + len) of buf (offsets of the source),
+ * those not verified yet checked: 0, or -EIO with why. */
+static int check_blocks(struct ezfs_remote *r, struct ezfs_verity *v,
+			const uint8_t *buf, uint64_t off, uint64_t len,
+			char *why, size_t whylen)
+{
+	uint64_t bs = 1ull << r->vbits, first, end, rel;
+	int err;
+
+	if (off + len <= r->vbase)
+		return 0;
+	/* whole tree blocks only: the source's blocks are multiples of
+	 * them, and the image starts on one (ezfs_remote_set_verity) */
+	rel = off > r->vbase ? off - r->vbase : 0;
+	first = (rel + bs - 1) >> r->vbits;
+	end = (off + len - r->vbase) >> r->vbits;
+	if (end > r->vblocks)
+		end = r->vblocks;
+	for (uint64_t k = first; k < end; k++) {
+		if (ezfs_verity_verified(v, k))
+			continue;
+		err = ezfs_verity_check(
+			v, k, buf + (r->vbase + (k << r->vbits) - off));
+		if (!err)
+			continue;
+		snprintf(why, whylen,
+			 "dm-verity: block %llu (bytes %llu-%llu) of %.200s "
+			 "%s the tree of root %s; not kept",
+			 (unsigned long long)k,
+			 (unsigned long long)(k << r->vbits),
+			 (unsigned long long)((k << r->vbits) + bs - 1),
+			 r->digest[0] ? r->digest : r->name,
+			 err == -EBADMSG ? "does not match its hash in"
+					 : "could not be checked against",
+			 r->vroot);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- a chunk index (the EROFS image spec): each chunk's SHA-256 ---- */
+
+#define CI_MAGIC   0x67ece4cdu /* CD E4 EC 67 */
+#define CI_HDR	   32u
+#define CI_ENTRY   48u
+#define CI_MIN_BIT 12
+#define CI_MAX_BIT 20
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+void ezi_cindex_header(uint8_t out[32], uint64_t size, uint64_t n)
+{
+	memset(out, 0, CI_HDR);
+	put_le(out, CI_MAGIC, 4);
+	out[4] = 1; /* version */
+	out[5] = 0; /* raw chunks */
+	put_le(out + 8, size, 8);
+	put_le(out + 16, n, 4);
+	out[20] = 1;  /* SHA-2 */
+	out[21] = 32; /* SHA-256 */
+}
+
+void ezi_cindex_entry(uint8_t out[48], uint64_t off, const uint8_t sha[32])
+{
+	put_le(out, off, 8);	 /* on the blob */
+	put_le(out + 8, off, 8); /* in the image: the same, raw */
+	memcpy(out + 16, sha, 32);
+}
+
+int ezi_cindex_parse(const uint8_t *p, size_t n, uint64_t size,
+		     struct ezi_cindex *ci, char *why, size_t whylen)
+{
+	uint64_t k, count, csize = 0;
+	const char *bad = NULL;
+	unsigned bits = 0;
+
+	memset(ci, 0, sizeof(*ci));
+	if (n < CI_HDR || (uint32_t)le64(p) != CI_MAGIC)
+		bad = "no chunk index header (magic CD E4 EC 67)";
+	else if (p[4] != 1 || p[5] != 0 || p[6] || p[7])
+		bad = "not a version 1 index of raw chunks";
+	else if (p[20] != 1 || p[21] != 32)
+		bad = "its checksums are not SHA-256";
+	else if (le64(p + 8) != size)
+		bad = "it covers another size than the layer's";
+	if (bad)
+		goto out;
+	count = le64(p + 16) & 0xffffffffu;
+	if (!count || (n - CI_HDR) / CI_ENTRY < count) {
+		bad = "its entries are cut short";
+		goto out;
+	}
+	if (count > 1)
+		csize = le64(p + CI_HDR + CI_ENTRY + 8);
+	else
+		csize = 1ull << CI_MAX_BIT;
+	while (bits <= CI_MAX_BIT && (1ull << bits) < csize)
+		bits++;
+	if (bits < CI_MIN_BIT || bits > CI_MAX_BIT || (1ull << bits) != csize ||
+	    (count - 1) * csize >= size || count * csize < size) {
+		bad = "its chunks are not of one power-of-two size from 4 KiB "
+		      "to 1 MiB";
+		goto out;
+	}
+	for (k = 0; k < count && !bad; k++) {
+		const uint8_t *e = p + CI_HDR + k * CI_ENTRY;
+
+		if (le64(e) != k * csize || le64(e + 8) != k * csize)
+			bad = "its chunks are not the layer's bytes in order";
+	}
+	if (bad)
+		goto out;
+	ci->hash = malloc(count * 32);
+	if (!ci->hash) {
+		bad = "out of memory";
+		goto out;
+	}
+	for (k = 0; k < count; k++)
+		memcpy(ci->hash + k * 32, p + CI_HDR + k * CI_ENTRY + 16, 32);
+	ci->nchunks = count;
+	ci->bits = bits;
+	return 0;
+out:
+	snprintf(why, whylen, "the chunk index: %s", bad);
+	return -EBADMSG;
+}
+
+/* The chunks wholly in [off, off + len) of buf checked: 0, or -EIO with
+ * why. */
+static int check_chunks(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
+			uint64_t len, char *why, size_t whylen)
+{
+	const struct ezi_cindex *ci = &r->ci;
+	uint64_t c = 1ull << ci->bits, k = (off + c - 1) >> ci->bits;
+	uint8_t d[32];
+	char hex[65];
+
+	for (; k < ci->nchunks; k++) {
+		uint64_t a = k << ci->bits;
+		uint64_t l = r->size - a < c ? r->size - a : c;
+
+		if (a + l > off + len)
+			break;
+		ezi_sha256(buf + (a - off), (size_t)l, d);
+		if (!memcmp(d, ci->hash + k * 32, 32))
+			continue;
+		hex_of(ci->hash + k * 32, hex);
+		snprintf(why, whylen,
+			 "chunk index: chunk %llu (bytes %llu-%llu) of %.200s "
+			 "does not match its SHA-256 %s in the layer's chunk "
+			 "index %.80s; not kept",
+			 (unsigned long long)k, (unsigned long long)a,
+			 (unsigned long long)(a + l - 1),
+			 r->digest[0] ? r->digest : r->name, hex,
+			 r->ann.ci_digest);
+		return -EIO;
+	}
+	return 0;
+}
+
+int ezi_verify_fetched(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
+		       uint64_t len, char *why, size_t whylen)
+{
+	struct ezfs_verity *v = __atomic_load_n(&r->verity, __ATOMIC_ACQUIRE);
+	int err = 0;
+
+	if (r->ci.nchunks)
+		err = check_chunks(r, buf, off, len, why, whylen);
+	if (!err && v)
+		err = check_blocks(r, v, buf, off, len, why, whylen);
+	return err;
+}
+
+int64_t ezfs_remote_chunk_index(const ezfs_remote *r, int *pinned)
+{
+	if (!r->ci.nchunks)
+		return -ENODATA;
+	*pinned = r->pinned;
+	return (int64_t)r->ci.nchunks;
+}
+
+void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v, uint64_t base)
+{
+	struct ezfs_remote *r = arg;
+	struct ezfs_verity_info vi;
+	char why[600];
+	uint8_t *tmp;
+	unsigned bits = 0;
+
+	if (!v) {
+		/* none: the head is the entry's as it is */
+		pthread_mutex_lock(&r->lock);
+		ezi_cache_settle(r);
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	ezfs_verity_get_info(v, &vi);
+	while ((1u << bits) < vi.data_block_size)
+		bits++;
+	if (r->bs % vi.data_block_size || base % vi.data_block_size) {
+		/* the reader's io still checks every read */
+		ezi_rlog(r, EZFS_LOG_WARN,
+			 "dm-verity blocks of %u bytes at byte %llu: fetched "
+			 "blocks of %u bytes are checked as they are read, "
+			 "not before they are kept",
+			 vi.data_block_size, (unsigned long long)base, r->bs);
+		pthread_mutex_lock(&r->lock);
+		ezi_cache_settle(r);
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	for (unsigned i = 0; i < vi.root_size && i < 64; i++)
+		snprintf(r->vroot + 2 * i, 3, "%02x", vi.root[i]);
+	r->vbase = base;
+	r->vbits = bits;
+	r->vblocks = vi.data_blocks;
+	tmp = malloc(r->bs);
+	pthread_mutex_lock(&r->lock);
+	/* what was kept before the tree came (the head): checked now, and
+	 * forgotten when it does not match */
+	for (uint64_t b = 0; r->unchecked && b < r->nblocks; b++) {
+		size_t l = ezi_blk_len(r, b);
+
+		if (!r->unchecked[b] || r->state[b] != EZI_B_PRESENT)
+			continue;
+		if (!tmp || ezi_block_copy(r, b, 0, tmp, l) ||
+		    check_blocks(r, v, tmp, b << r->bsbits, l, why,
+				 sizeof(why))) {
+			if (tmp)
+				ezi_rlog(r, EZFS_LOG_ERROR, "%s", why);
+			ezi_block_forget(r, b);
+		}
+	}
+	ezi_cache_settle(r);
+	__atomic_store_n(&r->verity, v, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&r->lock);
+	free(tmp);
+}
+
+int ezfs_remote_verity_root(const ezfs_remote *r, uint8_t root[64],
+			    size_t *root_size, uint64_t *hash_offset,
+			    int *pinned)
+{
+	if (!r->ann.have)
+		return -ENODATA;
+	memcpy(root, r->ann.root, r->ann.root_size);
+	*root_size = r->ann.root_size;
+	*hash_offset = r->ann.hash_offset;
+	*pinned = r->pinned;
+	return 0;
 }

@@ -272,6 +272,24 @@ void cli_remote_keep_unverified(void)
 	ropts.serve_unverified = 1;
 }
 
+void (*cli_remote_verity_hook(void))(void *arg, struct ezfs_verity *v,
+				     uint64_t base)
+{
+	return ezfs_remote_set_verity;
+}
+
+int cli_remote_announced(void *src, uint8_t root[64], size_t *root_size,
+			 uint64_t *hash_offset, int *pinned)
+{
+	return ezfs_remote_verity_root(src, root, root_size, hash_offset,
+				       pinned);
+}
+
+int cli_remote_chunked(void *src, int *pinned)
+{
+	return ezfs_remote_chunk_index(src, pinned) > 0;
+}
+
 #define UNVERIFIED_NAMED 20 /* named on stderr; --errors FILE has all */
 
 struct unverified {
@@ -344,6 +362,30 @@ void cli_remote_keep_unverified(void)
 {
 }
 
+void (*cli_remote_verity_hook(void))(void *arg, struct ezfs_verity *v,
+				     uint64_t base)
+{
+	return NULL;
+}
+
+int cli_remote_announced(void *src, uint8_t root[64], size_t *root_size,
+			 uint64_t *hash_offset, int *pinned)
+{
+	(void)src;
+	(void)root;
+	(void)root_size;
+	(void)hash_offset;
+	(void)pinned;
+	return -ENODATA;
+}
+
+int cli_remote_chunked(void *src, int *pinned)
+{
+	(void)src;
+	(void)pinned;
+	return 0;
+}
+
 int cli_remote_unverified(const char *cmd, const char *img, ezfs_image *fs,
 			  const char *sub, FILE *errs)
 {
@@ -371,24 +413,6 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	return -EPROTONOSUPPORT;
 }
 #endif
-
-int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
-			  ezfs_image **out)
-{
-	const struct ezfs_io_ops *ops;
-	struct ezfs_open_params op = *p;
-	uint64_t size;
-	void *arg;
-	int err;
-
-	*out = NULL;
-	err = cli_remote_source(url, p->log, p->log_arg, p->verbose, &ops, &arg,
-				&size);
-	if (err)
-		return err;
-	op.io_hint = cli_remote_hint();
-	return ezfs_image_open_io(ops, arg, size, &op, out);
-}
 
 /* ------------------------------------------------------------------ */
 /* ezfs cache ls|gc                                                    */

@@ -269,6 +269,7 @@ static struct {
 	/* dm-verity: asked for explicitly (a remote image is checked only
 	 * then), off (--no-verity), what it must be */
 	int verity_asked, no_verity;
+	int require; /* --require-verified */
 	uint8_t root[64];
 	size_t root_size;
 	const char *root_sig, *cert, *hash_file;
@@ -330,12 +331,29 @@ int cli_read_root_hash(const char *cmd, const char *path, uint8_t out[64],
 	return 2;
 }
 
+/* Where a root given to the open came from (cli_trust_root). */
+enum { ROOT_USER = 0, ROOT_MANIFEST_DIGEST, ROOT_MANIFEST_TAG };
+static int root_from;
+/* A remote source's chunk index: 0 none, else where its manifest came
+ * from (ROOT_MANIFEST_*). */
+static int chunked_from;
+
 const char *cli_verity_trust(const struct ezfs_verity_info *vi, char *buf,
 			     size_t size)
 {
 	if (vi->trust == EZFS_VERITY_TRUST_SIGNED)
 		snprintf(buf, size, "signed by %s: trusted",
 			 vi->signer[0] ? vi->signer : "a trusted certificate");
+	else if (vi->trust == EZFS_VERITY_TRUST_GIVEN &&
+		 root_from == ROOT_MANIFEST_DIGEST)
+		snprintf(buf, size,
+			 "announced by the manifest named by digest: "
+			 "trusted");
+	else if (vi->trust == EZFS_VERITY_TRUST_GIVEN &&
+		 root_from == ROOT_MANIFEST_TAG)
+		snprintf(buf, size,
+			 "announced by the manifest of a tag: not a trust "
+			 "anchor");
 	else if (vi->trust == EZFS_VERITY_TRUST_GIVEN)
 		snprintf(buf, size, "given with --root-hash: trusted");
 	else
@@ -352,6 +370,10 @@ static int verity_opt(const char *cmd, int c, const char *arg)
 
 	if (c == CLI_OPT_NO_VERITY) {
 		image_opts.no_verity = 1;
+		return 0;
+	}
+	if (c == CLI_OPT_REQUIRE_VERIFIED) {
+		image_opts.require = 1;
 		return 0;
 	}
 	image_opts.verity_asked = 1;
@@ -422,7 +444,7 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
 	}
 	if (c >= CLI_OPT_CACHE_DIR && c <= CLI_OPT_REMOTE_LAST)
 		return cli_remote_opt(cmd, c, optarg);
-	if (c >= CLI_OPT_ROOT_HASH && c <= CLI_OPT_NO_VERITY)
+	if (c >= CLI_OPT_ROOT_HASH && c <= CLI_OPT_REQUIRE_VERIFIED)
 		return verity_opt(cmd, c, optarg) ? 2 : -1;
 	return cli_opt_default(cmd, c, argv, usage);
 }
@@ -484,9 +506,95 @@ static int check_algs(const char *cmd, const char *img, ezfs_image *fs)
 	return 0;
 }
 
+int cli_trust_root(const char *cmd, const char *img, void *src, int require,
+		   int is_signed, uint8_t root[64], size_t *root_size,
+		   uint64_t *hash_offset)
+{
+	uint8_t ar[64];
+	uint64_t ao = 0;
+	size_t an = 0;
+	int pinned = 0, have, cpinned = 0;
+
+	if (src && cli_remote_chunked(src, &cpinned))
+		chunked_from =
+			cpinned ? ROOT_MANIFEST_DIGEST : ROOT_MANIFEST_TAG;
+	have = src && !cli_remote_announced(src, ar, &an, &ao, &pinned);
+	if (have && !*root_size && !is_signed) {
+		/* the manifest's root: checked as a given one (a tag's is
+		 * still better than none, but no trust anchor) */
+		memcpy(root, ar, an);
+		*root_size = an;
+		root_from = pinned ? ROOT_MANIFEST_DIGEST : ROOT_MANIFEST_TAG;
+	}
+	if (have && !*hash_offset)
+		*hash_offset = ao;
+	if (!require || is_signed ||
+	    (*root_size && root_from != ROOT_MANIFEST_TAG) ||
+	    chunked_from == ROOT_MANIFEST_DIGEST)
+		return 0;
+	if (have || chunked_from)
+		cli_error(cmd,
+			  "%s: --require-verified: its manifest was named by "
+			  "a tag, so the %s it announces is no trust anchor "
+			  "(name it by digest: REPO@sha256:...); refused",
+			  img, have ? "dm-verity root" : "chunk index");
+	else if (src)
+		cli_error(cmd,
+			  "%s: --require-verified: no trusted root: no "
+			  "manifest announces a dm-verity tree "
+			  "(org.erofs.dmverity.* annotations) or a chunk "
+			  "index, and no --root-hash or signed root was "
+			  "given; refused",
+			  img);
+	else
+		cli_error(cmd,
+			  "%s: --require-verified: no trusted root "
+			  "(--root-hash, --root-hash-file or a signed root); "
+			  "refused",
+			  img);
+	return 1;
+}
+
+void cli_trust_warn(const char *cmd, const char *img, ezfs_image *fs)
+{
+	struct ezfs_verity_info vi;
+	char t[300], hex[129];
+
+	if (!cli_is_remote(img) || !fs)
+		return;
+	if (ezfs_image_verity(fs, &vi) && chunked_from) {
+		if (chunked_from == ROOT_MANIFEST_TAG)
+			cli_error(cmd,
+				  "%s: warning: every block is checked against "
+				  "the chunk index of the manifest of a tag: "
+				  "not a trust anchor (name the manifest by "
+				  "digest)",
+				  img);
+		return;
+	}
+	if (ezfs_image_verity(fs, &vi)) {
+		cli_error(cmd,
+			  "%s: warning: no dm-verity tree%s: blocks are "
+			  "served before anything checks them (a layer's "
+			  "digest is checked only once all of it is read); "
+			  "--require-verified refuses such an image",
+			  img,
+			  image_opts.no_verity ? " read (--no-verity)" : "");
+		return;
+	}
+	if (vi.trust == EZFS_VERITY_TRUST_NONE ||
+	    root_from == ROOT_MANIFEST_TAG)
+		cli_error(cmd,
+			  "%s: warning: every block is checked against the "
+			  "dm-verity tree of root %s, %s (--root-hash, or "
+			  "the manifest named by digest)",
+			  img, cli_hex(vi.root, vi.root_size, hex),
+			  cli_verity_trust(&vi, t, sizeof(t)));
+}
+
 /* The dm-verity part of the open: a tree found is used (a remote image's
- * only when asked for). Options that contradict each other are a usage
- * error (exit 2) before anything is read. */
+ * too, its blocks checked as they are fetched). Options that contradict
+ * each other are a usage error (exit 2) before anything is read. */
 static void verity_params(const char *cmd, const char *img,
 			  struct ezfs_open_params *p)
 {
@@ -494,12 +602,14 @@ static void verity_params(const char *cmd, const char *img,
 
 	if (image_opts.no_verity && image_opts.verity_asked)
 		bad = "--no-verity with another dm-verity option";
+	else if (image_opts.no_verity && image_opts.require)
+		bad = "--no-verity with --require-verified";
 	else if (!image_opts.root_sig != !image_opts.cert)
 		bad = "--root-hash-signature and --trusted-cert go together";
 	if (bad)
 		exit(cli_usage_error(cmd, "%s", bad));
-	if (image_opts.no_verity ||
-	    (cli_is_remote(img) && !image_opts.verity_asked))
+	(void)img;
+	if (image_opts.no_verity)
 		return;
 	p->verity = image_opts.verity_asked ? EZFS_VERITY_REQUIRE
 					    : EZFS_VERITY_AUTO;
@@ -511,6 +621,25 @@ static void verity_params(const char *cmd, const char *img,
 	}
 	p->root_hash_sig_file = image_opts.root_sig;
 	p->trusted_cert = image_opts.cert;
+}
+
+/* A remote source's trust into p (the root its manifest announces, when
+ * none was given): 0, or 1 after one line (refused). */
+static int remote_trust(const char *cmd, const char *img, void *src,
+			struct ezfs_open_params *p)
+{
+	if (image_opts.no_verity)
+		return 0;
+	if (cli_trust_root(cmd, img, src, image_opts.require,
+			   image_opts.root_sig != NULL, image_opts.root,
+			   &image_opts.root_size, &image_opts.hash_offset))
+		return 1;
+	if (image_opts.root_size) {
+		p->root_hash = image_opts.root;
+		p->root_hash_size = image_opts.root_size;
+	}
+	p->verity_hash_offset = image_opts.hash_offset;
+	return 0;
 }
 
 int cli_open(const char *cmd, const char *img, struct cli_log *lg,
@@ -545,10 +674,33 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 	verity_params(cmd, img, &p);
 	lg->opening = 1;
 	lg->first_error[0] = '\0';
-	if (cli_is_remote(img))
-		ret = cli_remote_open_image(img, &p, out);
-	else
+	*out = NULL;
+	if (cli_is_remote(img)) {
+		const struct ezfs_io_ops *ops;
+		uint64_t size;
+		void *src;
+
+		ret = cli_remote_source(img, p.log, p.log_arg, p.verbose, &ops,
+					&src, &size);
+		if (!ret && remote_trust(cmd, img, src, &p)) {
+			ops->close(src);
+			lg->opening = 0;
+			return -EACCES;
+		}
+		if (!ret) {
+			p.io_hint = cli_remote_hint();
+			p.io_verity = cli_remote_verity_hook();
+			ret = ezfs_image_open_io(ops, src, size, &p, out);
+		}
+	} else if (cli_trust_root(cmd, img, NULL, image_opts.require,
+				  image_opts.root_sig != NULL, image_opts.root,
+				  &image_opts.root_size,
+				  &image_opts.hash_offset)) {
+		lg->opening = 0;
+		return -EACCES;
+	} else {
 		ret = ezfs_image_open(img, &p, out);
+	}
 	lg->opening = 0;
 	/* one line: the library's own reason beats the bare errno text */
 	if (ret < 0 && lg->first_error[0])
@@ -564,6 +716,8 @@ int cli_open(const char *cmd, const char *img, struct cli_log *lg,
 			*out = NULL;
 		}
 	}
+	if (!ret)
+		cli_trust_warn(cmd, img, *out);
 	return ret;
 }
 

@@ -109,6 +109,7 @@ enum {
 	CLI_OPT_VERITY_HASH_FILE,
 	CLI_OPT_VERITY,
 	CLI_OPT_NO_VERITY,
+	CLI_OPT_REQUIRE_VERIFIED,
 };
 /* Options of remote images (IMAGE a URL; tools/ezfs/cache.c). */
 enum {
@@ -138,7 +139,8 @@ enum {
 	{ "hash-offset", required_argument, NULL, CLI_OPT_HASH_OFFSET },   \
 	{ "verity-hash-file", required_argument, NULL, CLI_OPT_VERITY_HASH_FILE }, \
 	{ "verity", no_argument, NULL, CLI_OPT_VERITY },                   \
-	{ "no-verity", no_argument, NULL, CLI_OPT_NO_VERITY }
+	{ "no-verity", no_argument, NULL, CLI_OPT_NO_VERITY },             \
+	{ "require-verified", no_argument, NULL, CLI_OPT_REQUIRE_VERIFIED }
 #define CLI_REMOTE_OPTS                                                    \
 	{ "cache-dir", required_argument, NULL, CLI_OPT_CACHE_DIR },       \
 	{ "no-cache", no_argument, NULL, CLI_OPT_NO_CACHE },               \
@@ -171,7 +173,11 @@ enum {
 	"  --hash-offset N    the tree's superblock is at byte N of IMAGE\n"   \
 	"  --verity-hash-file F  the tree is in F (at --hash-offset, "         \
 	"default 0)\n"                                                         \
-	"  --verity           a tree is required; --no-verity: none is read\n"
+	"  --verity           a tree is required; --no-verity: none is read\n" \
+	"  --require-verified refuse an image without a trusted root "         \
+	"(given,\n"                                                            \
+	"                     signed, or announced by a manifest named by\n"   \
+	"                     digest): nothing is read unchecked\n"
 #define CLI_REMOTE_HELP                                                        \
 	"  IMAGE may be an http:// or https:// URL, a registry's\n"            \
 	"  oci://HOST[:PORT]/REPO:TAG or .../REPO@sha256:HEX, or an object\n"  \
@@ -226,18 +232,41 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f));
 /* Remote images (tools/ezfs/cache.c): is img a URL? cli_remote_opt
  * handles CLI_OPT_CACHE_DIR..CLI_OPT_REMOTE_LAST (-1: recorded, 2: usage
  * error, 0: not one of them); cli_remote_source opens the URL as io ops
- * for ezfs_image_open_io (log lines do not name it), and
- * cli_remote_open_image does both (with the source's io hint, which
- * cli_remote_hint gives for ezfs_mount_params.io_hint). */
+ * for ezfs_image_open_io (log lines do not name it); cli_remote_hint
+ * gives its io hint (ezfs_open_params.io_hint, ezfs_mount_params.io_hint). */
 int cli_is_remote(const char *img);
 int cli_remote_opt(const char *cmd, int c, const char *arg);
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      unsigned verbose, const struct ezfs_io_ops **ops,
 		      void **arg, uint64_t *size);
-int cli_remote_open_image(const char *url, const struct ezfs_open_params *p,
-			  ezfs_image **out);
 void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 			      unsigned flags);
+/* ezfs_open_params.io_verity of a source (NULL without libcurl), and the
+ * tree its oci:// manifest announces (ezfs_remote_verity_root; -ENODATA:
+ * none, or no libcurl). */
+void (*cli_remote_verity_hook(void))(void *arg, struct ezfs_verity *v,
+				     uint64_t base);
+int cli_remote_announced(void *src, uint8_t root[64], size_t *root_size,
+			 uint64_t *hash_offset, int *pinned);
+/* Does src check its blocks against a chunk index (ezfs_remote_chunk_index;
+ * *pinned: its manifest named by digest)? */
+int cli_remote_chunked(void *src, int *pinned);
+/*
+ * The trust of an image before it opens (cmd's dm-verity options and, for
+ * a remote source src, what its manifest announces): when no root was
+ * given (*root_size 0) and none signed (is_signed 0), the announced root
+ * and hash offset go into root, *root_size and *hash_offset (unless one
+ * was given); with --require-verified (require), an image without a
+ * trusted root is refused. 0, or 1 after one line. src NULL: a local
+ * image.
+ */
+int cli_trust_root(const char *cmd, const char *img, void *src, int require,
+		   int is_signed, uint8_t root[64], size_t *root_size,
+		   uint64_t *hash_offset);
+/* After a remote image opened: one warning when nothing checks its blocks
+ * before they are served (no dm-verity tree), or when its root is only
+ * the tree's own or a tag's manifest's. */
+void cli_trust_warn(const char *cmd, const char *img, ezfs_image *fs);
 /* A command that writes what it reads (extract) calls
  * cli_remote_keep_unverified before it opens img, so that a layer that
  * fails its digest is still read through, and cli_remote_unverified at

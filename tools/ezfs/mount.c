@@ -123,7 +123,12 @@ static void mount_usage(FILE *f)
 		"                      a PKCS#7 signature of the hex root, "
 		"checked\n"
 		"                      against the certificates in "
-		"PEM\n" CLI_REMOTE_HELP);
+		"PEM\n"
+		"  --require-verified  refuse an image without a trusted root "
+		"(given,\n"
+		"                      signed, or announced by a manifest "
+		"named by\n"
+		"                      digest)\n" CLI_REMOTE_HELP);
 }
 
 static void umount_usage(FILE *f)
@@ -268,10 +273,11 @@ static void remote_stats(void *arg, struct ezfs_ctl_remote *o)
 
 int cmd_mount(int argc, char **argv)
 {
-	enum { OPT_LOG = 0x100 };
+	enum { OPT_LOG = 0x100, OPT_REQUIRE };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "log", required_argument, NULL, OPT_LOG },
+		{ "require-verified", no_argument, NULL, OPT_REQUIRE },
 		CLI_REMOTE_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -279,7 +285,8 @@ int cmd_mount(int argc, char **argv)
 	const char *log_path = NULL;
 	ezfs_mount *m;
 	char err[256];
-	int c, ret;
+	int c, ret, require = 0;
+	size_t rn;
 
 	ezfs_mount_params_init(&p);
 	p.log = log_line;
@@ -310,6 +317,9 @@ int cmd_mount(int argc, char **argv)
 			break;
 		case OPT_LOG:
 			log_path = optarg;
+			break;
+		case OPT_REQUIRE:
+			require = 1;
 			break;
 		case 'h':
 			mount_usage(stdout);
@@ -348,10 +358,15 @@ int cmd_mount(int argc, char **argv)
 	}
 	p.image = argv[optind];
 	p.mountpoint = argv[optind + 1];
-	/* a tree found after a local image's filesystem is used */
+	/* a tree found after the filesystem is used (a remote image's
+	 * blocks checked as they are fetched) */
 	if (p.verity < 0)
-		p.verity = cli_is_remote(p.image) ? EZFS_VERITY_OFF
-						  : EZFS_VERITY_AUTO;
+		p.verity = EZFS_VERITY_AUTO;
+	if (require && p.verity == EZFS_VERITY_OFF) {
+		fprintf(stderr, "ezfs mount: -o noverity with "
+				"--require-verified\n");
+		return 2;
+	}
 
 	/* Every FUSE worker and store-ahead helper would get a malloc arena
 	 * of its own, each keeping freed read buffers (128 KiB to 8 MiB): with
@@ -376,8 +391,21 @@ int cmd_mount(int argc, char **argv)
 	    cli_remote_source(p.image, remote_log, (void *)p.image, p.verbose,
 			      &p.io_ops, &p.io_arg, &p.io_size))
 		return 1;
-	if (p.io_ops)
+	/* the root a manifest announces; --require-verified */
+	rn = p.root_hash_size;
+	if (p.verity != EZFS_VERITY_OFF &&
+	    cli_trust_root("mount", p.image, p.io_ops ? p.io_arg : NULL,
+			   require, p.root_hash_sig_file[0] != '\0',
+			   p.root_hash, &rn, &p.verity_hash_offset)) {
+		if (p.io_ops)
+			p.io_ops->close(p.io_arg);
+		return 1;
+	}
+	p.root_hash_size = (unsigned)rn;
+	if (p.io_ops) {
 		p.io_hint = cli_remote_hint();
+		p.io_verity = cli_remote_verity_hook();
+	}
 #ifdef EZFS_HAVE_REMOTE
 	if (p.io_ops)
 		p.io_stats = remote_stats;
@@ -385,6 +413,7 @@ int cmd_mount(int argc, char **argv)
 	ret = ezfs_mount_create(&p, &m);
 	if (ret)
 		return 1;
+	cli_trust_warn("mount", p.image, ezfs_mount_image(m));
 	log_choose(p.foreground);
 	if (!p.foreground && ezfs_mount_daemonize(m)) {
 		ezfs_mount_destroy(m);

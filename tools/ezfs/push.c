@@ -23,13 +23,23 @@ int cmd_push(int argc, char **argv);
 static void push_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezfs push [-q] [--insecure] [--offset N] IMAGE "
-		"oci://HOST[:PORT]/REPO[:TAG]\n"
+		"usage: ezfs push [-q] [--insecure] [--offset N] "
+		"[--media-type TYPE] [--chunk-index] IMAGE\n"
+		"                 oci://HOST[:PORT]/REPO[:TAG]\n"
 		"Upload IMAGE to a registry as the one layer (media type\n"
-		"application/vnd.erofs.layer.v1) of an OCI artifact manifest "
+		"application/vnd.erofs.layer.v1) of an OCI image manifest "
 		"tagged TAG\n"
 		"(default latest), and print the layer's and the manifest's "
 		"digests.\n"
+		"An image with a dm-verity tree after its filesystem (ezfs "
+		"mkfs --verity)\n"
+		"has it checked whole first, and the EROFS image spec's "
+		"annotations\n"
+		"org.erofs.dmverity.hash_offset, .root_digest and .block_size "
+		"on its\n"
+		"layer: a reader of REPO@MANIFEST then checks every block "
+		"against that\n"
+		"root as it fetches it (docs/verity.md).\n"
 		"IMAGE is checked first: what ezfs cannot read (a tar "
 		"archive...) is\n"
 		"refused before anything is sent; an Android sparse image "
@@ -44,7 +54,17 @@ static void push_usage(FILE *f)
 		"localhost)\n"
 		"  --offset N    the image starts at byte N of the file; the "
 		"layer is what\n"
-		"                follows\n");
+		"                follows\n"
+		"  --media-type TYPE  application/vnd.erofs.layer.v1 "
+		"(containerd's, the\n"
+		"                default) or application/vnd.erofs (the "
+		"EROFS image spec's)\n"
+		"  --chunk-index also publish the spec's chunk index (the "
+		"SHA-256 of each\n"
+		"                64 KiB of the layer) as the next layer: "
+		"readers check every\n"
+		"                block they fetch, also without a dm-verity "
+		"tree\n");
 }
 
 #ifdef EZFS_HAVE_REMOTE
@@ -88,15 +108,18 @@ static void push_log(void *arg, int level, const char *msg)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { OPT_OFFSET = 0x100 };
+	enum { OPT_OFFSET = 0x100, OPT_MEDIA_TYPE, OPT_CHUNK_INDEX };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "insecure", no_argument, NULL, 'k' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "offset", required_argument, NULL, OPT_OFFSET },
+		{ "media-type", required_argument, NULL, OPT_MEDIA_TYPE },
+		{ "chunk-index", no_argument, NULL, OPT_CHUNK_INDEX },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, insecure = 0, quiet = 0;
+	const char *mt = NULL;
+	int c, insecure = 0, quiet = 0, chunk_index = 0;
 	uint64_t offset = 0;
 	char *end;
 
@@ -121,6 +144,21 @@ int cmd_push(int argc, char **argv)
 						       "invalid --offset '%s'",
 						       optarg);
 			break;
+		case OPT_MEDIA_TYPE:
+			if (strcmp(optarg, "application/vnd.erofs.layer.v1") &&
+			    strcmp(optarg, "application/vnd.erofs"))
+				return cli_usage_error(
+					"push",
+					"--media-type '%s': "
+					"application/vnd.erofs.layer.v1 or "
+					"application/vnd.erofs (a +zstd layer "
+					"is not written)",
+					optarg);
+			mt = optarg;
+			break;
+		case OPT_CHUNK_INDEX:
+			chunk_index = 1;
+			break;
 		default:
 			return cli_opt_error("push", c, argv);
 		}
@@ -141,6 +179,8 @@ int cmd_push(int argc, char **argv)
 		ezfs_remote_params_init(&p);
 		p.insecure = insecure;
 		p.offset = offset;
+		p.media_type = mt;
+		p.chunk_index = chunk_index;
 		p.log = push_log;
 		p.log_arg = argv[optind + 1];
 		p.progress = push_progress;
@@ -173,6 +213,8 @@ int cmd_push(int argc, char **argv)
 	}
 #else
 	(void)insecure;
+	(void)mt;
+	(void)chunk_index;
 	(void)quiet;
 	(void)offset;
 	fprintf(stderr, "ezfs push: this ezfs was built without libcurl\n");
