@@ -110,6 +110,15 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 		free(b);
 		return -EINVAL;
 	}
+	if ((p->root_xattr_isize && p->root_xattr_isize < 12) ||
+	    p->root_xattr_isize > 65532 || p->fsalign_blocks > (1u << 30)) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "root xattr room %u (0 or 12..65532) or alignment "
+			    "%u blocks (at most 2^30): out of range",
+			    p->root_xattr_isize, p->fsalign_blocks);
+		free(b);
+		return -EINVAL;
+	}
 	err = devices_check(b);
 	if (!err)
 		err = ezi_bld_zalgs_init(b);

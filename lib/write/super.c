@@ -110,6 +110,15 @@ int ezi_bld_write_super(struct ezfs_builder *b)
 	ssize_t n;
 	int err;
 
+	/* --fsalignblks: the size a multiple of a power of two of blocks */
+	if (b->p.fsalign_blocks > 1) {
+		uint64_t a = 1;
+
+		while (a < b->p.fsalign_blocks)
+			a <<= 1;
+		blocks = (blocks + a - 1) / a * a;
+	}
+
 	/* the device's size (plan.c, chunks.c) and the end of the flat address
 	 * space must fit the slot's fields too */
 	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull) ||

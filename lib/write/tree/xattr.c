@@ -268,6 +268,14 @@ int ezi_bld_xattrs_share(struct ezfs_builder *b)
 		in->xattr_isize = isize;
 		in->xattr_filter = EROFS_XATTR_FILTER_DEFAULT & ~filter;
 	}
+	/* --root-xattr-isize: room kept in the root's body, zeros (a body
+	 * without xattrs gets its header, no names: filter all ones) */
+	if (b->ninodes &&
+	    b->inodes[0]->xattr_isize < ((b->p.root_xattr_isize + 3) & ~3u)) {
+		if (!b->inodes[0]->nxattrs)
+			b->inodes[0]->xattr_filter = EROFS_XATTR_FILTER_DEFAULT;
+		b->inodes[0]->xattr_isize = (b->p.root_xattr_isize + 3) & ~3u;
+	}
 out:
 	free(all);
 	return err;
@@ -278,7 +286,7 @@ void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out)
 	uint8_t *p = out + 12;
 	unsigned k;
 
-	memset(out, 0, 12);
+	memset(out, 0, in->xattr_isize); /* and the root's room */
 	put_le32(out, in->xattr_filter);
 	out[4] = (uint8_t)in->nshared;
 	for (k = 0; k < in->nxattrs; k++) {
