@@ -254,7 +254,8 @@ struct ezfs_build_params {
 	/* At least this many bytes of inline xattr room in the root inode
 	 * (mkfs.erofs --root-xattr-isize): its xattr body is padded with
 	 * zeros to max(its size, N rounded up to 4); 0 = none, else
-	 * 12..65532 (-EINVAL). */
+	 * 16..65532 (-EINVAL): a body of 12 bytes is only a header, which
+	 * Linux refuses. */
 	unsigned root_xattr_isize;
 	/* The filesystem's size in blocks rounded up to a multiple of this
 	 * power of two (mkfs.erofs --fsalignblks, which rounds N up to one);

@@ -13,6 +13,12 @@
 #   -zlz4hc --zfeature-bits=6    the fixture's feature set (ztailpacking,
 #                                fragments, dedupe); with MKFS_EROFS2 more
 #                                bit sets give 1.9.3's feature bits
+#   --xattr-inode-digest -zlz4   ezfs fsck, the fsck.erofs name and (with
+#                                FSCK_EROFS2) 1.9.3's fsck.erofs
+#                                --xattr-inode-digest accept the digests;
+#                                ezfs checks 1.9.3's; a changed digest is
+#                                a problem; =user.fp shows each file's
+#                                SHA-256 (extract, kernel); a tar source
 #   --vmdk-desc=vmdk-desc.vmdk   the fixture's descriptor byte for byte
 #                                with the fixture image's UUID (-U): the
 #                                CID comes from it; a blob device named
@@ -148,6 +154,86 @@ RW $bb FLAT \"out/blob\" 0" ]
 		grep -qx 'RW [0-9]* FLAT "out/o.img" 2048' o.vmdk ||
 	t_fail "vmdk-desc with --offset: ezfs mkfs failed"
 
+# ---- --xattr-inode-digest (and fsck's check of it) ----
+FSCK_NAME=$(dirname "$EZFS")/fsck.erofs
+if parity xattr-inode-digest $T --xattr-inode-digest -zlz4; then
+	img=out/xattr-inode-digest.img
+	t_run dg "$EZFS" fsck --xattr-inode-digest "$img"
+	t_check "xattr-inode-digest: ezfs fsck --xattr-inode-digest" 0
+	if [ -x "$FSCK_NAME" ]; then
+		t_run dgc "$FSCK_NAME" --xattr-inode-digest "$img"
+		t_check "xattr-inode-digest: the fsck.erofs name's --xattr-inode-digest" 0
+	fi
+	if [ -n "$PEER_FSCK" ]; then
+		t_run dgp "$PEER_FSCK" --xattr-inode-digest "$img"
+		t_check "xattr-inode-digest: fsck.erofs 1.9.3 --xattr-inode-digest accepts ezfs's digests" 0
+		t_expect "xattr-inode-digest: 1.9.3 found every file's digest (no 'no digest' warning)" \
+			eval '! grep -qi "no digest" "$ERR"'
+	fi
+	t_expect "xattr-inode-digest: 1.9.3's features (ishare_xattrs, plain_xattr_pfx, xattr_prefixes)" \
+		[ "$(info_field "$img" Features)" = "$(zstd -q -d -c \
+		"$PAR/xattr-inode-digest.img.zst" >ref-dg.img &&
+		info_field ref-dg.img Features)" ]
+	# ezfs reads 1.9.3's digests too
+	t_run dgr "$EZFS" fsck --xattr-inode-digest ref-dg.img
+	t_check "xattr-inode-digest: ezfs fsck checks 1.9.3's digests" 0
+	# a digest changed in an inode (the last one: the first are shared
+	# xattrs, in block 0): a problem naming the file, exit 1
+	cp "$img" bad-dg.img
+	off=$(grep -abo 'sha256:' bad-dg.img | tail -n 1 | cut -d: -f1)
+	printf '\x00\x01' | dd of=bad-dg.img bs=1 seek=$((off + 7)) conv=notrunc status=none
+	t_run dgb "$EZFS" fsck -q --xattr-inode-digest bad-dg.img
+	t_check "xattr-inode-digest: a changed digest is a problem" 1 stderr 'inode digest'
+	if [ -n "$PEER_FSCK" ]; then
+		t_run dgbp "$PEER_FSCK" --xattr-inode-digest bad-dg.img
+		t_expect "xattr-inode-digest: 1.9.3's fsck finds the same change" [ "$RC" != 0 ]
+	fi
+fi
+# an image without digests: one line, exit 1
+t_run dgn "$EZFS" fsck --xattr-inode-digest out/fa1.img
+t_check "fsck --xattr-inode-digest of an image without them: exit 1" 1 stderr 'no inode digests'
+t_expect "fsck --xattr-inode-digest of an image without them: one line" \
+	[ "$(grep -c 'ezfs fsck' "$ERR")" = 1 ]
+# a name with a listable prefix: every file shows it, with its SHA-256
+rm -rf x
+"$EZFS" mkfs -q $T --xattr-inode-digest=user.fp out/dgu.img src &&
+	"$EZFS" extract -q out/dgu.img x ||
+	t_fail "xattr-inode-digest=user.fp: ezfs mkfs or extract failed"
+t_expect "xattr-inode-digest=user.fp: each non-empty file's user.fp is sha256: and its SHA-256" \
+	python3 - x <<'PY'
+import hashlib, os, sys
+n = 0
+for d, _, fs in os.walk(sys.argv[1]):
+    for f in fs:
+        p = os.path.join(d, f)
+        if os.path.islink(p) or not os.path.isfile(p):
+            continue
+        data = open(p, "rb").read()
+        names = os.listxattr(p, follow_symlinks=False)
+        if not data:
+            assert "user.fp" not in names, p
+            continue
+        v = os.getxattr(p, "user.fp", follow_symlinks=False)
+        assert v == b"sha256:" + hashlib.sha256(data).digest(), p
+        n += 1
+assert n > 100, n
+PY
+if [ "$KMOUNT" = 1 ] && t_kmount out/dgu.img "$TMP/mnt"; then
+	f=$(find "$TMP/mnt" -type f -size +0 | head -n 1)
+	t_expect "xattr-inode-digest=user.fp: the kernel shows it" [ "$(getfattr \
+		--only-values -n user.fp "$f" 2>/dev/null | tail -c 32 | od -An -tx1 |
+		tr -d ' \n')" = "$(sha256sum <"$f" | cut -c1-64)" ]
+	t_kumount "$TMP/mnt"
+fi
+# a tar source
+tar -C src --format=pax --sort=name -cf src.tar . 2>/dev/null
+"$EZFS" mkfs -q $T --tar=f --xattr-inode-digest out/dgt.img src.tar &&
+	t_run dgt "$EZFS" fsck --xattr-inode-digest out/dgt.img &&
+	t_check "xattr-inode-digest of a tar: ezfs fsck passes" 0 ||
+	t_fail "xattr-inode-digest of a tar: ezfs mkfs failed"
+[ -n "$PEER_FSCK" ] && t_run dgtp "$PEER_FSCK" --xattr-inode-digest out/dgt.img &&
+	t_check "xattr-inode-digest of a tar: fsck.erofs 1.9.3 passes" 0
+
 # ---- bad values: one line, exit 2, nothing written ----
 bad() { # WHAT ARGS...
 	local what=$1
@@ -159,6 +245,7 @@ bad() { # WHAT ARGS...
 	t_expect "$what: no image" [ ! -e out/bad.img -a ! -e bad.vmdk ]
 }
 bad --root-xattr-isize=8 --root-xattr-isize=8
+bad --root-xattr-isize=12 --root-xattr-isize=12
 bad --root-xattr-isize=65533 --root-xattr-isize=65533
 bad --root-xattr-isize=x --root-xattr-isize=x
 bad --fsalignblks=-1 --fsalignblks=-1
@@ -166,6 +253,9 @@ bad --fsalignblks=2G --fsalignblks=2G
 bad --fsalignblks=0x80000000 --fsalignblks=0x80000000
 bad --zfeature-bits=256 --zfeature-bits=256
 bad --zfeature-bits=-1 --zfeature-bits=-1
+bad --xattr-inode-digest= --xattr-inode-digest=
+bad --xattr-inode-digest --xattr-inode-digest -zlz4 -Efragments
+bad --xattr-inode-digest --xattr-inode-digest -zlz4 --zD
 bad --vmdk-desc= --vmdk-desc=
 bad --vmdk-desc --vmdk-desc=bad.vmdk --sparse
 bad --vmdk-desc --vmdk-desc=bad.vmdk --offset=100

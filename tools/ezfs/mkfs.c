@@ -789,6 +789,9 @@ static int kernel_refuses(const struct ezfs_build_params *p, unsigned max)
 		return 1;
 	if (p->chunksize && too_new("chunked_file", "--chunksize", max))
 		return 1;
+	if (p->inode_digest_xattr &&
+	    too_new("xattr_prefixes", "--xattr-inode-digest", max))
+		return 1;
 	if ((p->blobdev || p->tar_index) &&
 	    too_new("device_table", p->blobdev ? "--blobdev" : "--tar=i", max))
 		return 1;

@@ -74,10 +74,10 @@ int mkfs_extra_opt(int c, const char *arg, struct ezfs_build_params *p,
 
 	switch (c) {
 	case MKFS_OPT_ROOT_XATTR_ISIZE:
-		if (number(arg, &v) || (v && v < 12) || v > 65532)
+		if (number(arg, &v) || (v && v < 16) || v > 65532)
 			return cli_usage_error(CMD,
 					       "--root-xattr-isize=%s: takes 0 "
-					       "or 12..65532 (bytes)",
+					       "or 16..65532 (bytes)",
 					       arg);
 		p->root_xattr_isize = (unsigned)v;
 		return 0;

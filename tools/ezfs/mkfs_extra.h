@@ -22,10 +22,11 @@ enum {
 	{ "root-xattr-isize", required_argument, NULL, MKFS_OPT_ROOT_XATTR_ISIZE }, \
 	{ "fsalignblks", required_argument, NULL, MKFS_OPT_FSALIGNBLKS },  \
 	{ "zfeature-bits", required_argument, NULL, MKFS_OPT_ZFEATURE_BITS }, \
+	{ "xattr-inode-digest", optional_argument, NULL, MKFS_OPT_XATTR_INODE_DIGEST }, \
 	{ "vmdk-desc", required_argument, NULL, MKFS_OPT_VMDK_DESC }
 /* clang-format on */
 #define MKFS_EXTRA_HELP                                                        \
-	"  --root-xattr-isize=N  at least N bytes (0 or 12..65532) of inline " \
+	"  --root-xattr-isize=N  at least N bytes (0 or 16..65532) of inline " \
 	"xattr\n"                                                              \
 	"                        room in the root inode\n"                     \
 	"  --fsalignblks=N       the image's size a multiple of N blocks (N\n" \
@@ -38,6 +39,11 @@ enum {
 	"                        3 all-fragments, 4 dedupe, 5 fragdedupe, 6 "  \
 	"48bit,\n"                                                             \
 	"                        7 dot-omitted\n"                              \
+	"  --xattr-inode-digest[=NAME]\n"                                      \
+	"                        each regular file's SHA-256 in xattr NAME\n"  \
+	"                        (default erofs.fingerprint.v1, hidden; "      \
+	"not\n"                                                                \
+	"                        with fragments, --zD, -m or layers)\n"        \
 	"  --vmdk-desc=FILE      write a VMDK descriptor of the image (one "   \
 	"flat\n"                                                               \
 	"                        extent per 2 GiB) to FILE\n"
