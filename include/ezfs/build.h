@@ -268,8 +268,8 @@ struct ezfs_build_params {
 	 * the 32-byte SHA-256 of its contents; the superblock names the
 	 * prefix (COMPAT ISHARE_XATTRS). NULL = none; 1..255 bytes. The
 	 * prefix table is stored plain (COMPAT PLAIN_XATTR_PFX); not with a
-	 * packed inode (fragments, compress_dir), metabox_pcluster or a
-	 * rebuild (-EINVAL). */
+	 * packed inode (fragments, compress_dir), metabox_pcluster, a tar
+	 * index or a rebuild (-EINVAL). */
 	const char *inode_digest_xattr;
 };
 

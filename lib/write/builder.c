@@ -50,6 +50,8 @@ static int devices_check(struct ezfs_builder *b)
 	else if (p->inode_digest_xattr && (!*p->inode_digest_xattr ||
 					   strlen(p->inode_digest_xattr) > 255))
 		why = "inode digest xattr name: 1..255 bytes";
+	else if (p->inode_digest_xattr && p->tar_index)
+		why = "inode digests: a tar index does not read the data";
 	else if (p->inode_digest_xattr &&
 		 (p->metabox_pcluster || p->compress_dir ||
 		  (p->flags &

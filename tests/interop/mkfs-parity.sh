@@ -256,9 +256,20 @@ bad --zfeature-bits=-1 --zfeature-bits=-1
 bad --xattr-inode-digest= --xattr-inode-digest=
 bad --xattr-inode-digest --xattr-inode-digest -zlz4 -Efragments
 bad --xattr-inode-digest --xattr-inode-digest -zlz4 --zD
+bad --xattr-inode-digest --xattr-inode-digest --tar=i
 bad --vmdk-desc= --vmdk-desc=
 bad --vmdk-desc --vmdk-desc=bad.vmdk --sparse
 bad --vmdk-desc --vmdk-desc=bad.vmdk --offset=100
+# the tar of --tar=i, named in the descriptor: not standard input
+rm -f out/bad.img
+t_run vmdk-stdin "$EZFS" mkfs -q --tar=i --vmdk-desc=bad.vmdk out/bad.img <src.tar
+t_check "--vmdk-desc with --tar=i from standard input: exit 2" 2 stderr 'vmdk-desc'
+t_expect "--vmdk-desc with --tar=i from standard input: no image" [ ! -e out/bad.img ]
+# --tar=i from a file: the tar is the second extent
+"$EZFS" mkfs -q $T --tar=i --vmdk-desc=ti.vmdk out/ti.img src.tar &&
+	t_expect "vmdk-desc with --tar=i: the tar's extent" \
+		grep -qx "RW $(($(stat -c %s src.tar) / 512)) FLAT \"src.tar\" 0" ti.vmdk ||
+	t_fail "vmdk-desc with --tar=i: ezfs mkfs failed"
 # a descriptor that cannot be written: one line, exit 1
 t_run vmdk-dir "$EZFS" mkfs -q --vmdk-desc=nodir/x.vmdk out/v.img src
 t_check "vmdk-desc into a missing folder: exit 1 naming it" 1 stderr 'nodir/x.vmdk'

@@ -1380,6 +1380,11 @@ int cmd_mkfs(int argc, char **argv)
 	} else if (cp.mtime == 2) {
 		p.time_mode = EZFS_TIME_SOURCE;
 	}
+	if (ex.vmdk && tar == 2 && argc - optind < 2) {
+		ret = cli_usage_error(CMD, "--vmdk-desc: names the tar of "
+					   "--tar=i: not from standard input");
+		goto out;
+	}
 	if (ex.vmdk &&
 	    ((p.flags & EZFS_BUILD_SPARSE) || p.image_offset % 512)) {
 		ret = cli_usage_error(CMD, "--vmdk-desc: a flat extent of a "

@@ -121,6 +121,7 @@ int mkfs_extra_check(const struct ezfs_build_params *p, int rebuild)
 {
 	const char *why =
 		rebuild		      ? "a rebuild (layers)"
+		: p->tar_index	      ? "--tar=i (its data is not read)"
 		: p->metabox_pcluster ? "-m (metabox)"
 		: p->compress_dir     ? "--zD"
 		: p->flags & (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS)
