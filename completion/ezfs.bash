@@ -140,7 +140,8 @@ _ezfs_takes_value()
 		--output | --format | --compress | --cache-dir | --cache-max | \
 		--remote-timeout | --remote-retries | --max | --reader | --root-hash | \
 		--root-hash-file | --root-hash-signature | --trusted-cert | \
-		--hash-offset | --verity-hash-file | --verity-salt | --verity-uuid)
+		--hash-offset | --verity-hash-file | --verity-salt | --verity-uuid | \
+		--root-xattr-isize | --fsalignblks | --zfeature-bits | --vmdk-desc)
 		return 0
 		;;
 	esac

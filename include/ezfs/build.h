@@ -251,6 +251,26 @@ struct ezfs_build_params {
 	int verity_has_uuid;
 	uint8_t verity_uuid[16];
 	const char *verity_hash_file;
+	/* At least this many bytes of inline xattr room in the root inode
+	 * (mkfs.erofs --root-xattr-isize): its xattr body is padded with
+	 * zeros to max(its size, N rounded up to 4); 0 = none, else
+	 * 16..65532 (-EINVAL): a body of 12 bytes is only a header, which
+	 * Linux refuses. */
+	unsigned root_xattr_isize;
+	/* The filesystem's size in blocks rounded up to a multiple of this
+	 * power of two (mkfs.erofs --fsalignblks, which rounds N up to one);
+	 * 0 or 1 = none, at most 1 << 30 (-EINVAL). */
+	uint32_t fsalign_blocks;
+	/* Inode digests (mkfs.erofs --xattr-inode-digest[=NAME]): each
+	 * non-empty regular file gets the xattr NAME (a long xattr prefix
+	 * with an empty suffix, hidden from listxattr unless NAME starts
+	 * with user., trusted. or security.) whose value is "sha256:" and
+	 * the 32-byte SHA-256 of its contents; the superblock names the
+	 * prefix (COMPAT ISHARE_XATTRS). NULL = none; 1..255 bytes. The
+	 * prefix table is stored plain (COMPAT PLAIN_XATTR_PFX); not with a
+	 * packed inode (fragments, compress_dir), metabox_pcluster, a tar
+	 * index or a rebuild (-EINVAL). */
+	const char *inode_digest_xattr;
 };
 
 struct ezfs_build_stats {

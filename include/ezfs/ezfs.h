@@ -562,6 +562,14 @@ EZFS_API ssize_t ezfs_listxattr(ezfs_inode *ino, char *buf, size_t size);
  * -ENODATA if absent, -ERANGE if too small, else read errors. */
 EZFS_API ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf,
 			       size_t size);
+/* The inode digest (mkfs.erofs --xattr-inode-digest; docs/erofs-format.md
+ * 8.8): the value of the xattr named by the superblock's ishare prefix,
+ * "sha256:" and 32 bytes for a non-empty regular file, whatever the
+ * prefix's name (often one listxattr hides). Returns its length, as
+ * ezfs_getxattr (size 0: the size needed); -EOPNOTSUPP if the image has
+ * no ISHARE_XATTRS, -ENODATA if this inode has none, -ERANGE, read
+ * errors. Thread-safe as ezfs_getxattr. */
+EZFS_API ssize_t ezfs_inode_digest(ezfs_inode *ino, void *buf, size_t size);
 
 /* ------------------------------------------------------------------ */
 /* Statistics of the caches                                            */
@@ -591,6 +599,13 @@ struct ezfs_fsck_params {
 	void *arg;
 	unsigned threads; /* data decoding threads; 0 = 1 */
 	int skip_data;	  /* 1: metadata only */
+	/* 1: also check the inode digests (fsck.erofs --xattr-inode-digest,
+	 * ezfs_inode_digest): a non-empty regular file's must be "sha256:"
+	 * and the SHA-256 of its data, else a problem; a file without one
+	 * is skipped, as 1.9.3 does. An image without them (no
+	 * ISHARE_XATTRS) is -ENODATA before any check; not with skip_data
+	 * (-EINVAL). */
+	int inode_digests;
 };
 
 struct ezfs_fsck_result {

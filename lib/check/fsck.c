@@ -13,6 +13,7 @@
 #include "ezfs/engine.h"
 #include "ezfs/ezfs.h"
 #include "util/hash.h"
+#include "util/sha256.h"
 #include "util/pool.h"
 #include "util/vec.h"
 
@@ -286,9 +287,43 @@ static void check_extents(struct fsck *f, ezfs_inode *ino, uint64_t nid,
  * (decoded ahead by its readers with the dispatcher's workers), holes
  * skipped: a sparse 1 PiB file is not a petabyte of zeros to decode.
  */
+/* The file's inode digest against the SHA-256 of its data (md) */
+static void check_digest(struct fsck *f, struct djob *j, struct ezi_sha256 *md)
+{
+	uint8_t want[40], got[32];
+	ssize_t n = ezfs_inode_digest(j->ino, want, sizeof(want));
+
+	ezi_sha256_final(md, got);
+	if (n == -ENODATA)
+		return;
+	if (n < 0)
+		problem(f, j->nid, j->path, "inode digest: %s",
+			err_str((int)n));
+	else if (n != 39 || memcmp(want, "sha256:", 7))
+		problem(f, j->nid, j->path,
+			"inode digest: not a sha256: value (%zd bytes)", n);
+	else if (memcmp(want + 7, got, 32))
+		problem(f, j->nid, j->path,
+			"inode digest: the data's SHA-256 differs");
+}
+
+/* Holes of the data as zeros into md */
+static void digest_zeros(struct ezi_sha256 *md, uint64_t len)
+{
+	static const uint8_t zeros[65536];
+
+	while (len) {
+		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
+
+		ezi_sha256_update(md, zeros, n);
+		len -= n;
+	}
+}
+
 static void check_data(struct fsck *f, struct djob *j)
 {
 	uint64_t pos = 0, off = 0, pending = 0;
+	struct ezi_sha256 md;
 	ezfs_stream *s;
 	const void *data;
 	size_t len;
@@ -300,8 +335,13 @@ static void check_data(struct fsck *f, struct djob *j)
 		problem(f, j->nid, j->path, "data check: %s", err_str(ret));
 		return;
 	}
+	ezi_sha256_init(&md);
 	while ((ret = ezfs_stream_next(s, &data, &off, &len)) > 0 &&
 	       off == pos) {
+		if (f->p->inode_digests && data)
+			ezi_sha256_update(&md, data, len);
+		else if (f->p->inode_digests)
+			digest_zeros(&md, len);
 		pos += len;
 		pending += len;
 		if (pending >= FSCK_PROGRESS_BYTES / 4) {
@@ -324,6 +364,8 @@ static void check_data(struct fsck *f, struct djob *j)
 		if (n != 0)
 			problem(f, j->nid, j->path, "read at EOF returned %zd",
 				n);
+		else if (f->p->inode_digests && j->size)
+			check_digest(f, j, &md);
 	}
 	progress(f, 0, pending);
 }
@@ -761,6 +803,13 @@ int ezfs_fsck(ezfs_image *img, const struct ezfs_fsck_params *p,
 		goto out;
 	}
 	ezfs_inode_stat(root, &st);
+	if (given.inode_digests &&
+	    (given.skip_data ||
+	     ezfs_inode_digest(root, NULL, 0) == -EOPNOTSUPP)) {
+		ezfs_inode_put(root);
+		ret = given.skip_data ? -EINVAL : -ENODATA;
+		goto out;
+	}
 	if (!S_ISDIR(st.mode)) {
 		problem(&f, rnid, "/", "root is not a directory (mode 0%o)",
 			st.mode);

@@ -112,6 +112,7 @@ struct ezfs_image {
 	bool filter_ok;	     /* xattr name filter usable */
 	bool zero_padding;
 	bool prefixes_plain; /* long prefix table location */
+	int ishare_index;    /* inode digests' xattr index (0x80 | n); -1 */
 
 	ezfs_inode *packed;  /* NULL if none */
 	ezfs_inode *metabox; /* NULL if none */

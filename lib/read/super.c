@@ -280,6 +280,10 @@ static int parse_super(ezfs_image *img, const struct ezfs_open_params *p)
 	si->volume_name[16] = '\0';
 	si->extra_devices = get_le16(&sb->extra_devices);
 	si->xattr_prefix_count = sb->xattr_prefix_count;
+	img->ishare_index =
+		si->feature_compat & EROFS_FEATURE_COMPAT_ISHARE_XATTRS
+			? EROFS_XATTR_LONG_PREFIX | sb->ishare_xattr_prefix_id
+			: -1;
 	si->packed_nid = get_le64(&sb->packed_nid);
 	img->filter_ok =
 		(si->feature_compat & EROFS_FEATURE_COMPAT_XATTR_FILTER) &&

@@ -126,7 +126,8 @@ struct xiter {
 	/* listxattr */
 	char *buf;
 	size_t size, used;
-	/* getxattr */
+	/* getxattr; raw >= 0: the entry of that index with no suffix */
+	int raw;
 	const char *name;
 	size_t namelen;
 	void *vbuf;
@@ -149,6 +150,10 @@ static int visit_entry(struct xiter *it, const uint8_t *e, unsigned avail,
 		   "nid %llu: xattr entry (%u bytes) overruns its area (%u)",
 		   NID(it->ino), sz, avail);
 	*consumed = sz;
+	if (it->raw >= 0)
+		return e[1] == it->raw && !nlen
+			       ? it->fn(it, "", "", 0, e + 4, 0, e + 4, vlen)
+			       : 0;
 	if (!entry_prefix(img, e[1], &pfx, &infix, &ilen))
 		return 0;
 	return it->fn(it, pfx, infix, ilen, e + 4, nlen, e + 4 + nlen, vlen);
@@ -257,7 +262,7 @@ static int list_fn(struct xiter *it, const char *pfx, const char *infix,
 ssize_t ezfs_listxattr(ezfs_inode *ino, char *buf, size_t size)
 {
 	struct xiter it = {
-		.ino = ino, .fn = list_fn, .buf = buf, .size = size
+		.ino = ino, .fn = list_fn, .buf = buf, .size = size, .raw = -1
 	};
 	int err = xattr_walk(&it);
 
@@ -314,6 +319,7 @@ ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf, size_t size)
 			    .namelen = strlen(name),
 			    .vbuf = buf,
 			    .vsize = size,
+			    .raw = -1,
 			    .result = -ENODATA };
 	uint8_t hdr[4];
 	int err;
@@ -332,4 +338,24 @@ ssize_t ezfs_getxattr(ezfs_inode *ino, const char *name, void *buf, size_t size)
 	if (err < 0)
 		return err;
 	return it.result;
+}
+
+ssize_t ezfs_inode_digest(ezfs_inode *ino, void *buf, size_t size)
+{
+	struct xiter it = { .ino = ino,
+			    .fn = get_fn,
+			    .raw = ino->img->ishare_index,
+			    .name = "",
+			    .namelen = 0,
+			    .vbuf = buf,
+			    .vsize = size,
+			    .result = -ENODATA };
+	int err;
+
+	if (it.raw < 0)
+		return -EOPNOTSUPP;
+	if (!ino->xattr_isize)
+		return -ENODATA;
+	err = xattr_walk(&it);
+	return err < 0 ? err : it.result;
 }

@@ -47,6 +47,18 @@ static int devices_check(struct ezfs_builder *b)
 		why = "a tar index chooses its own chunk sizes: no chunk size";
 	else if (p->tar_index && p->blobdev)
 		why = "a tar index has the tar as its device: no blob device";
+	else if (p->inode_digest_xattr && (!*p->inode_digest_xattr ||
+					   strlen(p->inode_digest_xattr) > 255))
+		why = "inode digest xattr name: 1..255 bytes";
+	else if (p->inode_digest_xattr && p->tar_index)
+		why = "inode digests: a tar index does not read the data";
+	else if (p->inode_digest_xattr &&
+		 (p->metabox_pcluster || p->compress_dir ||
+		  (p->flags &
+		   (EZFS_BUILD_FRAGMENTS | EZFS_BUILD_ALL_FRAGMENTS))))
+		why = "inode digests: their prefix table is stored plain: no "
+		      "packed inode (fragments, compressed directories) or "
+		      "metabox";
 	else if (p->blobdev && !p->chunksize)
 		why = "a blob device takes chunk data: it needs a chunk size";
 	else if (p->blobdev && !*p->blobdev)
@@ -107,6 +119,15 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 			    "chunk size %u: must be a power of two, at least "
 			    "the block size, at most 1 GiB",
 			    p->chunksize);
+		free(b);
+		return -EINVAL;
+	}
+	if ((p->root_xattr_isize && p->root_xattr_isize < 16) ||
+	    p->root_xattr_isize > 65532 || p->fsalign_blocks > (1u << 30)) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "root xattr room %u (0 or 16..65532) or alignment "
+			    "%u blocks (at most 2^30): out of range",
+			    p->root_xattr_isize, p->fsalign_blocks);
 		free(b);
 		return -EINVAL;
 	}
@@ -188,6 +209,8 @@ void ezfs_builder_free(ezfs_builder *b)
 /* After the tree is read: place the config records and shared xattrs. */
 static int scanned(ezfs_builder *b)
 {
+	int err;
+
 	/* config records follow the superblock; shared xattrs follow them */
 	if (b->big_pcluster)
 		b->cfgs_len = ezi_bld_cfgs_encode(b, NULL);
@@ -202,7 +225,8 @@ static int scanned(ezfs_builder *b)
 			b->devt_off + (b->nrdevs ? b->nrdevs : 1) *
 					      sizeof(struct erofs_deviceslot);
 	}
-	return ezi_bld_xattrs_share(b);
+	err = ezi_bld_digests(b);
+	return err ? err : ezi_bld_xattrs_share(b);
 }
 
 int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
@@ -239,6 +263,8 @@ int ezfs_builder_scan_images(ezfs_builder *b, const char *const *layers,
 	else if (p->chunksize || p->blobdev)
 		why = "a rebuild references the layers' data: no chunk size or "
 		      "blob device";
+	else if (p->inode_digest_xattr)
+		why = "a rebuild references the layers' data: no inode digests";
 	if (why) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s", why);
 		return -EINVAL;

@@ -15,12 +15,17 @@ struct ezfs_codec_ops;
 
 struct bxattr {
 	char *name;	    /* full name, NUL terminated */
-	const char *suffix; /* name after the short prefix */
-	uint8_t index;	    /* short prefix index (8.4) */
+	const char *suffix; /* name after the (short or long) prefix */
+	uint8_t index;	    /* prefix index (8.4; 0x80 | n: long prefix n) */
 	uint8_t suffix_len;
 	uint16_t vlen;
 	uint8_t *value;
 	int32_t shared_id; /* -1: inline */
+	/* the name filter's (8.6): the name after the short prefix, and
+	 * that prefix's index (a long prefix's base index) */
+	const char *hname;
+	uint8_t hlen;
+	uint8_t hindex;
 };
 
 struct bdentry {
@@ -173,6 +178,9 @@ struct ezfs_builder {
 	uint32_t shared_len;
 	uint32_t nshared;
 	uint32_t shared_start; /* byte offset of the area in the image */
+	/* --xattr-inode-digest: the long prefix table (one entry), plain at
+	 * pfx_start, the end of the shared area (shared_len counts it) */
+	uint32_t pfx_start, pfx_len;
 
 	/* compression: configurations, hints (regex_t each) */
 	struct ezfs_build_zalg zalgs[EZFS_BUILD_MAX_ZALGS];
@@ -618,6 +626,14 @@ int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
 		      const char *name, const void *value, size_t vlen);
 void ezi_bld_xattrs_sort(struct binode *in);
 int ezi_bld_xattrs_share(struct ezfs_builder *b);
+/* tree/digest.c: --xattr-inode-digest: every non-empty regular file's
+ * "sha256:" digest xattr added, the long prefix table made (appended to
+ * the shared area by ezi_bld_xattrs_share); 0 or -errno (logged). */
+int ezi_bld_digests(struct ezfs_builder *b);
+/* The long prefix table for ezi_bld_xattrs_share: *len bytes (malloc'd),
+ * NULL without --xattr-inode-digest. */
+uint8_t *ezi_bld_prefix_table(const struct ezfs_builder *b, uint32_t *len);
+
 /* Write the inode's xattr ibody (xattr_isize bytes) at out. */
 void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out);
 

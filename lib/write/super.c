@@ -110,6 +110,15 @@ int ezi_bld_write_super(struct ezfs_builder *b)
 	ssize_t n;
 	int err;
 
+	/* --fsalignblks: the size a multiple of a power of two of blocks */
+	if (b->p.fsalign_blocks > 1) {
+		uint64_t a = 1;
+
+		while (a < b->p.fsalign_blocks)
+			a <<= 1;
+		blocks = (blocks + a - 1) / a * a;
+	}
+
 	/* the device's size (plan.c, chunks.c) and the end of the flat address
 	 * space must fit the slot's fields too */
 	if (blocks > (bit48 ? 0xFFFFFFFFFFFFull : 0xFFFFFFFFull) ||
@@ -149,6 +158,18 @@ int ezi_bld_write_super(struct ezfs_builder *b)
 	}
 	if (b->chunked)
 		incompat |= EROFS_FEATURE_INCOMPAT_CHUNKED_FILE;
+	/* --xattr-inode-digest: one long prefix, plain, the ishare one */
+	if (b->pfx_len) {
+		compat |= EROFS_FEATURE_COMPAT_PLAIN_XATTR_PFX |
+			  EROFS_FEATURE_COMPAT_ISHARE_XATTRS;
+		incompat |= EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES;
+		sb[offsetof(struct erofs_super_block, xattr_prefix_count)] = 1;
+		put_le32(sb + offsetof(struct erofs_super_block,
+				       xattr_prefix_start),
+			 b->pfx_start / 4);
+		sb[offsetof(struct erofs_super_block, ishare_xattr_prefix_id)] =
+			0;
+	}
 	if (b->devt_off) {
 		incompat |= EROFS_FEATURE_INCOMPAT_DEVICE_TABLE;
 		put_le16(sb + offsetof(struct erofs_super_block, extra_devices),

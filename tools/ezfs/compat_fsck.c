@@ -35,6 +35,7 @@ enum {
 	CF_PATH,
 	CF_NO_DATA,
 	CF_NO_SBCRC,
+	CF_DIGEST,
 };
 
 struct cf_state {
@@ -71,6 +72,9 @@ static void usage(FILE *f)
 		" --[no-]xattrs        with --extract=X: restore extended\n"
 		"                      attributes (default off); xattrs are\n"
 		"                      always checked\n"
+		" --xattr-inode-digest verify the inode digests recorded as\n"
+		"                      xattrs (mkfs.erofs "
+		"--xattr-inode-digest)\n"
 		" --help               display this help and exit\n"
 		"Extraction options (--extract=X is required):\n"
 		" --force              allow extracting to the root directory\n"
@@ -149,7 +153,7 @@ static void print_ratio(ezfs_image *fs)
 
 /* Check the image: data too unless skip_data. 0 clean, 1 otherwise. */
 static int check(const char *img, unsigned threads, int skip_data, int ratio,
-		 const char *path, const uint64_t *nid)
+		 const char *path, const uint64_t *nid, int digest)
 {
 	struct ezfs_fsck_params p;
 	struct ezfs_fsck_result r;
@@ -176,10 +180,16 @@ static int check(const char *img, unsigned threads, int skip_data, int ratio,
 	memset(&r, 0, sizeof(r));
 	p.threads = threads ? threads : cli_online_cpus();
 	p.skip_data = skip_data;
+	p.inode_digests = digest;
 	p.problem = problem_cb;
 	p.arg = &s;
 	ret = ezfs_fsck(fs, &p, &r);
-	if (ret < 0 && ret != -EUCLEAN)
+	if (ret == -ENODATA && digest)
+		cli_error(CF,
+			  "%s: no inode digests (not made with "
+			  "--xattr-inode-digest)",
+			  img);
+	else if (ret < 0 && ret != -EUCLEAN)
 		cli_fail(CF, img, NULL, ret);
 	if (s.shown > CF_MAX_SHOWN)
 		cli_error(CF, "%s: %" PRIu64 " more problems not shown", img,
@@ -223,6 +233,7 @@ int compat_fsck_main(int argc, char **argv)
 		{ "workers", required_argument, NULL, 'j' },
 		{ "no-data", no_argument, NULL, CF_NO_DATA },
 		{ "no-sbcrc", no_argument, NULL, CF_NO_SBCRC },
+		{ "xattr-inode-digest", no_argument, NULL, CF_DIGEST },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "version", no_argument, NULL, 'V' },
 		CLI_ENGINE_OPTS,
@@ -234,7 +245,7 @@ int compat_fsck_main(int argc, char **argv)
 	const char *dir = NULL;
 	char *end;
 	int c, ret, extract = 0, xonly = 0, ratio = 0, no_data = 0;
-	int owner = geteuid() == 0, xattrs = 0;
+	int owner = geteuid() == 0, xattrs = 0, digest = 0;
 
 	memset(&o, 0, sizeof(o));
 	o.quiet = 1;
@@ -272,6 +283,9 @@ int compat_fsck_main(int argc, char **argv)
 			break;
 		case CF_NO_SBCRC:
 			cli_set_no_sb_crc();
+			break;
+		case CF_DIGEST:
+			digest = 1;
 			break;
 		case CF_EXTRACT:
 			extract = 1;
@@ -327,13 +341,16 @@ int compat_fsck_main(int argc, char **argv)
 	if (xonly && !dir)
 		return cli_usage_error(CF, "extraction options need "
 					   "--extract=X");
+	if (digest && no_data)
+		return cli_usage_error(CF, "--xattr-inode-digest reads the "
+					   "data: not with --no-data");
 	if (o.by_nid && o.subpath)
 		return cli_usage_error(CF, "--nid and --path exclude each "
 					   "other");
 	o.img = argv[optind];
 	if (!dir) /* a plain check, or --extract without X */
 		return check(o.img, o.threads, no_data && !extract, ratio,
-			     o.subpath, o.by_nid ? &o.nid : NULL);
+			     o.subpath, o.by_nid ? &o.nid : NULL, digest);
 	if (is_root_dir(dir) && !(o.force & 2)) {
 		cli_error(CF,
 			  "%s: extracting to the root directory needs "
@@ -341,9 +358,10 @@ int compat_fsck_main(int argc, char **argv)
 			  dir);
 		return 1;
 	}
-	/* metadata first, for every inode; extraction decodes the data */
-	ret = check(o.img, o.threads, 1, 0, o.subpath,
-		    o.by_nid ? &o.nid : NULL);
+	/* metadata first, for every inode; extraction decodes the data
+	 * (the digests need it decoded here) */
+	ret = check(o.img, o.threads, !digest, 0, o.subpath,
+		    o.by_nid ? &o.nid : NULL, digest);
 	if (ret)
 		return ret;
 	o.dest = dir;

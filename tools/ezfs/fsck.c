@@ -45,6 +45,9 @@ static void usage(FILE *f)
 		"CPUs)\n"
 		"  --no-data      check metadata only (and no dm-verity data\n"
 		"                 blocks)\n"
+		"  --xattr-inode-digest\n"
+		"                 also check each file's inode digest (mkfs\n"
+		"                 --xattr-inode-digest)\n"
 		"  -q, --quiet    no progress bar; the summary only when\n"
 		"                 problems are found\n"
 		"  --json         the summary and the problems as one JSON\n"
@@ -249,6 +252,7 @@ int cmd_fsck(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "workers", required_argument, NULL, 'j' },
 		{ "no-data", no_argument, NULL, 'N' },
+		{ "xattr-inode-digest", no_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, 'J' },
 		CLI_ENGINE_OPTS,
@@ -282,6 +286,9 @@ int cmd_fsck(int argc, char **argv)
 		case 'N':
 			p.skip_data = 1;
 			break;
+		case 'D':
+			p.inode_digests = 1;
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -297,6 +304,9 @@ int cmd_fsck(int argc, char **argv)
 	}
 	if (cli_nargs("fsck", argc - optind, 1, 1, "missing IMG"))
 		return 2;
+	if (p.inode_digests && p.skip_data)
+		return cli_usage_error("fsck", "--xattr-inode-digest reads the "
+					       "data: not with --no-data");
 	f.img = argv[optind];
 	if (cli_open("fsck", f.img, &lg, &fs) < 0)
 		return 1;
@@ -312,6 +322,14 @@ int cmd_fsck(int argc, char **argv)
 	p.arg = &f;
 	ret = ezfs_fsck(fs, &p, &r);
 	cli_progress_end(&f.prog, r.data_bytes, r.inodes);
+	if (ret == -ENODATA && p.inode_digests) {
+		cli_error("fsck",
+			  "%s: no inode digests (not made with "
+			  "--xattr-inode-digest)",
+			  f.img);
+		ezfs_image_close(fs);
+		return 1;
+	}
 	if (ret < 0 && ret != -EUCLEAN)
 		cli_fail("fsck", f.img, NULL, ret);
 	if (f.shown > FSCK_MAX_SHOWN)

@@ -15,6 +15,7 @@
 #include "cmd.h"
 #include "common.h"
 #include "ezfs/build.h"
+#include "mkfs_extra.h"
 #include "mkfs_verity.h"
 #include "mkfs_z.h"
 #include "mkfs_sig.h"
@@ -95,7 +96,7 @@ static const char usage_text[] =
 	"                        replaces IMAGE (default: not, as mkfs.erofs\n"
 	"                        and mksquashfs; --no-fsync)\n"
 	"  --max-kernel=X.Y      refuse what Linux X.Y cannot mount "
-	"(docs/kernels.md)\n"
+	"(docs/kernels.md)\n" MKFS_EXTRA_HELP
 	"  -q, --quiet           no progress, no summary\n"
 	"  -V, --version         print the version\n"
 	"mkfs.erofs compatibility:\n"
@@ -788,6 +789,9 @@ static int kernel_refuses(const struct ezfs_build_params *p, unsigned max)
 		return 1;
 	if (p->chunksize && too_new("chunked_file", "--chunksize", max))
 		return 1;
+	if (p->inode_digest_xattr &&
+	    too_new("xattr_prefixes", "--xattr-inode-digest", max))
+		return 1;
 	if ((p->blobdev || p->tar_index) &&
 	    too_new("device_table", p->blobdev ? "--blobdev" : "--tar=i", max))
 		return 1;
@@ -1032,6 +1036,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "sparse", no_argument, NULL, OPT_SPARSE },
 		{ "max-kernel", required_argument, NULL, OPT_MAX_KERNEL },
 		MKFS_VERITY_OPTS,
+		MKFS_EXTRA_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -1042,6 +1047,7 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_ignored ig = { .n = 0 };
 	struct mkfs_compat cp = { .mtime = 0 };
 	struct mkfs_verity mv = { .root_hash_file = NULL };
+	struct mkfs_extra ex = { .vmdk = NULL };
 	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0, rebuild = 0;
 	unsigned max_kernel = 0; /* --max-kernel, EZFS_KVER; 0: any */
 	char *tmpdir = NULL, *target = NULL;
@@ -1191,6 +1197,8 @@ int cmd_mkfs(int argc, char **argv)
 		default:
 			ret = mkfs_verity_opt(c, optarg, &p, &mv);
 			if (ret < 0)
+				ret = mkfs_extra_opt(c, optarg, &p, &ex);
+			if (ret < 0)
 				ret = parse_compat(c, optarg, &p, &ig, &cp);
 			if (ret < 0)
 				ret = cli_opt_error(CMD, c, argv);
@@ -1324,7 +1332,7 @@ int cmd_mkfs(int argc, char **argv)
 		p.chunksize = 0;
 		hints = NULL;
 	}
-	if (mkfs_verity_check(&p, rebuild)) {
+	if (mkfs_verity_check(&p, rebuild) || mkfs_extra_check(&p, rebuild)) {
 		ret = 2;
 		goto out;
 	}
@@ -1372,6 +1380,19 @@ int cmd_mkfs(int argc, char **argv)
 	} else if (cp.mtime == 2) {
 		p.time_mode = EZFS_TIME_SOURCE;
 	}
+	if (ex.vmdk && tar == 2 && argc - optind < 2) {
+		ret = cli_usage_error(CMD, "--vmdk-desc: names the tar of "
+					   "--tar=i: not from standard input");
+		goto out;
+	}
+	if (ex.vmdk &&
+	    ((p.flags & EZFS_BUILD_SPARSE) || p.image_offset % 512)) {
+		ret = cli_usage_error(CMD, "--vmdk-desc: a flat extent of a "
+					   "plain image file at a multiple of "
+					   "512 bytes (not --sparse, or an "
+					   "odd --offset)");
+		goto out;
+	}
 	if ((p.flags & EZFS_BUILD_SPARSE) && p.image_offset) {
 		ret = cli_usage_error(CMD, "--sparse and --offset exclude "
 					   "each other");
@@ -1390,7 +1411,8 @@ int cmd_mkfs(int argc, char **argv)
 	p.progress_arg = &s;
 
 	ret = 1; /* from here on, any failure is an error (exit 1) */
-	if (check_image(argv[optind], &target, &device))
+	if (check_image(argv[optind], &target, &device) ||
+	    mkfs_extra_ready(&ex))
 		goto out;
 	if (tar) {
 		/* a spool file for streamed data goes beside the image (or
@@ -1445,6 +1467,15 @@ int cmd_mkfs(int argc, char **argv)
 	    image_refused(argv[optind], p.image_offset, max_kernel))
 		goto out;
 	if (mkfs_verity_report(b, &mv))
+		goto out;
+	if (ex.vmdk &&
+	    mkfs_extra_report(&ex, argv[optind], p.image_offset,
+			      rebuild ? (const char *const *)argv + optind + 1
+			      : p.blobdev ? &p.blobdev
+			      : tar == 2 && argc - optind == 2
+				      ? (const char *const *)argv + optind + 1
+				      : NULL,
+			      rebuild ? (unsigned)(argc - optind - 1) : 1))
 		goto out;
 	ezfs_builder_stats(b, &st);
 	if (!s.quiet) {

@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "write/internal.h"
 #include "format/erofs_fs.h"
+#include "util/sha256.h"
 
 static const struct {
 	const char *prefix;
@@ -103,6 +105,9 @@ int ezi_bld_xattr_add(struct ezfs_builder *b, struct binode *in,
 	x->suffix = x->name + skip;
 	x->suffix_len = (uint8_t)(strlen(name) - skip);
 	x->shared_id = -1;
+	x->hname = x->suffix;
+	x->hlen = x->suffix_len;
+	x->hindex = index;
 	b->st.xattrs++;
 	return 0;
 }
@@ -235,6 +240,24 @@ int ezi_bld_xattrs_share(struct ezfs_builder *b)
 		b->nshared++;
 	}
 	b->st.shared_xattrs = b->nshared;
+	/* the long prefix table after the shared xattrs */
+	if (b->p.inode_digest_xattr) {
+		uint32_t plen;
+		uint8_t *t = ezi_bld_prefix_table(b, &plen), *ns;
+
+		ns = t ? realloc(b->shared, off + plen) : NULL;
+		if (!ns) {
+			free(t);
+			err = -ENOMEM;
+			goto out;
+		}
+		memcpy(ns + off, t, plen);
+		free(t);
+		b->shared = ns;
+		b->pfx_start = b->shared_start + off;
+		b->pfx_len = plen;
+		b->shared_len = off + plen;
+	}
 
 	for (i = 0; i < b->ninodes; i++) {
 		struct binode *in = b->inodes[i];
@@ -254,9 +277,9 @@ int ezi_bld_xattrs_share(struct ezfs_builder *b)
 			} else {
 				isize += entry_size(x);
 			}
-			filter |= 1u << (ezi_xxh32(x->suffix, x->suffix_len,
+			filter |= 1u << (ezi_xxh32(x->hname, x->hlen,
 						   EROFS_XATTR_FILTER_SEED +
-							   x->index) &
+							   x->hindex) &
 					 (EROFS_XATTR_FILTER_BITS - 1));
 		}
 		if (isize > 12 + 4u * 0xFFFE) {
@@ -268,6 +291,14 @@ int ezi_bld_xattrs_share(struct ezfs_builder *b)
 		in->xattr_isize = isize;
 		in->xattr_filter = EROFS_XATTR_FILTER_DEFAULT & ~filter;
 	}
+	/* --root-xattr-isize: room kept in the root's body, zeros (a body
+	 * without xattrs gets its header, no names: filter all ones) */
+	if (b->ninodes &&
+	    b->inodes[0]->xattr_isize < ((b->p.root_xattr_isize + 3) & ~3u)) {
+		if (!b->inodes[0]->nxattrs)
+			b->inodes[0]->xattr_filter = EROFS_XATTR_FILTER_DEFAULT;
+		b->inodes[0]->xattr_isize = (b->p.root_xattr_isize + 3) & ~3u;
+	}
 out:
 	free(all);
 	return err;
@@ -278,7 +309,7 @@ void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out)
 	uint8_t *p = out + 12;
 	unsigned k;
 
-	memset(out, 0, 12);
+	memset(out, 0, in->xattr_isize); /* and the root's room */
 	put_le32(out, in->xattr_filter);
 	out[4] = (uint8_t)in->nshared;
 	for (k = 0; k < in->nxattrs; k++) {
@@ -293,4 +324,134 @@ void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out)
 		encode_entry(&in->xattrs[k], p);
 		p += entry_size(&in->xattrs[k]);
 	}
+}
+
+/*
+ * The digest name's long prefix (8.5): the short prefix it starts with
+ * (base index and length; 0 and 0: none, a name listxattr hides), as
+ * 1.9.3 matches prefixes (by their bytes, the ACL names too).
+ */
+static void digest_base(const char *name, uint8_t *base, size_t *skip)
+{
+	size_t i;
+
+	*base = 0;
+	*skip = 0;
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i].prefix,
+			     strlen(prefixes[i].prefix))) {
+			*base = prefixes[i].index;
+			*skip = strlen(prefixes[i].prefix);
+			return;
+		}
+}
+
+uint8_t *ezi_bld_prefix_table(const struct ezfs_builder *b, uint32_t *len)
+{
+	const char *name = b->p.inode_digest_xattr;
+	size_t skip, n;
+	uint8_t base, *t;
+
+	digest_base(name, &base, &skip);
+	n = strlen(name) - skip;
+	*len = (uint32_t)((2 + 1 + n + 3) & ~3u);
+	t = calloc(1, *len);
+	if (!t)
+		return NULL;
+	put_le16(t, (uint16_t)(1 + n));
+	t[2] = base;
+	memcpy(t + 3, name + skip, n);
+	return t;
+}
+
+/* The SHA-256 of in's contents into out; 0 or -errno (logged). */
+static int digest_file(struct ezfs_builder *b, struct binode *in, uint8_t *buf,
+		       size_t bufsz, uint8_t out[32])
+{
+	struct ezi_sha256 c;
+	struct bsrc s;
+	uint64_t off = 0;
+	int err = ezi_bld_src_open(b, in, &s);
+
+	if (err)
+		return err;
+	ezi_sha256_init(&c);
+	while (off < in->size) {
+		size_t want = in->size - off < bufsz ? (size_t)(in->size - off)
+						     : bufsz;
+		ssize_t n = ezi_bld_src_pread(&s, buf, want, off);
+
+		if (n <= 0) {
+			err = n < 0 ? (int)n : -EIO;
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: read: %s",
+				    in->srcpath, strerror(-err));
+			break;
+		}
+		ezi_sha256_update(&c, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	if (!err)
+		err = ezi_bld_src_check(b, in, &s);
+	ezi_bld_src_close(&s);
+	ezi_sha256_final(&c, out);
+	return err;
+}
+
+int ezi_bld_digests(struct ezfs_builder *b)
+{
+	const char *name = b->p.inode_digest_xattr;
+	uint8_t *buf, val[39], base;
+	size_t i, skip, bufsz = 1u << 20;
+	int err = 0;
+
+	if (!name)
+		return 0;
+	digest_base(name, &base, &skip);
+	buf = malloc(bufsz);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(val, "sha256:", 7);
+	for (i = 0; i < b->ninodes && !err; i++) {
+		struct binode *in = b->inodes[i];
+		struct bxattr *x, *nx;
+
+		if (!S_ISREG(in->mode) || !in->size)
+			continue;
+		err = digest_file(b, in, buf, bufsz, val + 7);
+		if (err)
+			break;
+		nx = realloc(in->xattrs, (in->nxattrs + 1) * sizeof(*nx));
+		if (!nx) {
+			err = -ENOMEM;
+			break;
+		}
+		in->xattrs = nx;
+		x = &nx[in->nxattrs];
+		memset(x, 0, sizeof(*x));
+		x->name = strdup(name);
+		x->value = malloc(sizeof(val));
+		if (!x->name || !x->value) {
+			free(x->name);
+			free(x->value);
+			err = -ENOMEM;
+			break;
+		}
+		memcpy(x->value, val, sizeof(val));
+		in->nxattrs++;
+		x->vlen = sizeof(val);
+		x->index = EROFS_XATTR_LONG_PREFIX; /* long prefix 0 */
+		x->suffix = x->name + strlen(name);
+		x->suffix_len = 0;
+		x->shared_id = -1;
+		x->hname = x->name + skip;
+		x->hlen = (uint8_t)(strlen(name) - skip);
+		x->hindex = base;
+		b->st.xattrs++;
+		ezi_bld_xattrs_sort(in);
+		if ((i & 255) == 0)
+			ezi_bld_progress(b, EZFS_BUILD_SCAN, i, b->ninodes, 0,
+					 0);
+	}
+	free(buf);
+	return err;
 }
