@@ -251,6 +251,22 @@ struct ezfs_build_params {
 	int verity_has_uuid;
 	uint8_t verity_uuid[16];
 	const char *verity_hash_file;
+	/* mkfs.erofs --gzinfo=FILE: ezfs_builder_scan_tar of a gzip archive
+	 * keeps checkpoints for random access (inflate windows), and once
+	 * ezfs_builder_write has named the image, writes them to this file
+	 * as the AWS SOCI zinfo (version 2; mkfs.erofs 1.9.3's bytes),
+	 * created or replaced through a temporary name. A scan of anything
+	 * but a gzip archive is -EINVAL (logged). */
+	const char *gzinfo_file;
+	/* mkfs.erofs --incremental=data: the tree of the EROFS image at this
+	 * path (usually the image about to be replaced) under the scanned
+	 * one: each name the scan lacks is added with its metadata and its
+	 * data copied (a directory present in both merges, unless the
+	 * scanned one is opaque), so the new image holds both trees. The
+	 * block size must be blksz (else -EINVAL, logged); the UUID is the
+	 * old image's unless has_uuid. Read by ezfs_builder_scan and
+	 * ezfs_builder_scan_tar at their end; not with tar_index. */
+	const char *incremental_base;
 };
 
 struct ezfs_build_stats {

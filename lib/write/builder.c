@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "write/internal.h"
+#include "write/tar/tar.h"
 #include "format/erofs_fs.h"
 
 static double now_s(void)
@@ -80,6 +81,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 	p = &b->p;
 	b->fd = -1;
 	b->datafd = -1;
+	b->olddatafd = -1;
 	b->blobfd = -1;
 	b->blksz = p->blksz ? p->blksz : 4096;
 	if (b->blksz < 512 || b->blksz > 4096 || (b->blksz & (b->blksz - 1))) {
@@ -179,6 +181,9 @@ void ezfs_builder_free(ezfs_builder *b)
 		close(b->fd);
 	if (b->datafd >= 0)
 		close(b->datafd);
+	if (b->olddatafd >= 0)
+		close(b->olddatafd);
+	ezi_tzinfo_free(b->zinfo);
 	if (b->blobfd >= 0)
 		close(b->blobfd);
 	free(b->rdevs);
@@ -218,8 +223,17 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 			    srcdir);
 		return -EINVAL;
 	}
+	if (b->p.gzinfo_file) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: --gzinfo needs a gzip tar archive, not a "
+			    "directory",
+			    srcdir);
+		return -EINVAL;
+	}
 	b->scanned = true;
 	err = ezi_bld_scan(b, srcdir);
+	if (!err && b->p.incremental_base)
+		err = ezi_bld_merge_base(b);
 	return err ? err : scanned(b);
 }
 
@@ -239,6 +253,8 @@ int ezfs_builder_scan_images(ezfs_builder *b, const char *const *layers,
 	else if (p->chunksize || p->blobdev)
 		why = "a rebuild references the layers' data: no chunk size or "
 		      "blob device";
+	else if (p->gzinfo_file || p->incremental_base)
+		why = "a rebuild reads no tar and appends to no image";
 	if (why) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s", why);
 		return -EINVAL;
@@ -254,8 +270,16 @@ int ezfs_builder_scan_tar(ezfs_builder *b, const char *path, const char *tmpdir)
 
 	if (b->scanned)
 		return -EINVAL;
+	if (b->p.incremental_base && b->p.tar_index) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: a tar index is not appended to an image",
+			    b->p.incremental_base);
+		return -EINVAL;
+	}
 	b->scanned = true;
 	err = ezi_bld_scan_tar(b, path, tmpdir);
+	if (!err && b->p.incremental_base)
+		err = ezi_bld_merge_base(b);
 	return err ? err : scanned(b);
 }
 
@@ -272,6 +296,7 @@ void ezfs_builder_stats(const ezfs_builder *b, struct ezfs_build_stats *st)
 int ezfs_builder_write(ezfs_builder *b, const char *path)
 {
 	struct bimage im;
+	char *ztmp = NULL;
 	int err;
 
 	if (!b->scanned || b->fd >= 0)
@@ -291,7 +316,10 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	/* the filesystem is complete; the block list names its blocks */
 	if (!err)
 		err = ezi_bld_block_list(b);
+	if (!err && b->zinfo)
+		err = ezi_bld_zinfo_write(b, &ztmp);
 	err = ezi_bld_image_finish(b, &im, err);
+	err = ezi_bld_zinfo_place(b, ztmp, err);
 	b->st.seconds = now_s() - b->t0;
 	return err;
 }

@@ -15,6 +15,7 @@
 #include "cmd.h"
 #include "common.h"
 #include "ezfs/build.h"
+#include "mkfs_inc.h"
 #include "mkfs_verity.h"
 #include "mkfs_z.h"
 #include "mkfs_sig.h"
@@ -131,7 +132,7 @@ static const char usage_text[] =
 	"Containers:\n"
 	"  --aufs                .wh.NAME whiteouts become overlayfs ones\n"
 	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* "
-	"xattrs\n" MKFS_VERITY_HELP;
+	"xattrs\n" MKFS_INC_HELP MKFS_VERITY_HELP;
 
 struct mkfs_state {
 	int quiet;
@@ -1032,6 +1033,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "sparse", no_argument, NULL, OPT_SPARSE },
 		{ "max-kernel", required_argument, NULL, OPT_MAX_KERNEL },
 		MKFS_VERITY_OPTS,
+		MKFS_INC_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -1042,6 +1044,7 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_ignored ig = { .n = 0 };
 	struct mkfs_compat cp = { .mtime = 0 };
 	struct mkfs_verity mv = { .root_hash_file = NULL };
+	struct mkfs_inc mi = { .incremental = 0 };
 	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0, rebuild = 0;
 	unsigned max_kernel = 0; /* --max-kernel, EZFS_KVER; 0: any */
 	char *tmpdir = NULL, *target = NULL;
@@ -1191,6 +1194,8 @@ int cmd_mkfs(int argc, char **argv)
 		default:
 			ret = mkfs_verity_opt(c, optarg, &p, &mv);
 			if (ret < 0)
+				ret = mkfs_inc_opt(c, optarg, &p, &mi);
+			if (ret < 0)
 				ret = parse_compat(c, optarg, &p, &ig, &cp);
 			if (ret < 0)
 				ret = cli_opt_error(CMD, c, argv);
@@ -1334,6 +1339,10 @@ int cmd_mkfs(int argc, char **argv)
 					  : "need IMAGE and SOURCEDIR");
 		goto out;
 	}
+	ret = mkfs_inc_check(&p, &mi, argv[optind], tar, rebuild, cp.blksz,
+			     s.quiet);
+	if (ret)
+		goto out;
 	if (hints) {
 		ret = mkfs_z_hints(CMD, hints, &p, &zs);
 		if (ret)

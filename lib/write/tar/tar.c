@@ -564,7 +564,18 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		ezi_tstream_close(&c.s);
 		return -EINVAL;
 	}
-	if (!c.s.seekable && !b->p.tar_index)
+	if (b->p.gzinfo_file) {
+		if (c.s.kind != TAR_GZIP) {
+			ezi_bld_log(b, EZFS_LOG_ERROR,
+				    "%s: --gzinfo needs a gzip archive, not a "
+				    "%s one",
+				    c.s.name, ezi_tstream_kind(&c.s));
+			ezi_tstream_close(&c.s);
+			return -EINVAL;
+		}
+		err = ezi_tzinfo_start(&c.s);
+	}
+	if (!err && !c.s.seekable && !b->p.tar_index)
 		err = open_spool(&c, tmpdir);
 	if (!err)
 		err = ezi_tar_tree_init(&c);
@@ -572,6 +583,18 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		err = read_archive(&c);
 	if (!err && b->p.tar_index)
 		err = archive_size(&c);
+	if (!err && c.s.zi) {
+		/* as far as 1.9.3 inflates: its second end-of-archive block */
+		uint8_t blk[512];
+		ssize_t n = ezi_tstream_read(&c.s, blk, sizeof(blk));
+
+		if (n < 0)
+			err = ezi_tar_err(&c, (int)n, "%s",
+					  c.s.err ? c.s.err
+						  : strerror((int)-n));
+		b->zinfo = c.s.zi;
+		c.s.zi = NULL;
+	}
 	/* missing parents: 0755, root, -T or the newest mtime */
 	for (i = 0; !err && i < c.nodes.n; i++) {
 		struct tnode *t = c.nodes.v[i];

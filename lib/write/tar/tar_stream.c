@@ -357,7 +357,9 @@ ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len)
 {
 	ssize_t n;
 
-	if (s->kind == TAR_GZIP)
+	if (s->zi)
+		n = ezi_tzinfo_read(s, buf, len);
+	else if (s->kind == TAR_GZIP)
 		n = read_gzip(s, buf, len);
 	else if (s->kind == TAR_XZ || s->kind == TAR_LZMA)
 		n = read_xz(s, buf, len);
@@ -418,6 +420,7 @@ void ezi_tstream_close(struct tstream *s)
 #endif
 		free(s->z);
 	free(s->ibuf);
+	ezi_tzinfo_free(s->zi);
 	if (s->own_fd && s->fd >= 0)
 		close(s->fd);
 	memset(s, 0, sizeof(*s));
