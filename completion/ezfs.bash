@@ -192,7 +192,7 @@ _ezfs()
 	# mkfs --incremental=, --clean= (data) and --gzinfo= (a file)
 	case $cmd:$cur in
 	mkfs:--incremental=* | mkfs:--clean=*)
-		mapfile -t COMPREPLY < <(compgen -P "${cur%%=*}=" -W "data" -- "${cur#*=}")
+		mapfile -t COMPREPLY < <(compgen -P "${cur%%=*}=" -W "data rvsp" -- "${cur#*=}")
 		return 0
 		;;
 	mkfs:--gzinfo=*)

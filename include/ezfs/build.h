@@ -267,6 +267,11 @@ struct ezfs_build_params {
 	 * old image's unless has_uuid. Read by ezfs_builder_scan and
 	 * ezfs_builder_scan_tar at their end; not with tar_index. */
 	const char *incremental_base;
+	/* mkfs.erofs --incremental=rvsp, --clean=rvsp: ezfs_builder_scan_tar
+	 * skips each regular file's data: the file reads as zeros (space
+	 * reserved for data written later; holes or compressed zeros here).
+	 * Not with tar_index (-EINVAL, logged). */
+	int tar_rvsp;
 };
 
 struct ezfs_build_stats {

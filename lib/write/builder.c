@@ -216,18 +216,13 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 
 	if (b->scanned)
 		return -EINVAL;
-	if (b->p.tar_index) {
+	if (b->p.tar_index || b->p.gzinfo_file) {
 		ezi_bld_log(b, EZFS_LOG_ERROR,
-			    "%s: a tar index is made from a tar archive, not "
-			    "a directory",
-			    srcdir);
-		return -EINVAL;
-	}
-	if (b->p.gzinfo_file) {
-		ezi_bld_log(b, EZFS_LOG_ERROR,
-			    "%s: --gzinfo needs a gzip tar archive, not a "
+			    "%s: %s is made from a tar archive, not a "
 			    "directory",
-			    srcdir);
+			    srcdir,
+			    b->p.tar_index ? "a tar index"
+					   : "a zinfo (--gzinfo)");
 		return -EINVAL;
 	}
 	b->scanned = true;
@@ -270,10 +265,10 @@ int ezfs_builder_scan_tar(ezfs_builder *b, const char *path, const char *tmpdir)
 
 	if (b->scanned)
 		return -EINVAL;
-	if (b->p.incremental_base && b->p.tar_index) {
+	if (b->p.tar_index && (b->p.incremental_base || b->p.tar_rvsp)) {
 		ezi_bld_log(b, EZFS_LOG_ERROR,
-			    "%s: a tar index is not appended to an image",
-			    b->p.incremental_base);
+			    "a tar index is neither appended to an image nor "
+			    "made with its data left out (rvsp)");
 		return -EINVAL;
 	}
 	b->scanned = true;

@@ -604,6 +604,8 @@ int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
 void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 			const struct stat *st);
 int ezi_bld_scan_finish(struct ezfs_builder *b);
+/* tree/tree.c: a directory's "." (unless -E dot-omitted) and ".." */
+int ezi_bld_add_dots(const struct ezfs_builder *b, struct binode *dir);
 /* tree/droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
  * the read tree before "." and ".." are added */
 int ezi_bld_tree_fixup(struct ezfs_builder *b);

@@ -379,8 +379,10 @@ static int copy_file(struct rctx *c, const struct rlayer *L, ezfs_inode *ino,
 			if (k < 0) {
 				err = -errno;
 				ezi_bld_log(b, EZFS_LOG_ERROR,
-					    "%s: copying its data: %s", path,
-					    strerror(errno));
+					    "%s: %s: copying its data to a "
+					    "temporary file: %s",
+					    L->path, path, strerror(errno));
+				break;
 			}
 			w += k;
 		}
@@ -797,9 +799,7 @@ static int merge_base(struct rctx *c, struct rlayer *L)
 
 		if (!S_ISDIR(d->mode))
 			continue;
-		err = b->p.dot_omitted ? 0 : ezi_bld_add_dentry(d, ".", d);
-		if (!err)
-			err = ezi_bld_add_dentry(d, "..", d->parent);
+		err = ezi_bld_add_dots(b, d);
 	}
 	if (!err)
 		err = order_bfs(b);

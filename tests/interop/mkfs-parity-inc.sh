@@ -11,11 +11,13 @@
 #    a missing image, an image of another block size (-b), a file that is
 #    no EROFS image and a full disk: one line, exit 1, the destination byte
 #    for byte as it was (and no file made for the missing one);
+#    --incremental=rvsp of a tar: its files read as zeros, the image's stay;
 #  - with EZFS_PEER_MKFS (1.9.3's mkfs.erofs): fresh gzip archives (levels
 #    1 and 9, two concatenated members) give the same zinfo bytes, and
 #    three other trees (and two with a directory and a file changing
-#    places, hard links and xattrs) appended in sequence the same tree as
-#    1.9.3's image shows (the kernel's view as root, else ezfs extract's).
+#    places, hard links and xattrs) appended in sequence, and a tar with
+#    --incremental=rvsp and --clean=rvsp, the same tree as 1.9.3's image
+#    shows (the kernel's view as root, else ezfs extract's).
 #
 # usage: EZFS_BIN=build/tools/ezfs/ezfs tests/interop/mkfs-parity-inc.sh
 set -uo pipefail
@@ -95,6 +97,32 @@ else
 	else
 		t_fail "incremental: rc=$RC: $(head -c 300 "$ERR")"
 	fi
+
+	# rvsp: the tar's files read as zeros, the image's stay
+	tar -C "$TMP/inc/s2" -cf "$TMP/s2.tar" .
+	cp "$img" "$TMP/rvsp.img"
+	t_run rvsp "$EZFS" mkfs -q "${T[@]}" --incremental=rvsp --tar=f \
+		"$TMP/rvsp.img" "$TMP/s2.tar"
+	rm -rf "$TMP/rx" "$TMP/ix"
+	bad=
+	if [ "$RC" = 0 ] && "$EZFS" extract "$TMP/rvsp.img" "$TMP/rx" >/dev/null 2>&1 &&
+		"$EZFS" extract "$img" "$TMP/ix" >/dev/null 2>&1; then
+		while IFS= read -r -d '' f; do
+			r=${f#"$TMP/inc/s2/"}
+			n=$(stat -c %s "$f")
+			[ "$(stat -c %s "$TMP/rx/$r" 2>/dev/null)" = "$n" ] &&
+				cmp -s -n "$n" "$TMP/rx/$r" /dev/zero || bad="$bad $r"
+		done < <(find "$TMP/inc/s2" -type f -size +0 -print0)
+		# a file of the image that s2 does not hold keeps its bytes
+		k=$(cd "$TMP/ix" && find . -type f -size +0 | while read -r x; do
+			[ -e "$TMP/inc/s2/$x" ] || { echo "$x"; break; }; done)
+		[ -n "$k" ] && cmp -s "$TMP/ix/$k" "$TMP/rx/$k" || bad="$bad (kept: $k)"
+	else
+		bad="rc=$RC $(head -c 200 "$ERR")"
+	fi
+	t_expect "incremental=rvsp of a tar: its files read as zeros, the image's kept${bad:+ (bad:$bad)}" \
+		[ -z "$bad" ]
+	rm -rf "$TMP/rx" "$TMP/ix" "$TMP/rvsp.img"
 
 	# bad inputs: one line, the destination as it was
 	cp "$img" "$TMP/inc.orig"
@@ -202,5 +230,26 @@ for set in "t11 t12 t13 -zlz4" "e1 e2 none -" "t12 e1 e2 -zlzma"; do
 	view "$TMP/pt/e.img" "$TMP/pt/e.json"
 	t_same_manifest "incremental $a + $b${c:+ + $c} ${zo[*]}: 1.9.3's tree" \
 		"$TMP/pt/p.json" "$TMP/pt/e.json"
+done
+# rvsp of a tar, appended and clean: the files' data left out (zeros)
+tar -C "$TMP/pt/t12" --format=pax -cf "$TMP/pt/t12.tar" . 2>/dev/null
+for mode in incremental clean; do
+	rm -f "$TMP/pt/p.img" "$TMP/pt/e.img"
+	ok=1
+	if [ $mode = incremental ]; then
+		"$PEER" --quiet "${T[@]}" "$TMP/pt/p.img" "$TMP/pt/t11" >/dev/null 2>&1 || ok=0
+		"$EZFS" mkfs -q "${T[@]}" "$TMP/pt/e.img" "$TMP/pt/t11" || ok=0
+	fi
+	"$PEER" --quiet "${T[@]}" -zlz4 --$mode=rvsp --tar=f "$TMP/pt/p.img" \
+		"$TMP/pt/t12.tar" >/dev/null 2>&1 || ok=0
+	"$EZFS" mkfs -q "${T[@]}" -zlz4 --$mode=rvsp --tar=f "$TMP/pt/e.img" \
+		"$TMP/pt/t12.tar" || ok=0
+	if [ $ok = 0 ]; then
+		t_fail "--$mode=rvsp: a build failed"
+		continue
+	fi
+	view "$TMP/pt/p.img" "$TMP/pt/p.json"
+	view "$TMP/pt/e.img" "$TMP/pt/e.json"
+	t_same_manifest "--$mode=rvsp --tar=f: 1.9.3's tree" "$TMP/pt/p.json" "$TMP/pt/e.json"
 done
 t_done

@@ -19,16 +19,17 @@ int mkfs_inc_opt(int c, const char *arg, struct ezfs_build_params *p,
 	switch (c) {
 	case MKFS_OPT_INCREMENTAL:
 	case MKFS_OPT_CLEAN:
-		if (arg && strcmp(arg, "data")) {
-			if (!strcmp(arg, "rvsp") || !strcmp(arg, "0"))
-				return cli_usage_error(
-					CMD,
-					"--%s=%s: not implemented (only "
-					"data: the files' data copied)",
-					name, arg);
+		if (arg && !strcmp(arg, "0"))
+			return cli_usage_error(CMD,
+					       "--%s=0: not implemented (zeros "
+					       "for the data of an S3 source)",
+					       name);
+		if (arg && strcmp(arg, "data") && strcmp(arg, "rvsp"))
 			return cli_usage_error(
 				CMD, "--%s=%s: not data, rvsp or 0", name, arg);
-		}
+		/* rvsp: a tar's file data left out (zeros); a directory's is
+		 * copied, as 1.9.3 does */
+		p->tar_rvsp = arg && !strcmp(arg, "rvsp");
 		mi->incremental = c == MKFS_OPT_INCREMENTAL;
 		return 0;
 	case MKFS_OPT_GZINFO:
@@ -76,6 +77,8 @@ int mkfs_inc_check(struct ezfs_build_params *p, const struct mkfs_inc *mi,
 			       "zinfo (as mkfs.erofs 1.9.3)");
 	if (!mi->incremental)
 		return 0;
+	if (p->tar_rvsp && p->tar_index)
+		return cli_usage_error(CMD, "rvsp: not with --tar=i");
 	if (rebuild || p->tar_index || p->image_offset)
 		return cli_usage_error(CMD, "--incremental: not with %s",
 				       rebuild	      ? "layers (rebuild mode)"

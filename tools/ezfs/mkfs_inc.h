@@ -26,13 +26,17 @@ enum {
 	"                        block size and UUID; IMAGE replaced only "    \
 	"once\n"                                                               \
 	"                        complete)\n"                                  \
+	"  --incremental=rvsp, --clean=rvsp\n"                                 \
+	"                        the same, a tar's file data left out (the "   \
+	"files\n"                                                              \
+	"                        read as zeros)\n"                             \
 	"  --clean[=data]        a new image (the default)\n"                  \
 	"  --gzinfo=FILE         with --tar of a gzip archive: write its "     \
 	"SOCI\n"                                                               \
 	"                        zinfo (gzip checkpoints) to FILE\n"
 
 struct mkfs_inc {
-	int incremental; /* --incremental[=data] */
+	int incremental; /* --incremental[=data|rvsp] */
 	int gzinfo_bare; /* --gzinfo without =FILE */
 };
 

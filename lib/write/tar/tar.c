@@ -326,7 +326,21 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 	err = ezi_tar_meta(c, in, fmt[e->type - '0'] | e->mode, e);
 	if (err)
 		return err;
-	if (e->type == '0') {
+	if (e->type == '0' && c->b->p.tar_rvsp) {
+		/* --incremental=rvsp: the data skipped, the file all zeros
+		 * (a sparse file without runs) */
+		in->size = e->sparse ? e->realsize : e->size;
+		in->sparse = calloc(1, sizeof(*in->sparse));
+		err = in->sparse ? 0 : -ENOMEM;
+		if (!err && e->size)
+			err = ezi_tstream_skip(&c->s,
+					       (e->size + 511) & ~511ull);
+		if (err && err != -ENOMEM)
+			err = ezi_tar_err(c, err, "%s",
+					  err == -EPIPE ? "truncated archive"
+					  : c->s.err	? c->s.err
+							: strerror(-err));
+	} else if (e->type == '0') {
 		in->size = e->size;
 		err = read_data(c, in, e->size);
 		if (!err && e->sparse)
@@ -556,25 +570,20 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		ezi_tstream_close(&c.s);
 		return err;
 	}
-	if (b->p.tar_index && c.s.kind != TAR_PLAIN) {
-		ezi_bld_log(b, EZFS_LOG_ERROR,
-			    "%s: a tar index needs the plain archive, not a %s "
-			    "one (decompress it first)",
-			    c.s.name, ezi_tstream_kind(&c.s));
+	/* a tar index needs the plain archive, a zinfo the gzip one */
+	if (b->p.tar_index ? c.s.kind != TAR_PLAIN
+			   : b->p.gzinfo_file && c.s.kind != TAR_GZIP) {
+		ezi_bld_log(
+			b, EZFS_LOG_ERROR, "%s: %s, not a %s one%s", c.s.name,
+			b->p.tar_index ? "a tar index needs the plain archive"
+				       : "--gzinfo needs a gzip archive",
+			ezi_tstream_kind(&c.s),
+			b->p.tar_index ? " (decompress it first)" : "");
 		ezi_tstream_close(&c.s);
 		return -EINVAL;
 	}
-	if (b->p.gzinfo_file) {
-		if (c.s.kind != TAR_GZIP) {
-			ezi_bld_log(b, EZFS_LOG_ERROR,
-				    "%s: --gzinfo needs a gzip archive, not a "
-				    "%s one",
-				    c.s.name, ezi_tstream_kind(&c.s));
-			ezi_tstream_close(&c.s);
-			return -EINVAL;
-		}
+	if (b->p.gzinfo_file)
 		err = ezi_tzinfo_start(&c.s);
-	}
 	if (!err && !c.s.seekable && !b->p.tar_index)
 		err = open_spool(&c, tmpdir);
 	if (!err)

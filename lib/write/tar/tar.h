@@ -44,6 +44,9 @@ ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len);
 /* Skip len bytes (lseek for seekable input); -EPIPE if the archive ends. */
 int ezi_tstream_skip(struct tstream *s, uint64_t len);
 void ezi_tstream_close(struct tstream *s);
+/* Refill s->ibuf from the input (unread input must be consumed): 0 (ilen
+ * 0 at its end) or -errno. */
+int ezi_tstream_fill(struct tstream *s);
 
 /* ---- tar_zinfo.c: gzip checkpoints, the SOCI zinfo (--gzinfo) ---- */
 

@@ -102,18 +102,10 @@ static int round_fill(struct tstream *s)
 		int r;
 
 		if (!z->avail_in) {
-			s->ioff = s->ilen = 0;
-			if (!s->ieof) {
-				ssize_t n;
+			int err = ezi_tstream_fill(s);
 
-				do
-					n = read(s->fd, s->ibuf, 128u << 10);
-				while (n < 0 && errno == EINTR);
-				if (n < 0)
-					return -errno;
-				s->ieof = !n;
-				s->ilen = (size_t)n;
-			}
+			if (err)
+				return err;
 			z->next_in = s->ibuf;
 			z->avail_in = (uInt)s->ilen;
 			if (!z->avail_in) {
