@@ -2,9 +2,10 @@
 # shellcheck shell=bash
 # Bash completion for ezfs: subcommands, each command's options (read from
 # `ezfs COMMAND --help` the first time they are asked for), the values of
-# mkfs -z and -E, mount -o, bench --goal, --storage, --reader and --dispatch,
-# and, for ls, stat, cat, extract and export, paths inside the image
-# (`ezfs ls -l IMAGE DIR` of the directory typed so far). Installed as
+# mkfs -z, -E, --incremental=, --clean= and --gzinfo=, mount -o, bench
+# --goal, --storage, --reader and --dispatch, and, for ls, stat, cat,
+# extract and export, paths inside the image (`ezfs ls -l IMAGE DIR` of
+# the directory typed so far). Installed as
 # share/bash-completion/completions/ezfs; works without bash-completion
 # too (source this file).
 
@@ -189,6 +190,17 @@ _ezfs()
 		mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_commands "$ezfs")" -- "$cur")
 		return 0
 	fi
+	# mkfs --incremental=, --clean= (data) and --gzinfo= (a file)
+	case $cmd:$cur in
+	mkfs:--incremental=* | mkfs:--clean=*)
+		mapfile -t COMPREPLY < <(compgen -P "${cur%%=*}=" -W "data rvsp" -- "${cur#*=}")
+		return 0
+		;;
+	mkfs:--gzinfo=*)
+		mapfile -t COMPREPLY < <(compgen -P "--gzinfo=" -f -- "${cur#*=}")
+		return 0
+		;;
+	esac
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_options "$ezfs" "$cmd")" -- "$cur")
 		return 0

@@ -271,6 +271,27 @@ struct ezfs_build_params {
 	 * packed inode (fragments, compress_dir), metabox_pcluster, a tar
 	 * index or a rebuild (-EINVAL). */
 	const char *inode_digest_xattr;
+	/* mkfs.erofs --gzinfo=FILE: ezfs_builder_scan_tar of a gzip archive
+	 * keeps checkpoints for random access (inflate windows), and once
+	 * ezfs_builder_write has named the image, writes them to this file
+	 * as the AWS SOCI zinfo (version 2; mkfs.erofs 1.9.3's bytes),
+	 * created or replaced through a temporary name. A scan of anything
+	 * but a gzip archive is -EINVAL (logged). */
+	const char *gzinfo_file;
+	/* mkfs.erofs --incremental=data: the tree of the EROFS image at this
+	 * path (usually the image about to be replaced) under the scanned
+	 * one: each name the scan lacks is added with its metadata and its
+	 * data copied (a directory present in both merges, unless the
+	 * scanned one is opaque), so the new image holds both trees. The
+	 * block size must be blksz (else -EINVAL, logged); the UUID is the
+	 * old image's unless has_uuid. Read by ezfs_builder_scan and
+	 * ezfs_builder_scan_tar at their end; not with tar_index. */
+	const char *incremental_base;
+	/* mkfs.erofs --incremental=rvsp, --clean=rvsp: ezfs_builder_scan_tar
+	 * skips each regular file's data: the file reads as zeros (space
+	 * reserved for data written later; holes or compressed zeros here).
+	 * Not with tar_index (-EINVAL, logged). */
+	int tar_rvsp;
 };
 
 struct ezfs_build_stats {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "write/internal.h"
+#include "write/tar/tar.h"
 #include "format/erofs_fs.h"
 
 static double now_s(void)
@@ -92,6 +93,7 @@ int ezfs_builder_new(const struct ezfs_build_params *p, ezfs_builder **out)
 	p = &b->p;
 	b->fd = -1;
 	b->datafd = -1;
+	b->olddatafd = -1;
 	b->blobfd = -1;
 	b->blksz = p->blksz ? p->blksz : 4096;
 	if (b->blksz < 512 || b->blksz > 4096 || (b->blksz & (b->blksz - 1))) {
@@ -200,6 +202,9 @@ void ezfs_builder_free(ezfs_builder *b)
 		close(b->fd);
 	if (b->datafd >= 0)
 		close(b->datafd);
+	if (b->olddatafd >= 0)
+		close(b->olddatafd);
+	ezi_tzinfo_free(b->zinfo);
 	if (b->blobfd >= 0)
 		close(b->blobfd);
 	free(b->rdevs);
@@ -235,15 +240,19 @@ int ezfs_builder_scan(ezfs_builder *b, const char *srcdir)
 
 	if (b->scanned)
 		return -EINVAL;
-	if (b->p.tar_index) {
+	if (b->p.tar_index || b->p.gzinfo_file) {
 		ezi_bld_log(b, EZFS_LOG_ERROR,
-			    "%s: a tar index is made from a tar archive, not "
-			    "a directory",
-			    srcdir);
+			    "%s: %s is made from a tar archive, not a "
+			    "directory",
+			    srcdir,
+			    b->p.tar_index ? "a tar index"
+					   : "a zinfo (--gzinfo)");
 		return -EINVAL;
 	}
 	b->scanned = true;
 	err = ezi_bld_scan(b, srcdir);
+	if (!err && b->p.incremental_base)
+		err = ezi_bld_merge_base(b);
 	return err ? err : scanned(b);
 }
 
@@ -265,6 +274,8 @@ int ezfs_builder_scan_images(ezfs_builder *b, const char *const *layers,
 		      "blob device";
 	else if (p->inode_digest_xattr)
 		why = "a rebuild references the layers' data: no inode digests";
+	else if (p->gzinfo_file || p->incremental_base)
+		why = "a rebuild reads no tar and appends to no image";
 	if (why) {
 		ezi_bld_log(b, EZFS_LOG_ERROR, "%s", why);
 		return -EINVAL;
@@ -280,8 +291,16 @@ int ezfs_builder_scan_tar(ezfs_builder *b, const char *path, const char *tmpdir)
 
 	if (b->scanned)
 		return -EINVAL;
+	if (b->p.tar_index && (b->p.incremental_base || b->p.tar_rvsp)) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "a tar index is neither appended to an image nor "
+			    "made with its data left out (rvsp)");
+		return -EINVAL;
+	}
 	b->scanned = true;
 	err = ezi_bld_scan_tar(b, path, tmpdir);
+	if (!err && b->p.incremental_base)
+		err = ezi_bld_merge_base(b);
 	return err ? err : scanned(b);
 }
 
@@ -298,6 +317,7 @@ void ezfs_builder_stats(const ezfs_builder *b, struct ezfs_build_stats *st)
 int ezfs_builder_write(ezfs_builder *b, const char *path)
 {
 	struct bimage im;
+	char *ztmp = NULL;
 	int err;
 
 	if (!b->scanned || b->fd >= 0)
@@ -317,7 +337,10 @@ int ezfs_builder_write(ezfs_builder *b, const char *path)
 	/* the filesystem is complete; the block list names its blocks */
 	if (!err)
 		err = ezi_bld_block_list(b);
+	if (!err && b->zinfo)
+		err = ezi_bld_zinfo_write(b, &ztmp);
 	err = ezi_bld_image_finish(b, &im, err);
+	err = ezi_bld_zinfo_place(b, ztmp, err);
 	b->st.seconds = now_s() - b->t0;
 	return err;
 }

@@ -5,7 +5,8 @@
  * in place) and the blob (--blobdev) likewise; once the filesystem is
  * complete, ezi_bld_image_finish moves it up by --offset, makes it
  * --sparse, gives it the replaced file's owner and mode, syncs and names
- * it, or on an error leaves the old file as it was.
+ * it, or on an error leaves the old file as it was. The zinfo (--gzinfo) is
+ * written to a temporary name beside it before, renamed only after.
  */
 #define _GNU_SOURCE /* O_TMPFILE, renameat2 */
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "write/internal.h"
+#include "write/tar/tar.h"
 
 /* Make a temporary file name beside path: DIR/.NAME.XXXXXX */
 static char *temp_name(const char *path)
@@ -537,5 +539,56 @@ int ezi_bld_image_finish(struct ezfs_builder *b, struct bimage *im, int err)
 	b->out_path = NULL;
 	free(im->tmp);
 	free(im->target);
+	return err;
+}
+
+int ezi_bld_zinfo_write(struct ezfs_builder *b, char **tmp)
+{
+	const char *name = b->p.gzinfo_file;
+	unsigned i;
+	int fd = -1, err;
+
+	*tmp = temp_name(name);
+	if (!*tmp)
+		return -ENOMEM;
+	for (i = 0; i < 100 && fd < 0; i++) {
+		temp_randomize(*tmp, i);
+		fd = open(*tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		err = -errno;
+		free(*tmp);
+		*tmp = NULL;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", name, strerror(-err));
+		return err;
+	}
+	err = ezi_tzinfo_write(b->zinfo, fd);
+	if (!err && !(b->p.flags & EZFS_BUILD_NO_FSYNC) && fsync(fd))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	if (err) {
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", name, strerror(-err));
+		unlink(*tmp);
+		free(*tmp);
+		*tmp = NULL;
+	}
+	return err;
+}
+
+int ezi_bld_zinfo_place(struct ezfs_builder *b, char *tmp, int err)
+{
+	if (!tmp)
+		return err;
+	if (!err && rename(tmp, b->p.gzinfo_file)) {
+		err = -errno;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: rename: %s",
+			    b->p.gzinfo_file, strerror(errno));
+	}
+	if (err)
+		unlink(tmp);
+	free(tmp);
 	return err;
 }

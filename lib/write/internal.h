@@ -94,6 +94,8 @@ struct binode {
 	char *srcpath;	  /* source path, for reading the data */
 	uint64_t dataoff; /* tar source: data offset in b->datafd (tar
 			   * index: in the archive) */
+	bool olddata;	  /* incremental: the data is at dataoff of
+			   * b->olddatafd */
 	/* tar source: the runs of a sparse member in file order (NULL: all
 	 * of it stored) */
 	struct bsparse *sparse;
@@ -166,7 +168,9 @@ struct ezfs_builder {
 	void *regex; /* regex_t array */
 	size_t nregex;
 	bool scanned;
-	int datafd; /* tar source: all file data; -1: by path */
+	int datafd;	      /* tar source: all file data; -1: by path */
+	int olddatafd;	      /* incremental: the old image's file data */
+	struct tzinfo *zinfo; /* --gzinfo: the checkpoints, written last */
 
 	struct binode **inodes; /* BFS order; [0] = root */
 	size_t ninodes, capinodes;
@@ -608,6 +612,8 @@ int ezi_bld_add_dentry(struct binode *dir, const char *name, struct binode *in);
 void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 			const struct stat *st);
 int ezi_bld_scan_finish(struct ezfs_builder *b);
+/* tree/tree.c: a directory's "." (unless -E dot-omitted) and ".." */
+int ezi_bld_add_dots(const struct ezfs_builder *b, struct binode *dir);
 /* tree/droid.c: fs_config, file_contexts, aufs whiteouts, --ovlfs-strip, on
  * the read tree before "." and ".." are added */
 int ezi_bld_tree_fixup(struct ezfs_builder *b);
@@ -649,6 +655,10 @@ int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir);
  * for layers[k - 1]); sets rdevs and dev_blocks, the block size. */
 int ezi_bld_scan_images(struct ezfs_builder *b, const char *const *layers,
 			size_t n);
+/* rebuild.c: --incremental: the tree of the image p.incremental_base
+ * merged under the scanned one, its file data copied (0 or -errno,
+ * logged) */
+int ezi_bld_merge_base(struct ezfs_builder *b);
 
 /*
  * The stages (the files directly in lib/write), in the order
@@ -789,5 +799,10 @@ struct bimage {
 int ezi_bld_image_open(struct ezfs_builder *b, const char *path,
 		       struct bimage *im);
 int ezi_bld_image_finish(struct ezfs_builder *b, struct bimage *im, int err);
+/* image.c: --gzinfo: the zinfo written to a temporary name beside its
+ * own (*tmp; 0 or -errno, logged), then given its name unless err (which
+ * is returned, or the rename's -errno, logged); tmp is freed. */
+int ezi_bld_zinfo_write(struct ezfs_builder *b, char **tmp);
+int ezi_bld_zinfo_place(struct ezfs_builder *b, char *tmp, int err);
 
 #endif

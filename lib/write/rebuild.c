@@ -17,6 +17,11 @@
  * layer gives (for a tar index with its tar appended, the block of the
  * appended tar). Compressed files and inline tails cannot be referenced
  * from another image and are refused.
+ *
+ * An incremental build (--incremental=data) merges one image the same way
+ * under a scanned tree (directory or tar), but copies each file's data
+ * into a temporary file the data stage reads, so that the new image holds
+ * it all and the old one can be replaced.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
@@ -24,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "write/internal.h"
 #include "format/erofs_fs.h"
@@ -51,6 +57,8 @@ struct rctx {
 	size_t nall, capall;
 	char line[512];	   /* the read API's first error line at open */
 	const char *first; /* the first layer: its block size is the image's */
+	bool copy;	   /* incremental: file data copied, not referenced */
+	uint64_t olddata;  /* incremental: bytes in b->olddatafd */
 };
 
 static uint64_t ent_key(const struct binode *dir, const char *name)
@@ -75,9 +83,9 @@ static struct rent *ent_find(const struct rctx *c, const struct binode *dir,
 	return NULL;
 }
 
-/* Add an entry name -> in to dir, and to the lookup table. */
-static int ent_add(struct rctx *c, struct binode *dir, const char *name,
-		   struct binode *in, struct rent **out)
+/* Track dir's entry name (its own copy) -> in in the lookup table. */
+static int ent_track(struct rctx *c, struct binode *dir, const char *name,
+		     struct binode *in, struct rent **out)
 {
 	struct rent *e;
 	int err;
@@ -94,19 +102,25 @@ static int ent_add(struct rctx *c, struct binode *dir, const char *name,
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	err = ezi_bld_add_dentry(dir, name, in);
-	if (err) {
-		free(e);
-		return err;
-	}
 	e->dir = dir;
-	e->name = dir->dents[dir->ndents - 1].name;
+	e->name = name;
 	e->in = in;
 	c->all[c->nall++] = e;
 	err = ezi_hash_add(&c->ents, ent_key(dir, e->name), e);
 	if (!err && out)
 		*out = e;
 	return err;
+}
+
+/* Add an entry name -> in to dir, and to the lookup table. */
+static int ent_add(struct rctx *c, struct binode *dir, const char *name,
+		   struct binode *in, struct rent **out)
+{
+	int err = ezi_bld_add_dentry(dir, name, in);
+
+	if (err)
+		return err;
+	return ent_track(c, dir, dir->dents[dir->ndents - 1].name, in, out);
 }
 
 /* The read API's first error line while a layer is opened. */
@@ -327,6 +341,62 @@ out:
 	return err;
 }
 
+/* Incremental: the file's bytes appended to b->olddatafd, where the data
+ * stage reads them (io/datasrc.c). */
+static int copy_file(struct rctx *c, const struct rlayer *L, ezfs_inode *ino,
+		     struct binode *in, const char *path)
+{
+	struct ezfs_builder *b = c->b;
+	size_t bufsz = 1u << 20;
+	uint8_t *buf = malloc(bufsz);
+	uint64_t off = 0;
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if (b->olddatafd < 0) {
+		b->olddatafd = ezi_bld_tmpfd(b);
+		if (b->olddatafd < 0) {
+			free(buf);
+			return b->olddatafd;
+		}
+	}
+	while (!err && off < in->size) {
+		ssize_t n = ezfs_pread(ino, buf, bufsz, off), w = 0;
+
+		if (n <= 0) {
+			err = layer_err(c, L, path, n ? (int)n : -EIO,
+					n ? NULL : "the file ends early");
+			break;
+		}
+		while (!err && w < n) {
+			ssize_t k =
+				pwrite(b->olddatafd, buf + w, (size_t)(n - w),
+				       (off_t)(c->olddata + off + w));
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0) {
+				err = -errno;
+				ezi_bld_log(b, EZFS_LOG_ERROR,
+					    "%s: %s: copying its data to a "
+					    "temporary file: %s",
+					    L->path, path, strerror(errno));
+				break;
+			}
+			w += k;
+		}
+		off += (uint64_t)n;
+	}
+	free(buf);
+	if (err)
+		return err;
+	in->olddata = true;
+	in->dataoff = c->olddata;
+	c->olddata += in->size;
+	return 0;
+}
+
 /* A new inode of the merged tree from the layer's inode ino. */
 static int new_node(struct rctx *c, struct rlayer *L, ezfs_inode *ino,
 		    const struct ezfs_stat *es, const char *path,
@@ -363,7 +433,8 @@ static int new_node(struct rctx *c, struct rlayer *L, ezfs_inode *ino,
 		in->size = es->size;
 		b->st.files++;
 		if (in->size)
-			err = map_file(c, L, ino, in, path);
+			err = c->copy ? copy_file(c, L, ino, in, path)
+				      : map_file(c, L, ino, in, path);
 	} else if (S_ISLNK(es->mode)) {
 		char buf[EZFS_SYMLINK_MAX + 1];
 		ssize_t n = ezfs_readlink(ino, buf, sizeof(buf));
@@ -518,6 +589,9 @@ static int order_bfs(struct ezfs_builder *b)
 		for (k = 0; k < d->ndents && !err; k++) {
 			struct binode *in = d->dents[k].inode;
 
+			if (!strcmp(d->dents[k].name, ".") ||
+			    !strcmp(d->dents[k].name, ".."))
+				continue; /* an incremental scan's */
 			if (S_ISDIR(in->mode))
 				d->nlink++;
 			if (in->nlink > 1 && !S_ISDIR(in->mode)) {
@@ -667,5 +741,108 @@ int ezi_bld_scan_images(struct ezfs_builder *b, const char *const *layers,
 		err = ezi_bld_scan_finish(b);
 		b->p.aufs = aufs;
 	}
+	return err;
+}
+
+/* trusted.overlay.opaque=y among a scanned directory's xattrs */
+static bool bin_opaque(const struct binode *in)
+{
+	unsigned k;
+
+	for (k = 0; k < in->nxattrs; k++)
+		if (!strcmp(in->xattrs[k].name, "trusted.overlay.opaque") &&
+		    in->xattrs[k].vlen == 1 && in->xattrs[k].value[0] == 'y')
+			return true;
+	return false;
+}
+
+/* Incremental: the scanned tree is the upper layer, the base image's the
+ * lower one (with its data copied); then the new directories get "." and
+ * "..", and the inodes their breadth-first order again. */
+static int merge_base(struct rctx *c, struct rlayer *L)
+{
+	struct ezfs_builder *b = c->b;
+	size_t n0 = b->ninodes, i;
+	ezfs_inode *lroot;
+	struct ezfs_stat es;
+	unsigned k;
+	int err = 0;
+
+	for (i = 0; i < n0 && !err; i++) {
+		struct binode *d = b->inodes[i];
+
+		if (!S_ISDIR(d->mode))
+			continue;
+		for (k = 0; k < d->ndents && !err; k++) {
+			struct bdentry *de = &d->dents[k];
+			struct rent *e;
+
+			if (!strcmp(de->name, ".") || !strcmp(de->name, ".."))
+				continue;
+			err = ent_track(c, d, de->name, de->inode, &e);
+			if (!err && S_ISDIR(de->inode->mode))
+				e->stop = bin_opaque(de->inode);
+		}
+	}
+	if (!err)
+		err = ezfs_inode_get(L->img, ezfs_root_nid(L->img), &lroot);
+	if (err)
+		return err == -ENOMEM ? err : layer_err(c, L, "/", err, NULL);
+	ezfs_inode_stat(lroot, &es);
+	if (!S_ISDIR(es.mode))
+		err = layer_err(c, L, "/", -ENOTDIR, NULL);
+	else if (!bin_opaque(b->inodes[0]))
+		err = merge_dir(c, L, lroot, b->inodes[0], "");
+	ezfs_inode_put(lroot);
+	for (i = n0; i < b->ninodes && !err; i++) {
+		struct binode *d = b->inodes[i];
+
+		if (!S_ISDIR(d->mode))
+			continue;
+		err = ezi_bld_add_dots(b, d);
+	}
+	if (!err)
+		err = order_bfs(b);
+	b->st.inodes = b->ninodes;
+	return err;
+}
+
+int ezi_bld_merge_base(struct ezfs_builder *b)
+{
+	struct rlayer L = { .path = b->p.incremental_base,
+			    .hl = EZI_HASH_INIT };
+	struct rctx c = { .b = b, .ents = EZI_HASH_INIT, .copy = true };
+	struct ezfs_open_params op;
+	struct ezfs_sb_info si;
+	size_t i;
+	int err;
+
+	ezfs_open_params_init(&op);
+	op.log = open_log;
+	op.log_arg = &c;
+	err = ezfs_image_open(L.path, &op, &L.img);
+	if (err) {
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s", L.path,
+			    c.line[0] ? c.line : ezfs_strerror(err));
+		return err;
+	}
+	ezfs_get_sb_info(L.img, &si);
+	if (si.blksz != b->blksz) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "%s: block size %u, not %u: an incremental build "
+			    "keeps the image's",
+			    L.path, si.blksz, b->blksz);
+		err = -EINVAL;
+	} else {
+		if (!b->p.has_uuid)
+			memcpy(b->uuid, si.uuid, sizeof(b->uuid));
+		err = merge_base(&c, &L);
+	}
+	for (i = 0; i < c.nall; i++)
+		free(c.all[i]);
+	free(c.all);
+	ezi_hash_free(&c.ents);
+	ezi_hash_free(&L.hl);
+	ezfs_image_close(L.img);
 	return err;
 }

@@ -16,6 +16,7 @@
 #include "common.h"
 #include "ezfs/build.h"
 #include "mkfs_extra.h"
+#include "mkfs_inc.h"
 #include "mkfs_verity.h"
 #include "mkfs_z.h"
 #include "mkfs_sig.h"
@@ -132,7 +133,7 @@ static const char usage_text[] =
 	"Containers:\n"
 	"  --aufs                .wh.NAME whiteouts become overlayfs ones\n"
 	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* "
-	"xattrs\n" MKFS_VERITY_HELP;
+	"xattrs\n" MKFS_INC_HELP MKFS_VERITY_HELP;
 
 struct mkfs_state {
 	int quiet;
@@ -1037,6 +1038,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "max-kernel", required_argument, NULL, OPT_MAX_KERNEL },
 		MKFS_VERITY_OPTS,
 		MKFS_EXTRA_OPTS,
+		MKFS_INC_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -1048,6 +1050,7 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_compat cp = { .mtime = 0 };
 	struct mkfs_verity mv = { .root_hash_file = NULL };
 	struct mkfs_extra ex = { .vmdk = NULL };
+	struct mkfs_inc mi = { .incremental = 0 };
 	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0, rebuild = 0;
 	unsigned max_kernel = 0; /* --max-kernel, EZFS_KVER; 0: any */
 	char *tmpdir = NULL, *target = NULL;
@@ -1199,6 +1202,8 @@ int cmd_mkfs(int argc, char **argv)
 			if (ret < 0)
 				ret = mkfs_extra_opt(c, optarg, &p, &ex);
 			if (ret < 0)
+				ret = mkfs_inc_opt(c, optarg, &p, &mi);
+			if (ret < 0)
 				ret = parse_compat(c, optarg, &p, &ig, &cp);
 			if (ret < 0)
 				ret = cli_opt_error(CMD, c, argv);
@@ -1342,6 +1347,10 @@ int cmd_mkfs(int argc, char **argv)
 					  : "need IMAGE and SOURCEDIR");
 		goto out;
 	}
+	ret = mkfs_inc_check(&p, &mi, argv[optind], tar, rebuild, cp.blksz,
+			     s.quiet);
+	if (ret)
+		goto out;
 	if (hints) {
 		ret = mkfs_z_hints(CMD, hints, &p, &zs);
 		if (ret)

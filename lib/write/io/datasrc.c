@@ -21,6 +21,13 @@ int ezi_bld_src_open(const struct ezfs_builder *b, const struct binode *in,
 	s->sparse = NULL;
 	s->nsparse = 0;
 	s->sfd = -1;
+	if (in->olddata) {
+		s->fd = b->olddatafd;
+		s->own = false;
+		s->base = in->dataoff;
+		s->len = in->size;
+		return 0;
+	}
 	if (b->datafd >= 0) {
 		s->fd = b->datafd;
 		s->own = false;

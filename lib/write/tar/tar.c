@@ -326,7 +326,21 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 	err = ezi_tar_meta(c, in, fmt[e->type - '0'] | e->mode, e);
 	if (err)
 		return err;
-	if (e->type == '0') {
+	if (e->type == '0' && c->b->p.tar_rvsp) {
+		/* --incremental=rvsp: the data skipped, the file all zeros
+		 * (a sparse file without runs) */
+		in->size = e->sparse ? e->realsize : e->size;
+		in->sparse = calloc(1, sizeof(*in->sparse));
+		err = in->sparse ? 0 : -ENOMEM;
+		if (!err && e->size)
+			err = ezi_tstream_skip(&c->s,
+					       (e->size + 511) & ~511ull);
+		if (err && err != -ENOMEM)
+			err = ezi_tar_err(c, err, "%s",
+					  err == -EPIPE ? "truncated archive"
+					  : c->s.err	? c->s.err
+							: strerror(-err));
+	} else if (e->type == '0') {
 		in->size = e->size;
 		err = read_data(c, in, e->size);
 		if (!err && e->sparse)
@@ -556,15 +570,21 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		ezi_tstream_close(&c.s);
 		return err;
 	}
-	if (b->p.tar_index && c.s.kind != TAR_PLAIN) {
-		ezi_bld_log(b, EZFS_LOG_ERROR,
-			    "%s: a tar index needs the plain archive, not a %s "
-			    "one (decompress it first)",
-			    c.s.name, ezi_tstream_kind(&c.s));
+	/* a tar index needs the plain archive, a zinfo the gzip one */
+	if (b->p.tar_index ? c.s.kind != TAR_PLAIN
+			   : b->p.gzinfo_file && c.s.kind != TAR_GZIP) {
+		ezi_bld_log(
+			b, EZFS_LOG_ERROR, "%s: %s, not a %s one%s", c.s.name,
+			b->p.tar_index ? "a tar index needs the plain archive"
+				       : "--gzinfo needs a gzip archive",
+			ezi_tstream_kind(&c.s),
+			b->p.tar_index ? " (decompress it first)" : "");
 		ezi_tstream_close(&c.s);
 		return -EINVAL;
 	}
-	if (!c.s.seekable && !b->p.tar_index)
+	if (b->p.gzinfo_file)
+		err = ezi_tzinfo_start(&c.s);
+	if (!err && !c.s.seekable && !b->p.tar_index)
 		err = open_spool(&c, tmpdir);
 	if (!err)
 		err = ezi_tar_tree_init(&c);
@@ -572,6 +592,18 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		err = read_archive(&c);
 	if (!err && b->p.tar_index)
 		err = archive_size(&c);
+	if (!err && c.s.zi) {
+		/* as far as 1.9.3 inflates: its second end-of-archive block */
+		uint8_t blk[512];
+		ssize_t n = ezi_tstream_read(&c.s, blk, sizeof(blk));
+
+		if (n < 0)
+			err = ezi_tar_err(&c, (int)n, "%s",
+					  c.s.err ? c.s.err
+						  : strerror((int)-n));
+		b->zinfo = c.s.zi;
+		c.s.zi = NULL;
+	}
 	/* missing parents: 0755, root, -T or the newest mtime */
 	for (i = 0; !err && i < c.nodes.n; i++) {
 		struct tnode *t = c.nodes.v[i];

@@ -31,6 +31,7 @@ struct tstream {
 	void *z;		 /* z_stream, lzma_stream or ZSTD_DStream */
 	const char *name;	 /* for messages: the path or "stdin" */
 	const char *err;	 /* set with -EIO/-EUCLEAN: what went wrong */
+	struct tzinfo *zi;	 /* gzip read with checkpoints (--gzinfo) */
 };
 
 /* Open path (NULL or "-": standard input) and detect the compression. */
@@ -43,6 +44,20 @@ ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len);
 /* Skip len bytes (lseek for seekable input); -EPIPE if the archive ends. */
 int ezi_tstream_skip(struct tstream *s, uint64_t len);
 void ezi_tstream_close(struct tstream *s);
+/* Refill s->ibuf from the input (unread input must be consumed): 0 (ilen
+ * 0 at its end) or -errno. */
+int ezi_tstream_fill(struct tstream *s);
+
+/* ---- tar_zinfo.c: gzip checkpoints, the SOCI zinfo (--gzinfo) ---- */
+
+struct tzinfo;
+/* Read s (a gzip archive, just opened) through the checkpoint reader. */
+int ezi_tzinfo_start(struct tstream *s);
+/* ezi_tstream_read's gzip reader then (s->zi set). */
+ssize_t ezi_tzinfo_read(struct tstream *s, uint8_t *buf, size_t len);
+/* The zinfo file's bytes to fd; 0 or -errno. */
+int ezi_tzinfo_write(const struct tzinfo *zi, int fd);
+void ezi_tzinfo_free(struct tzinfo *zi);
 
 /* ---- tar_hdr.c: headers and PAX records ---- */
 

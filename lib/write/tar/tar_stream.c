@@ -25,8 +25,7 @@
 #define IBUF	      (128u << 10)
 #define LZMA_MEMLIMIT (512ull << 20) /* xz -9 needs 65 MiB */
 
-/* Refill the input buffer from fd (unread input must be consumed). */
-static int fill(struct tstream *s)
+int ezi_tstream_fill(struct tstream *s)
 {
 	ssize_t n;
 
@@ -206,7 +205,7 @@ static ssize_t read_plain(struct tstream *s, uint8_t *buf, size_t len)
 			got += n;
 			continue;
 		}
-		err = fill(s);
+		err = ezi_tstream_fill(s);
 		if (err)
 			return err;
 		if (!s->ilen)
@@ -218,7 +217,7 @@ static ssize_t read_plain(struct tstream *s, uint8_t *buf, size_t len)
 /* Next input chunk into z (avail_in 0 at the end of the input). */
 static int gz_refill(struct tstream *s, z_stream *z)
 {
-	int err = fill(s);
+	int err = ezi_tstream_fill(s);
 
 	if (err)
 		return err;
@@ -278,7 +277,7 @@ static ssize_t read_xz(struct tstream *s, uint8_t *buf, size_t len)
 		lzma_ret r;
 
 		if (!x->avail_in && !s->ieof) {
-			int err = fill(s);
+			int err = ezi_tstream_fill(s);
 
 			if (err)
 				return err;
@@ -316,7 +315,7 @@ static ssize_t read_zstd(struct tstream *s, uint8_t *buf, size_t len)
 		size_t r;
 
 		if (in.pos == in.size) {
-			int err = fill(s);
+			int err = ezi_tstream_fill(s);
 
 			if (err)
 				return err;
@@ -357,7 +356,9 @@ ssize_t ezi_tstream_read(struct tstream *s, void *buf, size_t len)
 {
 	ssize_t n;
 
-	if (s->kind == TAR_GZIP)
+	if (s->zi)
+		n = ezi_tzinfo_read(s, buf, len);
+	else if (s->kind == TAR_GZIP)
 		n = read_gzip(s, buf, len);
 	else if (s->kind == TAR_XZ || s->kind == TAR_LZMA)
 		n = read_xz(s, buf, len);
@@ -418,6 +419,7 @@ void ezi_tstream_close(struct tstream *s)
 #endif
 		free(s->z);
 	free(s->ibuf);
+	ezi_tzinfo_free(s->zi);
 	if (s->own_fd && s->fd >= 0)
 		close(s->fd);
 	memset(s, 0, sizeof(*s));

@@ -116,6 +116,15 @@ void ezi_bld_inode_meta(struct ezfs_builder *b, struct binode *in,
 	in->startblk = EROFS_NULL_ADDR32;
 }
 
+int ezi_bld_add_dots(const struct ezfs_builder *b, struct binode *dir)
+{
+	/* -E dot-omitted: no ".", the directory's DOT_OMITTED bit says so
+	 * (meta.c) */
+	int err = b->p.dot_omitted ? 0 : ezi_bld_add_dentry(dir, ".", dir);
+
+	return err ? err : ezi_bld_add_dentry(dir, "..", dir->parent);
+}
+
 /* "." and "..", then sort every directory */
 int ezi_bld_scan_finish(struct ezfs_builder *b)
 {
@@ -134,11 +143,7 @@ int ezi_bld_scan_finish(struct ezfs_builder *b)
 
 		if (!S_ISDIR(in->mode))
 			continue;
-		/* -E dot-omitted: no ".", the directory's DOT_OMITTED bit
-		 * says so (meta.c) */
-		err = b->p.dot_omitted ? 0 : ezi_bld_add_dentry(in, ".", in);
-		if (!err)
-			err = ezi_bld_add_dentry(in, "..", in->parent);
+		err = ezi_bld_add_dots(b, in);
 		if (err)
 			return err;
 		qsort(in->dents, in->ndents, sizeof(*in->dents), cmp_dent);
