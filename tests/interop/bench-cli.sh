@@ -176,7 +176,11 @@ adv_storage() { # RUNTIME: 0 when 50 MB/s picks a smaller ratio than 5000
 		python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" \
 			"${s#* }" "${f#* }"
 }
-if adv_storage 0.05 || adv_storage 0.5; then
+if command -v ldd >/dev/null && ldd "$EZFS" 2>/dev/null | grep -Eq 'lib(a|t|ub)san'; then
+	# the picks rest on decode rates, which a sanitizer's checks of every
+	# read of the path around the codec (not of the codec) turn upside down
+	echo "SKIP: advise: 50 MB/s against 5000 MB/s in a sanitizer build (its decode rates are not the codecs')"
+elif adv_storage 0.05 || adv_storage 0.5; then
 	t_pass "advise: 50 MB/s picks a smaller ratio (${s#* }) than 5000 MB/s (${f#* })"
 else
 	t_fail "advise: 50 MB/s picks ${s#* }, 5000 MB/s ${f#* };" \
