@@ -12,7 +12,7 @@
 #    no EROFS image and a full disk: one line, exit 1, the destination byte
 #    for byte as it was (and no file made for the missing one);
 #    --incremental=rvsp of a tar: its files read as zeros, the image's stay;
-#  - with EZFS_PEER_MKFS (1.9.3's mkfs.erofs): fresh gzip archives (levels
+#  - with MKFS_EROFS2 (1.9.3's mkfs.erofs): fresh gzip archives (levels
 #    1 and 9, two concatenated members) give the same zinfo bytes, and
 #    three other trees (and two with a directory and a file changing
 #    places, hard links and xattrs) appended in sequence, and a tar with
@@ -156,9 +156,9 @@ else
 fi
 
 # ---- fresh 1.9.3 output -------------------------------------------------
-PEER=${EZFS_PEER_MKFS:-}
+PEER=${MKFS_EROFS2:-}
 if [ -z "$PEER" ] || [ ! -x "$PEER" ]; then
-	echo "SKIP: fresh comparisons with mkfs.erofs 1.9.3: set EZFS_PEER_MKFS to its mkfs.erofs"
+	echo "SKIP: fresh comparisons with mkfs.erofs 1.9.3: set MKFS_EROFS2 to its mkfs.erofs"
 	t_done
 fi
 mkdir -p "$TMP/gt"
