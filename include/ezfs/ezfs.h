@@ -384,6 +384,15 @@ struct ezfs_dirent {
  */
 EZFS_API int ezfs_readdir_all(ezfs_inode *dir, struct ezfs_dirent **out,
 			      size_t *n);
+/*
+ * As ezfs_readdir_all, but a damaged directory block is skipped and the
+ * entries of the blocks after it are still collected (extract and export
+ * with --keep-going). Returns 0, the first read error met (the entries
+ * that could be read are in *out all the same), or -ENOMEM or -ENOTDIR
+ * (stopped there). Free *out with ezfs_dirents_free().
+ */
+EZFS_API int ezfs_readdir_salvage(ezfs_inode *dir, struct ezfs_dirent **out,
+				  size_t *n);
 /* Free what ezfs_readdir_all returned; v NULL (with n 0) is fine. */
 EZFS_API void ezfs_dirents_free(struct ezfs_dirent *v, size_t n);
 

@@ -572,7 +572,7 @@ static int walk(struct ectx *x, ezfs_inode *dir, const char *path,
 	size_t n = 0, i;
 	int ret;
 
-	ret = ezi_x_readdir(x->fs, dir, x->keep_going, &ents, &n);
+	ret = ezi_x_readdir(dir, x->keep_going, &ents, &n);
 	if (ret < 0) {
 		e_error(x, path, "reading the directory", ret);
 		/* --keep-going: the entries of its other blocks go on */

@@ -223,7 +223,7 @@ static int walk_dir(struct walker *w, int dirfd, ezfs_inode *dir,
 
 	/* entries before a read error are checked as if read one by one;
 	 * with --keep-going, those after a damaged block too */
-	ret = ezi_x_readdir(x->fs, dir, x->keep_going, &ents, &n);
+	ret = ezi_x_readdir(dir, x->keep_going, &ents, &n);
 	if (bad_name(ents, n, bad, sizeof(bad))) {
 		char what[900];
 

@@ -104,80 +104,11 @@ void ezi_x_totals(ezfs_image *fs, uint64_t nid, uint64_t *bytes,
 	ezi_hash_free(&files);
 }
 
-struct tolerant {
-	struct ezfs_dirent *v;
-	size_t n, cap;
-	uint64_t pos; /* where the next entry starts */
-};
-
-static int tolerant_cb(void *arg, const char *name, size_t namelen,
-		       uint64_t nid, unsigned ftype, uint64_t next_pos)
+int ezi_x_readdir(ezfs_inode *dir, int tolerant, struct ezfs_dirent **out,
+		  size_t *n)
 {
-	struct tolerant *t = arg;
-	struct ezfs_dirent *d;
-
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-		struct ezfs_dirent *nv = realloc(t->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		t->v = nv;
-		t->cap = ncap;
-	}
-	d = &t->v[t->n];
-	d->name = malloc(namelen + 1);
-	if (!d->name)
-		return -ENOMEM;
-	memcpy(d->name, name, namelen);
-	d->name[namelen] = '\0';
-	d->namelen = namelen;
-	d->nid = nid;
-	d->ftype = ftype;
-	t->n++;
-	t->pos = next_pos;
-	return 0;
-}
-
-static int readdir_tolerant(ezfs_image *fs, ezfs_inode *dir, uint64_t size,
-			    struct ezfs_dirent **out, size_t *n, unsigned *bad)
-{
-	struct ezfs_sb_info si;
-	struct tolerant t = { .v = NULL };
-	int err, first = 0;
-
-	ezfs_get_sb_info(fs, &si);
-	*bad = 0;
-	for (;;) {
-		err = ezfs_readdir(dir, t.pos, tolerant_cb, &t);
-		if (!err || err == -ENOMEM || err == -ENOTDIR)
-			break;
-		if (!first)
-			first = err;
-		(*bad)++;
-		/* the block holding the position after the last good entry
-		 * is the damaged one: go on after it */
-		t.pos = (t.pos / si.blksz + 1) * si.blksz;
-		if (t.pos >= size) {
-			err = 0;
-			break;
-		}
-	}
-	*out = t.v;
-	*n = t.n;
-	return err ? err : first;
-}
-
-int ezi_x_readdir(ezfs_image *fs, ezfs_inode *dir, int tolerant,
-		  struct ezfs_dirent **out, size_t *n)
-{
-	struct ezfs_stat st;
-	unsigned bad;
-
-	if (!tolerant)
-		return ezfs_readdir_all(dir, out, n);
-	ezfs_inode_stat(dir, &st);
-	return readdir_tolerant(fs, dir, st.size, out, n, &bad);
+	return tolerant ? ezfs_readdir_salvage(dir, out, n)
+			: ezfs_readdir_all(dir, out, n);
 }
 
 int ezi_x_all_zero(const char *b, size_t n)

@@ -123,8 +123,8 @@ double ezi_x_now(void);
 /* A directory's entries ("." and ".." too); tolerant: its damaged blocks
  * skipped, the entries of the others read all the same (returning the
  * first block's error). Free with ezfs_dirents_free. */
-int ezi_x_readdir(ezfs_image *fs, ezfs_inode *dir, int tolerant,
-		  struct ezfs_dirent **out, size_t *n);
+int ezi_x_readdir(ezfs_inode *dir, int tolerant, struct ezfs_dirent **out,
+		  size_t *n);
 /* Are the n bytes at b all zero? */
 int ezi_x_all_zero(const char *b, size_t n);
 /* Time for a progress report (0.1 s since *last, or force)? Updates it. */

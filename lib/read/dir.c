@@ -149,6 +149,7 @@ out:
 struct dirent_list {
 	struct ezfs_dirent *v;
 	size_t n, cap;
+	uint64_t pos; /* where the next entry starts */
 };
 
 static int collect_cb(void *arg, const char *name, size_t namelen, uint64_t nid,
@@ -176,17 +177,43 @@ static int collect_cb(void *arg, const char *name, size_t namelen, uint64_t nid,
 	e->nid = nid;
 	e->ftype = ftype;
 	l->n++;
+	l->pos = next_pos;
 	return 0;
 }
 
 int ezfs_readdir_all(ezfs_inode *dir, struct ezfs_dirent **out, size_t *n)
 {
-	struct dirent_list l = { NULL, 0, 0 };
+	struct dirent_list l = { NULL, 0, 0, 0 };
 	int ret = ezfs_readdir(dir, 0, collect_cb, &l);
 
 	*out = l.v;
 	*n = l.n;
 	return ret;
+}
+
+int ezfs_readdir_salvage(ezfs_inode *dir, struct ezfs_dirent **out, size_t *n)
+{
+	struct dirent_list l = { NULL, 0, 0, 0 };
+	uint64_t bs = dir->img->blksz;
+	int err, first = 0;
+
+	for (;;) {
+		err = ezfs_readdir(dir, l.pos, collect_cb, &l);
+		if (!err || err == -ENOMEM || err == -ENOTDIR)
+			break;
+		if (!first)
+			first = err;
+		/* the block holding the position after the last good entry
+		 * is the damaged one: go on after it */
+		l.pos = (l.pos / bs + 1) * bs;
+		if (l.pos >= dir->size) {
+			err = 0;
+			break;
+		}
+	}
+	*out = l.v;
+	*n = l.n;
+	return err ? err : first;
 }
 
 void ezfs_dirents_free(struct ezfs_dirent *v, size_t n)
