@@ -76,13 +76,11 @@ static void e_msg(struct ectx *x, int level, const char *fmt, ...)
 
 static void e_msg(struct ectx *x, int level, const char *fmt, ...)
 {
-	char line[2048];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	ezi_x_vsay(x->o->message, x->o->arg, NULL, level, fmt, ap);
 	va_end(ap);
-	ezi_x_say(x->o->message, x->o->arg, NULL, level, "%s", line);
 }
 
 static void e_error(struct ectx *x, const char *path, const char *what, int err)

@@ -29,14 +29,12 @@ void ezi_x_error(struct xctx *x, const char *path, const char *what, int err)
 
 void ezi_x_msg(struct xctx *x, const char *fmt, ...)
 {
-	char line[2048];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	ezi_x_vsay(x->o->message, x->o->arg, &x->cblock, EZFS_LOG_ERROR, fmt,
+		   ap);
 	va_end(ap);
-	ezi_x_say(x->o->message, x->o->arg, &x->cblock, EZFS_LOG_ERROR, "%s",
-		  line);
 }
 
 int ezi_x_failed(struct xctx *x)

@@ -11,17 +11,14 @@
 
 #include "extract/internal.h"
 
-void ezi_x_say(ezfs_log_fn msg, void *arg, pthread_mutex_t *lock, int level,
-	       const char *fmt, ...)
+void ezi_x_vsay(ezfs_log_fn msg, void *arg, pthread_mutex_t *lock, int level,
+		const char *fmt, va_list ap)
 {
 	char line[2048];
-	va_list ap;
 
 	if (!msg)
 		return;
-	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
 	if (lock)
 		pthread_mutex_lock(lock);
 	msg(arg, level, line);

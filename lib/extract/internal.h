@@ -5,6 +5,7 @@
 #define EZFS_EXTRACT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -104,10 +105,10 @@ struct walker {
 
 /* ---- shared with export (extract_util.c) ---- */
 
-/* Call msg (may be NULL) with the formatted line, under lock (NULL: no
- * lock). */
-void ezi_x_say(ezfs_log_fn msg, void *arg, pthread_mutex_t *lock, int level,
-	       const char *fmt, ...) EZI_X_PRINTF(5, 6);
+/* Call msg (may be NULL) with the line fmt and ap make, under lock (NULL:
+ * no lock). */
+void ezi_x_vsay(ezfs_log_fn msg, void *arg, pthread_mutex_t *lock, int level,
+		const char *fmt, va_list ap) EZI_X_PRINTF(5, 0);
 /* Add nid to a set (values 1): 1 if new, 0 if there, -ENOMEM. */
 int ezi_x_nid_add(struct ezi_hash *h, uint64_t nid);
 /* Free a set or map; its values with free() when free_vals. */
