@@ -92,6 +92,24 @@ struct ezi_dev {
 	struct ezfs_io io; /* ops NULL in flat mode */
 };
 
+/*
+ * stream.c: window buffers of ended streams, kept for the next ones (a
+ * fresh buffer costs a page fault per 4 KiB at its first use: ezfs_fsck
+ * streams every file of the image).
+ */
+#define EZI_STREAM_SPARES 8
+struct stream_spares {
+	pthread_mutex_t lock;
+	unsigned n;
+	size_t bytes;
+	struct {
+		char *buf;
+		size_t cap;
+	} b[EZI_STREAM_SPARES];
+};
+void ezi_stream_spares_init(ezfs_image *img);
+void ezi_stream_spares_fini(ezfs_image *img);
+
 struct ezfs_image {
 	struct ezfs_logger logger;
 	struct ezfs_io io; /* base: params.offset */
@@ -124,6 +142,7 @@ struct ezfs_image {
 	struct ezfs_estate *engine; /* atomic; made on first use (accel.c) */
 	struct meta_cache mc;
 	struct pcache pc;
+	struct stream_spares spares;
 };
 
 /* One mapped extent of a compressed inode (zmap.c). */

@@ -27,12 +27,15 @@
 #include "read/internal.h"
 #include "ezfs/engine.h"
 
-#define XS_WIN	   (1u << 20)  /* a window read ahead: at least this */
-#define XS_GROW	   (16u << 20) /* grown to its extent's end up to this */
-#define XS_MIN	   (4u << 20)  /* ranges up to this are read plainly */
-#define XS_PLAIN   (4u << 20)  /* a window read on the caller's thread */
-#define XS_READERS 2
-#define XS_SLOTS   (XS_READERS + 1)
+#define XS_WIN	 (1u << 20)  /* a window read ahead: at least this */
+#define XS_GROW	 (16u << 20) /* grown to its extent's end up to this */
+#define XS_MIN	 (4u << 20)  /* ranges up to this are read plainly */
+#define XS_PLAIN (4u << 20)  /* a window read on the caller's thread */
+/* the smallest window buffer: its pages are touched as they are used */
+#define XS_SPARE_MIN XS_PLAIN
+#define XS_SPARE_MAX (32u << 20) /* spare bytes an image keeps at most */
+#define XS_READERS   2
+#define XS_SLOTS     (XS_READERS + 1)
 
 enum { XS_FREE, XS_READING, XS_READY };
 
@@ -80,6 +83,80 @@ static uint64_t xs_window_end(struct ezfs_stream *s, uint64_t off, int *hole)
 	return end;
 }
 
+void ezi_stream_spares_init(ezfs_image *img)
+{
+	pthread_mutex_init(&img->spares.lock, NULL);
+}
+
+void ezi_stream_spares_fini(ezfs_image *img)
+{
+	unsigned i;
+
+	for (i = 0; i < img->spares.n; i++)
+		free(img->spares.b[i].buf);
+	img->spares.n = 0;
+	pthread_mutex_destroy(&img->spares.lock);
+}
+
+/*
+ * Slot sl's buffer, at least len bytes: the smallest spare that holds len;
+ * else the largest spare is replaced by a bigger one (a power of two from
+ * XS_SPARE_MIN), so that a thread reuses one buffer instead of a new one,
+ * and its page faults, per file.
+ */
+static void xs_buf_get(ezfs_image *img, struct xs_slot *sl, size_t len)
+{
+	struct stream_spares *sp = &img->spares;
+	unsigned i, fit = EZI_STREAM_SPARES, big = EZI_STREAM_SPARES;
+	size_t cap = XS_SPARE_MIN;
+
+	pthread_mutex_lock(&sp->lock);
+	for (i = 0; i < sp->n; i++) {
+		if (sp->b[i].cap >= len &&
+		    (fit == EZI_STREAM_SPARES || sp->b[i].cap < sp->b[fit].cap))
+			fit = i;
+		if (big == EZI_STREAM_SPARES || sp->b[i].cap > sp->b[big].cap)
+			big = i;
+	}
+	i = fit < EZI_STREAM_SPARES ? fit : big;
+	if (i < EZI_STREAM_SPARES) {
+		sl->buf = sp->b[i].buf;
+		sl->cap = sp->b[i].cap;
+		sp->bytes -= sl->cap;
+		sp->b[i] = sp->b[--sp->n];
+	}
+	pthread_mutex_unlock(&sp->lock);
+	if (sl->buf && sl->cap >= len)
+		return;
+	free(sl->buf);
+	while (cap < len)
+		cap *= 2;
+	sl->buf = malloc(cap);
+	sl->cap = sl->buf ? cap : 0;
+}
+
+/* Give slot sl's buffer back: to the image's spares, room permitting. */
+static void xs_buf_put(ezfs_image *img, struct xs_slot *sl)
+{
+	struct stream_spares *sp = &img->spares;
+	char *buf = sl->buf;
+
+	if (buf) {
+		pthread_mutex_lock(&sp->lock);
+		if (sp->n < EZI_STREAM_SPARES &&
+		    sp->bytes + sl->cap <= XS_SPARE_MAX) {
+			sp->b[sp->n].buf = buf;
+			sp->b[sp->n++].cap = sl->cap;
+			sp->bytes += sl->cap;
+			buf = NULL;
+		}
+		pthread_mutex_unlock(&sp->lock);
+	}
+	free(buf);
+	sl->buf = NULL;
+	sl->cap = 0;
+}
+
 /* Read slot sl's window (off, len, hole set): its bytes, or an error,
  * or a short count (the data ended). Without s->lock. */
 static ssize_t xs_fill(struct ezfs_stream *s, struct xs_slot *sl)
@@ -87,9 +164,8 @@ static ssize_t xs_fill(struct ezfs_stream *s, struct xs_slot *sl)
 	if (sl->hole)
 		return (ssize_t)sl->len;
 	if (sl->cap < sl->len) {
-		free(sl->buf);
-		sl->buf = malloc((size_t)sl->len);
-		sl->cap = sl->buf ? (size_t)sl->len : 0;
+		xs_buf_put(s->ino->img, sl);
+		xs_buf_get(s->ino->img, sl, (size_t)sl->len);
 	}
 	if (!sl->buf)
 		return -ENOMEM;
@@ -261,7 +337,7 @@ void ezfs_stream_close(ezfs_stream *s)
 	for (i = 0; i < s->nth; i++)
 		pthread_join(s->th[i], NULL);
 	for (i = 0; i < XS_SLOTS; i++)
-		free(s->s[i].buf);
+		xs_buf_put(s->ino->img, &s->s[i]);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cv);
 	free(s);

@@ -424,6 +424,7 @@ int ezfs_image_open_io(const struct ezfs_io_ops *ops, void *arg, uint64_t size,
 			ops->close(arg);
 		return -ENOMEM;
 	}
+	ezi_stream_spares_init(img);
 	img->logger.fn = p->log;
 	img->logger.arg = p->log_arg;
 	img->logger.verbose = p->verbose;
@@ -499,6 +500,7 @@ void ezfs_image_close(ezfs_image *img)
 	ezfs_inode_put(img->packed);
 	ezfs_inode_put(img->metabox);
 	ezi_pcache_fini(img);
+	ezi_stream_spares_fini(img);
 	ezi_meta_cache_fini(img);
 	ezi_estate_free(img->engine);
 	ezi_codec_pool_free(img->codecs);
