@@ -15,13 +15,20 @@ t_need_cmd cmp
 FSCK_EROFS=0
 command -v fsck.erofs >/dev/null && FSCK_EROFS=1
 [ "$FSCK_EROFS" = 1 ] || echo "note: fsck.erofs not installed: its checks skipped"
+if t_sanitized && [ "$FSCK_EROFS" = 1 ]; then
+	echo "note: fsck.erofs checks the plain build's images (the same bytes)"
+	FSCK_EROFS=0
+fi
 
 # check NAME TREE IMG MANIFEST_OPTS...: ezfs fsck, ezfs extract, kernel.
+# A tree's manifest is made once per set of options (the trees do not
+# change once made).
 check() {
-	local name=$1 tree=$2 img=$3
+	local name=$1 tree=$2 img=$3 want
 	shift 3
-	t_manifest "$tree" "$@" >"$TMP/src.json"
-	t_check_image "$name" "$img" "$TMP/src.json" "$@"
+	want=$TMP/src.$(printf '%s ' "$tree" "$@" | md5sum | cut -c1-12).json
+	[ -s "$want" ] || t_manifest "$tree" "$@" >"$want"
+	t_check_image "$name" "$img" "$want" "$@"
 }
 
 # fsck.erofs (Debian 1.5: 4 KiB blocks, lz4 only) extracts and compares.
@@ -48,8 +55,12 @@ mk() { "$EZFS" mkfs -q --no-fsync "$@"; }
 if [ "${1:-}" = matrix ]; then
 	tree=$TMP/tree4
 	python3 "$MKTREE" 4 "$tree" --small || t_fail "make_tree 4"
+	# a sanitizer build runs half of it: every algorithm, every size
+	k=0
 	for alg in lz4 lz4hc deflate libdeflate zstd lzma; do
 		for c in 4096 16384 65536 262144 1048576; do
+			k=$((k + 1))
+			t_sanitized && [ $((k % 2)) = 0 ] && continue
 			name="seed 4 [-z $alg -C $c]"
 			if ! mk -z "$alg" -C "$c" "$TMP/img" "$tree" 2>"$TMP/mkfs.err"; then
 				t_fail "$name: mkfs: $(head -c 300 "$TMP/mkfs.err")"
@@ -125,7 +136,7 @@ done
 mk --exclude-path=manydir --exclude-regex='^names/' "$TMP/img" "$tree"
 mkdir -p "$TMP/exp" && cp -a "$tree/." "$TMP/exp/" && rm -rf "$TMP/exp/manydir" && find "$TMP/exp/names" -mindepth 1 -delete
 check "exclusions" "$TMP/exp" "$TMP/img" --no-times
-rm -rf "$TMP/exp"
+rm -rf "$TMP/exp" "$TMP"/src.*.json
 
 # Errors: one line, exit 1, nothing left behind.
 rm -f "$TMP/bad.img"

@@ -35,6 +35,7 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || t_skip "nginx is not installed (scripts/deps.sh installs nginx-light)"
 t_fixture_names "$@"
+t_sanitized_names 3
 SRV=$SRC/tests/interop/remote-srv.py
 # the servers are stopped here, before lib.sh's cleanup
 SRV_PIDS=()
