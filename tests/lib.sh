@@ -155,10 +155,11 @@ t_kmount() {
 }
 t_kumount() { umount "$1"; }
 
-# Can this machine mount an erofs image through a loop device?
 # t_sanitized: true in a sanitizer build (EZFS_SANITIZED).
 t_sanitized() { [ -n "${EZFS_SANITIZED:-}" ]; }
 
+# Can this machine mount an erofs image through a loop device? (Not asked
+# in a sanitizer build: see EZFS_SANITIZED.)
 t_can_kmount() {
 	[ -z "${EZFS_TEST_NO_KMOUNT:-}" ] || return 1
 	if t_sanitized; then
