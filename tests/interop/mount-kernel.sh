@@ -16,6 +16,8 @@
 #    fails with EIO, what it got is the file's own first bytes, another
 #    file fails too (never zeros), and ezfs umount unmounts it; the holder
 #    process leaves then.
+#  - The URL changed under a mount over http: a reader of it with the same
+#    cache folder leaves the mounted file alone (the kernel's view stays).
 #  - A layer with neither a dm-verity tree nor a chunk index: refused in
 #    one line; --unverified mounts it.
 #  - Not root: one line naming the FUSE mount.
@@ -151,7 +153,7 @@ t_same_manifest "warm remount: the same tree" "$TMP/want.man" "$TMP/warm.man"
 # --- kill -9 of the daemon mid-read -------------------------------------------
 mkdir -p "$TMP/www"
 cp "$IMG" "$TMP/www/v.img"
-DELAY_MS=300 python3 "$SRC/tests/interop/remote-srv.py" delay "$TMP/port" "$TMP/www" "$TMP/srv.log" &
+DELAY_MS=300 python3 "$SRC/tests/interop/remote-srv.py" delay "$TMP/port" "$TMP/www" "$TMP/srv.log" 2>"$TMP/srv.err" &
 PIDS+=("$!")
 for _ in $(seq 100); do [ -s "$TMP/port" ] && break; sleep 0.1; done
 HP=$(cat "$TMP/port")
@@ -200,6 +202,32 @@ if pgrep -f -- "--cache-dir $C2 " >/dev/null; then
 else
 	t_pass "the holder process left with the unmount"
 fi
+
+# --- another open of the URL with new validators leaves the mounted file ------
+mkdir -p "$TMP/www2"
+cp "$IMG" "$TMP/www2/v.img"
+DELAY_MS=0 python3 "$SRC/tests/interop/remote-srv.py" delay "$TMP/port2" "$TMP/www2" 2>"$TMP/srv2.err" &
+PIDS+=("$!")
+for _ in $(seq 100); do [ -s "$TMP/port2" ] && break; sleep 0.1; done
+U2=http://127.0.0.1:$(cat "$TMP/port2")/v.img
+C4=$TMP/cache4
+t_run pin timeout "$tmo" "$EZFS" mount --kernel -o fill=none,roothash="$ROOT" --cache-dir "$C4" "$U2" "$MP"
+t_check "mount --kernel over http with roothash=" 0
+t_manifest "$MP" >"$TMP/pin0.man"
+t_same_manifest "mount --kernel over http: the kernel's view" "$TMP/want.man" "$TMP/pin0.man"
+# the URL now serves another image (new ETag): a reader of it must not
+# truncate or rewrite the file the kernel reads
+"$EZFS" mkfs -q "$TMP/www2/v.img.new" "$TMP/probe.d" >/dev/null
+touch -d '2001-01-01' "$TMP/www2/v.img.new"
+mv "$TMP/www2/v.img.new" "$TMP/www2/v.img"
+t_run pincat timeout "$tmo" "$EZFS" cat --cache-dir "$C4" "$U2" /f
+t_check "a reader of the changed URL with the same cache folder" 0 stderr "mounted by the kernel"
+# what the kernel reads next comes from the file again
+sync
+echo 3 >/proc/sys/vm/drop_caches
+t_manifest "$MP" >"$TMP/pin.man"
+t_same_manifest "the kernel's view after that reader: unchanged" "$TMP/want.man" "$TMP/pin.man"
+"$EZFS" umount "$MP" 2>/dev/null
 
 # --- neither a tree nor a chunk index -------------------------------------------
 t_registry && rc=0 || rc=$?

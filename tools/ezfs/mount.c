@@ -288,6 +288,23 @@ static void remote_stats(void *arg, struct ezfs_ctl_remote *o)
 }
 #endif
 
+/* -o OPTS into p; with --kernel (ko), its own options go into ko first:
+ * 0, or the exit status after a line. */
+static int mount_options(struct ezfs_mount_params *p, struct kmount_opts *ko,
+			 const char *opts)
+{
+	char err[256], *rest = NULL;
+	int ret = ko ? mount_kernel_options(opts, ko, &rest) : 0;
+	const char *o = ko ? rest : opts;
+
+	if (!ret && *o && ezfs_mount_parse_options(p, o, err, sizeof(err))) {
+		fprintf(stderr, "ezfs mount: %s\n", err);
+		ret = 2;
+	}
+	free(rest);
+	return ret;
+}
+
 int cmd_mount(int argc, char **argv)
 {
 	enum { OPT_LOG = 0x100, OPT_REQUIRE, OPT_KERNEL, OPT_UNVERIFIED };
@@ -303,7 +320,6 @@ int cmd_mount(int argc, char **argv)
 	struct ezfs_mount_params p;
 	const char *log_path = NULL;
 	ezfs_mount *m;
-	char err[256];
 	int c, ret, require = 0, kernel = 0, unverified = 0;
 	size_t rn;
 	struct kmount_opts ko = {
@@ -323,13 +339,9 @@ int cmd_mount(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:fdsvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (kernel && mount_kernel_options(optarg, &ko))
-				return 2;
-			if (*optarg && ezfs_mount_parse_options(&p, optarg, err,
-								sizeof(err))) {
-				fprintf(stderr, "ezfs mount: %s\n", err);
-				return 2;
-			}
+			ret = mount_options(&p, kernel ? &ko : NULL, optarg);
+			if (ret)
+				return ret;
 			break;
 		case 'f':
 			p.foreground = 1;

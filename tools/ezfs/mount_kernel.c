@@ -95,6 +95,16 @@ static int background(void)
 }
 
 #ifdef EZFS_HAVE_REMOTE
+/* The mount's log, lines above -v's level left out. */
+static ezfs_log_fn log_to;
+static unsigned log_level;
+
+static void log_some(void *arg, int level, const char *msg)
+{
+	if (level <= EZFS_LOG_ERROR || (unsigned)level <= log_level)
+		log_to(arg, level, msg);
+}
+
 /* The key of a complete cache entry named name: 1 with key set. */
 struct find_arg {
 	const char *name;
@@ -150,13 +160,15 @@ static int remote_kernel(struct ezfs_mount_params *p,
 	size_t rn = p->root_hash_size;
 	int err, ret = 1;
 
+	log_to = o->log;
+	log_level = p->verbose;
 	err = warm(p);
 	if (err >= 0)
 		return err;
 	if (cli_remote_source(p->image, o->remote_log, (void *)p->image,
 			      p->verbose, &ops, &src, &size))
 		return 1;
-	err = ezfs_remote_kfill_new(src, o->log, NULL, &k, why, sizeof(why));
+	err = ezfs_remote_kfill_new(src, log_some, NULL, &k, why, sizeof(why));
 	if (!err)
 		ezfs_remote_kfill_background(k, !o->fill_none);
 	if (err) {
@@ -175,7 +187,7 @@ static int remote_kernel(struct ezfs_mount_params *p,
 		goto out;
 	}
 	ezfs_open_params_init(&op);
-	op.log = o->log;
+	op.log = log_some;
 	op.verity = p->verity;
 	op.root_hash = rn ? p->root_hash : NULL;
 	op.root_hash_size = rn;
@@ -236,10 +248,17 @@ out:
 }
 #endif
 
-int mount_kernel_options(char *opts, struct kmount_opts *o)
+int mount_kernel_options(const char *opts, struct kmount_opts *o, char **rest)
 {
-	char *in = opts, *out = opts, *tok, *save;
+	char *in = strdup(opts), *out, *tok, *save;
 
+	*rest = malloc(strlen(opts) + 1);
+	if (!in || !*rest) {
+		free(in);
+		fprintf(stderr, "ezfs mount: out of memory\n");
+		return 1;
+	}
+	out = *rest;
 	for (tok = strtok_r(in, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "fill=all")) {
@@ -251,17 +270,15 @@ int mount_kernel_options(char *opts, struct kmount_opts *o)
 				"ezfs mount: -o %s: --kernel takes fill=all "
 				"or fill=none\n",
 				tok);
+			free(in);
 			return 2;
 		} else {
-			size_t l = strlen(tok);
-
-			if (out != opts)
-				*out++ = ',';
-			memmove(out, tok, l);
-			out += l;
+			out += sprintf(out, "%s%s", out == *rest ? "" : ",",
+				       tok);
 		}
 	}
 	*out = '\0';
+	free(in);
 	return 0;
 }
 

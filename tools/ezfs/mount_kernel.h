@@ -14,9 +14,10 @@ struct kmount_opts {
 	int fill_none;	/* -o fill=none: fetch only what is read */
 };
 
-/* Take --kernel's own -o options (fill=all|none) out of opts (in place):
- * 0, or 2 after a line (a bad value). */
-int mount_kernel_options(char *opts, struct kmount_opts *o);
+/* --kernel's own -o options (fill=all|none) taken from opts into o; the
+ * others into *rest (malloc'ed; free it, also after an error): 0, or 2
+ * after a line (a bad value), 1 out of memory. */
+int mount_kernel_options(const char *opts, struct kmount_opts *o, char **rest);
 
 /* p parsed by ezfs mount (image, mountpoint, dm-verity options, -f, -v):
  * the exit status. */
