@@ -241,10 +241,13 @@ EZFS_API int64_t ezfs_remote_chunk_index(const ezfs_remote *r, int *pinned);
  * extent map and inline tail of img into the file (what the kernel reads
  * without events): before mount(2). ezfs_remote_kfill_path: the file to
  * mount(2). ezfs_remote_kfill_complete: 1 when every byte is in it (no
- * daemon needed). ezfs_remote_kfill_run serves the events of the mount
- * at mountpoint (mounted by then) until it is unmounted or the file is
- * complete (the mark is removed then), with a holder process that
- * answers EIO when the caller dies (docs/mount.md); 0 or -errno.
+ * daemon needed). ezfs_remote_kfill_arm, right before mount(2), forks
+ * the holder process that answers EIO to every event once the caller is
+ * dead (docs/mount.md); ezfs_remote_kfill_run then serves the events of
+ * the mount at mountpoint until it is unmounted or the file is complete
+ * (the mark is removed then); a mount that cannot be watched is detached
+ * at once. Both 0 or -errno; ezfs_remote_kfill_free tells the holder to
+ * leave.
  */
 typedef struct ezfs_remote_kfill ezfs_remote_kfill;
 EZFS_API int ezfs_remote_kfill_new(ezfs_remote *r, ezfs_log_fn log,
@@ -262,6 +265,7 @@ EZFS_API void ezfs_remote_kfill_background(ezfs_remote_kfill *k, int on);
 EZFS_API int ezfs_remote_kfill_meta(ezfs_remote_kfill *k, ezfs_image *img);
 EZFS_API const char *ezfs_remote_kfill_path(const ezfs_remote_kfill *k);
 EZFS_API int ezfs_remote_kfill_complete(const ezfs_remote_kfill *k);
+EZFS_API int ezfs_remote_kfill_arm(ezfs_remote_kfill *k);
 EZFS_API int ezfs_remote_kfill_run(ezfs_remote_kfill *k,
 				   const char *mountpoint);
 EZFS_API void ezfs_remote_kfill_free(ezfs_remote_kfill *k);

@@ -23,7 +23,7 @@
  *    ahead, and when no event waits the rest of the image is filled in
  *    order; once the file is complete the mark goes and the loop ends:
  *    the mount needs no process any more.
- *  - A holder process (forked by ezfs_remote_kfill_run, in a session of
+ *  - A holder process (forked by ezfs_remote_kfill_arm, in a session of
  *    its own, deaf to SIGTERM) shares the fanotify group: the kernel lets
  *    reads through once a group is gone, and a hole of the file reads as
  *    zeros. When the loop's process dies without saying it is done, the
@@ -46,6 +46,7 @@
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,7 +66,7 @@
 #define PAGE	  4096u
 #define FILL_UNIT (64u << 10) /* an asked range rounded out to this */
 #define RA_BYTES  (1u << 20)  /* read ahead after an answered range */
-#define BG_BYTES  (1u << 20)  /* one step of the background fill */
+#define BG_BYTES  (2u << 20)  /* one step of the background fill */
 #define EV_BUF	  8192
 #define SLOTS	  (EV_BUF / 24) /* events one read can return, at most */
 
@@ -73,6 +74,7 @@
  * fds of the events taken and not answered yet, -1 in free slots. */
 struct kshare {
 	volatile int fd[SLOTS];
+	volatile int watching; /* the mount's root is watched (IN_UNMOUNT) */
 };
 
 struct ezfs_remote_kfill {
@@ -89,6 +91,8 @@ struct ezfs_remote_kfill {
 	uint64_t cursor; /* the background fill's next page */
 	uint8_t *have;	 /* a bit per page in the file */
 	struct kshare *sh;
+	int ino;     /* inotify, on the mount's root once mounted */
+	int pipe_wr; /* to the holder: 'q' (done), or closed (died) */
 	ezfs_log_fn log;
 	void *log_arg;
 };
@@ -347,6 +351,8 @@ int ezfs_remote_kfill_new(ezfs_remote *r, ezfs_log_fn log, void *log_arg,
 	k->r = r;
 	k->fan = -1;
 	k->fd = -1;
+	k->ino = -1;
+	k->pipe_wr = -1;
 	k->log = log;
 	k->log_arg = log_arg;
 	k->fill_bg = 1;
@@ -409,12 +415,16 @@ int ezfs_remote_kfill_new(ezfs_remote *r, ezfs_log_fn log, void *log_arg,
 	    fanotify_mark(k->fan, FAN_MARK_ADD, FAN_PRE_ACCESS, AT_FDCWD,
 			  r->data_path)) {
 		err = -errno;
-		if (err == -EINVAL || err == -EOPNOTSUPP)
+		if (err == -EINVAL)
 			snprintf(why, whysize,
-				 "this kernel (or the cache folder's file "
-				 "system) lacks fanotify pre-content events "
-				 "(FAN_PRE_ACCESS, Linux 6.14+): %s",
-				 strerror(-err));
+				 "this kernel lacks fanotify pre-content "
+				 "events (FAN_PRE_ACCESS, Linux 6.14+)");
+		else if (err == -EOPNOTSUPP)
+			snprintf(why, whysize,
+				 "the file system of the cache folder %s takes "
+				 "no fanotify pre-content marks (ext4, xfs and "
+				 "btrfs do; --cache-dir)",
+				 r->p.cache_dir);
 		else
 			snprintf(why, whysize, "cache file %s: fanotify: %s",
 				 r->data_path, strerror(-err));
@@ -453,6 +463,10 @@ static int fill(struct ezfs_remote_kfill *k, uint64_t off, uint64_t len)
 	buf = malloc(FILL_UNIT);
 	if (!buf)
 		return -EIO;
+	/* the blocks missing, fetched together (in as few requests as the
+	 * source can); the reads below find them in its cache */
+	if (end - off > FILL_UNIT)
+		ezfs_remote_hint(k->r, off, end - off, EZFS_HINT_DATA);
 	for (; off < end && !err; off += FILL_UNIT) {
 		size_t l =
 			end - off < FILL_UNIT ? (size_t)(end - off) : FILL_UNIT;
@@ -660,8 +674,13 @@ static void holder(struct ezfs_remote_kfill *k, int pipe_rd, int ino)
 	pf[1].fd = ino;
 	pf[1].events = POLLIN;
 	for (;;) {
-		if (poll(pf, 2, -1) < 0)
+		/* died before it watched the mount: until it is not mounted
+		 * (or never was) */
+		if (poll(pf, 2, k->sh->watching ? -1 : 1000) < 0)
 			continue;
+		if (!k->sh->watching &&
+		    !ezfs_remote_cache_pinned(k->r->data_path))
+			_exit(0);
 		if (pf[1].revents) {
 			n = read(ino, buf, sizeof(buf));
 			for (ssize_t i = 0; i < n;) {
@@ -750,35 +769,64 @@ static void fill_next(struct ezfs_remote_kfill *k)
 		k->cursor += BG_BYTES / PAGE; /* fetch failed: later */
 }
 
-int ezfs_remote_kfill_run(ezfs_remote_kfill *k, const char *mountpoint)
+int ezfs_remote_kfill_arm(ezfs_remote_kfill *k)
 {
-	int ino = -1, pfd[2] = { -1, -1 }, done = 0, err = 0;
-	struct pollfd pf[2];
-	char buf[4096];
+	int pfd[2];
 	pid_t pid;
 
-	if (!k->marked)
+	if (!k->marked || k->pipe_wr >= 0)
 		return 0;
-	ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (ino < 0 || inotify_add_watch(ino, mountpoint, IN_DELETE_SELF) < 0 ||
-	    pipe2(pfd, O_CLOEXEC)) {
-		err = -errno;
-		klog(k, EZFS_LOG_ERROR, "%s: inotify: %s", mountpoint,
-		     strerror(-err));
-		goto out;
-	}
+	k->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (k->ino < 0 || pipe2(pfd, O_CLOEXEC))
+		return -errno;
 	pid = fork();
 	if (pid < 0) {
-		err = -errno;
-		goto out;
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
 	}
 	if (!pid) {
 		close(pfd[1]);
-		holder(k, pfd[0], ino);
+		holder(k, pfd[0], k->ino);
 		_exit(0);
 	}
 	close(pfd[0]);
-	pfd[0] = -1;
+	k->pipe_wr = pfd[1];
+	return 0;
+}
+
+/* The holder leaves: all is answered (or nothing was mounted). */
+static void holder_done(struct ezfs_remote_kfill *k)
+{
+	if (k->pipe_wr < 0)
+		return;
+	if (write(k->pipe_wr, "q", 1) != 1) {
+		/* it is gone already */
+	}
+	close(k->pipe_wr);
+	k->pipe_wr = -1;
+}
+
+int ezfs_remote_kfill_run(ezfs_remote_kfill *k, const char *mountpoint)
+{
+	int ino = k->ino, done = 0, err = 0;
+	struct pollfd pf[2];
+	char buf[4096];
+
+	if (!k->marked)
+		return 0;
+	if (k->pipe_wr < 0)
+		return -EINVAL; /* not armed */
+	if (inotify_add_watch(ino, mountpoint, IN_DELETE_SELF) < 0) {
+		/* no way to learn of the unmount: it goes now, while no
+		 * reader can have begun */
+		err = -errno;
+		klog(k, EZFS_LOG_ERROR, "%s: inotify: %s; unmounted",
+		     mountpoint, strerror(-err));
+		(void)umount2(mountpoint, MNT_DETACH);
+		return err;
+	}
+	k->sh->watching = 1;
 	pf[0].fd = k->fan;
 	pf[0].events = POLLIN;
 	pf[1].fd = ino;
@@ -827,16 +875,7 @@ int ezfs_remote_kfill_run(ezfs_remote_kfill *k, const char *mountpoint)
 		     "any more");
 	}
 	/* the holder goes too: all is answered */
-	if (write(pfd[1], "q", 1) != 1) {
-		/* it is gone already */
-	}
-out:
-	if (ino >= 0)
-		close(ino);
-	if (pfd[0] >= 0)
-		close(pfd[0]);
-	if (pfd[1] >= 0)
-		close(pfd[1]);
+	holder_done(k);
 	return err;
 }
 
@@ -844,6 +883,9 @@ void ezfs_remote_kfill_free(ezfs_remote_kfill *k)
 {
 	if (!k)
 		return;
+	holder_done(k);
+	if (k->ino >= 0)
+		close(k->ino);
 	if (k->fan >= 0)
 		close(k->fan);
 	if (k->fd >= 0)

@@ -30,20 +30,7 @@ set -uo pipefail
 t_init
 t_is_root || t_skip "not root (mount(2) and fanotify need CAP_SYS_ADMIN)"
 t_need_cmd python3 cmp
-if "$EZFS" cache --cache-dir "$TMP/probe" ls 2>&1 | grep -q "without libcurl"; then
-	t_skip "ezfs was built without libcurl (remote images)"
-fi
-REG=$(command -v docker-registry || true)
-[ -n "$REG" ] || t_skip "docker-registry is not installed (scripts/deps.sh installs it)"
-tmo=${EZFS_TEST_TIMEOUT:-120}
-PIDS=()
-stop_all() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	PIDS=()
-}
-trap 'stop_all; t_cleanup' EXIT
+t_need_registry
 
 # --- can the kernel mount an erofs file here? -------------------------------
 mkdir -p "$TMP/probe.d" "$TMP/probe.mnt"
@@ -51,7 +38,7 @@ echo probe >"$TMP/probe.d/f"
 "$EZFS" mkfs -q "$TMP/probe.img" "$TMP/probe.d" >/dev/null
 t_run probe "$EZFS" mount --kernel "$TMP/probe.img" "$TMP/probe.mnt"
 if [ "$RC" != 0 ]; then
-	grep -q "lacks" "$ERR" && t_skip "$(head -n 1 "$ERR")"
+	grep -qE "lacks|takes no fanotify" "$ERR" && t_skip "$(head -n 1 "$ERR")"
 	t_fail "mount --kernel of a local image: rc=$RC $(head -c 300 "$ERR")"
 	t_done
 fi
@@ -106,7 +93,7 @@ MP=$TMP/mnt
 mkdir -p "$MP"
 t_run cold timeout "$tmo" "$EZFS" mount --kernel -o fill=none --cache-dir "$C" "$REFD" "$MP"
 if [ "$RC" != 0 ]; then
-	grep -q "lacks" "$ERR" && t_skip "$(head -n 1 "$ERR")"
+	grep -qE "lacks|takes no fanotify" "$ERR" && t_skip "$(head -n 1 "$ERR")"
 	t_fail "mount --kernel REPO@MANIFEST: rc=$RC $(head -c 300 "$ERR")"
 	t_done
 fi

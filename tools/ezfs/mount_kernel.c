@@ -83,9 +83,8 @@ static int background(void)
 	if (pid)
 		_exit(0);
 	(void)setsid();
-	if (chdir("/")) {
-		/* nothing to hold the mount busy either way */
-	}
+	/* the working folder stays: the cache folder and the mount point
+	 * may be named relative to it */
 	if (!freopen("/dev/null", "r", stdin) ||
 	    !freopen("/dev/null", "w", stdout) ||
 	    !freopen("/dev/null", "w", stderr)) {
@@ -228,6 +227,14 @@ static int remote_kernel(struct ezfs_mount_params *p,
 			"only\n",
 			p->image);
 		goto out;
+	}
+	if (!ezfs_remote_kfill_complete(k)) {
+		err = ezfs_remote_kfill_arm(k);
+		if (err) {
+			fprintf(stderr, "ezfs mount: %s: %s\n", p->image,
+				strerror(-err));
+			goto out;
+		}
 	}
 	if (kmount(p->image, ezfs_remote_kfill_path(k), p->mountpoint))
 		goto out;
