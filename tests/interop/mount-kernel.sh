@@ -20,6 +20,8 @@
 #    cache folder leaves the mounted file alone (the kernel's view stays).
 #  - A layer with neither a dm-verity tree nor a chunk index: refused in
 #    one line; --unverified mounts it.
+#  - A relative --cache-dir and mount point: the background daemon (which
+#    keeps its working folder) serves the files.
 #  - Not root: one line naming the FUSE mount.
 # Skips (exit 77) without root, erofs file-backed mounts, fanotify
 # pre-content events, libcurl, python3 or docker-registry.
@@ -230,6 +232,18 @@ t_check "mount --kernel --unverified: mounted" 0
 t_manifest "$MP" >"$TMP/plain.man"
 t_same_manifest "--unverified: the kernel's view" "$TMP/want.man" "$TMP/plain.man"
 "$EZFS" umount "$MP" 2>/dev/null
+
+# --- a cache folder and mount point named relative to the working folder -----
+mkdir -p "$TMP/rmnt"
+t_run rel bash -c 'cd "$1" && timeout "$2" "$3" mount --kernel -o fill=none --cache-dir rc "$4" rmnt' \
+	_ "$TMP" "$tmo" "$EZFS" "$R/k/v@$md"
+T_MOUNTS+=("$TMP/rmnt")
+if [ "$RC" = 0 ] && cmp -s "$TMP/rmnt/big" "$src/big" && cmp -s "$TMP/rmnt/d/f00" "$src/d/f00"; then
+	t_pass "relative --cache-dir and mount point: the background daemon serves the files"
+else
+	t_fail "relative paths: rc=$RC $(head -c 300 "$ERR")"
+fi
+"$EZFS" umount "$TMP/rmnt" 2>/dev/null
 
 # --- not root ----------------------------------------------------------------------
 if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null &&
