@@ -63,12 +63,13 @@
 #define FAN_DENY_ERRNO(e) (FAN_DENY | ((((uint32_t)(e)) & 0xff) << 24))
 #endif
 
-#define PAGE	  4096u
-#define FILL_UNIT (64u << 10) /* an asked range rounded out to this */
-#define RA_BYTES  (1u << 20)  /* read ahead after an answered range */
-#define BG_BYTES  (2u << 20)  /* one step of the background fill */
-#define EV_BUF	  8192
-#define SLOTS	  (EV_BUF / 24) /* events one read can return, at most */
+#define PAGE	    4096u
+#define FILL_UNIT   (64u << 10) /* an asked range rounded out to this */
+#define RA_BYTES    (1u << 20)	/* read ahead after an answered range */
+#define BG_BYTES    (2u << 20)	/* one step of the background fill */
+#define BG_RETRY_MS 5000	/* its pause after a step that failed */
+#define EV_BUF	    8192
+#define SLOTS	    (EV_BUF / 24) /* events one read can return, at most */
 
 /* What the loop's process and the holder share (a MAP_SHARED page): the
  * fds of the events taken and not answered yet, -1 in free slots. */
@@ -89,6 +90,7 @@ struct ezfs_remote_kfill {
 	uint64_t npages; /* PAGE units of size */
 	uint64_t left;	 /* pages not in the file yet */
 	uint64_t cursor; /* the background fill's next page */
+	int bg_wait_ms;	 /* before its next step (after a failure) */
 	uint8_t *have;	 /* a bit per page in the file */
 	struct kshare *sh;
 	int ino;     /* inotify, on the mount's root once mounted */
@@ -227,7 +229,11 @@ void ezfs_remote_kfill_background(ezfs_remote_kfill *k, int on)
 
 int ezfs_remote_kfill_verified(const ezfs_remote_kfill *k)
 {
-	return k->verified;
+	int pinned;
+
+	/* no tree handed over (yet): a chunk index checks the blocks */
+	return k->verity_set ? k->verified
+			     : ezfs_remote_chunk_index(k->r, &pinned) >= 0;
 }
 
 const char *ezfs_remote_kfill_path(const ezfs_remote_kfill *k)
@@ -765,8 +771,13 @@ static void fill_next(struct ezfs_remote_kfill *k)
 		k->cursor = 0; /* one that failed: again from the start */
 		return;
 	}
-	if (fill(k, k->cursor * PAGE, BG_BYTES))
-		k->cursor += BG_BYTES / PAGE; /* fetch failed: later */
+	if (fill(k, k->cursor * PAGE, BG_BYTES)) {
+		/* fetch failed: later, and the source left alone a while */
+		k->cursor += BG_BYTES / PAGE;
+		k->bg_wait_ms = BG_RETRY_MS;
+	} else {
+		k->bg_wait_ms = 0;
+	}
 }
 
 int ezfs_remote_kfill_arm(ezfs_remote_kfill *k)
@@ -834,7 +845,7 @@ int ezfs_remote_kfill_run(ezfs_remote_kfill *k, const char *mountpoint)
 	while (!done) {
 		int idle = k->fill_bg && k->left;
 
-		if (poll(pf, 2, idle ? 0 : -1) < 0) {
+		if (poll(pf, 2, idle ? k->bg_wait_ms : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			err = -errno;

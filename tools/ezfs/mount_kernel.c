@@ -71,7 +71,8 @@ static int kmount(const char *img, const char *path, const char *mp)
 	return 1;
 }
 
-/* Run on in the background: 0 in the child, -1 on failure (a line). */
+/* Run on in the background: 0 in the child, -1 when it cannot (a line;
+ * the caller goes on in the foreground). */
 static int background(void)
 {
 	pid_t pid = fork();
@@ -205,8 +206,7 @@ static int remote_kernel(struct ezfs_mount_params *p,
 			ezfs_strerror(err));
 		goto out;
 	}
-	err = ezfs_remote_kfill_meta(k, img);
-	if (!err && !ezfs_remote_kfill_verified(k) && !o->unverified) {
+	if (!ezfs_remote_kfill_verified(k) && !o->unverified) {
 		fprintf(stderr,
 			"ezfs mount: %s: --kernel serves only checked bytes, "
 			"and this image has neither a dm-verity tree nor a "
@@ -216,6 +216,7 @@ static int remote_kernel(struct ezfs_mount_params *p,
 			p->image);
 		goto out;
 	}
+	err = ezfs_remote_kfill_meta(k, img);
 	if (err) {
 		fprintf(stderr, "ezfs mount: %s: reading its metadata: %s\n",
 			p->image, ezfs_strerror(err));
@@ -243,8 +244,9 @@ static int remote_kernel(struct ezfs_mount_params *p,
 	if (ezfs_remote_kfill_complete(k))
 		goto out; /* the kernel needs nothing more */
 	o->choose_log(p->foreground);
-	if (!p->foreground && background())
-		goto out;
+	/* no fork: served from here (leaving would unguard the mount) */
+	if (!p->foreground)
+		(void)background();
 	err = ezfs_remote_kfill_run(k, p->mountpoint);
 	if (err)
 		ret = 1;
