@@ -22,6 +22,7 @@
 #    one line; --unverified mounts it.
 #  - A relative --cache-dir and mount point: the background daemon (which
 #    keeps its working folder) serves the files.
+#  - A cache folder on tmpfs (no pre-content marks there): one line.
 #  - Not root: one line naming the FUSE mount.
 # Skips (exit 77) without root, erofs file-backed mounts, fanotify
 # pre-content events, libcurl, python3 or docker-registry.
@@ -244,6 +245,17 @@ else
 	t_fail "relative paths: rc=$RC $(head -c 300 "$ERR")"
 fi
 "$EZFS" umount "$TMP/rmnt" 2>/dev/null
+
+# --- a cache folder on a file system without pre-content marks (tmpfs) ----------
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+	SHM=$(mktemp -d /dev/shm/ezfs-test.XXXXXX)
+	t_run shm timeout "$tmo" "$EZFS" mount --kernel --cache-dir "$SHM/c" "$R/k/v@$md" "$MP"
+	rm -rf "$SHM"
+	t_check "mount --kernel with its cache folder on tmpfs: refused" 1 stderr "takes no fanotify pre-content marks"
+	t_one_line "its refusal: one line" "$ERR"
+else
+	echo "SKIP: the tmpfs check (/dev/shm is no tmpfs here)"
+fi
 
 # --- not root ----------------------------------------------------------------------
 if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null &&
