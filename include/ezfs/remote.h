@@ -271,7 +271,8 @@ EZFS_API int ezfs_remote_kfill_run(ezfs_remote_kfill *k,
 EZFS_API void ezfs_remote_kfill_free(ezfs_remote_kfill *k);
 /*
  * Is the cache file path (a KEY.data of a cache folder) pinned: mounted
- * by the kernel (an erofs mount of it in /proc/self/mountinfo)? Such a
+ * by the kernel (an erofs mount of it in /proc/self/mountinfo), or on its
+ * way there (the shared flock(2) its ezfs_remote_kfill holds)? Such a
  * file is never removed, shrunk or rewritten (gc, --cache-max, another
  * open with other validators). 1 or 0.
  */

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fanotify.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -269,7 +270,7 @@ int ezfs_remote_cache_pinned(const char *path)
 {
 	char *real, *line = NULL, *sep, *f, *save;
 	size_t cap = 0;
-	int found = 0;
+	int found = 0, fd;
 	FILE *mi;
 
 	if (!path)
@@ -294,6 +295,13 @@ int ezfs_remote_cache_pinned(const char *path)
 	if (mi)
 		fclose(mi);
 	free(line);
+	/* a --kernel mount on its way (its daemon holds a shared lock from
+	 * ezfs_remote_kfill_new on) */
+	fd = found ? -1 : open(real, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		found = flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
+		close(fd);
+	}
 	free(real);
 	return found;
 }
@@ -347,7 +355,8 @@ int ezfs_remote_kfill_new(ezfs_remote *r, ezfs_log_fn log, void *log_arg,
 	}
 	if (ezfs_remote_cache_pinned(r->data_path)) {
 		snprintf(why, whysize,
-			 "its cache file %s is mounted by the kernel already",
+			 "its cache file %s is mounted (or being mounted) by "
+			 "the kernel already",
 			 r->data_path);
 		return -EBUSY;
 	}
@@ -401,6 +410,8 @@ int ezfs_remote_kfill_new(ezfs_remote *r, ezfs_log_fn log, void *log_arg,
 		ezfs_remote_kfill_free(k);
 		return err;
 	}
+	/* pinned from now on (gc, and other opens, see it) */
+	(void)flock(k->fd, LOCK_SH | LOCK_NB);
 	pthread_mutex_lock(&r->lock);
 	if (dup3(k->fd, r->data_fd, O_CLOEXEC) < 0)
 		err = -errno;
