@@ -291,8 +291,22 @@ int mount_kernel_options(const char *opts, struct kmount_opts *o, char **rest)
 	return 0;
 }
 
+#ifndef EZFS_HAVE_REMOTE
+static int no_remote(const char *img)
+{
+	fprintf(stderr,
+		"ezfs mount: %s: remote images need libcurl; this "
+		"ezfs was built without it\n",
+		img);
+	return 1;
+}
+#endif
+
 int mount_kernel(struct ezfs_mount_params *p, const struct kmount_opts *o)
 {
+	char *mp;
+	int ret;
+
 	if (!sys_admin()) {
 		fprintf(stderr,
 			"ezfs mount: --kernel needs root (CAP_SYS_ADMIN: "
@@ -306,15 +320,23 @@ int mount_kernel(struct ezfs_mount_params *p, const struct kmount_opts *o)
 				"device= (the kernel mounts the file whole)\n");
 		return 2;
 	}
+	/* one name for mount(2) and the daemon's watch of the root, whatever
+	 * the working folder */
+	mp = realpath(p->mountpoint, NULL);
+	if (!mp) {
+		fprintf(stderr, "ezfs mount: %s: %s\n", p->mountpoint,
+			strerror(errno));
+		return 1;
+	}
+	p->mountpoint = mp;
 	if (!cli_is_remote(p->image))
-		return kmount(p->image, p->image, p->mountpoint);
+		ret = kmount(p->image, p->image, mp);
+	else
 #ifdef EZFS_HAVE_REMOTE
-	return remote_kernel(p, o);
+		ret = remote_kernel(p, o);
 #else
-	fprintf(stderr,
-		"ezfs mount: %s: remote images need libcurl; this "
-		"ezfs was built without it\n",
-		p->image);
-	return 1;
+		ret = no_remote(p->image);
 #endif
+	free(mp);
+	return ret;
 }
