@@ -119,6 +119,11 @@ t_run umount1 "$EZFS" umount "$MP"
 t_check "ezfs umount of a --kernel mount" 0
 sleep 0.5
 mountpoint -q "$MP" && t_fail "still mounted after ezfs umount"
+if pgrep -f -- "--cache-dir $C " >/dev/null; then
+	t_fail "the daemon or its holder stayed after the unmount"
+else
+	t_pass "the daemon and its holder left with the unmount"
+fi
 
 # --- warm: no registry at all -------------------------------------------------
 # the rest of the file, then the registry goes
