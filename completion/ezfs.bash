@@ -100,7 +100,7 @@ legacy-compress nosbcrc ztailpacking fragments all-fragments dedupe \
 force-chunk-indexes 48bit dot-omitted fragdedupe= force-inode-blockmap \
 xattr-name-filter ^xattr-name-filter plain-xattr-prefixes"
 _ezfs_mount_opts="cache= threads= allow_other offset= device= uid= gid= \
-accel= dispatch= prefetch= readahead= ro"
+accel= dispatch= prefetch= readahead= ro fill="
 _ezfs_goals="size seq random balanced"
 _ezfs_storages="cloud-hdd cloud-ssd nvme emmc registry-20ms"
 _ezfs_readers="kernel remote"

@@ -390,6 +390,26 @@ CONF
 	t_wait_port "$RPORT" || { head -c 300 "$TMP/registry/log"; return 1; }
 }
 
+# t_need_registry: skip without libcurl in ezfs or Debian's docker-registry;
+# sets REG, tmo (EZFS_TEST_TIMEOUT, default 120) and PIDS, whose processes
+# (servers started by the test) stop_all ends, as the test exits too.
+t_need_registry() {
+	if "$EZFS" cache --cache-dir "$TMP/probe" ls 2>&1 | grep -q "without libcurl"; then
+		t_skip "ezfs was built without libcurl (remote images)"
+	fi
+	REG=$(command -v docker-registry || true)
+	[ -n "$REG" ] || t_skip "docker-registry is not installed (scripts/deps.sh installs it)"
+	tmo=${EZFS_TEST_TIMEOUT:-120}
+	PIDS=()
+	trap 'stop_all; t_cleanup' EXIT
+}
+stop_all() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	PIDS=()
+}
+
 # t_kmount_ok: KMOUNT=1 when the kernel can mount erofs here, else 0 and
 # the skip line of the kernel checks.
 t_kmount_ok() {

@@ -219,6 +219,65 @@ EZFS_API int ezfs_remote_verity_root(const ezfs_remote *r, uint8_t root[64],
  * *pinned as ezfs_remote_verity_root sets it, or -ENODATA (none).
  */
 EZFS_API int64_t ezfs_remote_chunk_index(const ezfs_remote *r, int *pinned);
+/*
+ * A kernel mount of a remote image (ezfs mount --kernel, docs/mount.md):
+ * the kernel's EROFS driver mounts r's persistent cache file (KEY.data,
+ * file-backed, Linux 6.12+) and the file's missing ranges are filled on
+ * demand from fanotify pre-content events (FAN_PRE_ACCESS, Linux 6.14+).
+ * Root (CAP_SYS_ADMIN) only. Not thread-safe: one thread calls these.
+ *
+ * ezfs_remote_kfill_new makes the fanotify group and marks the cache file
+ * (r needs a cache entry on disk): from then on r reads and writes the
+ * file through an fd that raises no events. Returns 0, -ENODATA (no cache
+ * file), -EOPNOTSUPP (the kernel lacks what it needs), -EPERM, -ENOMEM...
+ * with one sentence in why. log (may be NULL) gets the loop's lines.
+ * Open the image with ezfs_image_open_io(ezfs_remote_kfill_io_ops(), k,
+ * ezfs_remote_size(r), p) and p->io_hint = ezfs_remote_kfill_hint,
+ * p->io_verity = ezfs_remote_kfill_verity: the image then owns r (its
+ * close closes r); k is freed with ezfs_remote_kfill_free after it.
+ * ezfs_remote_kfill_verified: 1 when each fetched block is checked (a
+ * dm-verity tree was handed over, or the layer has a chunk index).
+ * ezfs_remote_kfill_meta reads every inode, xattr, directory, symlink,
+ * extent map and inline tail of img into the file (what the kernel reads
+ * without events): before mount(2). ezfs_remote_kfill_path: the file to
+ * mount(2). ezfs_remote_kfill_complete: 1 when every byte is in it (no
+ * daemon needed). ezfs_remote_kfill_arm, right before mount(2), forks
+ * the holder process that answers EIO to every event once the caller is
+ * dead (docs/mount.md); ezfs_remote_kfill_run then serves the events of
+ * the mount at mountpoint until it is unmounted or the file is complete
+ * (the mark is removed then); a mount that cannot be watched is detached
+ * at once. Both 0 or -errno; ezfs_remote_kfill_free tells the holder to
+ * leave.
+ */
+typedef struct ezfs_remote_kfill ezfs_remote_kfill;
+EZFS_API int ezfs_remote_kfill_new(ezfs_remote *r, ezfs_log_fn log,
+				   void *log_arg, ezfs_remote_kfill **out,
+				   char *why, size_t whysize);
+EZFS_API const struct ezfs_io_ops *ezfs_remote_kfill_io_ops(void);
+EZFS_API void ezfs_remote_kfill_hint(void *arg, uint64_t off, uint64_t len,
+				     unsigned flags);
+EZFS_API void ezfs_remote_kfill_verity(void *arg, struct ezfs_verity *v,
+				       uint64_t base);
+EZFS_API int ezfs_remote_kfill_verified(const ezfs_remote_kfill *k);
+/* on 1 (the default): when no event waits, ezfs_remote_kfill_run fills
+ * the rest of the file in order; 0: only what is read (and read ahead). */
+EZFS_API void ezfs_remote_kfill_background(ezfs_remote_kfill *k, int on);
+EZFS_API int ezfs_remote_kfill_meta(ezfs_remote_kfill *k, ezfs_image *img);
+EZFS_API const char *ezfs_remote_kfill_path(const ezfs_remote_kfill *k);
+EZFS_API int ezfs_remote_kfill_complete(const ezfs_remote_kfill *k);
+EZFS_API int ezfs_remote_kfill_arm(ezfs_remote_kfill *k);
+EZFS_API int ezfs_remote_kfill_run(ezfs_remote_kfill *k,
+				   const char *mountpoint);
+EZFS_API void ezfs_remote_kfill_free(ezfs_remote_kfill *k);
+/*
+ * Is the cache file path (a KEY.data of a cache folder) pinned: mounted
+ * by the kernel (an erofs mount of it in /proc/self/mountinfo), or on its
+ * way there (the shared flock(2) its ezfs_remote_kfill holds)? Such a
+ * file is never removed, shrunk or rewritten (gc, --cache-max, another
+ * open with other validators). 1 or 0.
+ */
+EZFS_API int ezfs_remote_cache_pinned(const char *path);
+
 /* Write what is cached to disk, call on_close, free r (NULL is fine). */
 EZFS_API void ezfs_remote_close(ezfs_remote *r);
 

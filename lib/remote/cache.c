@@ -241,6 +241,15 @@ int ezi_cache_adopt(struct ezfs_remote *r, int same)
 
 	if (r->data_fd < 0)
 		return 0;
+	if (!same && ezfs_remote_cache_pinned(r->data_path)) {
+		/* the kernel mounts it (kernel.c): never rewritten */
+		ezi_rlog(r, EZFS_LOG_WARN,
+			 "cache file %s is mounted by the kernel: not "
+			 "rewritten, the blocks kept in memory",
+			 r->data_path);
+		ezi_cache_detach(r);
+		return 0;
+	}
 	if (r->size > r->p.cache_max) {
 		/* it would not fit: memory only, and no entry of it stays */
 		ezi_rlog(r, EZFS_LOG_WARN,

@@ -189,7 +189,13 @@ int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,
 	if (n)
 		qsort(v, n, sizeof(*v), by_use);
 	for (size_t i = 0; i < n && total > max; i++) {
+		char data[4096];
+
 		if (keep && !strcmp(v[i].key, keep))
+			continue;
+		/* a file the kernel has mounted stays (kernel.c) */
+		snprintf(data, sizeof(data), "%s/%s.data", dir, v[i].key);
+		if (ezfs_remote_cache_pinned(data))
 			continue;
 		remove_entry(dir, v[i].key);
 		total -= v[i].disk;

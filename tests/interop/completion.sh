@@ -121,6 +121,8 @@ for pre in "${preloads[@]}"; do
 	want "bench --storage cloud<tab>$w" "$(printf 'cloud-hdd\ncloud-ssd')" "$got" cloud
 	got=$(complete_words "$pre" ezfs bench advise --storage "$TMP/$fixture.i")
 	want "bench --storage FILE<tab>: files too$w" "$img" "$got"
+	got=$(complete_words "$pre" ezfs mount --kern)
+	want "mount option prefix '--kern'$w" --kernel "$got" --kern
 	got=$(complete_words "$pre" ezfs mount -o cache=64M,allow)
 	want "mount -o cache=64M,allow<tab>$w" cache=64M,allow_other "$got" cache=64M,allow
 	got=$(complete_words "$pre" ezfs cat --dispatch p)

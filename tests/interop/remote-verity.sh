@@ -21,20 +21,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
 t_need_cmd python3 veritysetup cmp
-if "$EZFS" cache --cache-dir "$TMP/probe" ls 2>&1 | grep -q "without libcurl"; then
-	t_skip "ezfs was built without libcurl (remote images)"
-fi
-REG=$(command -v docker-registry || true)
-[ -n "$REG" ] || t_skip "docker-registry is not installed (scripts/deps.sh installs it)"
-tmo=${EZFS_TEST_TIMEOUT:-120}
-PIDS=()
-stop_all() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	PIDS=()
-}
-trap 'stop_all; t_cleanup' EXIT
+t_need_registry
 
 # --- the image: files of random bytes, each starting with its marker -----
 src=$TMP/src

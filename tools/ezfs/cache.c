@@ -414,6 +414,11 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 }
 #endif
 
+const char *cli_remote_cache_dir(char *buf, size_t size)
+{
+	return cache_dir(buf, size);
+}
+
 /* ------------------------------------------------------------------ */
 /* ezfs cache ls|gc                                                    */
 

@@ -235,6 +235,9 @@ int cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *f));
  * for ezfs_image_open_io (log lines do not name it); cli_remote_hint
  * gives its io hint (ezfs_open_params.io_hint, ezfs_mount_params.io_hint). */
 int cli_is_remote(const char *img);
+/* The cache folder remote sources use (--cache-dir, else the default):
+ * NULL with --no-cache. */
+const char *cli_remote_cache_dir(char *buf, size_t size);
 int cli_remote_opt(const char *cmd, int c, const char *arg);
 int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      unsigned verbose, const struct ezfs_io_ops **ops,

@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -24,6 +25,7 @@
 #include "common.h"
 #ifdef EZFS_HAVE_FUSE
 #include "ezfs/mount.h"
+#include "mount_kernel.h"
 #ifdef EZFS_HAVE_REMOTE
 #include "ezfs/remote.h"
 #endif
@@ -128,14 +130,29 @@ static void mount_usage(FILE *f)
 		"(given,\n"
 		"                      signed, or announced by a manifest "
 		"named by\n"
-		"                      digest)\n" CLI_REMOTE_HELP);
+		"                      digest)\n"
+		"  --kernel      the kernel's erofs driver mounts the image "
+		"file (root\n"
+		"                only; no daemon), or a remote image's cache "
+		"file, its\n"
+		"                missing ranges fetched on demand through "
+		"fanotify\n"
+		"                (Linux 6.14+; docs/mount.md). -o fill=all "
+		"(default)\n"
+		"                fetches the rest when idle, fill=none only "
+		"what is read\n"
+		"  --unverified  with --kernel: mount a remote image that has "
+		"neither a\n"
+		"                dm-verity tree nor a chunk index (its bytes "
+		"unchecked)\n" CLI_REMOTE_HELP);
 }
 
 static void umount_usage(FILE *f)
 {
 	fprintf(f, "usage: ezfs umount [-l] MOUNTPOINT\n"
-		   "Unmount an ezfs mount (type fuse.ezfs; other mounts are "
-		   "refused);\n-l: lazily.\n");
+		   "Unmount an ezfs mount (type fuse.ezfs, or erofs on a file: "
+		   "'ezfs mount\n--kernel'; other mounts are refused); -l: "
+		   "lazily.\n");
 }
 
 #ifdef EZFS_HAVE_FUSE
@@ -271,36 +288,60 @@ static void remote_stats(void *arg, struct ezfs_ctl_remote *o)
 }
 #endif
 
+/* -o OPTS into p; with --kernel (ko), its own options go into ko first:
+ * 0, or the exit status after a line. */
+static int mount_options(struct ezfs_mount_params *p, struct kmount_opts *ko,
+			 const char *opts)
+{
+	char err[256], *rest = NULL;
+	int ret = ko ? mount_kernel_options(opts, ko, &rest) : 0;
+	const char *o = ko ? rest : opts;
+
+	if (!ret && *o && ezfs_mount_parse_options(p, o, err, sizeof(err))) {
+		fprintf(stderr, "ezfs mount: %s\n", err);
+		ret = 2;
+	}
+	free(rest);
+	return ret;
+}
+
 int cmd_mount(int argc, char **argv)
 {
-	enum { OPT_LOG = 0x100, OPT_REQUIRE };
+	enum { OPT_LOG = 0x100, OPT_REQUIRE, OPT_KERNEL, OPT_UNVERIFIED };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "require-verified", no_argument, NULL, OPT_REQUIRE },
+		{ "kernel", no_argument, NULL, OPT_KERNEL },
+		{ "unverified", no_argument, NULL, OPT_UNVERIFIED },
 		CLI_REMOTE_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_mount_params p;
 	const char *log_path = NULL;
 	ezfs_mount *m;
-	char err[256];
-	int c, ret, require = 0;
+	int c, ret, require = 0, kernel = 0, unverified = 0;
 	size_t rn;
+	struct kmount_opts ko = {
+		.log = log_line,
+		.remote_log = remote_log,
+		.choose_log = log_choose,
+	};
 
 	ezfs_mount_params_init(&p);
 	p.log = log_line;
+	/* --kernel takes its own -o options out first */
+	for (c = 1; c < argc && strcmp(argv[c], "--"); c++)
+		kernel |= !strcmp(argv[c], "--kernel");
 	p.verity = -1; /* none of the dm-verity options: see below */
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:fdsvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (ezfs_mount_parse_options(&p, optarg, err,
-						     sizeof(err))) {
-				fprintf(stderr, "ezfs mount: %s\n", err);
-				return 2;
-			}
+			ret = mount_options(&p, kernel ? &ko : NULL, optarg);
+			if (ret)
+				return ret;
 			break;
 		case 'f':
 			p.foreground = 1;
@@ -320,6 +361,12 @@ int cmd_mount(int argc, char **argv)
 			break;
 		case OPT_REQUIRE:
 			require = 1;
+			break;
+		case OPT_KERNEL:
+			kernel = 1;
+			break;
+		case OPT_UNVERIFIED:
+			unverified = 1;
 			break;
 		case 'h':
 			mount_usage(stdout);
@@ -385,6 +432,11 @@ int cmd_mount(int argc, char **argv)
 				strerror(errno));
 			return 1;
 		}
+	}
+	if (kernel) {
+		ko.require = require;
+		ko.unverified = unverified;
+		return mount_kernel(&p, &ko);
 	}
 	/* a URL: the image is read through libezfs-remote */
 	if (cli_is_remote(p.image) &&
@@ -480,11 +532,12 @@ static void unescape(char *s)
 }
 
 /*
- * The file system type of the mount on path (an absolute path without
- * symlinks), the topmost one where several are stacked: 0, -ENOENT when
- * nothing is mounted there, or another negative errno.
+ * The file system type and source of the mount on path (an absolute path
+ * without symlinks), the topmost one where several are stacked: 0, -ENOENT
+ * when nothing is mounted there, or another negative errno.
  */
-static int mount_type(const char *path, char *type, size_t size)
+static int mount_type(const char *path, char *type, size_t size, char *src,
+		      size_t srcsize)
 {
 	char *line = NULL, *save, *f, *mp, *sep;
 	size_t cap = 0;
@@ -511,6 +564,10 @@ static int mount_type(const char *path, char *type, size_t size)
 			continue;
 		unescape(f);
 		snprintf(type, size, "%s", f);
+		f = strtok_r(NULL, " \n", &save);
+		if (f)
+			unescape(f);
+		snprintf(src, srcsize, "%s", f ? f : "");
 		found = 0;
 	}
 	free(line);
@@ -612,6 +669,16 @@ static int remote_wait(const char *mp, char *why, size_t size)
 #endif
 }
 
+/* Is a mount of type and source one of ezfs mount --kernel: erofs on a
+ * regular file (the image, or a remote image's cache file)? Its daemon,
+ * if any, leaves when the file system goes. */
+static int kernel_mount(const char *type, const char *src)
+{
+	struct stat st;
+
+	return !strcmp(type, "erofs") && !stat(src, &st) && S_ISREG(st.st_mode);
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -619,7 +686,7 @@ int cmd_umount(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *arg, *bad;
-	char type[64], *mp;
+	char type[64], src[PATH_MAX + 8], *mp;
 	int c, err, ret, lazy = 0;
 
 	optind = 1;
@@ -659,7 +726,7 @@ int cmd_umount(int argc, char **argv)
 		fprintf(stderr, "ezfs umount: %s: %s\n", arg, strerror(errno));
 		return 1;
 	}
-	err = mount_type(mp, type, sizeof(type));
+	err = mount_type(mp, type, sizeof(type), src, sizeof(src));
 	if (err) {
 		if (err == -ENOENT)
 			fprintf(stderr, "ezfs umount: %s: not mounted\n", arg);
@@ -672,7 +739,7 @@ int cmd_umount(int argc, char **argv)
 		return 1;
 	}
 	/* subtype=ezfs (session.c): the kernel shows fuse.ezfs */
-	if (strcmp(type, "fuse.ezfs")) {
+	if (strcmp(type, "fuse.ezfs") && !kernel_mount(type, src)) {
 		fprintf(stderr,
 			"ezfs umount: %s: not an ezfs mount (type %s); "
 			"use umount(8)\n",
