@@ -172,6 +172,9 @@ static void remove_entry(const char *dir, const char *key)
 	(void)unlink(path);
 	snprintf(path, sizeof(path), "%s/%s.data", dir, key);
 	(void)unlink(path);
+	/* the record of its verified blocks (verify.c) */
+	snprintf(path, sizeof(path), "%s/%s.vok", dir, key);
+	(void)unlink(path);
 }
 
 int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,

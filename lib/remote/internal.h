@@ -298,6 +298,16 @@ struct ezfs_remote {
 	unsigned vbits;
 	char vroot[129];
 	uint8_t *unchecked;
+	/* the record of what of the cache entry was verified (verify.c):
+	 * the data file as opened ("": no record), the record read, whether
+	 * it says the blob matched its digest, its tree line and bits, the
+	 * blocks of them used */
+	char vrec_id[200];
+	int vrec_read, vrec_blob;
+	char *vrec_tree;
+	uint8_t *vrec_bits;
+	size_t vrec_nbytes;
+	uint64_t vrec_n;
 	/* the org.erofs.dmverity.* annotations of an oci:// layer */
 	struct ezi_oci_verity ann;
 	struct ezi_cindex ci; /* its chunk index (nchunks 0: none) */
@@ -386,6 +396,14 @@ int ezi_verify_fetched(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
 /* blocks.c: block b (present) forgotten: out of memory and of the
  * entry's map. Lock held. */
 void ezi_block_forget(struct ezfs_remote *r, uint64_t b);
+
+/* verify.c: the entry's data file just opened, before it is written:
+ * its identity, for the record of its verified blocks (KEY.vok). */
+void ezi_vrec_attach(struct ezfs_remote *r);
+/* verify.c: the record of the blocks of the cache entry the tree
+ * verified (KEY.vok) written, for the next open; after the last flush,
+ * the tree still there. */
+void ezi_vrec_save(struct ezfs_remote *r);
 
 /* verify.c: once every block is present, the bytes against r->digest; a
  * mismatch drops the cache entry and fails every read from then on (but

@@ -136,6 +136,58 @@ t_run reqtag timeout "$tmo" "$EZFS" ls --no-cache --require-verified "$REFT" /
 t_check "ls --require-verified of a tag: refused (no trust anchor)" 1 stderr "require-verified.*tag"
 t_one_line "ls --require-verified of a tag: one line" "$ERR"
 
+# --- the record of verified blocks: a warm cache is not hashed again -----
+W=$TMP/wcache
+t_run w1 timeout "$tmo" "$EZFS" cat --cache-dir "$W" "$REFD" /a
+rec=$(ls "$W"/*.vok 2>/dev/null | head -1)
+t_expect "a cold read: the cache entry's record of verified blocks (KEY.vok) written" test -s "$rec"
+t_run w2 env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$W" "$REFD" /a
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && grep -Eq "[1-9][0-9]* blocks verified before, by the cache entry.s record" "$ERR"; then
+	t_pass "a warm read: the blocks the record lists are served unhashed ($(grep -o '[0-9]* blocks verified before' "$ERR"))"
+else
+	t_fail "warm read with the record: rc=$RC $(head -c 300 "$ERR")"
+fi
+# every block read (fsck): the blob's digest matched, and that is kept too
+"$EZFS" fsck -q --cache-dir "$W" "$REFD" >/dev/null 2>&1
+t_run w2b env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$W" "$REFD" /d/b
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/b.want" && grep -q "the blob matched its digest sha256:.* before, by the cache entry's record" "$ERR"; then
+	t_pass "a complete entry: its blob's digest is not computed again on the next open"
+else
+	t_fail "complete entry with the record: rc=$RC $(head -c 300 "$ERR")"
+fi
+# the record vouches for the bytes as they were: one flipped in the
+# entry's data file since (its change time moved) is hashed and refused
+python3 -c 'import sys
+f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^0xff]))' "$(ls "$W"/*.data | head -1)" $((OFF_A + 100))
+t_run w3 env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$W" "$REFD" /a
+# (the entry is complete: the blob's digest is computed again and fails)
+if [ "$RC" = 1 ] && grep -q "the blob does not match its digest" "$ERR" && ! grep -q "before, by the cache entry" "$ERR"; then
+	t_pass "a byte flipped in the cache entry after its record: the record is not honoured, the blob refused"
+else
+	t_fail "tampered cache entry: rc=$RC $(head -c 300 "$ERR")"
+fi
+# the same in an entry not complete: the block is hashed again and refused
+W3=$TMP/wcache3
+"$EZFS" cat --cache-dir "$W3" "$REFD" /a >/dev/null 2>&1
+python3 -c 'import sys
+f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^0xff]))' "$(ls "$W3"/*.data | head -1)" $((OFF_A + 100))
+t_run w3b env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$W3" "$REFD" /a
+if [ "$RC" = 1 ] && grep -q "dm-verity: block $(((OFF_A + 100) / 4096)) " "$ERR" && ! grep -q "before, by the cache entry" "$ERR"; then
+	t_pass "a byte flipped in a partial cache entry after its record: the record is not honoured, dm-verity refuses the block"
+else
+	t_fail "tampered partial cache entry: rc=$RC $(head -c 300 "$ERR")"
+fi
+# a cache folder others may write: its record is not trusted
+W2=$TMP/wcache2
+"$EZFS" cat --cache-dir "$W2" "$REFD" /a >/dev/null 2>&1
+chmod 0770 "$W2"
+t_run w4 env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$W2" "$REFD" /a
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && ! grep -q "before, by the cache entry" "$ERR"; then
+	t_pass "a cache folder writable by its group: the record is not used (every block hashed)"
+else
+	t_fail "group-writable cache: rc=$RC $(head -c 300 "$ERR")"
+fi
+
 # --- no tree: one warning; --require-verified refuses ---------------------
 "$EZFS" push -q "$PLAIN" "$R/t/plain:x" >/dev/null
 t_run pl timeout "$tmo" "$EZFS" ls --no-cache "$R/t/plain:x" /
