@@ -95,8 +95,12 @@ struct ezi_challenge {
  * or Basic challenge. */
 int ezi_www_auth_parse(const char *v, struct ezi_challenge *c);
 
+struct ezi_oci_docs;
 struct ezi_reg {
 	struct ezi_oci_ref ref;
+	/* oci.c: the manifests and chunk index of a resolve, recorded for
+	 * the cache or replayed from its record (NULL: neither) */
+	struct ezi_oci_docs *docs;
 	char base[300]; /* http[s]://HOST[:PORT] */
 	pthread_mutex_t lock;
 	char auth[4096];  /* "Authorization: ..." or "" */
@@ -175,9 +179,10 @@ struct ezi_cindex {
 	unsigned bits;
 	uint8_t *hash; /* 32 bytes per chunk */
 };
-/* verify.c: the index blob [p, p + n) of a layer of size bytes parsed
- * into ci: 0, or -EBADMSG with why (what ezfs reads: version 1, raw,
- * SHA-256, chunks of one power-of-two size from 4 KiB to 1 MiB in
+/* cindex.c: the index [p, p + n) (its header and entries, nothing
+ * after them) over size bytes of image data parsed into ci: 0, or
+ * -EBADMSG with why (what ezfs reads: version 1, raw, SHA-256, reserved
+ * bytes zero, chunks of one power-of-two size from 4 KiB to 1 MiB in
  * order). */
 int ezi_cindex_parse(const uint8_t *p, size_t n, uint64_t size,
 		     struct ezi_cindex *ci, char *why, size_t whylen);
