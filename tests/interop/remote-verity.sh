@@ -122,6 +122,9 @@ REFT=$R/t/v:vnd-erofs
 t_run info timeout "$tmo" "$EZFS" info --no-cache "$REFD"
 t_check "info REPO@MANIFEST: the tree's root is the manifest's, trusted" 0 \
 	stdout "$ROOT" stdout "announced by the manifest named by digest: trusted"
+# a complete cache entry of the layer by digest, for the registry down
+# at the end
+"$EZFS" fsck -q --cache-dir "$TMP/ocache" "$REFD" >/dev/null 2>&1
 "$EZFS" cat "$IMG" /a >"$TMP/a.want"
 "$EZFS" cat "$IMG" /d/b >"$TMP/b.want"
 t_run cat0 timeout "$tmo" "$EZFS" cat --no-cache --require-verified "$REFD" /a
@@ -353,5 +356,28 @@ f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys
 	t_check "http:// without --root-hash: --require-verified refuses" 1 stderr "require-verified: no trusted root"
 else
 	echo "SKIP: the http:// part: nginx is not installed"
+fi
+# --- the registry down: the cache's record of the manifest -----------------
+kill "$REG_PID" 2>/dev/null
+wait "$REG_PID" 2>/dev/null
+t_run off1 timeout "$tmo" "$EZFS" info --cache-dir "$TMP/ocache" "$REFD"
+t_check "registry down, REPO@MANIFEST from the cache: the root is still the manifest's, trusted" 0 \
+	stdout "$ROOT" stdout "announced by the manifest named by digest: trusted" stderr "unreachable"
+t_run off2 timeout "$tmo" "$EZFS" cat --require-verified --cache-dir "$TMP/ocache" "$REFD" /a
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want"; then
+	t_pass "registry down: cat --require-verified from the cache reads (the record's root is trusted)"
+else
+	t_fail "offline cat: rc=$RC $(head -c 300 "$ERR")"
+fi
+# a record whose manifest was changed no longer matches the digest named:
+# not used, so no trusted root
+rec=$(ls "$TMP/ocache"/*.oci 2>/dev/null | head -1)
+if [ -n "$rec" ]; then
+	sed -i "s/$ROOT/$(printf '%064d' 0)/" "$rec"
+	t_run off3 timeout "$tmo" "$EZFS" cat --require-verified --cache-dir "$TMP/ocache" "$REFD" /a
+	t_check "registry down, the record's manifest changed: not used (its digest), --require-verified refuses" 1 \
+		stderr "record of the manifest is not used: .*hash to" stderr "require-verified"
+else
+	t_fail "no record of the manifest (KEY.oci) in the cache"
 fi
 t_done
