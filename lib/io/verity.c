@@ -356,7 +356,8 @@ static int load_sb(struct ezfs_verity *v, const struct ezfs_io_ops *ops,
 		ezi_logf(&v->lg, EZFS_LOG_ERROR,
 			 "dm-verity: the superblock at byte %llu of %s: %s",
 			 (unsigned long long)v->hash_offset, src_name(v), why);
-	v->tree_off = ezi_verity_tree_start(&v->g, v->hash_offset);
+	else /* a superblock refused leaves no shape to place it by */
+		v->tree_off = ezi_verity_tree_start(&v->g, v->hash_offset);
 	return err;
 }
 
