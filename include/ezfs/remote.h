@@ -107,9 +107,15 @@ struct ezfs_remote_params {
 	 * EROFS image spec's application/vnd.erofs.chunk-index.v1, as the
 	 * layer after it: the SHA-256 of each 64 KiB of the layer), so that
 	 * a reader of an image without a dm-verity tree checks each block
-	 * it fetches. */
+	 * it fetches. EZFS_CHUNK_INDEX_EMBEDDED: the index appended to the
+	 * layer's blob instead, announced by the spec's
+	 * org.erofs.chunk-index.range and .digest annotations. */
 	int chunk_index;
 };
+
+/* ezfs_remote_params.chunk_index */
+#define EZFS_CHUNK_INDEX_LAYER	  1
+#define EZFS_CHUNK_INDEX_EMBEDDED 2
 
 /* Defaults; size set. */
 EZFS_API void ezfs_remote_params_init(struct ezfs_remote_params *p);

@@ -112,6 +112,7 @@ int ezi_cindex_parse(const uint8_t *p, size_t n, uint64_t size,
 		memcpy(ci->hash + k * 32, p + CI_HDR + k * CI_ENTRY + 16, 32);
 	ci->nchunks = count;
 	ci->bits = bits;
+	ci->size = size;
 	return 0;
 out:
 	snprintf(why, whylen, "the chunk index: %s", bad);

@@ -101,7 +101,8 @@ struct ezi_reg {
 	/* oci.c: the manifests and chunk index of a resolve, recorded for
 	 * the cache or replayed from its record (NULL: neither) */
 	struct ezi_oci_docs *docs;
-	char base[300]; /* http[s]://HOST[:PORT] */
+	const char *range; /* "A-B": the bytes the next requests ask for */
+	char base[300];	   /* http[s]://HOST[:PORT] */
 	pthread_mutex_t lock;
 	char auth[4096];  /* "Authorization: ..." or "" */
 	int64_t expires;  /* of a token, seconds; 0: never */
@@ -166,10 +167,14 @@ struct ezi_oci_verity {
 	unsigned block_size;
 	uint8_t root[64];
 	size_t root_size;
-	/* a standalone chunk index (the layer after it in the manifest):
-	 * its digest and size; "": none */
+	/* a chunk index: standalone (the layer after it in the manifest:
+	 * its digest and size) or embedded (the trailing ci_size bytes of
+	 * the layer's blob from ci_off on, org.erofs.chunk-index.range, and
+	 * the digest of those bytes); ci_digest "": none */
 	char ci_digest[80];
 	uint64_t ci_size;
+	int ci_embedded;
+	uint64_t ci_off;
 };
 #define EZI_MT_CHUNK_INDEX "application/vnd.erofs.chunk-index.v1"
 /* A chunk index of the EROFS image spec over a raw layer: chunks of one
@@ -178,6 +183,12 @@ struct ezi_cindex {
 	uint64_t nchunks;
 	unsigned bits;
 	uint8_t *hash; /* 32 bytes per chunk */
+	uint64_t size; /* the image data it covers: [0, size) of the blob */
+	/* embedded: the index's own bytes in the blob, [tail_off, tail_off
+	 * + tail_len), checked against its digest (NULL: standalone) */
+	uint8_t *tail;
+	uint64_t tail_off;
+	size_t tail_len;
 };
 /* cindex.c: the index [p, p + n) (its header and entries, nothing
  * after them) over size bytes of image data parsed into ci: 0, or

@@ -393,6 +393,52 @@ static int layer_verity(struct ezi_reg *g, const struct ezi_json *d,
 	return 0;
 }
 
+/* A chunk index embedded in pick's blob (org.erofs.chunk-index.range
+ * "OFFSET[:END]", .digest, .mediaType): into vt (ci_embedded); none
+ * there: 0; there but not one ezfs reads (no digest to check it by,
+ * another format, a malformed range): 0 with a warning in why. */
+static void embedded_index(const struct ezi_json *pick,
+			   struct ezi_oci_verity *vt, char *why, size_t n)
+{
+	const struct ezi_json *a = ezi_json_get(pick, "annotations");
+	const char *rg = ezi_json_str(a, "org.erofs.chunk-index.range");
+	const char *d = ezi_json_str(a, "org.erofs.chunk-index.digest");
+	const char *mt = ezi_json_str(a, "org.erofs.chunk-index.mediaType");
+	const struct ezi_json *sz = ezi_json_get(pick, "size");
+	uint64_t off, end, size;
+	char *e;
+
+	why[0] = '\0';
+	if (!rg)
+		return;
+	size = sz && sz->type == EZI_JSON_NUMBER ? (uint64_t)sz->num : 0;
+	errno = 0;
+	off = strtoull(rg, &e, 10);
+	end = size;
+	if (*e == ':')
+		end = strtoull(e + 1, &e, 10);
+	if (mt && strcmp(mt, EZI_MT_CHUNK_INDEX)) {
+		snprintf(why, n,
+			 "its chunk index is %.100s, which ezfs does not read",
+			 mt);
+	} else if (!d || strncmp(d, "sha256:", 7) || strlen(d) != 71) {
+		snprintf(why, n,
+			 "its embedded chunk index has no "
+			 "org.erofs.chunk-index.digest to check it by");
+	} else if (errno || *e || !(*rg >= '0' && *rg <= '9') || off >= end ||
+		   end > size || end - off > (16u << 20)) {
+		snprintf(why, n,
+			 "its org.erofs.chunk-index.range %.60s is not a "
+			 "range of its %llu bytes",
+			 rg, (unsigned long long)size);
+	} else {
+		snprintf(vt->ci_digest, sizeof(vt->ci_digest), "%s", d);
+		vt->ci_embedded = 1;
+		vt->ci_off = off;
+		vt->ci_size = end - off;
+	}
+}
+
 /* A standalone chunk index of pick: the layer after it, of the chunk
  * index's media type, its org.erofs.chunk-index.target (if any) pick's
  * digest; into vt->ci_digest and ci_size. */
@@ -423,19 +469,38 @@ static void chunk_index_layer(const struct ezi_json *layers,
 /* The chunk index vt names fetched (its bytes checked against its
  * digest) and parsed into ci: 0, or a negative errno with g->err. */
 static int fetch_chunk_index(struct ezi_reg *g, const struct ezi_oci_verity *vt,
-			     uint64_t size, struct ezi_cindex *ci)
+			     const char *layer, uint64_t size,
+			     struct ezi_cindex *ci)
 {
 	struct ezi_rbuf out = { .max = 64u << 20 };
 	struct ezi_rhdrs h;
-	char url[4096], hex[65], why[300];
+	char url[4096], hex[65], why[300], range[48];
 	long st;
 	int err;
 
 	snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", g->base, g->ref.repo,
-		 vt->ci_digest);
+		 vt->ci_embedded ? layer : vt->ci_digest);
 	if (g->docs && g->docs->replay) {
 		err = docs_get(g, vt->ci_digest, &out);
 		st = 200;
+	} else if (vt->ci_embedded) {
+		/* its bytes of the layer's blob */
+		snprintf(range, sizeof(range), "%llu-%llu",
+			 (unsigned long long)vt->ci_off,
+			 (unsigned long long)(vt->ci_off + vt->ci_size - 1));
+		g->range = range;
+		err = ezi_reg_req(g, "GET", url, NULL, NULL, NULL, 0, NULL,
+				  &out, &h, &st);
+		g->range = NULL;
+		if (!err && st == 200 && out.n >= vt->ci_off + vt->ci_size) {
+			/* the whole blob (the server ignores Range) */
+			memmove(out.p, out.p + vt->ci_off, vt->ci_size);
+			out.n = vt->ci_size;
+		}
+		if (!err && (st == 206 || st == 200) && out.n == vt->ci_size)
+			st = 200;
+		else if (!err)
+			st = st == 206 || st == 200 ? 416 : st;
 	} else {
 		err = ezi_reg_req(g, "GET", url, NULL, NULL, NULL, 0, NULL,
 				  &out, &h, &st);
@@ -455,6 +520,9 @@ static int fetch_chunk_index(struct ezi_reg *g, const struct ezi_oci_verity *vt,
 			err = -EBADMSG;
 		}
 	}
+	/* embedded: it covers the image data before it, not the blob */
+	if (!err && vt->ci_embedded)
+		size = vt->ci_off;
 	if (!err && ezi_cindex_parse((const uint8_t *)out.p, out.n, size, ci,
 				     why, sizeof(why))) {
 		snprintf(g->err, sizeof(g->err), "%s: %s", vt->ci_digest, why);
@@ -462,6 +530,13 @@ static int fetch_chunk_index(struct ezi_reg *g, const struct ezi_oci_verity *vt,
 	}
 	if (!err)
 		docs_keep(g, vt->ci_digest, out.p ? out.p : "", out.n);
+	if (!err && vt->ci_embedded) {
+		/* its own bytes, for the fetches of them (verify.c) */
+		ci->tail = (uint8_t *)out.p;
+		ci->tail_off = vt->ci_off;
+		ci->tail_len = out.n;
+		out.p = NULL;
+	}
 	free(out.p);
 	return err;
 }
@@ -611,7 +686,16 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		err = layer_verity(g, pick, vt);
 		if (err)
 			goto out;
-		chunk_index_layer(layers, pick, vt);
+		char why[300];
+
+		embedded_index(pick, vt, why, sizeof(why));
+		if (why[0] && g->log)
+			ezi_rlogf(g->log, g->log_arg, EZFS_LOG_WARN,
+				  "the layer: %s; its blocks are not checked "
+				  "by it",
+				  why);
+		if (!vt->ci_embedded)
+			chunk_index_layer(layers, pick, vt);
 	}
 	{
 		const char *d = ezi_json_str(pick, "digest");
@@ -679,7 +763,7 @@ static int resolve_offline(struct ezfs_remote *r, struct ezi_reg *g,
 		err = -EBADMSG;
 	}
 	if (!err && r->ann.ci_digest[0])
-		err = fetch_chunk_index(g, &r->ann, size, &r->ci);
+		err = fetch_chunk_index(g, &r->ann, r->digest, size, &r->ci);
 	if (err) {
 		/* as without the record: the tree's own root */
 		ezi_rlog(r, EZFS_LOG_WARN,
@@ -687,6 +771,7 @@ static int resolve_offline(struct ezfs_remote *r, struct ezi_reg *g,
 			 g->err);
 		memset(&r->ann, 0, sizeof(r->ann));
 		free(r->ci.hash);
+		free(r->ci.tail);
 		memset(&r->ci, 0, sizeof(r->ci));
 	} else {
 		ezi_rlog(r, EZFS_LOG_INFO,
@@ -726,7 +811,7 @@ static int oci_resolve(struct ezfs_remote *r)
 	err = ezi_oci_resolve(g, &sel, url, sizeof(url), r->digest, &size,
 			      &r->ann);
 	if (!err && r->ann.ci_digest[0])
-		err = fetch_chunk_index(g, &r->ann, size, &r->ci);
+		err = fetch_chunk_index(g, &r->ann, r->digest, size, &r->ci);
 	if (!err && g->docs)
 		docs_store(g->docs, r->p.cache_dir, r->digest, r->name);
 	docs_free(g->docs);

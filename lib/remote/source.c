@@ -332,6 +332,7 @@ void ezfs_remote_close(ezfs_remote *r)
 	free(r->name);
 	free(r->eff_url);
 	free(r->ci.hash);
+	free(r->ci.tail);
 	if (r->scheme && r->scheme->release)
 		r->scheme->release(r);
 	pthread_mutex_destroy(&r->lock);

@@ -201,9 +201,30 @@ static int check_chunks(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
 	uint8_t d[32];
 	char hex[65];
 
+	/* an embedded index's own bytes: as checked against its digest */
+	if (ci->tail && off + len > ci->tail_off &&
+	    off < ci->tail_off + ci->tail_len) {
+		uint64_t a = off > ci->tail_off ? off : ci->tail_off;
+		uint64_t e = off + len < ci->tail_off + ci->tail_len
+				     ? off + len
+				     : ci->tail_off + ci->tail_len;
+
+		if (memcmp(buf + (a - off), ci->tail + (a - ci->tail_off),
+			   (size_t)(e - a))) {
+			snprintf(why, whylen,
+				 "chunk index: bytes %llu-%llu of %.200s are "
+				 "not the chunk index embedded there (%.80s); "
+				 "not kept",
+				 (unsigned long long)a,
+				 (unsigned long long)(e - 1),
+				 r->digest[0] ? r->digest : r->name,
+				 r->ann.ci_digest);
+			return -EIO;
+		}
+	}
 	for (; k < ci->nchunks; k++) {
 		uint64_t a = k << ci->bits;
-		uint64_t l = r->size - a < c ? r->size - a : c;
+		uint64_t l = ci->size - a < c ? ci->size - a : c;
 
 		if (a + l > off + len)
 			break;

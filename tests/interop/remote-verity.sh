@@ -272,6 +272,51 @@ t_run cfsck timeout "$tmo" "$EZFS" fsck -q --no-cache "$CREF"
 t_check "fsck of the flipped chunk-indexed layer: exit 1, naming the chunk index" 1 stderr "chunk index: chunk $PCHUNK "
 cp "$TMP/pblob.good" "$pblob"
 
+# --- the chunk index embedded in the layer's blob (--chunk-index=embedded) -
+t_run epush timeout "$tmo" "$EZFS" push -q --chunk-index=embedded --media-type application/vnd.erofs "$PLAIN" "$R/t/ce:x"
+emd=$(sed -n 's/^manifest //p' "$OUT")
+manifest t/ce x >"$TMP/ce.json" 2>/dev/null
+if [ "$RC" = 0 ] && python3 - "$TMP/ce.json" "$RPORT" "$PLAIN" <<'EOF'; then
+import hashlib, json, struct, sys, urllib.request
+m = json.load(open(sys.argv[1]))
+img = open(sys.argv[3], "rb").read()
+(l,) = m["layers"]
+a = l["annotations"]
+blob = urllib.request.urlopen("http://127.0.0.1:%s/v2/t/ce/blobs/%s" % (sys.argv[2], l["digest"])).read()
+off, end = (int(x) for x in a["org.erofs.chunk-index.range"].split(":"))
+idx = blob[off:end]
+n = (len(img) + 65535) // 65536
+ok = (blob[:off] == img and off == len(img) and end == len(blob) == l["size"] and
+      hashlib.sha256(blob).hexdigest() == l["digest"][7:] and
+      a["org.erofs.chunk-index.digest"] == "sha256:" + hashlib.sha256(idx).hexdigest() and
+      a["org.erofs.chunk-index.mediaType"] == "application/vnd.erofs.chunk-index.v1" and
+      idx[:4] == b"\xcd\xe4\xec\x67" and struct.unpack_from("<QI", idx, 8) == (len(img), n) and
+      len(idx) == 32 + 48 * n and
+      all(idx[32 + 48 * k + 16:32 + 48 * k + 48] == hashlib.sha256(img[k * 65536:(k + 1) * 65536]).digest()
+          for k in range(n)))
+sys.exit(0 if ok else 1)
+EOF
+	t_pass "push --chunk-index=embedded: the index after the image in its blob, announced by org.erofs.chunk-index.range, .digest and .mediaType"
+else
+	t_fail "push --chunk-index=embedded: rc=$RC $(head -c 300 "$ERR") $(head -c 400 "$TMP/ce.json")"
+fi
+EREF=$R/t/ce@$emd
+t_run ecat timeout "$tmo" "$EZFS" cat --no-cache --require-verified "$EREF" /a
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && [ ! -s "$ERR" ]; then
+	t_pass "cat --require-verified of a layer with an embedded chunk index, by digest: the file, no warning"
+else
+	t_fail "embedded chunk index, by digest: rc=$RC $(head -c 300 "$ERR")"
+fi
+eblob=$(find "$TMP/registry/store" -path "*/blobs/sha256/*/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layers"][0]["digest"][7:])' "$TMP/ce.json")/data")
+cp "$eblob" "$TMP/eblob.good"
+python3 -c 'import sys
+f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^0xff]))' "$eblob" "$POFF"
+t_run ebad timeout "$tmo" "$EZFS" cat --cache-dir "$TMP/ecache" "$EREF" /a
+t_check "a flipped byte under an embedded chunk index: cat refused, naming the chunk index and the chunk" 1 \
+	stderr "chunk index: chunk $PCHUNK .*does not match its SHA-256"
+not_cached "the flipped chunk (embedded index)" "$TMP/ecache" $((PCHUNK * 65536)) 65536
+cp "$TMP/eblob.good" "$eblob"
+
 # --- one byte flipped in the registry's copy -----------------------------
 blob=$(find "$TMP/registry/store" -path "*/blobs/sha256/*/$(sha256sum "$IMG" | cut -c1-64)/data")
 [ -f "$blob" ] || { t_fail "the layer's blob is not in the registry's storage"; t_done; }
