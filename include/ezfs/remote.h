@@ -198,8 +198,10 @@ EZFS_API int ezfs_remote_verify(ezfs_remote *r);
  * until then) are checked now. v NULL: the image has no tree; the head
  * goes to the persistent cache as it is.
  * base: the byte of the source where the image starts. The tree stays
- * the reader's; the source uses it until it is closed (the image closes
- * its source after freeing the tree, and reads no more by then).
+ * the reader's; the source uses it until it is called again with v NULL
+ * (ezfs_image_close does that before it frees the tree): then the cache
+ * entry's record of the blocks the tree verified is written (KEY.vok,
+ * docs/verity.md) and the tree is no longer used.
  */
 EZFS_API void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v,
 				     uint64_t base);

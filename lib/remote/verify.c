@@ -518,9 +518,17 @@ void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v, uint64_t base)
 	unsigned bits = 0;
 
 	if (!v) {
-		/* none: the head is the entry's as it is */
 		pthread_mutex_lock(&r->lock);
-		ezi_cache_settle(r);
+		if (r->verity) {
+			/* the tree goes (the image closes): what it verified
+			 * recorded, with the entry as it stands */
+			ezi_cache_flush(r);
+			ezi_vrec_save(r);
+			__atomic_store_n(&r->verity, NULL, __ATOMIC_RELEASE);
+		} else {
+			/* none: the head is the entry's as it is */
+			ezi_cache_settle(r);
+		}
 		pthread_mutex_unlock(&r->lock);
 		return;
 	}
