@@ -11,7 +11,8 @@
  *    head) are checked then. A block that does not match is not kept: the
  *    read gets -EIO and one line naming dm-verity, the block and the
  *    root. Blocks read back from the persistent cache are checked by the
- *    reader's io, once each (the tree's record of verified blocks).
+ *    reader's io, once each, but for those the cache entry's record
+ *    (KEY.vok, below) lists as checked before against the same tree.
  *  - an oci:// layer's digest (sha256 of the whole blob), checked once
  *    every block is present (ezi_verify_blob, by the read that completes
  *    it) or when the caller asks (ezfs_remote_verify, fetching what is
