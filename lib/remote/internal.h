@@ -320,6 +320,7 @@ struct ezfs_remote {
 	 * blocks of them used */
 	char vrec_id[200];
 	int vrec_read, vrec_blob;
+	int vrec_done; /* written when the tree went: not again at close */
 	char *vrec_tree;
 	uint8_t *vrec_bits;
 	size_t vrec_nbytes;

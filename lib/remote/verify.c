@@ -453,8 +453,8 @@ void ezi_vrec_save(struct ezfs_remote *r)
 	int ok, blob = r->verified && r->digest[0];
 	FILE *f;
 
-	if (r->cache_off || r->dropped || !(path = vrec_path(r)) ||
-	    !vrec_files_ok(r, data, sizeof(data)))
+	if (r->vrec_done || r->cache_off || r->dropped ||
+	    !(path = vrec_path(r)) || !vrec_files_ok(r, data, sizeof(data)))
 		goto out;
 	bits = calloc(nbytes ? nbytes : 1, 1);
 	if (!bits)
@@ -525,6 +525,7 @@ void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v, uint64_t base)
 			 * recorded, with the entry as it stands */
 			ezi_cache_flush(r);
 			ezi_vrec_save(r);
+			r->vrec_done = 1;
 			__atomic_store_n(&r->verity, NULL, __ATOMIC_RELEASE);
 		} else {
 			/* none: the head is the entry's as it is */
