@@ -9,6 +9,11 @@
 # turns (A B A B...), the image is warm in the page cache; each cell is the
 # median of RUNS runs, wall seconds and CPU seconds (user + sys: on a
 # shared machine the steadier figure), and the ratio verified/plain.
+# STEPS=remote: a warm lazy read instead: a 64,000,000-byte file of random
+# bytes in an image of `ezfs mkfs --verity` (uncompressed), pushed to
+# Debian's docker-registry on 127.0.0.1 (started here), every block in the
+# persistent cache; `ezfs cat --cache-dir C oci://...@MANIFEST /big`
+# against the same with --no-verity.
 #
 # usage: bench/verity.sh            (knobs below, as env vars)
 #   EZFS      ezfs binary                          (build/tools/ezfs/ezfs)
@@ -18,7 +23,7 @@
 #   CONFIGS   mkfs options, one set per word, '+'
 #             between options, none for none       ("-zlz4hc,12+-C65536 -zlz4+-C65536 none")
 #   RUNS      runs per command, the median counts  (5)
-#   STEPS     "mkfs read" or one of them           (mkfs read)
+#   STEPS     "mkfs read", one of them, or remote  (mkfs read)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 EZFS=${EZFS:-$top/build/tools/ezfs/ezfs}
@@ -32,7 +37,7 @@ STEPS=${STEPS:-mkfs read}
 say() { echo "bench: $*" >&2; }
 [ -x "$EZFS" ] || { say "no ezfs at $EZFS (make build)"; exit 1; }
 mkdir -p "$WORK"
-[ -d "$SRC_TREE" ] || {
+[ "$STEPS" = remote ] || [ -d "$SRC_TREE" ] || {
 	say "no tree at $SRC_TREE: bench/extract-compare.sh unpacks linux-source-6.1 there"
 	exit 1
 }
@@ -69,6 +74,40 @@ pair() {
 }
 ratio() { echo "scale=3; $1 / $2" | bc; }
 
+remote_step() {
+	local reg port d ref pid hoff
+	reg=$(command -v docker-registry) || { say "no docker-registry: the remote step is left out"; return 0; }
+	command -v python3 >/dev/null || { say "no python3: the remote step is left out"; return 0; }
+	d=$WORK/remote
+	rm -rf "$d"
+	mkdir -p "$d/src" "$d/store"
+	head -c 64000000 /dev/urandom >"$d/src/big"
+	hoff=$("$EZFS" mkfs -q --verity "$d/big.img" "$d/src" | sed -n 's/^hash-offset=//p')
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf 'version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+		"$d/store" "$port" >"$d/config.yml"
+	"$reg" serve "$d/config.yml" >"$d/registry.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 50); do
+		python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null && break
+		sleep 0.2
+	done
+	ref=oci://127.0.0.1:$port/bench/verity@$("$EZFS" push -q "$d/big.img" "oci://127.0.0.1:$port/bench/verity:1" | sed -n 's/^manifest //p')
+	"$EZFS" cat --cache-dir "$d/cache" "$ref" /big | cmp -s - "$d/src/big" || { say "the pushed image does not read back"; kill "$pid"; return 1; }
+	pair remote "$EZFS" cat --cache-dir "$d/cache" "$ref" /big \
+		-- "$EZFS" cat --no-verity --cache-dir "$d/cache" "$ref" /big
+	echo "| none (64 MB random file) | $(($(stat -c %s "$d/big.img") / 1048576)) | $((($(stat -c %s "$d/big.img") - hoff) / 1024)) | oci:// cat, warm cache | $B | $A | $(ratio "$A" "$B") | $BC | $AC | $(ratio "$AC" "$BC") |"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+}
+
+case " $STEPS " in *" mkfs "* | *" read "*) ;; *)
+	echo "| mkfs options | image MiB | tree KiB | step | plain wall s | verified wall s | ratio | plain CPU s | verified CPU s | ratio |"
+	echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+	remote_step
+	exit
+	;;
+esac
 tar cf - "$SRC_TREE" 2>/dev/null | cat >/dev/null # warm the source
 echo "| mkfs options | image MiB | tree KiB | step | plain wall s | verified wall s | ratio | plain CPU s | verified CPU s | ratio |"
 echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"

@@ -139,8 +139,9 @@ struct ezfs_open_params {
 	 * checks each block against it (ezfs_verity_check,
 	 * include/ezfs/verity.h) before it keeps or serves it; blocks it
 	 * checked are not hashed again by the image's reads. The tree is
-	 * the image's: it lives until ezfs_image_close, which frees it
-	 * before the ops' close. NULL: none. */
+	 * the image's: ezfs_image_close first calls this again with v NULL
+	 * (the source records what it verified and stops using the tree),
+	 * then closes the ops, then frees the tree. NULL: none. */
 	void (*io_verity)(void *arg, struct ezfs_verity *v, uint64_t base);
 };
 

@@ -107,9 +107,15 @@ struct ezfs_remote_params {
 	 * EROFS image spec's application/vnd.erofs.chunk-index.v1, as the
 	 * layer after it: the SHA-256 of each 64 KiB of the layer), so that
 	 * a reader of an image without a dm-verity tree checks each block
-	 * it fetches. */
+	 * it fetches. EZFS_CHUNK_INDEX_EMBEDDED: the index appended to the
+	 * layer's blob instead, announced by the spec's
+	 * org.erofs.chunk-index.range and .digest annotations. */
 	int chunk_index;
 };
+
+/* ezfs_remote_params.chunk_index */
+#define EZFS_CHUNK_INDEX_LAYER	  1
+#define EZFS_CHUNK_INDEX_EMBEDDED 2
 
 /* Defaults; size set. */
 EZFS_API void ezfs_remote_params_init(struct ezfs_remote_params *p);
@@ -192,8 +198,10 @@ EZFS_API int ezfs_remote_verify(ezfs_remote *r);
  * until then) are checked now. v NULL: the image has no tree; the head
  * goes to the persistent cache as it is.
  * base: the byte of the source where the image starts. The tree stays
- * the reader's; the source uses it until it is closed (the image closes
- * its source after freeing the tree, and reads no more by then).
+ * the reader's; the source uses it until it is called again with v NULL
+ * (ezfs_image_close does that before it frees the tree): then the cache
+ * entry's record of the blocks the tree verified is written (KEY.vok,
+ * docs/verity.md) and the tree is no longer used.
  */
 EZFS_API void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v,
 				     uint64_t base);

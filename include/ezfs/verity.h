@@ -125,6 +125,15 @@ EZFS_API int ezfs_verity_check(ezfs_verity *v, uint64_t block,
 			       const void *data);
 /* 1 if block has passed ezfs_verity_check, else 0. Thread-safe. */
 EZFS_API int ezfs_verity_verified(const ezfs_verity *v, uint64_t block);
+/*
+ * Record data block `block` as verified without hashing it: for a caller
+ * that keeps its own record of blocks it checked against this same tree
+ * earlier, in storage only it can change (the persistent cache of
+ * include/ezfs/remote.h; docs/verity.md says what that trusts). Reads of
+ * the block through the image are then served unhashed. 0, or -ERANGE
+ * (no such block). Thread-safe.
+ */
+EZFS_API int ezfs_verity_mark_verified(ezfs_verity *v, uint64_t block);
 /* The tree's description; cannot fail. */
 EZFS_API void ezfs_verity_get_info(const ezfs_verity *v,
 				   struct ezfs_verity_info *vi);

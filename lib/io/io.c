@@ -186,11 +186,14 @@ int ezi_io_open_mem(const void *buf, size_t len, struct ezfs_io *io)
 
 void ezi_io_close(struct ezfs_io *io)
 {
-	/* first: its thread reads through the ops */
-	ezfs_verity_free(io->verity);
-	io->verity = NULL;
+	/* first: the tree's thread reads through the ops; the source,
+	 * closed next, may still use the tree (a remote source records
+	 * which blocks of its cache were verified) */
+	ezi_verity_quiesce(io->verity);
 	if (io->ops && io->ops->close)
 		io->ops->close(io->arg);
+	ezfs_verity_free(io->verity);
+	io->verity = NULL;
 	io->ops = NULL;
 	io->arg = NULL;
 }

@@ -356,7 +356,8 @@ static int load_sb(struct ezfs_verity *v, const struct ezfs_io_ops *ops,
 		ezi_logf(&v->lg, EZFS_LOG_ERROR,
 			 "dm-verity: the superblock at byte %llu of %s: %s",
 			 (unsigned long long)v->hash_offset, src_name(v), why);
-	v->tree_off = ezi_verity_tree_start(&v->g, v->hash_offset);
+	else /* a superblock refused leaves no shape to place it by */
+		v->tree_off = ezi_verity_tree_start(&v->g, v->hash_offset);
 	return err;
 }
 
@@ -438,6 +439,12 @@ int ezfs_verity_load(const struct ezfs_io_ops *ops, void *arg,
 }
 
 static void ahead_stop(struct ezfs_verity *v);
+
+void ezi_verity_quiesce(struct ezfs_verity *v)
+{
+	if (v)
+		ahead_stop(v);
+}
 
 void ezfs_verity_free(ezfs_verity *v)
 {
@@ -587,6 +594,14 @@ int ezfs_verity_check(ezfs_verity *v, uint64_t block, const void *data)
 int ezfs_verity_verified(const ezfs_verity *v, uint64_t block)
 {
 	return block < v->g.data_blocks && bit_test(v->ok, block);
+}
+
+int ezfs_verity_mark_verified(ezfs_verity *v, uint64_t block)
+{
+	if (block >= v->g.data_blocks)
+		return -ERANGE;
+	bit_set(v->ok, block);
+	return 0;
 }
 
 /* One line on why block failed its check (err of ezfs_verity_check). */

@@ -31,6 +31,10 @@ int ezi_verity_io_check_mem(const struct ezfs_io *io, const uint8_t *img,
 int64_t ezi_verity_scan(const struct ezfs_io *io, unsigned threads,
 			void (*bad)(void *arg, const char *msg),
 			void (*progress)(void *arg, uint64_t bytes), void *arg);
+/* Its thread that checks ahead of readers stopped (it reads through the
+ * io): before the io's source is closed, which may still use the tree
+ * (ezfs_remote_set_verity), and the tree freed after that. */
+void ezi_verity_quiesce(struct ezfs_verity *v);
 /* Where the tree is: the hash file's name for messages (NULL: the
  * image), and whether it is separate (ezfs_verity_info.separate). */
 int ezi_verity_set_source(struct ezfs_verity *v, const char *name,

@@ -113,6 +113,9 @@ void ezi_stream_spares_fini(ezfs_image *img);
 struct ezfs_image {
 	struct ezfs_logger logger;
 	struct ezfs_io io; /* base: params.offset */
+	/* the source told of the tree (ezfs_open_params.io_verity), told
+	 * again at close (verity.c); NULL: none */
+	void (*io_verity)(void *arg, struct ezfs_verity *v, uint64_t base);
 
 	/* extra devices: flat (all in io) or files of their own */
 	unsigned ndevs;
@@ -227,6 +230,10 @@ void ezi_hint_open(ezfs_image *img);
  * superblock is parsed (0 where none is asked for or, in AUTO mode,
  * found) */
 int ezi_verity_attach(ezfs_image *img, const struct ezfs_open_params *p);
+/* verity.c: before the io closes: a source told of the tree is told it
+ * goes (io_verity with NULL), so it records what it verified and stops
+ * using it. */
+void ezi_verity_detach(ezfs_image *img);
 void ezi_hint_dir(ezfs_inode *dir);
 void ezi_hint_read(ezfs_inode *ino, uint64_t off, size_t len);
 

@@ -505,6 +505,7 @@ void ezfs_image_close(ezfs_image *img)
 	ezi_estate_free(img->engine);
 	ezi_codec_pool_free(img->codecs);
 	ezi_devices_fini(img);
+	ezi_verity_detach(img);
 	ezi_io_close(&img->io);
 	free(img);
 }

@@ -58,9 +58,19 @@ int ezi_verity_attach(ezfs_image *img, const struct ezfs_open_params *p)
 
 	/* a source that fetches checks what it fetches from now on, or
 	 * learns that there is nothing to check against */
-	if (!err && p->io_verity && !ezi_io_local(&img->io))
+	if (!err && p->io_verity && !ezi_io_local(&img->io)) {
 		p->io_verity(img->io.arg, img->io.verity, img->io.base);
+		if (img->io.verity)
+			img->io_verity = p->io_verity;
+	}
 	return err;
+}
+
+void ezi_verity_detach(ezfs_image *img)
+{
+	if (img->io_verity && img->io.verity)
+		img->io_verity(img->io.arg, NULL, img->io.base);
+	img->io_verity = NULL;
 }
 
 static int attach_tree(ezfs_image *img, const struct ezfs_open_params *p)

@@ -230,6 +230,7 @@ void ezi_cache_attach(struct ezfs_remote *r)
 		memset(&r->map, 0, sizeof(r->map));
 	}
 	r->data_fd = open(r->data_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ezi_vrec_attach(r); /* verify.c: before any write to it */
 	if (r->data_fd < 0)
 		ezi_rlog(r, EZFS_LOG_WARN, "cache file %s: %s; not caching",
 			 r->data_path, strerror(errno));
@@ -238,6 +239,7 @@ void ezi_cache_attach(struct ezfs_remote *r)
 int ezi_cache_adopt(struct ezfs_remote *r, int same)
 {
 	uint64_t nb = r->nblocks, present = 0;
+	struct stat st;
 
 	if (r->data_fd < 0)
 		return 0;
@@ -269,7 +271,11 @@ int ezi_cache_adopt(struct ezfs_remote *r, int same)
 			return 0;
 		(void)unlink(r->map_path);
 	}
-	if (ftruncate(r->data_fd, (off_t)r->size)) {
+	/* its size set only when it is not already: a write changes the
+	 * file's change time, which the record of its verified blocks
+	 * (verify.c) is bound to */
+	if ((fstat(r->data_fd, &st) || (uint64_t)st.st_size != r->size) &&
+	    ftruncate(r->data_fd, (off_t)r->size)) {
 		ezi_rlog(r, EZFS_LOG_WARN, "cache file %s: %s; not caching",
 			 r->data_path, strerror(errno));
 		ezi_cache_detach(r);

@@ -172,6 +172,12 @@ static void remove_entry(const char *dir, const char *key)
 	(void)unlink(path);
 	snprintf(path, sizeof(path), "%s/%s.data", dir, key);
 	(void)unlink(path);
+	/* the records of what of it was verified (verify.c) and of the
+	 * manifest it was resolved from (oci.c) */
+	snprintf(path, sizeof(path), "%s/%s.vok", dir, key);
+	(void)unlink(path);
+	snprintf(path, sizeof(path), "%s/%s.oci", dir, key);
+	(void)unlink(path);
 }
 
 int ezi_cache_gc(const char *dir, uint64_t max, const char *keep,

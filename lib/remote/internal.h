@@ -95,9 +95,14 @@ struct ezi_challenge {
  * or Basic challenge. */
 int ezi_www_auth_parse(const char *v, struct ezi_challenge *c);
 
+struct ezi_oci_docs;
 struct ezi_reg {
 	struct ezi_oci_ref ref;
-	char base[300]; /* http[s]://HOST[:PORT] */
+	/* oci.c: the manifests and chunk index of a resolve, recorded for
+	 * the cache or replayed from its record (NULL: neither) */
+	struct ezi_oci_docs *docs;
+	const char *range; /* "A-B": the bytes the next requests ask for */
+	char base[300];	   /* http[s]://HOST[:PORT] */
 	pthread_mutex_t lock;
 	char auth[4096];  /* "Authorization: ..." or "" */
 	int64_t expires;  /* of a token, seconds; 0: never */
@@ -162,10 +167,14 @@ struct ezi_oci_verity {
 	unsigned block_size;
 	uint8_t root[64];
 	size_t root_size;
-	/* a standalone chunk index (the layer after it in the manifest):
-	 * its digest and size; "": none */
+	/* a chunk index: standalone (the layer after it in the manifest:
+	 * its digest and size) or embedded (the trailing ci_size bytes of
+	 * the layer's blob from ci_off on, org.erofs.chunk-index.range, and
+	 * the digest of those bytes); ci_digest "": none */
 	char ci_digest[80];
 	uint64_t ci_size;
+	int ci_embedded;
+	uint64_t ci_off;
 };
 #define EZI_MT_CHUNK_INDEX "application/vnd.erofs.chunk-index.v1"
 /* A chunk index of the EROFS image spec over a raw layer: chunks of one
@@ -174,10 +183,17 @@ struct ezi_cindex {
 	uint64_t nchunks;
 	unsigned bits;
 	uint8_t *hash; /* 32 bytes per chunk */
+	uint64_t size; /* the image data it covers: [0, size) of the blob */
+	/* embedded: the index's own bytes in the blob, [tail_off, tail_off
+	 * + tail_len), checked against its digest (NULL: standalone) */
+	uint8_t *tail;
+	uint64_t tail_off;
+	size_t tail_len;
 };
-/* verify.c: the index blob [p, p + n) of a layer of size bytes parsed
- * into ci: 0, or -EBADMSG with why (what ezfs reads: version 1, raw,
- * SHA-256, chunks of one power-of-two size from 4 KiB to 1 MiB in
+/* cindex.c: the index [p, p + n) (its header and entries, nothing
+ * after them) over size bytes of image data parsed into ci: 0, or
+ * -EBADMSG with why (what ezfs reads: version 1, raw, SHA-256, reserved
+ * bytes zero, chunks of one power-of-two size from 4 KiB to 1 MiB in
  * order). */
 int ezi_cindex_parse(const uint8_t *p, size_t n, uint64_t size,
 		     struct ezi_cindex *ci, char *why, size_t whylen);
@@ -298,6 +314,17 @@ struct ezfs_remote {
 	unsigned vbits;
 	char vroot[129];
 	uint8_t *unchecked;
+	/* the record of what of the cache entry was verified (verify.c):
+	 * the data file as opened ("": no record), the record read, whether
+	 * it says the blob matched its digest, its tree line and bits, the
+	 * blocks of them used */
+	char vrec_id[200];
+	int vrec_read, vrec_blob;
+	int vrec_done; /* written when the tree went: not again at close */
+	char *vrec_tree;
+	uint8_t *vrec_bits;
+	size_t vrec_nbytes;
+	uint64_t vrec_n;
 	/* the org.erofs.dmverity.* annotations of an oci:// layer */
 	struct ezi_oci_verity ann;
 	struct ezi_cindex ci; /* its chunk index (nchunks 0: none) */
@@ -386,6 +413,14 @@ int ezi_verify_fetched(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
 /* blocks.c: block b (present) forgotten: out of memory and of the
  * entry's map. Lock held. */
 void ezi_block_forget(struct ezfs_remote *r, uint64_t b);
+
+/* verify.c: the entry's data file just opened, before it is written:
+ * its identity, for the record of its verified blocks (KEY.vok). */
+void ezi_vrec_attach(struct ezfs_remote *r);
+/* verify.c: the record of the blocks of the cache entry the tree
+ * verified (KEY.vok) written, for the next open; after the last flush,
+ * the tree still there. */
+void ezi_vrec_save(struct ezfs_remote *r);
 
 /* verify.c: once every block is present, the bytes against r->digest; a
  * mismatch drops the cache entry and fails every read from then on (but

@@ -10,13 +10,16 @@
  * registry.c, with its credentials. Plain http for 127.0.0.1 and
  * localhost, or when asked for.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "remote/curl_dl.h"
 
@@ -136,20 +139,181 @@ const char *ezi_oci_host_arch(void)
 	return u.machine;
 }
 
+/* ---- the documents of a resolve, kept beside the cache entry ----
+ *
+ * What a resolve fetched (the index, the manifest, the chunk index),
+ * each by the reference it was asked by, so that the layer read from the
+ * persistent cache while the registry cannot be reached still has the
+ * manifest's annotations (its dm-verity root) and chunk index. Replayed,
+ * a document named by digest is checked against it as when fetched: a
+ * manifest reached by digest stays a trust anchor; one reached by a tag
+ * is as trusted as the cache folder (docs/verity.md). KEY.oci, KEY the
+ * blob's cache entry:
+ *
+ *   ezfs-oci-record 1
+ *   name REFERENCE
+ *   doc REF LEN        then LEN bytes, for each document
+ */
+
+#define DOCS_MAX     4
+#define DOCS_MAGIC   "ezfs-oci-record 1"
+#define DOCS_MAX_LEN (16u << 20)
+
+struct ezi_oci_docs {
+	int replay; /* 1: served from here; 0: what is fetched is kept */
+	unsigned n;
+	struct {
+		char ref[160];
+		char *p;
+		size_t len;
+	} d[DOCS_MAX];
+};
+
+static void docs_free(struct ezi_oci_docs *k)
+{
+	for (unsigned i = 0; k && i < k->n; i++)
+		free(k->d[i].p);
+	free(k);
+}
+
+/* A document fetched as ref: kept (recording). */
+static void docs_keep(struct ezi_reg *g, const char *ref, const char *p,
+		      size_t len)
+{
+	struct ezi_oci_docs *k = g->docs;
+
+	if (!k || k->replay || k->n >= DOCS_MAX ||
+	    strlen(ref) >= sizeof(k->d[0].ref) ||
+	    !(k->d[k->n].p = malloc(len ? len : 1)))
+		return;
+	memcpy(k->d[k->n].p, p, len);
+	k->d[k->n].len = len;
+	snprintf(k->d[k->n].ref, sizeof(k->d[0].ref), "%s", ref);
+	k->n++;
+}
+
+/* The document asked as ref, replayed into out: 0, or -EIO (not
+ * recorded: as if the registry had not answered). */
+static int docs_get(struct ezi_reg *g, const char *ref, struct ezi_rbuf *out)
+{
+	const struct ezi_oci_docs *k = g->docs;
+
+	for (unsigned i = 0; i < k->n; i++) {
+		if (strcmp(k->d[i].ref, ref))
+			continue;
+		free(out->p);
+		out->p = malloc(k->d[i].len + 1);
+		if (!out->p)
+			return -ENOMEM;
+		memcpy(out->p, k->d[i].p, k->d[i].len);
+		out->p[k->d[i].len] = '\0';
+		out->n = k->d[i].len;
+		return 0;
+	}
+	snprintf(g->err, sizeof(g->err),
+		 "%.100s is not in the cache's record of the manifest", ref);
+	return -EIO;
+}
+
+/* KEY.oci of the cache entry of the blob digest (malloc'd). */
+static char *docs_path(const char *dir, const char *digest)
+{
+	char key[17], *p;
+
+	ezi_cache_key(digest, key);
+	if (asprintf(&p, "%s/%s.oci", dir, key) < 0)
+		return NULL;
+	return p;
+}
+
+/* The documents of the resolve of name written beside its blob's cache
+ * entry (a temporary file renamed over the record; a failure costs only
+ * the record). */
+static void docs_store(const struct ezi_oci_docs *k, const char *dir,
+		       const char *digest, const char *name)
+{
+	char *path = docs_path(dir, digest), *tmp = NULL;
+	FILE *f;
+	int ok;
+
+	(void)mkdir(dir, 0700); /* before the entry's (cache.c) */
+	if (!path || asprintf(&tmp, "%s.tmp", path) < 0 ||
+	    !(f = fopen(tmp, "wbe"))) {
+		free(path);
+		free(tmp);
+		return;
+	}
+	ok = fprintf(f, DOCS_MAGIC "\nname %s\n", name) > 0;
+	for (unsigned i = 0; ok && i < k->n; i++)
+		ok = fprintf(f, "doc %s %zu\n", k->d[i].ref, k->d[i].len) > 0 &&
+		     fwrite(k->d[i].p, 1, k->d[i].len, f) == k->d[i].len;
+	ok = !fclose(f) && ok && !rename(tmp, path);
+	if (!ok)
+		unlink(tmp);
+	free(tmp);
+	free(path);
+}
+
+/* The record of name's resolve, beside the entry of blob digest, read
+ * for replay; NULL when there is none for that name. */
+static struct ezi_oci_docs *docs_load(const char *dir, const char *digest,
+				      const char *name)
+{
+	char *path = docs_path(dir, digest), line[4200];
+	struct ezi_oci_docs *k = NULL;
+	FILE *f = path ? fopen(path, "rbe") : NULL;
+	size_t len, nl = strlen(name);
+
+	free(path);
+	if (!f)
+		return NULL;
+	if (!fgets(line, sizeof(line), f) || strcmp(line, DOCS_MAGIC "\n") ||
+	    !fgets(line, sizeof(line), f) || strncmp(line, "name ", 5) ||
+	    strncmp(line + 5, name, nl) || strcmp(line + 5 + nl, "\n") ||
+	    !(k = calloc(1, sizeof(*k))))
+		goto fail;
+	k->replay = 1;
+	while (fgets(line, sizeof(line), f)) {
+		char ref[160];
+
+		if (k->n >= DOCS_MAX ||
+		    sscanf(line, "doc %159s %zu", ref, &len) != 2 ||
+		    len > DOCS_MAX_LEN ||
+		    !(k->d[k->n].p = malloc(len ? len : 1)))
+			goto fail;
+		if (fread(k->d[k->n].p, 1, len, f) != len) {
+			free(k->d[k->n].p);
+			goto fail;
+		}
+		snprintf(k->d[k->n].ref, sizeof(k->d[0].ref), "%s", ref);
+		k->d[k->n++].len = len;
+	}
+	fclose(f);
+	return k;
+fail:
+	fclose(f);
+	docs_free(k);
+	return NULL;
+}
+
 static int get_manifest(struct ezi_reg *g, const char *ref,
 			struct ezi_rbuf *out)
 {
 	char url[4096];
 	struct ezi_rhdrs h;
-	long st;
+	long st = 200;
 	int err;
 
 	snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base,
 		 g->ref.repo, ref);
-	err = ezi_reg_req(g, "GET", url,
-			  MT_MANIFEST ", " MT_INDEX ", " MT_DOCKER_MANIFEST
-				      ", " MT_DOCKER_LIST,
-			  NULL, NULL, 0, NULL, out, &h, &st);
+	if (g->docs && g->docs->replay)
+		err = docs_get(g, ref, out);
+	else
+		err = ezi_reg_req(g, "GET", url,
+				  MT_MANIFEST ", " MT_INDEX
+					      ", " MT_DOCKER_MANIFEST
+					      ", " MT_DOCKER_LIST,
+				  NULL, NULL, 0, NULL, out, &h, &st);
 	if (err)
 		return err;
 	if (st == 200 && !strncmp(ref, "sha256:", 7)) {
@@ -167,8 +331,10 @@ static int get_manifest(struct ezi_reg *g, const char *ref,
 			return -EBADMSG;
 		}
 	}
-	if (st == 200)
+	if (st == 200) {
+		docs_keep(g, ref, out->p ? out->p : "", out->n);
 		return 0;
+	}
 	if (st == 401 || st == 403) {
 		if (!g->err[0])
 			snprintf(g->err, sizeof(g->err),
@@ -227,6 +393,52 @@ static int layer_verity(struct ezi_reg *g, const struct ezi_json *d,
 	return 0;
 }
 
+/* A chunk index embedded in pick's blob (org.erofs.chunk-index.range
+ * "OFFSET[:END]", .digest, .mediaType): into vt (ci_embedded); none
+ * there: 0; there but not one ezfs reads (no digest to check it by,
+ * another format, a malformed range): 0 with a warning in why. */
+static void embedded_index(const struct ezi_json *pick,
+			   struct ezi_oci_verity *vt, char *why, size_t n)
+{
+	const struct ezi_json *a = ezi_json_get(pick, "annotations");
+	const char *rg = ezi_json_str(a, "org.erofs.chunk-index.range");
+	const char *d = ezi_json_str(a, "org.erofs.chunk-index.digest");
+	const char *mt = ezi_json_str(a, "org.erofs.chunk-index.mediaType");
+	const struct ezi_json *sz = ezi_json_get(pick, "size");
+	uint64_t off, end, size;
+	char *e;
+
+	why[0] = '\0';
+	if (!rg)
+		return;
+	size = sz && sz->type == EZI_JSON_NUMBER ? (uint64_t)sz->num : 0;
+	errno = 0;
+	off = strtoull(rg, &e, 10);
+	end = size;
+	if (*e == ':')
+		end = strtoull(e + 1, &e, 10);
+	if (mt && strcmp(mt, EZI_MT_CHUNK_INDEX)) {
+		snprintf(why, n,
+			 "its chunk index is %.100s, which ezfs does not read",
+			 mt);
+	} else if (!d || strncmp(d, "sha256:", 7) || strlen(d) != 71) {
+		snprintf(why, n,
+			 "its embedded chunk index has no "
+			 "org.erofs.chunk-index.digest to check it by");
+	} else if (errno || *e || !(*rg >= '0' && *rg <= '9') || off >= end ||
+		   end > size || end - off > (16u << 20)) {
+		snprintf(why, n,
+			 "its org.erofs.chunk-index.range %.60s is not a "
+			 "range of its %llu bytes",
+			 rg, (unsigned long long)size);
+	} else {
+		snprintf(vt->ci_digest, sizeof(vt->ci_digest), "%s", d);
+		vt->ci_embedded = 1;
+		vt->ci_off = off;
+		vt->ci_size = end - off;
+	}
+}
+
 /* A standalone chunk index of pick: the layer after it, of the chunk
  * index's media type, its org.erofs.chunk-index.target (if any) pick's
  * digest; into vt->ci_digest and ci_size. */
@@ -257,18 +469,42 @@ static void chunk_index_layer(const struct ezi_json *layers,
 /* The chunk index vt names fetched (its bytes checked against its
  * digest) and parsed into ci: 0, or a negative errno with g->err. */
 static int fetch_chunk_index(struct ezi_reg *g, const struct ezi_oci_verity *vt,
-			     uint64_t size, struct ezi_cindex *ci)
+			     const char *layer, uint64_t size,
+			     struct ezi_cindex *ci)
 {
 	struct ezi_rbuf out = { .max = 64u << 20 };
 	struct ezi_rhdrs h;
-	char url[4096], hex[65], why[300];
+	char url[4096], hex[65], why[300], range[48];
 	long st;
 	int err;
 
 	snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", g->base, g->ref.repo,
-		 vt->ci_digest);
-	err = ezi_reg_req(g, "GET", url, NULL, NULL, NULL, 0, NULL, &out, &h,
-			  &st);
+		 vt->ci_embedded ? layer : vt->ci_digest);
+	if (g->docs && g->docs->replay) {
+		err = docs_get(g, vt->ci_digest, &out);
+		st = 200;
+	} else if (vt->ci_embedded) {
+		/* its bytes of the layer's blob */
+		snprintf(range, sizeof(range), "%llu-%llu",
+			 (unsigned long long)vt->ci_off,
+			 (unsigned long long)(vt->ci_off + vt->ci_size - 1));
+		g->range = range;
+		err = ezi_reg_req(g, "GET", url, NULL, NULL, NULL, 0, NULL,
+				  &out, &h, &st);
+		g->range = NULL;
+		if (!err && st == 200 && out.n >= vt->ci_off + vt->ci_size) {
+			/* the whole blob (the server ignores Range) */
+			memmove(out.p, out.p + vt->ci_off, vt->ci_size);
+			out.n = vt->ci_size;
+		}
+		if (!err && (st == 206 || st == 200) && out.n == vt->ci_size)
+			st = 200;
+		else if (!err)
+			st = st == 206 || st == 200 ? 416 : st;
+	} else {
+		err = ezi_reg_req(g, "GET", url, NULL, NULL, NULL, 0, NULL,
+				  &out, &h, &st);
+	}
 	if (!err && st != 200) {
 		snprintf(g->err, sizeof(g->err), "the chunk index %s: HTTP %ld",
 			 vt->ci_digest, st);
@@ -284,10 +520,22 @@ static int fetch_chunk_index(struct ezi_reg *g, const struct ezi_oci_verity *vt,
 			err = -EBADMSG;
 		}
 	}
+	/* embedded: it covers the image data before it, not the blob */
+	if (!err && vt->ci_embedded)
+		size = vt->ci_off;
 	if (!err && ezi_cindex_parse((const uint8_t *)out.p, out.n, size, ci,
 				     why, sizeof(why))) {
 		snprintf(g->err, sizeof(g->err), "%s: %s", vt->ci_digest, why);
 		err = -EBADMSG;
+	}
+	if (!err)
+		docs_keep(g, vt->ci_digest, out.p ? out.p : "", out.n);
+	if (!err && vt->ci_embedded) {
+		/* its own bytes, for the fetches of them (verify.c) */
+		ci->tail = (uint8_t *)out.p;
+		ci->tail_off = vt->ci_off;
+		ci->tail_len = out.n;
+		out.p = NULL;
 	}
 	free(out.p);
 	return err;
@@ -438,7 +686,16 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		err = layer_verity(g, pick, vt);
 		if (err)
 			goto out;
-		chunk_index_layer(layers, pick, vt);
+		char why[300];
+
+		embedded_index(pick, vt, why, sizeof(why));
+		if (why[0] && g->log)
+			ezi_rlogf(g->log, g->log_arg, EZFS_LOG_WARN,
+				  "the layer: %s; its blocks are not checked "
+				  "by it",
+				  why);
+		if (!vt->ci_embedded)
+			chunk_index_layer(layers, pick, vt);
 	}
 	{
 		const char *d = ezi_json_str(pick, "digest");
@@ -469,11 +726,16 @@ out:
 /* The registry cannot be reached (err, from the resolve), but the cache
  * holds the complete entry opened by this reference: its blob, read by
  * the digest in its URL (and checked against it as always), without a
- * request (r->offline). */
-static int resolve_offline(struct ezfs_remote *r, int err)
+ * request (r->offline); with the cache's record of the manifest (and
+ * chunk index) this reference resolved to, its annotations as when it
+ * was online. */
+static int resolve_offline(struct ezfs_remote *r, struct ezi_reg *g,
+			   const struct ezi_oci_sel *sel, int err)
 {
 	struct ezi_cmap m;
 	const char *d;
+	char url[4096], digest[128];
+	uint64_t size = 0;
 
 	if (err != -EIO || !r->p.cache_dir || !*r->p.cache_dir ||
 	    ezi_cache_find(r->p.cache_dir, r->name, &m))
@@ -486,7 +748,40 @@ static int resolve_offline(struct ezfs_remote *r, int err)
 		r->offline = !err;
 	}
 	free(m.bits);
-	return err;
+	if (err)
+		return err;
+	memset(&r->ann, 0, sizeof(r->ann));
+	g->docs = docs_load(r->p.cache_dir, r->digest, r->name);
+	if (!g->docs)
+		return 0;
+	g->err[0] = '\0';
+	err = ezi_oci_resolve(g, sel, url, sizeof(url), digest, &size, &r->ann);
+	if (!err && strcmp(digest, r->digest)) {
+		snprintf(g->err, sizeof(g->err),
+			 "it names the layer %.80s, the cache holds %.80s",
+			 digest, r->digest);
+		err = -EBADMSG;
+	}
+	if (!err && r->ann.ci_digest[0])
+		err = fetch_chunk_index(g, &r->ann, r->digest, size, &r->ci);
+	if (err) {
+		/* as without the record: the tree's own root */
+		ezi_rlog(r, EZFS_LOG_WARN,
+			 "the cache's record of the manifest is not used: %s",
+			 g->err);
+		memset(&r->ann, 0, sizeof(r->ann));
+		free(r->ci.hash);
+		free(r->ci.tail);
+		memset(&r->ci, 0, sizeof(r->ci));
+	} else {
+		ezi_rlog(r, EZFS_LOG_INFO,
+			 "the layer's annotations from the cache's record of "
+			 "the manifest%s",
+			 r->pinned ? " (checked against its digest)" : "");
+	}
+	docs_free(g->docs);
+	g->docs = NULL;
+	return 0;
 }
 
 /* oci://: the reference resolved to its layer's blob URL and digest. */
@@ -499,7 +794,7 @@ static int oci_resolve(struct ezfs_remote *r)
 	struct ezi_reg *g;
 	char url[4096], why[700];
 	uint64_t size = 0;
-	int err;
+	int err, cache = r->p.cache_dir && *r->p.cache_dir;
 
 	if (ezi_oci_parse(r->name, r->p.insecure, &o, why, sizeof(why))) {
 		ezi_rlog(r, EZFS_LOG_ERROR, "%s", why);
@@ -511,10 +806,16 @@ static int oci_resolve(struct ezfs_remote *r)
 	r->sd = g;
 	ezi_reg_init(g, &o, r->p.log, r->p.log_arg, r->p.timeout_ms);
 	r->pinned = !strncmp(o.ref, "sha256:", 7);
+	/* what is fetched is kept, for the cache's record */
+	g->docs = cache ? calloc(1, sizeof(*g->docs)) : NULL;
 	err = ezi_oci_resolve(g, &sel, url, sizeof(url), r->digest, &size,
 			      &r->ann);
 	if (!err && r->ann.ci_digest[0])
-		err = fetch_chunk_index(g, &r->ann, size, &r->ci);
+		err = fetch_chunk_index(g, &r->ann, r->digest, size, &r->ci);
+	if (!err && g->docs)
+		docs_store(g->docs, r->p.cache_dir, r->digest, r->name);
+	docs_free(g->docs);
+	g->docs = NULL;
 	if (!err) {
 		r->url = strdup(url);
 		return r->url ? 0 : -ENOMEM;
@@ -524,11 +825,12 @@ static int oci_resolve(struct ezfs_remote *r)
 		ezi_rlog(r, EZFS_LOG_ERROR, "%s", g->err);
 		return err;
 	}
-	if (!resolve_offline(r, err)) {
+	snprintf(why, sizeof(why), "%.690s", g->err);
+	if (!resolve_offline(r, g, &sel, err)) {
 		ezi_rlog(r, EZFS_LOG_WARN,
 			 "registry %s unreachable; using the cached blob %s",
 			 o.host, r->digest);
-		ezi_rlog(r, EZFS_LOG_INFO, "%s", g->err);
+		ezi_rlog(r, EZFS_LOG_INFO, "%s", why);
 		return 0;
 	}
 	ezi_rlog(r, EZFS_LOG_ERROR, "%s", g->err);

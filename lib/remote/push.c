@@ -189,9 +189,25 @@ static int check_tree(struct push *ps, const char *path)
 	return 0;
 }
 
+/* The blob's bytes: the image's, then an embedded chunk index. */
 static int src_read(void *arg, void *buf, size_t n, uint64_t off)
 {
-	return ezfs_image_read_raw(arg, buf, n, off);
+	struct push *ps = arg;
+	size_t head = 0;
+	int err = 0;
+
+	if (off < ps->size) {
+		head = ps->size - off < n ? (size_t)(ps->size - off) : n;
+		err = ezfs_image_read_raw(ps->img, buf, head, off);
+	}
+	if (!err && head < n) {
+		uint64_t at = off + head - ps->size;
+
+		if (!ps->ci || at > ps->ci_len || n - head > ps->ci_len - at)
+			return -EIO;
+		memcpy((uint8_t *)buf + head, ps->ci + at, n - head);
+	}
+	return err;
 }
 
 static int up_progress(void *arg, uint64_t sent, uint64_t total)
@@ -257,6 +273,10 @@ static int hash_image(struct push *ps, char *out)
 				 "reading the image: %s", ezfs_strerror(err));
 		return err;
 	}
+	/* an embedded index is the blob's trailing section: in its
+	 * digest */
+	if (ps->ci && ps->p->chunk_index == EZFS_CHUNK_INDEX_EMBEDDED)
+		ezi_sha256_update(&c, ps->ci, ps->ci_len);
 	ezi_sha256_final(&c, d);
 	memcpy(out, "sha256:", 7);
 	for (int i = 0; i < 32; i++) {
@@ -338,8 +358,9 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 	struct ezi_reg *g = &ps->g;
 	struct ezi_upload up = {
 		.read = src_read,
-		.arg = ps->img,
+		.arg = ps,
 	};
+	int embed = ps->p->chunk_index == EZFS_CHUNK_INDEX_EMBEDDED;
 	char hex[65], digest[72], manifest[2048], url[4096], title[256];
 	char ann[400] = "", root[65], config[400], cdigest[72];
 	char cil[400] = "", cidigest[72];
@@ -352,7 +373,7 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 	err = hash_image(ps, digest);
 	if (err)
 		return err;
-	up.len = ps->size;
+	up.len = ps->size + (embed ? ps->ci_len : 0);
 	if (ps->p->progress) {
 		up.progress = up_progress;
 		up.progress_arg = (void *)ps->p;
@@ -370,7 +391,18 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 	snprintf(cdigest, sizeof(cdigest), "sha256:%s", hex);
 	if (!err)
 		err = put_blob(g, config, (size_t)cn, NULL, cdigest);
-	if (!err && ps->ci) {
+	if (!err && ps->ci && embed) {
+		/* the chunk index after the image in its blob: where, and
+		 * its digest */
+		ezi_sha256_hex(ps->ci, ps->ci_len, hex);
+		snprintf(cil, sizeof(cil),
+			 ",\"org.erofs.chunk-index.range\":\"%llu:%llu\","
+			 "\"org.erofs.chunk-index.digest\":\"sha256:%s\","
+			 "\"org.erofs.chunk-index.mediaType\":"
+			 "\"" EZI_MT_CHUNK_INDEX "\"",
+			 (unsigned long long)ps->size,
+			 (unsigned long long)(ps->size + ps->ci_len), hex);
+	} else if (!err && ps->ci) {
 		/* the chunk index as the layer after the image's */
 		ezi_sha256_hex(ps->ci, ps->ci_len, hex);
 		snprintf(cidigest, sizeof(cidigest), "sha256:%s", hex);
@@ -405,9 +437,10 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 		     "\"digest\":\"%s\",\"size\":%d},"
 		     "\"layers\":[{\"mediaType\":\"%s\","
 		     "\"digest\":\"%s\",\"size\":%llu,\"annotations\":{"
-		     "\"org.opencontainers.image.title\":\"%s\"%s}}%s]}",
-		     cdigest, cn, ps->mt, digest, (unsigned long long)ps->size,
-		     title, ann, cil);
+		     "\"org.opencontainers.image.title\":\"%s\"%s%s}}%s]}",
+		     cdigest, cn, ps->mt, digest,
+		     (unsigned long long)(ps->size + (embed ? ps->ci_len : 0)),
+		     title, ann, embed ? cil : "", embed ? "" : cil);
 	snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base,
 		 g->ref.repo, g->ref.ref);
 	err = ezi_reg_req(g, "PUT", url, NULL, EZI_MT_MANIFEST, manifest,

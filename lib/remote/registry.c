@@ -355,6 +355,8 @@ int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
 		}
 		curl_easy_setopt(e, CURLOPT_URL, url);
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+		if (g->range)
+			curl_easy_setopt(e, CURLOPT_RANGE, g->range);
 		if (!strcmp(method, "HEAD"))
 			curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 		if (up) {

@@ -317,6 +317,7 @@ void ezfs_remote_close(ezfs_remote *r)
 	/* no dm-verity tree came: the head is the entry's as it is */
 	ezi_cache_settle(r);
 	ezi_cache_flush(r);
+	ezi_vrec_save(r);
 	pthread_mutex_unlock(&r->lock);
 	if (r->p.on_close) {
 		struct ezfs_remote_stats st;
@@ -331,6 +332,7 @@ void ezfs_remote_close(ezfs_remote *r)
 	free(r->name);
 	free(r->eff_url);
 	free(r->ci.hash);
+	free(r->ci.tail);
 	if (r->scheme && r->scheme->release)
 		r->scheme->release(r);
 	pthread_mutex_destroy(&r->lock);

@@ -11,7 +11,8 @@
  *    head) are checked then. A block that does not match is not kept: the
  *    read gets -EIO and one line naming dm-verity, the block and the
  *    root. Blocks read back from the persistent cache are checked by the
- *    reader's io, once each (the tree's record of verified blocks).
+ *    reader's io, once each, but for those the cache entry's record
+ *    (KEY.vok, below) lists as checked before against the same tree.
  *  - an oci:// layer's digest (sha256 of the whole blob), checked once
  *    every block is present (ezi_verify_blob, by the read that completes
  *    it) or when the caller asks (ezfs_remote_verify, fetching what is
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ezfs/verity.h"
@@ -61,6 +63,8 @@ static void judge(struct ezfs_remote *r, const uint8_t d[32])
 	ezi_cache_drop(r);
 }
 
+static void vrec_read(struct ezfs_remote *r);
+
 void ezi_verify_blob(struct ezfs_remote *r)
 {
 	struct ezi_sha256 c;
@@ -70,6 +74,18 @@ void ezi_verify_blob(struct ezfs_remote *r)
 	    __atomic_load_n(&r->bad, __ATOMIC_RELAXED) ||
 	    r->st.cache_bytes != r->size)
 		return;
+	/* the entry as it was when its bytes last matched: not again */
+	vrec_read(r);
+	if (r->vrec_blob && !ezi_cmap_complete(&r->map)) {
+		r->vrec_blob = 0;
+	} else if (r->vrec_blob) {
+		r->verified = 1;
+		ezi_rlog(r, EZFS_LOG_DEBUG,
+			 "the blob matched its digest %s before, by the cache "
+			 "entry's record",
+			 r->digest);
+		return;
+	}
 	tmp = malloc(r->bs);
 	if (!tmp)
 		return;
@@ -176,106 +192,6 @@ static int check_blocks(struct ezfs_remote *r, struct ezfs_verity *v,
 	return 0;
 }
 
-/* ---- a chunk index (the EROFS image spec): each chunk's SHA-256 ---- */
-
-#define CI_MAGIC   0x67ece4cdu /* CD E4 EC 67 */
-#define CI_HDR	   32u
-#define CI_ENTRY   48u
-#define CI_MIN_BIT 12
-#define CI_MAX_BIT 20
-
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-void ezi_cindex_header(uint8_t out[32], uint64_t size, uint64_t n)
-{
-	memset(out, 0, CI_HDR);
-	put_le(out, CI_MAGIC, 4);
-	out[4] = 1; /* version */
-	out[5] = 0; /* raw chunks */
-	put_le(out + 8, size, 8);
-	put_le(out + 16, n, 4);
-	out[20] = 1;  /* SHA-2 */
-	out[21] = 32; /* SHA-256 */
-}
-
-void ezi_cindex_entry(uint8_t out[48], uint64_t off, const uint8_t sha[32])
-{
-	put_le(out, off, 8);	 /* on the blob */
-	put_le(out + 8, off, 8); /* in the image: the same, raw */
-	memcpy(out + 16, sha, 32);
-}
-
-int ezi_cindex_parse(const uint8_t *p, size_t n, uint64_t size,
-		     struct ezi_cindex *ci, char *why, size_t whylen)
-{
-	uint64_t k, count, csize = 0;
-	const char *bad = NULL;
-	unsigned bits = 0;
-
-	memset(ci, 0, sizeof(*ci));
-	if (n < CI_HDR || (uint32_t)le64(p) != CI_MAGIC)
-		bad = "no chunk index header (magic CD E4 EC 67)";
-	else if (p[4] != 1 || p[5] != 0 || p[6] || p[7])
-		bad = "not a version 1 index of raw chunks";
-	else if (p[20] != 1 || p[21] != 32)
-		bad = "its checksums are not SHA-256";
-	else if (le64(p + 8) != size)
-		bad = "it covers another size than the layer's";
-	if (bad)
-		goto out;
-	count = le64(p + 16) & 0xffffffffu;
-	if (!count || (n - CI_HDR) / CI_ENTRY < count) {
-		bad = "its entries are cut short";
-		goto out;
-	}
-	if (count > 1)
-		csize = le64(p + CI_HDR + CI_ENTRY + 8);
-	else
-		csize = 1ull << CI_MAX_BIT;
-	while (bits <= CI_MAX_BIT && (1ull << bits) < csize)
-		bits++;
-	if (bits < CI_MIN_BIT || bits > CI_MAX_BIT || (1ull << bits) != csize ||
-	    (count - 1) * csize >= size || count * csize < size) {
-		bad = "its chunks are not of one power-of-two size from 4 KiB "
-		      "to 1 MiB";
-		goto out;
-	}
-	for (k = 0; k < count && !bad; k++) {
-		const uint8_t *e = p + CI_HDR + k * CI_ENTRY;
-
-		if (le64(e) != k * csize || le64(e + 8) != k * csize)
-			bad = "its chunks are not the layer's bytes in order";
-	}
-	if (bad)
-		goto out;
-	ci->hash = malloc(count * 32);
-	if (!ci->hash) {
-		bad = "out of memory";
-		goto out;
-	}
-	for (k = 0; k < count; k++)
-		memcpy(ci->hash + k * 32, p + CI_HDR + k * CI_ENTRY + 16, 32);
-	ci->nchunks = count;
-	ci->bits = bits;
-	return 0;
-out:
-	snprintf(why, whylen, "the chunk index: %s", bad);
-	return -EBADMSG;
-}
-
 /* The chunks wholly in [off, off + len) of buf checked: 0, or -EIO with
  * why. */
 static int check_chunks(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
@@ -286,9 +202,30 @@ static int check_chunks(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
 	uint8_t d[32];
 	char hex[65];
 
+	/* an embedded index's own bytes: as checked against its digest */
+	if (ci->tail && off + len > ci->tail_off &&
+	    off < ci->tail_off + ci->tail_len) {
+		uint64_t a = off > ci->tail_off ? off : ci->tail_off;
+		uint64_t e = off + len < ci->tail_off + ci->tail_len
+				     ? off + len
+				     : ci->tail_off + ci->tail_len;
+
+		if (memcmp(buf + (a - off), ci->tail + (a - ci->tail_off),
+			   (size_t)(e - a))) {
+			snprintf(why, whylen,
+				 "chunk index: bytes %llu-%llu of %.200s are "
+				 "not the chunk index embedded there (%.80s); "
+				 "not kept",
+				 (unsigned long long)a,
+				 (unsigned long long)(e - 1),
+				 r->digest[0] ? r->digest : r->name,
+				 r->ann.ci_digest);
+			return -EIO;
+		}
+	}
 	for (; k < ci->nchunks; k++) {
 		uint64_t a = k << ci->bits;
-		uint64_t l = r->size - a < c ? r->size - a : c;
+		uint64_t l = ci->size - a < c ? ci->size - a : c;
 
 		if (a + l > off + len)
 			break;
@@ -322,6 +259,249 @@ int ezi_verify_fetched(struct ezfs_remote *r, const uint8_t *buf, uint64_t off,
 	return err;
 }
 
+/* ---- the record of what was verified, beside the cache entry ----
+ *
+ * KEY.vok: what of KEY.data was checked, so that a later open does not
+ * hash it again:
+ *
+ *   ezfs-verified 1
+ *   data DEV INO SIZE CTIME_S CTIME_NS   KEY.data when it was written
+ *   blob DIGEST        its bytes matched the blob's digest ("-": not)
+ *   tree root HEX base N blocks N bits N   the dm-verity tree the bits
+ *                      below are of ("-": none)
+ *   sum HEX            SHA-256 of the lines above and the bits
+ *
+ * then an empty line and one bit per data block of the tree: checked
+ * against it. Honoured only as the files stand: the folder, KEY.data and
+ * the record the user's own and writable by no one else, KEY.data not
+ * written since (its change time, which no one can set back), a block
+ * only while the map lists it. docs/verity.md says what this trusts. */
+
+#define VREC_MAGIC "ezfs-verified 1"
+#define VREC_MAX   (64u << 20) /* bits of a 1 TiB image of 4 KiB blocks */
+
+/* KEY.vok of the entry (malloc'd), or NULL. */
+static char *vrec_path(const struct ezfs_remote *r)
+{
+	size_t n;
+	char *p;
+
+	if (!r->map_path || (n = strlen(r->map_path)) < 4 ||
+	    strcmp(r->map_path + n - 4, ".map"))
+		return NULL;
+	p = strdup(r->map_path);
+	if (p)
+		memcpy(p + n - 4, ".vok", 4);
+	return p;
+}
+
+/* Is st the user's own and writable by no one else? */
+static int own_only(const struct stat *st)
+{
+	return st->st_uid == geteuid() && !(st->st_mode & 022);
+}
+
+/* The entry's folder and data file as the record wants them; their
+ * identity into line (n bytes). */
+static int vrec_files_ok(const struct ezfs_remote *r, char *line, size_t n)
+{
+	struct stat st;
+
+	if (r->data_fd < 0 || !r->p.cache_dir || stat(r->p.cache_dir, &st) ||
+	    !own_only(&st) || fstat(r->data_fd, &st) || !own_only(&st))
+		return 0;
+	snprintf(line, n, "%llu %llu %llu %lld %ld",
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (unsigned long long)st.st_size, (long long)st.st_ctim.tv_sec,
+		 (long)st.st_ctim.tv_nsec);
+	return 1;
+}
+
+void ezi_vrec_attach(struct ezfs_remote *r)
+{
+	if (!vrec_files_ok(r, r->vrec_id, sizeof(r->vrec_id)))
+		r->vrec_id[0] = '\0';
+}
+
+/* The tree line of r's tree (set_verity's fields). */
+static void vrec_tree_line(const struct ezfs_remote *r, char *out, size_t n)
+{
+	snprintf(out, n, "root %s base %llu blocks %llu bits %u", r->vroot,
+		 (unsigned long long)r->vbase, (unsigned long long)r->vblocks,
+		 r->vbits);
+}
+
+static void vrec_sum(const char *head, size_t hl, const uint8_t *bits,
+		     size_t nbytes, char hex[65])
+{
+	struct ezi_sha256 c;
+	uint8_t d[32];
+
+	ezi_sha256_init(&c);
+	ezi_sha256_update(&c, head, hl);
+	ezi_sha256_update(&c, bits, nbytes);
+	ezi_sha256_final(&c, d);
+	hex_of(d, hex);
+}
+
+/* The record read once, when the data file is as it was when the record
+ * was written: into r->vrec_blob, vrec_tree, vrec_bits. Lock held. */
+static void vrec_read(struct ezfs_remote *r)
+{
+	char *path, *buf = NULL, *l[5], *p, sum[65];
+	struct stat st;
+	size_t n;
+	FILE *f = NULL;
+	int i;
+
+	if (r->vrec_read)
+		return;
+	r->vrec_read = 1;
+	path = vrec_path(r);
+	if (!path || !r->vrec_id[0] || !(f = fopen(path, "rbe")) ||
+	    fstat(fileno(f), &st) || !own_only(&st) || st.st_size > VREC_MAX ||
+	    !(buf = malloc((size_t)st.st_size + 1)) ||
+	    fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
+		goto out;
+	n = (size_t)st.st_size;
+	buf[n] = '\0';
+	/* five lines, an empty one, the bits */
+	for (i = 0, p = buf; i < 5; i++) {
+		l[i] = p;
+		p = memchr(p, '\n', n - (size_t)(p - buf));
+		if (!p)
+			goto out;
+		*p++ = '\0';
+	}
+	if ((size_t)(p - buf) >= n || *p != '\n' || strcmp(l[0], VREC_MAGIC) ||
+	    strncmp(l[1], "data ", 5) || strcmp(l[1] + 5, r->vrec_id) ||
+	    strncmp(l[2], "blob ", 5) || strncmp(l[3], "tree ", 5) ||
+	    strncmp(l[4], "sum ", 4) || strlen(l[4]) != 4 + 64)
+		goto out;
+	p++;
+	/* the sum covers the first four lines as written */
+	for (i = 0; i < 4; i++)
+		l[i][strlen(l[i])] = '\n';
+	vrec_sum(buf, (size_t)(l[4] - buf), (uint8_t *)p, n - (size_t)(p - buf),
+		 sum);
+	for (i = 0; i < 4; i++)
+		*strchr(l[i], '\n') = '\0';
+	if (memcmp(l[4] + 4, sum, 64))
+		goto out;
+	r->vrec_blob = r->digest[0] && !strcmp(l[2] + 5, r->digest);
+	if (strcmp(l[3] + 5, "-") && n > (size_t)(p - buf)) {
+		r->vrec_nbytes = n - (size_t)(p - buf);
+		r->vrec_bits = malloc(r->vrec_nbytes);
+		r->vrec_tree = strdup(l[3] + 5);
+		if (r->vrec_bits && r->vrec_tree) {
+			memcpy(r->vrec_bits, p, r->vrec_nbytes);
+		} else {
+			free(r->vrec_bits);
+			free(r->vrec_tree);
+			r->vrec_bits = NULL;
+			r->vrec_tree = NULL;
+		}
+	}
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	free(path);
+}
+
+/* Is block k's byte range wholly in a block the map lists? */
+static int vrec_present(const struct ezfs_remote *r, uint64_t k)
+{
+	uint64_t b = (r->vbase + (k << r->vbits)) >> r->bsbits;
+
+	return r->map.bits && b < r->map.nblocks &&
+	       (r->map.bits[b >> 3] >> (b & 7) & 1);
+}
+
+/* The blocks the record lists for this tree, present in the entry,
+ * marked verified in v. Lock held. */
+static void vrec_load(struct ezfs_remote *r, struct ezfs_verity *v)
+{
+	char tree[300];
+	uint64_t k;
+
+	vrec_read(r);
+	vrec_tree_line(r, tree, sizeof(tree));
+	r->vrec_n = 0;
+	if (!r->vrec_tree || strcmp(r->vrec_tree, tree) ||
+	    r->vrec_nbytes != (r->vblocks + 7) / 8)
+		return;
+	for (k = 0; k < r->vblocks; k++)
+		if ((r->vrec_bits[k >> 3] >> (k & 7) & 1) &&
+		    vrec_present(r, k) && !ezfs_verity_mark_verified(v, k))
+			r->vrec_n++;
+	if (r->vrec_n)
+		ezi_rlog(r, EZFS_LOG_DEBUG,
+			 "%llu blocks verified before, by the cache entry's "
+			 "record",
+			 (unsigned long long)r->vrec_n);
+}
+
+void ezi_vrec_save(struct ezfs_remote *r)
+{
+	struct ezfs_verity *v = __atomic_load_n(&r->verity, __ATOMIC_ACQUIRE);
+	size_t nbytes = v ? (size_t)((r->vblocks + 7) / 8) : 0, n;
+	char data[200], tree[300], head[1400], sum[65], *path = NULL;
+	char *tmp = NULL;
+	uint8_t *bits = NULL;
+	uint64_t k, count = 0;
+	int ok, blob = r->verified && r->digest[0];
+	FILE *f;
+
+	if (r->vrec_done || r->cache_off || r->dropped ||
+	    !(path = vrec_path(r)) || !vrec_files_ok(r, data, sizeof(data)))
+		goto out;
+	bits = calloc(nbytes ? nbytes : 1, 1);
+	if (!bits)
+		goto out;
+	for (k = 0; v && k < r->vblocks; k++)
+		if (ezfs_verity_verified(v, k) && vrec_present(r, k)) {
+			bits[k >> 3] |= (uint8_t)(1u << (k & 7));
+			count++;
+		}
+	if (!strcmp(data, r->vrec_id) &&
+	    ((count == r->vrec_n && blob == r->vrec_blob) || (!v && !blob)))
+		goto out; /* nothing new, the file as it was: it stands */
+	if (!count && !blob)
+		goto out;
+	if (v && count)
+		vrec_tree_line(r, tree, sizeof(tree));
+	else
+		snprintf(tree, sizeof(tree), "-");
+	snprintf(head, sizeof(head), VREC_MAGIC "\ndata %s\nblob %s\ntree %s\n",
+		 data, blob ? r->digest : "-", tree);
+	if (!(v && count))
+		nbytes = 0;
+	vrec_sum(head, strlen(head), bits, nbytes, sum);
+	n = strlen(path) + 8;
+	tmp = malloc(n);
+	if (!tmp)
+		goto out;
+	snprintf(tmp, n, "%s.tmp", path);
+	f = fopen(tmp, "wbe");
+	if (!f)
+		goto out;
+	/* no fsync: a record cut short by a crash fails its sum */
+	ok = fprintf(f, "%ssum %s\n\n", head, sum) > 0 &&
+	     fwrite(bits, 1, nbytes, f) == nbytes;
+	ok = !fclose(f) && ok && !rename(tmp, path);
+	if (!ok)
+		unlink(tmp);
+out:
+	free(r->vrec_bits);
+	free(r->vrec_tree);
+	r->vrec_bits = NULL;
+	r->vrec_tree = NULL;
+	free(tmp);
+	free(bits);
+	free(path);
+}
+
 int64_t ezfs_remote_chunk_index(const ezfs_remote *r, int *pinned)
 {
 	if (!r->ci.nchunks)
@@ -339,9 +519,18 @@ void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v, uint64_t base)
 	unsigned bits = 0;
 
 	if (!v) {
-		/* none: the head is the entry's as it is */
 		pthread_mutex_lock(&r->lock);
-		ezi_cache_settle(r);
+		if (r->verity) {
+			/* the tree goes (the image closes): what it verified
+			 * recorded, with the entry as it stands */
+			ezi_cache_flush(r);
+			ezi_vrec_save(r);
+			r->vrec_done = 1;
+			__atomic_store_n(&r->verity, NULL, __ATOMIC_RELEASE);
+		} else {
+			/* none: the head is the entry's as it is */
+			ezi_cache_settle(r);
+		}
 		pthread_mutex_unlock(&r->lock);
 		return;
 	}
@@ -383,6 +572,7 @@ void ezfs_remote_set_verity(void *arg, struct ezfs_verity *v, uint64_t base)
 		}
 	}
 	ezi_cache_settle(r);
+	vrec_load(r, v);
 	__atomic_store_n(&r->verity, v, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&r->lock);
 	free(tmp);

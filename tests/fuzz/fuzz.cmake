@@ -7,8 +7,11 @@
 # instrumentation and ASan/UBSan (ezfs_fuzzlib) and each target is a
 # libFuzzer binary; the ctest then runs the corpus once (-runs=0).
 # tests/fuzz/run.sh drives the fuzzers for a set time.
-set(EZFS_FUZZ_TARGETS super dir xattr zmap image codec tar encode android)
+set(EZFS_FUZZ_TARGETS super dir xattr zmap image codec tar encode android verity
+  cindex)
 set(_fz ${CMAKE_SOURCE_DIR}/tests/fuzz)
+# the chunk index parser is libezfs-remote's: its file alone (libc only)
+set(_fz_extra_cindex ${CMAKE_SOURCE_DIR}/lib/remote/cindex.c)
 
 if(EZFS_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(WARNING "EZFS_FUZZ needs clang (-DCMAKE_C_COMPILER=clang); building replay drivers")
@@ -29,7 +32,7 @@ if(EZFS_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     $<TARGET_PROPERTY:ezfs_obj,INTERFACE_LINK_LIBRARIES>)
   target_compile_options(ezfs_fuzzlib PRIVATE -fsanitize=fuzzer-no-link ${_fz_san})
   foreach(t ${EZFS_FUZZ_TARGETS})
-    add_executable(fuzz_${t} ${_fz}/fuzz_${t}.c)
+    add_executable(fuzz_${t} ${_fz}/fuzz_${t}.c ${_fz_extra_${t}})
     target_compile_options(fuzz_${t} PRIVATE -fsanitize=fuzzer ${_fz_san})
     target_link_options(fuzz_${t} PRIVATE -fsanitize=fuzzer ${_fz_san})
     target_link_libraries(fuzz_${t} PRIVATE ezfs_fuzzlib)
@@ -39,7 +42,8 @@ if(EZFS_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   endforeach()
 else()
   foreach(t ${EZFS_FUZZ_TARGETS})
-    add_executable(fuzz_${t} ${_fz}/fuzz_${t}.c ${_fz}/replay.c)
+    add_executable(fuzz_${t} ${_fz}/fuzz_${t}.c ${_fz}/replay.c
+                   ${_fz_extra_${t}})
     target_link_libraries(fuzz_${t} PRIVATE ezfs_static)
     set(_fz_args)
     set_target_properties(fuzz_${t} PROPERTIES

@@ -18,7 +18,7 @@ root=$(cd "$here/../.." && pwd)
 secs=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD:-$root/build-fuzz-clang}
 jobs=${FUZZ_JOBS:-1}
-targets=${*:-super dir xattr zmap image codec android}
+targets=${*:-super dir xattr zmap image codec android verity cindex}
 crashes=$here/crashes
 
 if [ ! -x "$build/tests/fuzz/fuzz_super" ] ||

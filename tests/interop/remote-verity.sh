@@ -109,6 +109,9 @@ REFT=$R/t/v:vnd-erofs
 t_run info timeout "$tmo" "$EZFS" info --no-cache "$REFD"
 t_check "info REPO@MANIFEST: the tree's root is the manifest's, trusted" 0 \
 	stdout "$ROOT" stdout "announced by the manifest named by digest: trusted"
+# a complete cache entry of the layer by digest, for the registry down
+# at the end
+"$EZFS" fsck -q --cache-dir "$TMP/ocache" "$REFD" >/dev/null 2>&1
 "$EZFS" cat "$IMG" /a >"$TMP/a.want"
 "$EZFS" cat "$IMG" /d/b >"$TMP/b.want"
 t_run cat0 timeout "$tmo" "$EZFS" cat --no-cache --require-verified "$REFD" /a
@@ -122,6 +125,58 @@ t_check "fsck REPO@MANIFEST: the tree and every block checked" 0 stdout "dm-veri
 t_run reqtag timeout "$tmo" "$EZFS" ls --no-cache --require-verified "$REFT" /
 t_check "ls --require-verified of a tag: refused (no trust anchor)" 1 stderr "require-verified.*tag"
 t_one_line "ls --require-verified of a tag: one line" "$ERR"
+
+# --- the record of verified blocks: a warm cache is not hashed again -----
+W=$TMP/wcache
+t_run w1 timeout "$tmo" "$EZFS" cat --cache-dir "$W" "$REFD" /a
+rec=$(ls "$W"/*.vok 2>/dev/null | head -1)
+t_expect "a cold read: the cache entry's record of verified blocks (KEY.vok) written" test -s "$rec"
+t_run w2 env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$W" "$REFD" /a
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && grep -Eq "[1-9][0-9]* blocks verified before, by the cache entry.s record" "$ERR"; then
+	t_pass "a warm read: the blocks the record lists are served unhashed ($(grep -o '[0-9]* blocks verified before' "$ERR"))"
+else
+	t_fail "warm read with the record: rc=$RC $(head -c 300 "$ERR")"
+fi
+# every block read (fsck): the blob's digest matched, and that is kept too
+"$EZFS" fsck -q --cache-dir "$W" "$REFD" >/dev/null 2>&1
+t_run w2b env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$W" "$REFD" /d/b
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/b.want" && grep -q "the blob matched its digest sha256:.* before, by the cache entry's record" "$ERR" &&
+	grep -Eq "[1-9][0-9]* blocks verified before" "$ERR"; then
+	t_pass "a complete entry: neither its blob's digest nor its blocks are hashed again on the next open"
+else
+	t_fail "complete entry with the record: rc=$RC $(head -c 300 "$ERR")"
+fi
+# the record vouches for the bytes as they were: one flipped in the
+# entry's data file since (its change time moved) is hashed and refused.
+# tampered NAME CACHE WANT: flip a byte of file a in CACHE's data file,
+# read a again: exit 1, a line matching WANT, the record not used
+tampered() {
+	python3 -c 'import sys
+f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^0xff]))' "$(ls "$2"/*.data | head -1)" $((OFF_A + 100))
+	t_run "tamper-${2##*/}" env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$2" "$REFD" /a
+	if [ "$RC" = 1 ] && grep -q "$3" "$ERR" && ! grep -q "before, by the cache entry" "$ERR"; then
+		t_pass "$1"
+	else
+		t_fail "$1: rc=$RC $(head -c 300 "$ERR")"
+	fi
+}
+# (the entry is complete: the blob's digest is computed again and fails)
+tampered "a byte flipped in the cache entry after its record: the record is not honoured, the blob refused" \
+	"$W" "the blob does not match its digest"
+# the same in an entry not complete: the block is hashed again and refused
+"$EZFS" cat --cache-dir "$TMP/wcache3" "$REFD" /a >/dev/null 2>&1
+tampered "a byte flipped in a partial cache entry after its record: the record is not honoured, dm-verity refuses the block" \
+	"$TMP/wcache3" "dm-verity: block $(((OFF_A + 100) / 4096)) "
+# a cache folder others may write: its record is not trusted
+W2=$TMP/wcache2
+"$EZFS" cat --cache-dir "$W2" "$REFD" /a >/dev/null 2>&1
+chmod 0770 "$W2"
+t_run w4 env EZFS_VERBOSE=3 timeout "$tmo" "$EZFS" cat --cache-dir "$W2" "$REFD" /a
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && ! grep -q "before, by the cache entry" "$ERR"; then
+	t_pass "a cache folder writable by its group: the record is not used (every block hashed)"
+else
+	t_fail "group-writable cache: rc=$RC $(head -c 300 "$ERR")"
+fi
 
 # --- no tree: one warning; --require-verified refuses ---------------------
 "$EZFS" push -q "$PLAIN" "$R/t/plain:x" >/dev/null
@@ -156,17 +211,35 @@ EOF
 t_run cpush timeout "$tmo" "$EZFS" push -q --chunk-index "$PLAIN" "$R/t/ci:x"
 cmd=$(sed -n 's/^manifest //p' "$OUT")
 manifest t/ci x >"$TMP/ci.json" 2>/dev/null
-if [ "$RC" = 0 ] && python3 - "$TMP/ci.json" "$RPORT" "$PLAIN" <<'EOF'; then
+# ci_ok REPO JSON: the spec's chunk index of the manifest JSON of REPO is
+# right for $PLAIN: standalone (the layer after the image's, its target
+# that layer) or embedded (after the image in its blob, announced by
+# org.erofs.chunk-index.range, .digest and .mediaType); its header, and
+# per 64 KiB chunk its offsets and SHA-256
+ci_ok() {
+	python3 - "$2" "$RPORT" "$PLAIN" "$1" <<'EOF'
 import hashlib, json, struct, sys, urllib.request
 m = json.load(open(sys.argv[1]))
 img = open(sys.argv[3], "rb").read()
-l, c = m["layers"]
-idx = urllib.request.urlopen("http://127.0.0.1:%s/v2/t/ci/blobs/%s" % (sys.argv[2], c["digest"])).read()
+get = lambda d: urllib.request.urlopen("http://127.0.0.1:%s/v2/%s/blobs/%s" % (sys.argv[2], sys.argv[4], d)).read()
+l = m["layers"][0]
+a = l.get("annotations", {})
+if len(m["layers"]) == 2:
+    c = m["layers"][1]
+    idx = get(c["digest"])
+    ok = (c["mediaType"] == "application/vnd.erofs.chunk-index.v1" and
+          c["annotations"]["org.erofs.chunk-index.target"] == l["digest"])
+else:
+    blob = get(l["digest"])
+    off, end = (int(x) for x in a["org.erofs.chunk-index.range"].split(":"))
+    idx = blob[off:end]
+    ok = (blob[:off] == img and off == len(img) and end == len(blob) == l["size"] and
+          hashlib.sha256(blob).hexdigest() == l["digest"][7:] and
+          a["org.erofs.chunk-index.digest"] == "sha256:" + hashlib.sha256(idx).hexdigest() and
+          a["org.erofs.chunk-index.mediaType"] == "application/vnd.erofs.chunk-index.v1")
 magic, ver, comp, flags, size, n, algo, hsize = struct.unpack_from("<4sBBHQIBB", idx)
 n_want = (len(img) + 65535) // 65536
-ok = (c["mediaType"] == "application/vnd.erofs.chunk-index.v1" and
-      c["annotations"]["org.erofs.chunk-index.target"] == l["digest"] and
-      magic == b"\xcd\xe4\xec\x67" and ver == 1 and comp == 0 and flags == 0 and
+ok = (ok and magic == b"\xcd\xe4\xec\x67" and ver == 1 and comp == 0 and flags == 0 and
       size == len(img) and n == n_want and algo == 1 and hsize == 32 and
       len(idx) == 32 + 48 * n and idx[22:32] == bytes(10))
 for k in range(n):
@@ -175,34 +248,62 @@ for k in range(n):
         idx[32 + 48 * k + 16:32 + 48 * k + 48] == hashlib.sha256(img[k * 65536:(k + 1) * 65536]).digest()
 sys.exit(0 if ok else 1)
 EOF
+}
+if [ "$RC" = 0 ] && ci_ok t/ci "$TMP/ci.json"; then
 	t_pass "push --chunk-index: the spec's chunk index (header, SHA-256 of every 64 KiB) as the next layer, targeting the image's"
 else
 	t_fail "push --chunk-index: rc=$RC $(head -c 300 "$ERR") $(head -c 300 "$TMP/ci.json")"
 fi
 CREF=$R/t/ci@$cmd
-t_run ccat timeout "$tmo" "$EZFS" cat --no-cache --require-verified "$CREF" /a
-if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && [ ! -s "$ERR" ]; then
-	t_pass "cat --require-verified of a chunk-indexed layer by digest: the file, no warning"
-else
-	t_fail "chunk index, by digest: rc=$RC $(head -c 300 "$ERR")"
-fi
+# read_verified WHAT REF: cat --require-verified REF /a reads the file,
+# with no warning
+read_verified() {
+	t_run rv timeout "$tmo" "$EZFS" cat --no-cache --require-verified "$2" /a
+	if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want" && [ ! -s "$ERR" ]; then
+		t_pass "cat --require-verified of $1 by digest: the file, no warning"
+	else
+		t_fail "$1, by digest: rc=$RC $(head -c 300 "$ERR")"
+	fi
+}
+read_verified "a chunk-indexed layer" "$CREF"
 t_run ctag timeout "$tmo" "$EZFS" ls --no-cache --require-verified "$R/t/ci:x" /
 t_check "ls --require-verified of a chunk-indexed layer by tag: refused" 1 stderr "require-verified.*tag.*chunk index"
 pblob=$(find "$TMP/registry/store" -path "*/blobs/sha256/*/$(sha256sum "$PLAIN" | cut -c1-64)/data")
 POFF=$(($(off_of "$PLAIN" a) + 100000)) # inside a, a chunk of its own
 PCHUNK=$((POFF / 65536))
-cp "$pblob" "$TMP/pblob.good"
-python3 -c 'import sys
-f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^0xff]))' "$pblob" "$POFF"
-t_run cbad timeout "$tmo" "$EZFS" cat --cache-dir "$TMP/ccache" "$CREF" /a
-t_check "a flipped byte under a chunk index: cat refused, naming the chunk index and the chunk" 1 \
-	stderr "chunk index: chunk $PCHUNK .*does not match its SHA-256"
+# chunk_flipped WHAT BLOB REF CACHE: one byte of file a flipped in BLOB
+# (kept as CACHE.good): cat of REF refused naming the chunk index and the
+# chunk, which never reaches CACHE
+chunk_flipped() {
+	cp "$2" "$4.good"
+	python3 -c 'import sys
+f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^0xff]))' "$2" "$POFF"
+	t_run cbad timeout "$tmo" "$EZFS" cat --cache-dir "$4" "$3" /a
+	t_check "a flipped byte under $1: cat refused, naming the chunk index and the chunk" 1 \
+		stderr "chunk index: chunk $PCHUNK .*does not match its SHA-256"
+	not_cached "the flipped chunk ($1)" "$4" $((PCHUNK * 65536)) 65536
+}
+chunk_flipped "a chunk index" "$pblob" "$CREF" "$TMP/ccache"
 t_run cbad2 timeout "$tmo" "$EZFS" cat --cache-dir "$TMP/ccache" "$CREF" /d/b
 t_expect "the file in other chunks still reads" cmp -s "$OUT" "$TMP/b.want"
-not_cached "the flipped chunk" "$TMP/ccache" $((PCHUNK * 65536)) 65536
 t_run cfsck timeout "$tmo" "$EZFS" fsck -q --no-cache "$CREF"
 t_check "fsck of the flipped chunk-indexed layer: exit 1, naming the chunk index" 1 stderr "chunk index: chunk $PCHUNK "
-cp "$TMP/pblob.good" "$pblob"
+cp "$TMP/ccache.good" "$pblob"
+
+# --- the chunk index embedded in the layer's blob (--chunk-index=embedded) -
+t_run epush timeout "$tmo" "$EZFS" push -q --chunk-index=embedded --media-type application/vnd.erofs "$PLAIN" "$R/t/ce:x"
+emd=$(sed -n 's/^manifest //p' "$OUT")
+manifest t/ce x >"$TMP/ce.json" 2>/dev/null
+if [ "$RC" = 0 ] && ci_ok t/ce "$TMP/ce.json"; then
+	t_pass "push --chunk-index=embedded: the index after the image in its blob, announced by org.erofs.chunk-index.range, .digest and .mediaType"
+else
+	t_fail "push --chunk-index=embedded: rc=$RC $(head -c 300 "$ERR") $(head -c 400 "$TMP/ce.json")"
+fi
+EREF=$R/t/ce@$emd
+read_verified "a layer with an embedded chunk index" "$EREF"
+eblob=$(find "$TMP/registry/store" -path "*/blobs/sha256/*/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layers"][0]["digest"][7:])' "$TMP/ce.json")/data")
+chunk_flipped "an embedded chunk index" "$eblob" "$EREF" "$TMP/ecache"
+cp "$TMP/ecache.good" "$eblob"
 
 # --- one byte flipped in the registry's copy -----------------------------
 blob=$(find "$TMP/registry/store" -path "*/blobs/sha256/*/$(sha256sum "$IMG" | cut -c1-64)/data")
@@ -288,5 +389,28 @@ f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys
 	t_check "http:// without --root-hash: --require-verified refuses" 1 stderr "require-verified: no trusted root"
 else
 	echo "SKIP: the http:// part: nginx is not installed"
+fi
+# --- the registry down: the cache's record of the manifest -----------------
+kill "$REG_PID" 2>/dev/null
+wait "$REG_PID" 2>/dev/null
+t_run off1 timeout "$tmo" "$EZFS" info --cache-dir "$TMP/ocache" "$REFD"
+t_check "registry down, REPO@MANIFEST from the cache: the root is still the manifest's, trusted" 0 \
+	stdout "$ROOT" stdout "announced by the manifest named by digest: trusted" stderr "unreachable"
+t_run off2 timeout "$tmo" "$EZFS" cat --require-verified --cache-dir "$TMP/ocache" "$REFD" /a
+if [ "$RC" = 0 ] && cmp -s "$OUT" "$TMP/a.want"; then
+	t_pass "registry down: cat --require-verified from the cache reads (the record's root is trusted)"
+else
+	t_fail "offline cat: rc=$RC $(head -c 300 "$ERR")"
+fi
+# a record whose manifest was changed no longer matches the digest named:
+# not used, so no trusted root
+rec=$(ls "$TMP/ocache"/*.oci 2>/dev/null | head -1)
+if [ -n "$rec" ]; then
+	sed -i "s/$ROOT/$(printf '%064d' 0)/" "$rec"
+	t_run off3 timeout "$tmo" "$EZFS" cat --require-verified --cache-dir "$TMP/ocache" "$REFD" /a
+	t_check "registry down, the record's manifest changed: not used (its digest), --require-verified refuses" 1 \
+		stderr "record of the manifest is not used: .*hash to" stderr "require-verified"
+else
+	t_fail "no record of the manifest (KEY.oci) in the cache"
 fi
 t_done

@@ -24,7 +24,7 @@ static void push_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ezfs push [-q] [--insecure] [--offset N] "
-		"[--media-type TYPE] [--chunk-index] IMAGE\n"
+		"[--media-type TYPE] [--chunk-index[=layer|embedded]] IMAGE\n"
 		"                 oci://HOST[:PORT]/REPO[:TAG]\n"
 		"Upload IMAGE to a registry as the one layer (media type\n"
 		"application/vnd.erofs.layer.v1) of an OCI image manifest "
@@ -59,12 +59,15 @@ static void push_usage(FILE *f)
 		"(containerd's, the\n"
 		"                default) or application/vnd.erofs (the "
 		"EROFS image spec's)\n"
-		"  --chunk-index also publish the spec's chunk index (the "
-		"SHA-256 of each\n"
-		"                64 KiB of the layer) as the next layer: "
-		"readers check every\n"
-		"                block they fetch, also without a dm-verity "
-		"tree\n");
+		"  --chunk-index[=layer|embedded]  also publish the spec's "
+		"chunk index (the\n"
+		"                SHA-256 of each 64 KiB of the layer) as the "
+		"next layer, or\n"
+		"                appended to the layer's blob (embedded, "
+		"announced by\n"
+		"                org.erofs.chunk-index.range): readers check "
+		"every block\n"
+		"                they fetch, also without a dm-verity tree\n");
 }
 
 #ifdef EZFS_HAVE_REMOTE
@@ -115,7 +118,7 @@ int cmd_push(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "offset", required_argument, NULL, OPT_OFFSET },
 		{ "media-type", required_argument, NULL, OPT_MEDIA_TYPE },
-		{ "chunk-index", no_argument, NULL, OPT_CHUNK_INDEX },
+		{ "chunk-index", optional_argument, NULL, OPT_CHUNK_INDEX },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *mt = NULL;
@@ -157,7 +160,17 @@ int cmd_push(int argc, char **argv)
 			mt = optarg;
 			break;
 		case OPT_CHUNK_INDEX:
-			chunk_index = 1;
+			if (!optarg || !strcmp(optarg, "layer")) {
+				chunk_index = EZFS_CHUNK_INDEX_LAYER;
+			} else if (!strcmp(optarg, "embedded")) {
+				chunk_index = EZFS_CHUNK_INDEX_EMBEDDED;
+			} else {
+				fprintf(stderr,
+					"ezfs push: --chunk-index=%s: layer "
+					"or embedded\n",
+					optarg);
+				return 2;
+			}
 			break;
 		default:
 			return cli_opt_error("push", c, argv);
