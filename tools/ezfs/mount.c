@@ -57,6 +57,11 @@ static void mount_usage(FILE *f)
 		"kernel "
 		"log\n"
 		"                (/dev/kmsg, root only), else nowhere\n"
+		"  --record-trace FILE\n"
+		"                a remote image: at umount, write the byte "
+		"ranges read\n"
+		"                (OFFSET LENGTH lines; ezfs push --prefetch "
+		"FILE)\n"
 		"  -o OPTIONS    comma-separated, may be repeated:\n"
 		"     cache=SIZE       decoded pcluster cache, K/M/G/T suffix "
 		"(default 64M)\n"
@@ -104,6 +109,14 @@ static void mount_usage(FILE *f)
 		"                      files (root only): auto 1M (default), 0 "
 		"the\n"
 		"                      kernel's own, else SIZE (up to 256M)\n"
+		"     fill=none|trace|all\n"
+		"                      a remote image's background fill: "
+		"none (default),\n"
+		"                      the published trace's ranges, or "
+		"those and then\n"
+		"                      the whole image (readers go first)\n"
+		"     fill_rate=SIZE   the fill's bytes per second at most "
+		"(K/M/G)\n"
 		"     ro               accepted (always read-only; rw is "
 		"refused)\n"
 		"     verity           a dm-verity tree is required (default: "
@@ -273,10 +286,11 @@ static void remote_stats(void *arg, struct ezfs_ctl_remote *o)
 
 int cmd_mount(int argc, char **argv)
 {
-	enum { OPT_LOG = 0x100, OPT_REQUIRE };
+	enum { OPT_LOG = 0x100, OPT_REQUIRE, OPT_TRACE };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "log", required_argument, NULL, OPT_LOG },
+		{ "record-trace", required_argument, NULL, OPT_TRACE },
 		{ "require-verified", no_argument, NULL, OPT_REQUIRE },
 		CLI_REMOTE_OPTS,
 		{ NULL, 0, NULL, 0 },
@@ -284,7 +298,8 @@ int cmd_mount(int argc, char **argv)
 	struct ezfs_mount_params p;
 	const char *log_path = NULL;
 	ezfs_mount *m;
-	char err[256];
+	static char trace_path[4096];
+	char err[256], cwd[4096];
 	int c, ret, require = 0;
 	size_t rn;
 
@@ -320,6 +335,25 @@ int cmd_mount(int argc, char **argv)
 			break;
 		case OPT_REQUIRE:
 			require = 1;
+			break;
+		case OPT_TRACE:
+			/* written by the daemon at umount: a path that does
+			 * not depend on its folder */
+			if (optarg[0] == '/')
+				snprintf(trace_path, sizeof(trace_path), "%s",
+					 optarg);
+			else if (!getcwd(cwd, sizeof(cwd)) ||
+				 (size_t)snprintf(trace_path,
+						  sizeof(trace_path), "%s/%s",
+						  cwd, optarg) >=
+					 sizeof(trace_path)) {
+				fprintf(stderr,
+					"ezfs mount: --record-trace %s: path "
+					"too long\n",
+					optarg);
+				return 2;
+			}
+			cli_remote_record_trace(trace_path);
 			break;
 		case 'h':
 			mount_usage(stdout);
@@ -419,6 +453,14 @@ int cmd_mount(int argc, char **argv)
 		ezfs_mount_destroy(m);
 		return 1;
 	}
+	/* the background fill: its threads in the process that serves */
+	if (p.io_ops && p.fill > 0)
+		(void)cli_remote_fill(p.io_arg, p.fill, p.fill_rate);
+	else if (!p.io_ops && p.fill > 0)
+		fprintf(stderr,
+			"ezfs mount: -o fill: %s is no remote image; "
+			"ignored\n",
+			p.image);
 	ret = ezfs_mount_run(m);
 	ezfs_mount_destroy(m);
 	return ret ? 1 : 0;
