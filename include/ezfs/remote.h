@@ -115,6 +115,13 @@ struct ezfs_remote_params {
 	 * (the trace that ezfs_remote_push publishes with prefetch_file and
 	 * a fill fetches first). NULL: none. */
 	const char *record_trace;
+	/* ezfs_remote_push: publish this trace (a file as record_trace
+	 * writes it) with the layer, as its org.ezfs.prefetch annotation:
+	 * the ranges sorted, joined across small gaps, "OFF+LEN,..." in hex
+	 * (at most 64 KiB of them), which a fill of the layer fetches
+	 * first (ezfs_remote_fill). A range outside the image: -EINVAL,
+	 * nothing sent. NULL: none. */
+	const char *prefetch_file;
 };
 
 /* Defaults; size set. */

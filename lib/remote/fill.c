@@ -24,10 +24,10 @@
 #define FILL_THREADS 2
 #define FILL_BATCH   (4u << 20) /* one thread's requests at once */
 #define FILL_RUN     (1u << 20) /* one request at most */
-#define FILL_GAP                                                               \
-	(64u << 10)  /* present bytes fetched again, at most,                  \
-		      * rather than a request more */
-#define FILL_FAILS 3 /* batches failed in a row: stop */
+/* present bytes fetched again, at most, rather than a request more */
+#define FILL_GAP   (64u << 10)
+#define TRACE_GAP  (64u << 10) /* the same between a trace's ranges */
+#define FILL_FAILS 3	       /* batches failed in a row: stop */
 
 struct ezi_fill {
 	pthread_t tid[FILL_THREADS];
@@ -80,10 +80,10 @@ static int fill_room(struct ezfs_remote *r)
  * the last one looked at. Lock held.
  */
 static unsigned batch_from(struct ezfs_remote *r, uint64_t b, uint64_t lim,
-			   struct ezi_xfer *xs, unsigned nx, unsigned max,
-			   uint64_t *bytes, uint64_t *next)
+			   uint64_t gap, struct ezi_xfer *xs, unsigned nx,
+			   unsigned max, uint64_t *bytes, uint64_t *next)
 {
-	uint64_t gapmax = FILL_GAP >> r->bsbits, runmax = FILL_RUN >> r->bsbits;
+	uint64_t gapmax = gap >> r->bsbits, runmax = FILL_RUN >> r->bsbits;
 
 	if (!runmax)
 		runmax = 1;
@@ -130,6 +130,7 @@ static unsigned fill_pick(struct ezfs_remote *r, struct ezi_fill *f,
 	while (f->pi < r->nprio && nx < max && bytes < FILL_BATCH) {
 		uint64_t off = r->prio[f->pi], len = r->prio[f->pi + 1];
 		uint64_t b0, b1;
+		size_t pj = f->pi + 2;
 
 		if (off >= r->size || !len) {
 			f->pi += 2;
@@ -137,19 +138,34 @@ static unsigned fill_pick(struct ezfs_remote *r, struct ezi_fill *f,
 		}
 		if (len > r->size - off)
 			len = r->size - off;
+		/* the ranges after it, up to TRACE_GAP apart, with it: a
+		 * request costs more than the bytes between them */
+		while (pj < r->nprio && r->prio[pj] >= off &&
+		       r->prio[pj] <= off + len + TRACE_GAP &&
+		       r->prio[pj] < r->size) {
+			uint64_t e = r->prio[pj] + r->prio[pj + 1];
+
+			if (e > r->size)
+				e = r->size;
+			if (e > off + len)
+				len = e - off;
+			pj += 2;
+		}
 		b0 = off >> r->bsbits;
 		b1 = ((off + len - 1) >> r->bsbits) + 1;
-		nx = batch_from(r, b0, b1, xs, nx, max, &bytes, &next);
+		nx = batch_from(r, b0, b1, TRACE_GAP, xs, nx, max, &bytes,
+				&next);
 		if (next >= b1)
-			f->pi += 2;
+			f->pi = pj;
 		else if (next > b0) { /* the rest of it next time */
+			f->pi = pj - 2;
 			r->prio[f->pi] = next << r->bsbits;
 			r->prio[f->pi + 1] = off + len - (next << r->bsbits);
 		}
 	}
 	if (f->all && nx < max && bytes < FILL_BATCH) {
-		nx = batch_from(r, f->cursor, r->nblocks, xs, nx, max, &bytes,
-				&next);
+		nx = batch_from(r, f->cursor, r->nblocks, FILL_GAP, xs, nx, max,
+				&bytes, &next);
 		f->cursor = next;
 	}
 	return nx;
@@ -196,7 +212,9 @@ static void *fill_thread(void *arg)
 		uint64_t bytes = 0, now;
 		int err;
 
-		if (r->demand) { /* a reader's fetch first */
+		if (r->demand && f->pi >= r->nprio) {
+			/* a reader's fetch first (but the trace's ranges:
+			 * what readers will want) */
 			timed_wait(r, 50000);
 			continue;
 		}
@@ -330,6 +348,27 @@ void ezi_fill_stop(struct ezfs_remote *r)
 	free(f);
 }
 
+int ezi_prio_parse(struct ezfs_remote *r, const char *s)
+{
+	while (*s) {
+		char *end;
+		uint64_t off, len;
+
+		errno = 0;
+		off = strtoull(s, &end, 16);
+		if (errno || end == s || *end != '+')
+			return -EBADMSG;
+		s = end + 1;
+		len = strtoull(s, &end, 16);
+		if (errno || end == s || (*end && *end != ','))
+			return -EBADMSG;
+		s = *end ? end + 1 : end;
+		if (ezi_prio_add(r, off, len))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* The trace of a reader                                               */
 
@@ -403,4 +442,92 @@ void ezi_trace_write(struct ezfs_remote *r)
 	r->traced = NULL;
 	r->trace = NULL;
 	r->ntrace = r->captrace = 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+#define ANN_MAX (64u << 10)
+
+char *ezi_trace_annotation(const char *path, uint64_t size, char *why,
+			   size_t whylen)
+{
+	FILE *f = fopen(path, "re");
+	uint64_t *v = NULL, off, len, gap;
+	size_t n = 0, cap = 0, line = 0;
+	char *out = NULL;
+	char buf[256];
+
+	why[0] = '\0';
+	if (!f) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	while (fgets(buf, sizeof(buf), f)) {
+		char tail;
+
+		line++;
+		if (sscanf(buf, "%" SCNu64 " %" SCNu64 " %c", &off, &len,
+			   &tail) != 2 ||
+		    !len || off >= size || len > size - off) {
+			snprintf(why, whylen,
+				 "%s, line %zu: not an OFFSET LENGTH range "
+				 "of the image (%" PRIu64 " bytes)",
+				 path, line, size);
+			goto out;
+		}
+		if (n + 2 > cap) {
+			uint64_t *t;
+
+			cap = cap ? cap * 2 : 256;
+			t = realloc(v, cap * sizeof(*v));
+			if (!t) {
+				snprintf(why, whylen, "out of memory");
+				goto out;
+			}
+			v = t;
+		}
+		v[n++] = off;
+		v[n++] = len;
+	}
+	if (!n) {
+		snprintf(why, whylen, "%s: no range", path);
+		goto out;
+	}
+	qsort(v, n / 2, 2 * sizeof(*v), cmp_range);
+	for (gap = 64u << 10;; gap *= 2) {
+		size_t used = 0, m = 0;
+
+		free(out);
+		out = malloc(ANN_MAX + 64);
+		if (!out) {
+			snprintf(why, whylen, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < n && used <= ANN_MAX; i = m) {
+			uint64_t s = v[i], e = v[i] + v[i + 1];
+
+			for (m = i + 2; m < n && v[m] <= e + gap; m += 2)
+				if (v[m] + v[m + 1] > e)
+					e = v[m] + v[m + 1];
+			used += (size_t)snprintf(out + used,
+						 ANN_MAX + 64 - used,
+						 "%s%" PRIx64 "+%" PRIx64,
+						 used ? "," : "", s, e - s);
+		}
+		if (used <= ANN_MAX)
+			break;
+	}
+out:
+	if (why[0]) {
+		free(out);
+		out = NULL;
+	}
+	free(v);
+	fclose(f);
+	return out;
 }

@@ -166,6 +166,8 @@ struct ezi_oci_verity {
 	 * its digest and size; "": none */
 	char ci_digest[80];
 	uint64_t ci_size;
+	/* the layer's org.ezfs.prefetch annotation (malloc'd; NULL: none) */
+	char *prefetch;
 };
 #define EZI_MT_CHUNK_INDEX "application/vnd.erofs.chunk-index.v1"
 /* A chunk index of the EROFS image spec over a raw layer: chunks of one
@@ -376,6 +378,16 @@ void ezi_trace_note(struct ezfs_remote *r, uint64_t b0, uint64_t b1);
 void ezi_fill_stop(struct ezfs_remote *r);
 void ezi_trace_write(struct ezfs_remote *r);
 int ezi_prio_add(struct ezfs_remote *r, uint64_t off, uint64_t len);
+/* The ranges of an org.ezfs.prefetch annotation ("OFF+LEN,..." in hex)
+ * added to what a fill fetches first: 0, or -EBADMSG (the ranges before
+ * the bad one kept). */
+int ezi_prio_parse(struct ezfs_remote *r, const char *s);
+/* The org.ezfs.prefetch annotation of the trace file path (as
+ * record_trace writes it) of an image of size bytes: its ranges sorted,
+ * and joined across gaps (from 64 KiB, doubled until the value takes at
+ * most 64 KiB); a malloc'd string, or NULL with why set. */
+char *ezi_trace_annotation(const char *path, uint64_t size, char *why,
+			   size_t whylen);
 
 /* cache.c: the persistent cache entry of a source. */
 /* Its map loaded (if any) and its data file opened; a failure leaves r

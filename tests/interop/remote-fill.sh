@@ -14,12 +14,15 @@
 # - a blob changed in the registry's storage (same size) is found out by
 #   the fill (its digest once all is in): reads fail, nothing wrong served;
 # - --cache-max below the image: no fill, one line; fill=bogus refused;
-# - --record-trace FILE: the ranges read, whole blocks, in the image.
+# - --record-trace FILE: the ranges read, whole blocks, in the image;
+#   push --prefetch publishes it (a range past the image refused), and a
+#   cold fill=trace mount fetches its ranges in few requests, after which
+#   the traced files read with no request.
 # Skips without python3, libcurl, /dev/fuse or docker-registry.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_init
-t_need_cmd python3
+t_need_cmd python3 curl
 if "$EZFS" cache --cache-dir "$TMP/probe" ls 2>&1 | grep -q "without libcurl"; then
 	t_skip "ezfs was built without libcurl (remote images)"
 fi
@@ -169,6 +172,49 @@ if mount -t tmpfs -o size=1m tmpfs "$TMP/full" 2>/dev/null; then
 	umount "$TMP/full"
 else
 	echo "SKIP: the full disk (a 1 MiB tmpfs needs root)"
+fi
+# --- a trace published with the layer: fill=trace fetches it first ------------
+# (the trace recorded above read every file: record one of a few files)
+MP=$TMP/m8
+if t_fuse_start "$REF" "$TMP/m8.log" --no-cache --record-trace "$TMP/trace5"; then
+	# read as the replay below reads them (the reader's own read-ahead
+	# of compressed bytes depends on the sizes of the reads)
+	for f in d0/s1/f02.txt d2/s3/f08.txt d4/s0/f11.txt d5/s2/f06.txt; do
+		cmp -s "$MP/$f" "$TMP/src/$f"
+	done
+	t_expect "umount (recording)" t_fuse_stop
+	T_PIDS=("${T_PIDS[@]:0:2}")
+fi
+t_run pushtr "$EZFS" push -q --prefetch "$TMP/trace5" "$TMP/img" "oci://127.0.0.1:$RPORT/fill:trace"
+t_check "push --prefetch" 0
+nann=$(curl -sf -H "Accept: application/vnd.oci.image.manifest.v1+json" \
+	"http://127.0.0.1:$RPORT/v2/fill/manifests/trace" |
+	python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"][0]["annotations"]["org.ezfs.prefetch"].split(",")))' || echo 0)
+t_expect "push --prefetch: the org.ezfs.prefetch annotation ($nann ranges)" [ "$nann" -gt 0 ]
+printf '0 %s\n' $((size + 4096)) >"$TMP/badtrace"
+t_run pushbad "$EZFS" push -q --prefetch "$TMP/badtrace" "$TMP/img" "oci://127.0.0.1:$RPORT/fill:bad"
+t_check "push --prefetch of a range past the image: refused in one line" 1 stderr "badtrace, line 1"
+: >"$PLOG"
+MP=$TMP/m9
+if t_fuse_start "oci://127.0.0.1:$PPORT/fill:trace" "$TMP/m9.log" --cache-dir "$TMP/c9" -o fill=trace; then
+	# the fill of the trace: until the proxy's log stops growing (bounded)
+	last=-1
+	for _ in $(seq 100); do
+		n=$(nreq)
+		[ "$n" = "$last" ] && [ "$(blob_reqs)" -gt 2 ] && break
+		last=$n
+		sleep 1
+	done
+	b=$(blob_bytes) n=$(blob_reqs)
+	t_expect "fill=trace: the trace's ranges in few requests ($n blob requests for $nann ranges, $b bytes)" \
+		[ "$n" -le $((nann + 4)) -a "$b" -lt "$size" ]
+	for f in d0/s1/f02.txt d2/s3/f08.txt d4/s0/f11.txt d5/s2/f06.txt; do
+		cmp -s "$MP/$f" "$TMP/src/$f" || t_fail "fill=trace: /$f differs"
+	done
+	t_expect "fill=trace: the traced files then read with no request ($n -> $(blob_reqs))" \
+		[ "$(blob_reqs)" = "$n" ]
+	t_expect "umount (fill=trace)" t_fuse_stop
+	T_PIDS=("${T_PIDS[@]:0:2}")
 fi
 # --- a blob changed in the registry's storage: the fill finds it out ----------
 data=$(find "$TMP/registry/store" -path "*/${blob#sha256:}/data" | head -n 1)
