@@ -26,8 +26,8 @@
 #define FILL_RUN     (1u << 20) /* one request at most */
 /* present bytes fetched again, at most, rather than a request more */
 #define FILL_GAP   (64u << 10)
-#define TRACE_GAP  (64u << 10) /* the same between a trace's ranges */
-#define FILL_FAILS 3	       /* batches failed in a row: stop */
+#define TRACE_GAP  (128u << 10) /* the same between a trace's ranges */
+#define FILL_FAILS 3		/* batches failed in a row: stop */
 
 struct ezi_fill {
 	pthread_t tid[FILL_THREADS];

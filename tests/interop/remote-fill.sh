@@ -14,6 +14,8 @@
 # - a blob changed in the registry's storage (same size) is found out by
 #   the fill (its digest once all is in): reads fail, nothing wrong served;
 # - --cache-max below the image: no fill, one line; fill=bogus refused;
+# - mkfs --order=FILE puts the listed files' data first, back to back, in
+#   the list's order (the kernel reads the image as the tree);
 # - --record-trace FILE: the ranges read, whole blocks, in the image;
 #   push --prefetch publishes it (a range past the image refused), and a
 #   cold fill=trace mount fetches its ranges in few requests, after which
@@ -27,8 +29,6 @@ if "$EZFS" cache --cache-dir "$TMP/probe" ls 2>&1 | grep -q "without libcurl"; t
 	t_skip "ezfs was built without libcurl (remote images)"
 fi
 t_need_fuse
-REG=$(command -v docker-registry || true)
-[ -n "$REG" ] || t_skip "docker-registry is not installed (scripts/deps.sh installs it)"
 
 # --- a tree of text files, three levels deep --------------------------------
 python3 - "$TMP/src" <<'PY'
@@ -50,6 +50,44 @@ PY
 size=$(stat -c %s "$TMP/img")
 echo "  image: $size bytes, $(find "$TMP/src" -type f | wc -l) files"
 
+# --- mkfs --order: the files a list names first, one after the other --------
+# three large files (not inline), in an order of their own; names that are
+# no file of the tree are left out
+mapfile -t big < <(cd "$TMP/src" && find . -type f -size +100k | sed 's#^\./##' | sort | awk 'NR % 7 == 3' | head -n 3 | tac)
+printf '%s\n' "./${big[0]}" "/${big[1]}" "${big[2]}" no/such/file d1 >"$TMP/order"
+t_run ord "$EZFS" mkfs -q -z lz4 -C 65536 --order="$TMP/order" "$TMP/ord.img" "$TMP/src"
+t_check "mkfs --order" 0
+prev=
+ok=1
+for f in "${big[@]}"; do
+	# the file's first and last byte in the image
+	r=$("$EZFS" stat -e "$TMP/ord.img" "/$f" |
+		awk '/mapped/ {if (s == "") s = $2; e = $2 + $3} END {print s, e}')
+	set -- $r
+	if [ -z "$prev" ]; then
+		first=$1
+	elif [ "$1" != "$prev" ]; then
+		ok=0
+		echo "  /$f starts at $1, not where the one before ends ($prev)"
+	fi
+	prev=$2
+done
+t_expect "mkfs --order: the listed files' data back to back, in the list's order, from byte $first" \
+	[ "$ok" = 1 -a "$first" -le 8192 ]
+t_kmount_ok
+if [ "$KMOUNT" = 1 ]; then
+	mkdir -p "$TMP/kord"
+	if mount -t erofs -o ro,loop "$TMP/ord.img" "$TMP/kord" 2>/dev/null; then
+		T_MOUNTS+=("$TMP/kord")
+		t_expect "mkfs --order: the kernel reads every file as the tree" diff -r "$TMP/src" "$TMP/kord"
+		umount "$TMP/kord"
+	else
+		t_fail "mkfs --order: the kernel does not mount the image"
+	fi
+fi
+
+REG=$(command -v docker-registry || true)
+[ -n "$REG" ] || t_skip "docker-registry is not installed (scripts/deps.sh installs it)"
 t_registry || { t_fail "docker-registry did not start"; t_done; }
 T_PIDS+=("$REG_PID")
 t_run push "$EZFS" push -q "$TMP/img" "oci://127.0.0.1:$RPORT/fill:t"
