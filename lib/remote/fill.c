@@ -24,6 +24,7 @@
 #define FILL_THREADS 2
 #define FILL_BATCH   (4u << 20) /* one thread's requests at once */
 #define FILL_RUN     (1u << 20) /* one request at most */
+#define FILL_XFERS   16		/* requests of a batch at most (small ranges) */
 /* present bytes fetched again, at most, rather than a request more */
 #define FILL_GAP   (64u << 10)
 #define TRACE_GAP  (128u << 10) /* the same between a trace's ranges */
@@ -203,8 +204,8 @@ static void *fill_thread(void *arg)
 {
 	struct ezfs_remote *r = arg;
 	struct ezi_fill *f = r->fill;
-	const unsigned max = FILL_BATCH / FILL_RUN + 1;
-	struct ezi_xfer xs[FILL_BATCH / FILL_RUN + 1];
+	const unsigned max = FILL_XFERS;
+	struct ezi_xfer xs[FILL_XFERS];
 
 	pthread_mutex_lock(&r->lock);
 	while (!f->stop) {

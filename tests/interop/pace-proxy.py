@@ -8,7 +8,9 @@ Every request is forwarded to 127.0.0.1:UPSTREAM_PORT after $DELAY_MS ms
 (default 20: a round trip), and the bodies of all answers, on every
 connection together, are paced to $RATE bytes per second (default 50 MiB;
 0: unpaced), as one shared link. Each request is logged when its answer
-ends, one line: METHOD PATH RANGE STATUS BODY_BYTES (RANGE "-" when none).
+ends, one line: METHOD PATH RANGE STATUS BODY_BYTES START_MS END_MS (RANGE
+"-" when none; the times in ms since the proxy started, when the request
+came and when its answer ended).
 The port it listens on (127.0.0.1) is written to PORTFILE.
 """
 import http.client
@@ -23,6 +25,7 @@ upstream, portfile, logpath = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 DELAY = int(os.environ.get("DELAY_MS", "20")) / 1000.0
 RATE = int(os.environ.get("RATE", str(50 << 20)))
 CHUNK = 64 << 10
+BORN = time.monotonic()
 lock = threading.Lock()
 link = {"next": 0.0}
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection",
@@ -50,6 +53,7 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 
     def forward(self):
+        t0 = time.monotonic()
         time.sleep(DELAY)
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
@@ -82,10 +86,11 @@ class H(http.server.BaseHTTPRequestHandler):
         c.close()
         with lock:
             with open(logpath, "a") as f:
-                f.write("%s %s %s %d %d\n" % (
+                f.write("%s %s %s %d %d %d %d\n" % (
                     self.command, self.path,
                     (self.headers.get("Range") or "-").replace(" ", ""),
-                    r.status, sent))
+                    r.status, sent, (t0 - BORN) * 1000,
+                    (time.monotonic() - BORN) * 1000))
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = forward
 
