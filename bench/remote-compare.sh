@@ -23,6 +23,10 @@
 # /dev/fuse; skipped otherwise).
 #
 # usage: bench/remote-compare.sh IMAGE
+#        bench/remote-compare.sh --link IMAGE   (an oci:// layer in Debian's
+#        docker-registry behind a pacing link: DELAY_MS, default 20, per
+#        request; RATE, default 50 MiB/s, shared; see the block below;
+#        needs root, /dev/fuse, docker-registry, curl)
 #        bench/remote-compare.sh --make-image OUT   (20000 files, lz4 64K,
 #        about 1 GiB: bench/remote-tree.py, then ezfs mkfs)
 # Environment: EZFS (default build/tools/ezfs/ezfs), RTTS (default
@@ -40,6 +44,176 @@ if [ "${1:-}" = --make-image ]; then
 	"$EZFS" mkfs -z lz4 -C 65536 -T 0 \
 		-U 00000000-0000-0000-0000-000000000001 "$out" "$tree/t" >/dev/null
 	ls -l "$out"
+	exit 0
+fi
+if [ "${1:-}" = --link ]; then
+	# The issue's link: Debian's docker-registry behind
+	# tests/interop/pace-proxy.py (each request held DELAY_MS, all answers
+	# together paced to RATE bytes/s); FUSE mounts of oci:// against
+	# "download, then mount". Rows (medians of REPEAT cold runs, each with
+	# a fresh cache folder; bytes and requests from the proxy's log):
+	#   download      curl of the blob through the link
+	#   dl+5%         the download, then a local ezfs mount reads the trace
+	#   dl+all        the download, then a local ezfs mount reads every file
+	#   first-readdir ls of the root, from the start of the mount
+	#   first-byte    head -c 1 of the largest file five levels down, after
+	#   5% none|trace|all   cold mount (-o fill=...) of the layer pushed
+	#                 with the trace (--prefetch), reading every 20th file
+	#                 in path order, whole files, one after another
+	#   all fill=all  the same reading every file
+	#   warm 5%|all   a remount over the complete cache
+	# The trace is recorded first by a cold mount reading the 5% files
+	# (--record-trace). With ORDER_SRC=DIR (the tree IMAGE was made of),
+	# also "5% ord ...": an image of DIR made with --order of the 5%
+	# files (ezfs mkfs $ORDER_MKFS, default -z lz4 -C 65536 --verity),
+	# its own trace pushed with it. Every layer is mounted by its
+	# manifest's digest.
+	img=${2:?usage: $0 --link IMAGE}
+	DELAY_MS=${DELAY_MS:-20}
+	RATE=${RATE:-$((50 << 20))}
+	REG=${REG:-docker-registry}
+	work=$(mktemp -d "${TMPDIR:-/tmp}/ezfs-link-bench.XXXXXX")
+	pids=()
+	cleanup() {
+		for m in "$work/m" "$work/local"; do
+			mountpoint -q "$m" 2>/dev/null && { "$EZFS" umount "$m" || umount -l "$m"; } 2>/dev/null
+		done
+		for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+		rm -rf "$work"
+	}
+	trap cleanup EXIT
+	ms() { echo $(($(date +%s%N) / 1000000)); }
+	med() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+	port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+	rport=$(port)
+	mkdir -p "$work/reg" "$work/m" "$work/local"
+	printf 'version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+		"$work/reg/store" "$rport" >"$work/reg/config.yml"
+	"$REG" serve "$work/reg/config.yml" >"$work/reg/log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$rport") 2>/dev/null && break; sleep 0.1; done
+	"$EZFS" push -q "$img" "oci://127.0.0.1:$rport/bench:plain" >/dev/null
+	blob=sha256:$(sha256sum "$img" | cut -d' ' -f1)
+	DELAY_MS=$DELAY_MS RATE=$RATE python3 "$src/tests/interop/pace-proxy.py" "$rport" "$work/pport" "$work/plog" &
+	pids+=($!)
+	for _ in $(seq 100); do [ -s "$work/pport" ] && break; sleep 0.1; done
+	proxy=127.0.0.1:$(cat "$work/pport")
+	"$EZFS" mount "$img" "$work/local"
+	(cd "$work/local" && find . -type f | LC_ALL=C sort | sed 's#^\./##') >"$work/all"
+	awk 'NR % 20 == 1' "$work/all" >"$work/5"
+	deep=$(cd "$work/local" && find . -mindepth 1 -maxdepth 5 -type f -printf '%d %s %P\n' |
+		sort -k1,1nr -k2,2nr | awk "NR == 1" | cut -d" " -f3-)
+	"$EZFS" umount "$work/local"
+	echo "image: $(stat -c %s "$img") bytes, $(wc -l <"$work/all") files; 5%: $(wc -l <"$work/5") files;" \
+		"link: ${DELAY_MS} ms per request, $((RATE >> 20)) MiB/s shared"
+	readlist() { (cd "$1" && xargs -d '\n' cat <"$2" >/dev/null); }
+	# the trace: recorded by a cold mount of the 5% reads, then pushed
+	traced() { # IMAGE TAG: pushed, its trace recorded and pushed with it as TAG
+		"$EZFS" push -q "$1" "oci://127.0.0.1:$rport/bench:$2-plain" >/dev/null
+		rm -f "$work/trace"
+		"$EZFS" mount --no-cache --record-trace "$work/trace" "oci://$proxy/bench:$2-plain" "$work/m" 2>/dev/null
+		readlist "$work/m" "$work/5"
+		"$EZFS" umount "$work/m"
+		for _ in $(seq 50); do [ -s "$work/trace" ] && break; sleep 0.1; done
+		# mounted by the manifest's digest (a dm-verity root it
+		# announces is then trusted)
+		ref=oci://$proxy/bench@$("$EZFS" push -q --prefetch "$work/trace" "$1" \
+			"oci://127.0.0.1:$rport/bench:$2" | sed -n 's/^manifest //p')
+		echo "$2: trace of $(wc -l <"$work/trace") ranges, $(awk '{s += $2} END {print s}' "$work/trace") bytes"
+	}
+	traced "$img" trace
+	reqs() { wc -l <"$work/plog"; }
+	bbytes() { awk '$2 ~ /\/blobs\// {s += $5} END {print s + 0}' "$work/plog"; }
+	printf '%-16s %8s %9s %11s\n' row ms requests blob_bytes
+	out() { printf '%-16s %8s %9s %11s\n' "$@"; }
+	dls= d5= dall=
+	for _ in $(seq "$REPEAT"); do
+		: >"$work/plog"
+		t=$(ms)
+		curl -sf -o "$work/dl.img" "http://$proxy/v2/bench/blobs/$blob"
+		d=$(($(ms) - t))
+		dls="$dls $d"
+		for w in 5 all; do
+			sync
+			echo 3 >/proc/sys/vm/drop_caches
+			t=$(ms)
+			"$EZFS" mount "$work/dl.img" "$work/local"
+			readlist "$work/local" "$work/$w"
+			"$EZFS" umount "$work/local"
+			if [ $w = 5 ]; then d5="$d5 $((d + $(ms) - t))"; else dall="$dall $((d + $(ms) - t))"; fi
+		done
+	done
+	out download "$(med <<<"$dls")" 1 "$(stat -c %s "$work/dl.img")"
+	out dl+5% "$(med <<<"$d5")" 1 "$(stat -c %s "$work/dl.img")"
+	out dl+all "$(med <<<"$dall")" 1 "$(stat -c %s "$work/dl.img")"
+	cold() { # NAME FILL LIST: REPEAT cold mounts reading LIST
+		local ts= t c
+		for _ in $(seq "$REPEAT"); do
+			# a folder of its own: the last daemon may still be
+			# writing its map
+			c=$(mktemp -d "$work/cache.XXXXXX")
+			sync
+			echo 3 >/proc/sys/vm/drop_caches
+			: >"$work/plog"
+			t=$(ms)
+			"$EZFS" mount --cache-dir "$c" -o "fill=$2" "$ref" "$work/m" 2>/dev/null
+			if [ "$3" = readdir ]; then
+				ls "$work/m" >/dev/null
+				ts="$ts $(($(ms) - t))"
+				r0=$(reqs)
+				t=$(ms)
+				head -c 1 "$work/m/$deep" >/dev/null
+				fb="$(($(ms) - t)) $(($(reqs) - r0))"
+			else
+				readlist "$work/m" "$work/$3"
+				ts="$ts $(($(ms) - t))"
+			fi
+			n=$(reqs) b=$(bbytes)
+			"$EZFS" umount "$work/m"
+		done
+		out "$1" "$(med <<<"$ts")" "$n" "$b"
+		[ "$3" = readdir ] && out first-byte $fb -
+		return 0
+	}
+	cold first-readdir none readdir
+	cold "5% fill=none" none 5
+	cold "5% fill=trace" trace 5
+	cold "5% fill=all" all 5
+	cold "all fill=all" all all
+	if [ -n "${ORDER_SRC:-}" ]; then
+		# the same tree, the 5% files first (mkfs --order): the trace
+		# becomes one range
+		"$EZFS" mkfs -q ${ORDER_MKFS:--z lz4 -C 65536 --verity} -T 0 --order="$work/5" \
+			"$work/ord.img" "$ORDER_SRC" >/dev/null
+		oref=$ref
+		traced "$work/ord.img" ordered
+		cold "5% ord trace" trace 5
+		cold "5% ord all" all 5
+		ref=$oref
+	fi
+	# warm: a complete cache, remounted
+	rm -rf "$work/cache"
+	"$EZFS" mount --cache-dir "$work/cache" -o fill=all "$ref" "$work/m"
+	for _ in $(seq 600); do
+		"$EZFS" cache --cache-dir "$work/cache" ls 2>/dev/null |
+			awk 'NR > 1 && $2 == $4 && $3 == $5 {ok = 1} END {exit !ok}' && break
+		sleep 0.1
+	done
+	"$EZFS" umount "$work/m"
+	for w in 5 all; do
+		ts=
+		for _ in $(seq "$REPEAT"); do
+			sync
+			echo 3 >/proc/sys/vm/drop_caches
+			: >"$work/plog"
+			t=$(ms)
+			"$EZFS" mount --cache-dir "$work/cache" "$ref" "$work/m" 2>/dev/null
+			readlist "$work/m" "$work/$w"
+			ts="$ts $(($(ms) - t))"
+			"$EZFS" umount "$work/m"
+		done
+		out "warm $w" "$(med <<<"$ts")" "$(reqs)" "$(bbytes)"
+	done
 	exit 0
 fi
 img=${1:?usage: $0 IMAGE}

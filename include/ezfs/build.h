@@ -292,6 +292,13 @@ struct ezfs_build_params {
 	 * reserved for data written later; holes or compressed zeros here).
 	 * Not with tar_index (-EINVAL, logged). */
 	int tar_rvsp;
+	/* ezfs mkfs --order=FILE: the regular files named in FILE (one path
+	 * a line, from the tree's root; "./" or "/" before it and names that
+	 * are not regular files of the tree ignored) get their data first,
+	 * in that order, one after the other from the data area's start;
+	 * the rest follow in the usual order. NULL: none. A file that
+	 * cannot be read: -errno, logged. */
+	const char *order_file;
 };
 
 struct ezfs_build_stats {

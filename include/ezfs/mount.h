@@ -94,6 +94,14 @@ struct ezfs_mount_params {
 	/* Passed on as ezfs_open_params.io_verity (with io_ops only): the
 	 * source checks what it fetches against the image's tree. */
 	void (*io_verity)(void *arg, struct ezfs_verity *v, uint64_t base);
+	/* The background fill of the remote source the caller opened
+	 * (include/ezfs/remote.h, ezfs_remote_fill): -o fill=none|trace|all
+	 * (0, 2, 1: enum ezfs_remote_fill_policy; -1, the default: none
+	 * asked) and -o fill_rate=SIZE (bytes per second, K/M/G suffixes;
+	 * 0: the link's speed). The mount only parses them: the caller
+	 * starts the fill once the mount serves (after a daemonizing fork). */
+	int fill;
+	uint64_t fill_rate;
 };
 
 typedef struct ezfs_mount ezfs_mount;
@@ -108,6 +116,7 @@ EZFS_API void ezfs_mount_params_init(struct ezfs_mount_params *p);
  * too), uid=N, gid=N, accel=SPEC (an engine spec of
  * include/ezfs/engine.h with '+' for ',': deflate=isal+libdeflate),
  * dispatch=inline|queue[:N]|percpu, prefetch=0|1, readahead=auto|0|SIZE,
+ * fill=none|trace|all, fill_rate=SIZE (a remote source's background fill),
  * device=FILE (repeatable: appended to p->devices), ro, and the dm-verity
  * options verity, noverity, roothash=HEX, verity.roothash=HEX,
  * verity.roothashfile=FILE, verity.hashdevice=FILE, verity.hashoffset=N,

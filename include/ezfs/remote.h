@@ -111,6 +111,19 @@ struct ezfs_remote_params {
 	 * layer's blob instead, announced by the spec's
 	 * org.erofs.chunk-index.range and .digest annotations. */
 	int chunk_index;
+	/* A file the source writes at close: the byte ranges of the image
+	 * that readers read (ezfs_io_ops.pread), whole blocks, in the order
+	 * first read, adjacent ones joined, one "OFFSET LENGTH" line each
+	 * (the trace that ezfs_remote_push publishes with prefetch_file and
+	 * a fill fetches first). NULL: none. */
+	const char *record_trace;
+	/* ezfs_remote_push: publish this trace (a file as record_trace
+	 * writes it) with the layer, as its org.ezfs.prefetch annotation:
+	 * the ranges sorted, joined across small gaps, "OFF+LEN,..." in hex
+	 * (at most 64 KiB of them), which a fill of the layer fetches
+	 * first (ezfs_remote_fill). A range outside the image: -EINVAL,
+	 * nothing sent. NULL: none. */
+	const char *prefetch_file;
 };
 
 /* ezfs_remote_params.chunk_index */
@@ -167,6 +180,38 @@ EZFS_API uint64_t ezfs_remote_size(const ezfs_remote *r);
  */
 EZFS_API void ezfs_remote_hint(void *arg, uint64_t off, uint64_t len,
 			       unsigned flags);
+/* What a background fill fetches (ezfs_remote_fill). */
+enum ezfs_remote_fill_policy {
+	EZFS_FILL_NONE = 0,
+	EZFS_FILL_ALL = 1,   /* the trace's ranges, then the whole image */
+	EZFS_FILL_TRACE = 2, /* only the trace's ranges */
+};
+/*
+ * Start the background fill of r: I/O threads of the source's own (two,
+ * each with up to four range requests of at most 1 MiB in flight on its
+ * own connections) fetch the blocks no reader asked for yet: first the
+ * ranges of the trace published with an oci:// layer (its
+ * org.ezfs.prefetch annotation; see ezfs_remote_push) and those added
+ * with ezfs_remote_fill_add, then (EZFS_FILL_ALL) the rest of the image
+ * in order, adjacent absent blocks in one request (present ones up to 64
+ * KiB between them fetched again rather than split). Every block is
+ * checked as a read's are (dm-verity, a chunk index, the blob's digest
+ * once all is in) before it is kept. Reads come first: while a reader's
+ * fetch is in flight the fill starts no request. rate: bytes per second
+ * at most (0: no cap). The fill writes only to the persistent cache
+ * entry (the memory cache is the readers'): without one (no cache_dir,
+ * or an image larger than cache_max, which then has none) it does not
+ * start, with one warning line; a cache folder that fails a write (a
+ * full disk) stops it, with one line. Call it in the process that reads r
+ * (after a daemonizing fork: threads do not survive one); ezfs_remote_close
+ * stops it. Returns 0 (also for EZFS_FILL_NONE, and when nothing is left to
+ * fetch), -EALREADY (started before), -EFBIG (no room), -EINVAL, -ENOMEM, or
+ * the errno of pthread_create.
+ */
+EZFS_API int ezfs_remote_fill(ezfs_remote *r, int policy, uint64_t rate);
+/* A range a fill fetches first (before ezfs_remote_fill; clamped to the
+ * image): 0, or -ENOMEM. */
+EZFS_API int ezfs_remote_fill_add(ezfs_remote *r, uint64_t off, uint64_t len);
 /* Fetch [off, off + len) into the cache now (errors are ignored). */
 EZFS_API void ezfs_remote_prefetch(ezfs_remote *r, uint64_t off, uint64_t len);
 EZFS_API void ezfs_remote_get_stats(ezfs_remote *r,

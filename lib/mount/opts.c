@@ -17,6 +17,7 @@ void ezfs_mount_params_init(struct ezfs_mount_params *p)
 	p->prefetch = 1;
 	p->readahead_kb = -1;
 	p->dispatch = -1;
+	p->fill = -1;
 }
 
 static int fail(char *err, size_t errsize, const char *fmt, ...)
@@ -199,6 +200,25 @@ static int parse_one(struct ezfs_mount_params *p, char *opt, char *err,
 				    val);
 		else
 			p->readahead_kb = (int64_t)((v + 1023) >> 10);
+	} else if (!strcmp(opt, "fill")) {
+		NEED_VAL();
+		if (!strcmp(val, "none"))
+			p->fill = 0;
+		else if (!strcmp(val, "all"))
+			p->fill = 1;
+		else if (!strcmp(val, "trace"))
+			p->fill = 2;
+		else
+			return fail(err, errsize,
+				    "bad fill '%s' (none, trace or all)", val);
+	} else if (!strcmp(opt, "fill_rate")) {
+		NEED_VAL();
+		if (parse_size(val, true, &v) || !v)
+			return fail(err, errsize,
+				    "bad fill_rate '%s' (bytes per second, "
+				    "K/M/G suffixes)",
+				    val);
+		p->fill_rate = v;
 	} else if (!strcmp(opt, "rw")) {
 		return fail(err, errsize,
 			    "option 'rw': ezfs mounts are "

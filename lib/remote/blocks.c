@@ -131,6 +131,16 @@ static int fetch_blocks(struct ezfs_remote *r, const uint64_t *list, unsigned n,
 		}
 		i = j;
 	}
+	err = ezi_fetch_run(r, xs, nx, need0, need1);
+	free(xs);
+	return err;
+}
+
+int ezi_fetch_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned nx,
+		  uint64_t need0, uint64_t need1)
+{
+	int err = 0;
+
 	ezi_xfers_run(r, xs, nx);
 	/* checked before they are kept (verify.c) */
 	for (unsigned i = 0; i < nx; i++)
@@ -160,7 +170,6 @@ static int fetch_blocks(struct ezfs_remote *r, const uint64_t *list, unsigned n,
 		free(xs[i].buf);
 		ezi_xfer_clear(&xs[i]);
 	}
-	free(xs);
 	return err;
 }
 
@@ -251,10 +260,16 @@ ssize_t ezi_read_range(struct ezfs_remote *r, void *buf, size_t len,
 				r->state[k] = EZI_B_BUSY;
 				list[n++] = k;
 			}
+		if (count)
+			ezi_trace_note(r, b0, b1);
 		if (n) {
+			/* a reader waits: the background fill holds back */
+			r->demand++;
 			pthread_mutex_unlock(&r->lock);
 			err = fetch_blocks(r, list, n, b0, b1);
 			pthread_mutex_lock(&r->lock);
+			r->demand--;
+			pthread_cond_broadcast(&r->cond);
 			fetched = 1;
 			if (err) {
 				pthread_mutex_unlock(&r->lock);
@@ -329,9 +344,17 @@ void ezfs_remote_hint(void *arg, uint64_t off, uint64_t len, unsigned flags)
 	pthread_mutex_unlock(&r->lock);
 	/* exactly these blocks, adjacent ones in one range; a failure
 	 * leaves them absent for the read that follows to report */
-	if (n)
+	if (n) {
+		pthread_mutex_lock(&r->lock);
+		r->demand++;
+		pthread_mutex_unlock(&r->lock);
 		(void)fetch_blocks(r, list, n, UINT64_MAX, 0);
+	}
 	pthread_mutex_lock(&r->lock);
+	if (n) {
+		r->demand--;
+		pthread_cond_broadcast(&r->cond);
+	}
 	for (unsigned i = 0; i < n; i++)
 		if (r->state[list[i]] == EZI_B_PRESENT)
 			got += ezi_blk_len(r, list[i]);

@@ -175,6 +175,8 @@ struct ezi_oci_verity {
 	uint64_t ci_size;
 	int ci_embedded;
 	uint64_t ci_off;
+	/* the layer's org.ezfs.prefetch annotation (malloc'd; NULL: none) */
+	char *prefetch;
 };
 #define EZI_MT_CHUNK_INDEX "application/vnd.erofs.chunk-index.v1"
 /* A chunk index of the EROFS image spec over a raw layer: chunks of one
@@ -329,6 +331,19 @@ struct ezfs_remote {
 	struct ezi_oci_verity ann;
 	struct ezi_cindex ci; /* its chunk index (nchunks 0: none) */
 	int pinned;	      /* the manifest was named by digest */
+	/* the background fill (fill.c): NULL until started; demand: readers
+	 * whose fetch is in flight (the fill waits for none); prio: the
+	 * ranges it fetches first, off and len pairs (a published trace,
+	 * ezfs_remote_fill_add) */
+	struct ezi_fill *fill;
+	unsigned demand;
+	uint64_t *prio;
+	size_t nprio, capprio;
+	/* record_trace (fill.c): blocks read so far (a bit each), and the
+	 * runs of them in the order first read, start and end block pairs */
+	uint8_t *traced;
+	uint64_t *trace;
+	size_t ntrace, captrace;
 	/* counted without the lock (atomics) */
 	uint64_t a_requests, a_retries, a_fetched, a_rounds;
 	uint32_t lat[EZI_LAT_SAMPLES];
@@ -374,6 +389,32 @@ int ezi_block_copy(struct ezfs_remote *r, uint64_t b, size_t in, void *dst,
  * the counters and the read-ahead): len, or a negative errno. */
 ssize_t ezi_read_range(struct ezfs_remote *r, void *buf, size_t len,
 		       uint64_t off, int count);
+
+struct ezi_xfer;
+/* The fetch of the ranges xs (their blocks marked busy by the caller),
+ * checked, then kept (ezi_blocks_store); xs' buffers freed. 0, or the
+ * error of the first range that holds a block in [need0, need1] (logged).
+ * Without the lock. */
+int ezi_fetch_run(struct ezfs_remote *r, struct ezi_xfer *xs, unsigned nx,
+		  uint64_t need0, uint64_t need1);
+
+/* fill.c: blocks [b0, b1] read by a reader, for record_trace (lock
+ * held); the fill stopped and the trace written (at close, without the
+ * lock); a range to fetch first (lock held). */
+void ezi_trace_note(struct ezfs_remote *r, uint64_t b0, uint64_t b1);
+void ezi_fill_stop(struct ezfs_remote *r);
+void ezi_trace_write(struct ezfs_remote *r);
+int ezi_prio_add(struct ezfs_remote *r, uint64_t off, uint64_t len);
+/* The ranges of an org.ezfs.prefetch annotation ("OFF+LEN,..." in hex)
+ * added to what a fill fetches first: 0, or -EBADMSG (the ranges before
+ * the bad one kept). */
+int ezi_prio_parse(struct ezfs_remote *r, const char *s);
+/* The org.ezfs.prefetch annotation of the trace file path (as
+ * record_trace writes it) of an image of size bytes: its ranges sorted,
+ * and joined across gaps (from 64 KiB, doubled until the value takes at
+ * most 64 KiB); a malloc'd string, or NULL with why set. */
+char *ezi_trace_annotation(const char *path, uint64_t size, char *why,
+			   size_t whylen);
 
 /* cache.c: the persistent cache entry of a source. */
 /* Its map loaded (if any) and its data file opened; a failure leaves r

@@ -561,6 +561,7 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 	struct ezi_json *j = NULL;
 	const struct ezi_json *layers, *pick = NULL;
 	char want_os[192] = "linux", want_arch[192], want_var[192] = "";
+	const char *pf;
 	int err;
 
 	snprintf(want_arch, sizeof(want_arch), "%s", ezi_oci_host_arch());
@@ -696,6 +697,11 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 				  why);
 		if (!vt->ci_embedded)
 			chunk_index_layer(layers, pick, vt);
+		/* the trace published with it (fill.c reads it) */
+		pf = ezi_json_str(ezi_json_get(pick, "annotations"),
+				  "org.ezfs.prefetch");
+		if (pf)
+			vt->prefetch = strdup(pf);
 	}
 	{
 		const char *d = ezi_json_str(pick, "digest");
@@ -816,6 +822,13 @@ static int oci_resolve(struct ezfs_remote *r)
 		docs_store(g->docs, r->p.cache_dir, r->digest, r->name);
 	docs_free(g->docs);
 	g->docs = NULL;
+	if (r->ann.prefetch && ezi_prio_parse(r, r->ann.prefetch))
+		ezi_rlog(r, EZFS_LOG_WARN,
+			 "the layer's org.ezfs.prefetch annotation is "
+			 "malformed; its ranges from there on are not "
+			 "fetched first");
+	free(r->ann.prefetch);
+	r->ann.prefetch = NULL;
 	if (!err) {
 		r->url = strdup(url);
 		return r->url ? 0 : -ENOMEM;

@@ -361,7 +361,8 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 		.arg = ps,
 	};
 	int embed = ps->p->chunk_index == EZFS_CHUNK_INDEX_EMBEDDED;
-	char hex[65], digest[72], manifest[2048], url[4096], title[256];
+	char hex[65], digest[72], *manifest, url[4096], title[256];
+	char *pf = NULL; /* the org.ezfs.prefetch annotation (fill.c) */
 	char ann[400] = "", root[65], config[400], cdigest[72];
 	char cil[400] = "", cidigest[72];
 	int cn;
@@ -370,9 +371,18 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 	long status;
 	int err, n;
 
+	/* the trace first: a bad one sends nothing */
+	if (ps->p->prefetch_file) {
+		pf = ezi_trace_annotation(ps->p->prefetch_file, ps->size,
+					  g->err, sizeof(g->err));
+		if (!pf)
+			return -EINVAL;
+	}
 	err = hash_image(ps, digest);
-	if (err)
+	if (err) {
+		free(pf);
 		return err;
+	}
 	up.len = ps->size + (embed ? ps->ci_len : 0);
 	if (ps->p->progress) {
 		up.progress = up_progress;
@@ -413,8 +423,10 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 			 "\"org.erofs.chunk-index.target\":\"%s\"}}",
 			 cidigest, ps->ci_len, digest);
 	}
-	if (err)
+	if (err) {
+		free(pf);
 		return err;
+	}
 	snprintf(title, sizeof(title), "%s", base ? base + 1 : path);
 	for (char *c = title; *c; c++)
 		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
@@ -430,30 +442,42 @@ static int push_image(struct push *ps, char *out_digest, char *out_manifest,
 			 (unsigned long long)ps->vt.hash_offset, root,
 			 ps->vt.block_size);
 	}
-	n = snprintf(manifest, sizeof(manifest),
-		     "{\"schemaVersion\":2,\"mediaType\":\"" EZI_MT_MANIFEST
-		     "\","
-		     "\"config\":{\"mediaType\":\"" EZI_MT_CONFIG "\","
-		     "\"digest\":\"%s\",\"size\":%d},"
-		     "\"layers\":[{\"mediaType\":\"%s\","
-		     "\"digest\":\"%s\",\"size\":%llu,\"annotations\":{"
-		     "\"org.opencontainers.image.title\":\"%s\"%s%s}}%s]}",
-		     cdigest, cn, ps->mt, digest,
-		     (unsigned long long)(ps->size + (embed ? ps->ci_len : 0)),
-		     title, ann, embed ? cil : "", embed ? "" : cil);
+	n = 2048 + (pf ? (int)strlen(pf) + 32 : 0);
+	manifest = malloc((size_t)n);
+	if (!manifest) {
+		free(pf);
+		return -ENOMEM;
+	}
+	n = snprintf(
+		manifest, (size_t)n,
+		"{\"schemaVersion\":2,\"mediaType\":\"" EZI_MT_MANIFEST "\","
+		"\"config\":{\"mediaType\":\"" EZI_MT_CONFIG "\","
+		"\"digest\":\"%s\",\"size\":%d},"
+		"\"layers\":[{\"mediaType\":\"%s\","
+		"\"digest\":\"%s\",\"size\":%llu,\"annotations\":{"
+		"\"org.opencontainers.image.title\":\"%s\"%s%s%s%s%s}}%s]}",
+		cdigest, cn, ps->mt, digest,
+		(unsigned long long)(ps->size + (embed ? ps->ci_len : 0)),
+		title, ann, embed ? cil : "",
+		pf ? ",\"org.ezfs.prefetch\":\"" : "", pf ? pf : "",
+		pf ? "\"" : "", embed ? "" : cil);
+	free(pf);
 	snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base,
 		 g->ref.repo, g->ref.ref);
 	err = ezi_reg_req(g, "PUT", url, NULL, EZI_MT_MANIFEST, manifest,
 			  (size_t)n, NULL, NULL, &h, &status);
-	if (err)
-		return err;
-	if (status != 201) {
+	if (!err && status != 201) {
 		snprintf(g->err, sizeof(g->err), "the manifest: HTTP %ld",
 			 status);
-		return -EIO;
+		err = -EIO;
+	}
+	if (err) {
+		free(manifest);
+		return err;
 	}
 	memcpy(out_digest, digest, 72);
 	ezi_sha256_hex(manifest, (size_t)n, hex);
+	free(manifest);
 	snprintf(out_manifest, 72, "sha256:%s", hex);
 	return 0;
 }

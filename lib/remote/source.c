@@ -305,6 +305,7 @@ fail_x:
 fail:
 	r->dirty = 0;
 	r->p.on_close = NULL;
+	r->p.record_trace = NULL;
 	ezfs_remote_close(r);
 	return err;
 }
@@ -313,6 +314,8 @@ void ezfs_remote_close(ezfs_remote *r)
 {
 	if (!r)
 		return;
+	ezi_fill_stop(r);
+	ezi_trace_write(r);
 	pthread_mutex_lock(&r->lock);
 	/* no dm-verity tree came: the head is the entry's as it is */
 	ezi_cache_settle(r);
@@ -333,6 +336,7 @@ void ezfs_remote_close(ezfs_remote *r)
 	free(r->eff_url);
 	free(r->ci.hash);
 	free(r->ci.tail);
+	free(r->prio);
 	if (r->scheme && r->scheme->release)
 		r->scheme->release(r);
 	pthread_mutex_destroy(&r->lock);

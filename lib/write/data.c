@@ -7,6 +7,7 @@
  * each unit's size, its inline tail (spool/tails.c), its addresses.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -290,6 +291,90 @@ static int dfs_data_order(struct ezfs_builder *b, struct binode ***bfs)
 	return 0;
 }
 
+/* The file at path (from the root) of the tree, or NULL. */
+static struct binode *find_path(struct ezfs_builder *b, const char *path)
+{
+	struct binode *in = b->inodes[0];
+
+	while (*path && in) {
+		size_t n = strcspn(path, "/");
+		struct binode *next = NULL;
+
+		for (unsigned i = 0; n && i < in->ndents; i++)
+			if (in->dents[i].namelen == n &&
+			    !memcmp(in->dents[i].name, path, n) &&
+			    strcmp(in->dents[i].name, ".") &&
+			    strcmp(in->dents[i].name, "..")) {
+				next = in->dents[i].inode;
+				break;
+			}
+		if (n && !next)
+			return NULL;
+		if (n)
+			in = next;
+		path += n;
+		while (*path == '/')
+			path++;
+	}
+	return in;
+}
+
+/*
+ * --order: the files the order file names first, in its order, then the
+ * rest as b->inodes has them; *bfs as dfs_data_order sets it (the inode
+ * order, put back after), kept when that ran first.
+ */
+static int order_data_first(struct ezfs_builder *b, struct binode ***bfs)
+{
+	struct binode **o = malloc(b->ninodes * sizeof(*o));
+	FILE *f = fopen(b->p.order_file, "re");
+	char line[4096];
+	size_t n = 0, named = 0, i;
+	int err = 0;
+
+	if (!o || !f) {
+		err = o ? -errno : -ENOMEM;
+		ezi_bld_log(b, EZFS_LOG_ERROR, "--order %s: %s",
+			    b->p.order_file, strerror(-err));
+		free(o);
+		if (f)
+			fclose(f);
+		return err;
+	}
+	o[n++] = b->inodes[0]; /* the root stays first */
+	b->inodes[0]->zseen = true;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line;
+		struct binode *in;
+
+		p[strcspn(p, "\r\n")] = '\0';
+		if (p[0] == '.' && p[1] == '/')
+			p += 2;
+		while (*p == '/')
+			p++;
+		in = *p ? find_path(b, p) : NULL;
+		if (!in || !S_ISREG(in->mode) || in->zseen)
+			continue;
+		in->zseen = true;
+		o[n++] = in;
+		named++;
+	}
+	fclose(f);
+	for (i = 0; i < b->ninodes; i++)
+		if (!b->inodes[i]->zseen)
+			o[n++] = b->inodes[i];
+	for (i = 0; i < b->ninodes; i++)
+		b->inodes[i]->zseen = false;
+	ezi_bld_log(b, EZFS_LOG_INFO, "--order %s: %zu files first",
+		    b->p.order_file, named);
+	if (*bfs)
+		free(b->inodes);
+	else
+		*bfs = b->inodes;
+	b->inodes = o;
+	return 0;
+}
+
 int ezi_bld_write_data(struct ezfs_builder *b)
 {
 	struct binode **bfs = NULL;
@@ -307,6 +392,8 @@ int ezi_bld_write_data(struct ezfs_builder *b)
 	err = ezi_bld_frags_share(b);
 	if (!err && xdd_on(b))
 		err = dfs_data_order(b, &bfs);
+	if (!err && b->p.order_file)
+		err = order_data_first(b, &bfs);
 	if (!err)
 		err = ezi_bld_zjobs_start(b);
 	for (i = 0; i < b->ninodes && !err; i++) {

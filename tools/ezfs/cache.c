@@ -34,7 +34,8 @@ static struct {
 	int layer;
 	const char *blob, *platform;
 	int insecure;
-	int serve_unverified; /* cli_remote_keep_unverified() */
+	int serve_unverified;	  /* cli_remote_keep_unverified() */
+	const char *record_trace; /* cli_remote_record_trace() */
 } ropts = { .retries = -1, .layer = -1 };
 
 int cli_is_remote(const char *img)
@@ -251,6 +252,7 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 	if ((v = getenv("EZFS_REMOTE_WHOLE_MAX")) && *v)
 		rp.whole_max = strtoull(v, NULL, 10);
 	rp.on_close = on_close;
+	rp.record_trace = ropts.record_trace;
 	err = ezfs_remote_open(url, &rp, &r);
 	if (err)
 		return err;
@@ -270,6 +272,16 @@ void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 void cli_remote_keep_unverified(void)
 {
 	ropts.serve_unverified = 1;
+}
+
+void cli_remote_record_trace(const char *path)
+{
+	ropts.record_trace = path;
+}
+
+int cli_remote_fill(void *src, int policy, uint64_t rate)
+{
+	return ezfs_remote_fill(src, policy, rate);
 }
 
 void (*cli_remote_verity_hook(void))(void *arg, struct ezfs_verity *v,
@@ -360,6 +372,19 @@ void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 
 void cli_remote_keep_unverified(void)
 {
+}
+
+void cli_remote_record_trace(const char *path)
+{
+	(void)path;
+}
+
+int cli_remote_fill(void *src, int policy, uint64_t rate)
+{
+	(void)src;
+	(void)policy;
+	(void)rate;
+	return 0;
 }
 
 void (*cli_remote_verity_hook(void))(void *arg, struct ezfs_verity *v,

@@ -244,6 +244,11 @@ int cli_remote_source(const char *url, ezfs_log_fn log, void *log_arg,
 		      void **arg, uint64_t *size);
 void (*cli_remote_hint(void))(void *arg, uint64_t off, uint64_t len,
 			      unsigned flags);
+/* The sources opened from now on write the trace of what is read to path
+ * at close (ezfs_remote_params.record_trace); cli_remote_fill starts the
+ * background fill of src (ezfs_remote_fill: 0 or a negative errno). */
+void cli_remote_record_trace(const char *path);
+int cli_remote_fill(void *src, int policy, uint64_t rate);
 /* ezfs_open_params.io_verity of a source (NULL without libcurl), and the
  * tree its oci:// manifest announces (ezfs_remote_verity_root; -ENODATA:
  * none, or no libcurl). */

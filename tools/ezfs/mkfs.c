@@ -82,6 +82,10 @@ static const char usage_text[] =
 	"  --exclude-path=PATH   skip PATH (relative to SOURCEDIR); "
 	"repeatable\n"
 	"  --exclude-regex=RE    skip paths matching RE; repeatable\n"
+	"  --order=FILE          the files FILE lists (a path a line) get "
+	"their data\n"
+	"                        first, in that order, one after the "
+	"other\n"
 	"  -j, --jobs N, --workers=N\n"
 	"                        compression threads, 1..1024 (default: all\n"
 	"                        cores)\n"
@@ -502,6 +506,7 @@ enum {
 	OPT_AUFS,
 	OPT_OVLFS_STRIP,
 	OPT_SORT,
+	OPT_ORDER,
 	OPT_BLOBDEV,
 	OPT_VERSION,
 	OPT_SPARSE,
@@ -977,6 +982,9 @@ static int parse_compat(int c, const char *arg, struct ezfs_build_params *p,
 					       arg);
 		p->ovlfs_strip = !arg || !strcmp(arg, "1");
 		return 0;
+	case OPT_ORDER:
+		p->order_file = arg;
+		return 0;
 	case OPT_SORT:
 		/* the order of file data in the image: the kernel sees the
 		 * same files either way */
@@ -1034,6 +1042,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "aufs", no_argument, NULL, OPT_AUFS },
 		{ "ovlfs-strip", optional_argument, NULL, OPT_OVLFS_STRIP },
 		{ "sort", required_argument, NULL, OPT_SORT },
+		{ "order", required_argument, NULL, OPT_ORDER },
 		{ "sparse", no_argument, NULL, OPT_SPARSE },
 		{ "max-kernel", required_argument, NULL, OPT_MAX_KERNEL },
 		MKFS_VERITY_OPTS,

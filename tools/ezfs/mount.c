@@ -59,6 +59,11 @@ static void mount_usage(FILE *f)
 		"kernel "
 		"log\n"
 		"                (/dev/kmsg, root only), else nowhere\n"
+		"  --record-trace FILE\n"
+		"                a remote image: at umount, write the byte "
+		"ranges read\n"
+		"                (OFFSET LENGTH lines; ezfs push --prefetch "
+		"FILE)\n"
 		"  -o OPTIONS    comma-separated, may be repeated:\n"
 		"     cache=SIZE       decoded pcluster cache, K/M/G/T suffix "
 		"(default 64M)\n"
@@ -106,6 +111,14 @@ static void mount_usage(FILE *f)
 		"                      files (root only): auto 1M (default), 0 "
 		"the\n"
 		"                      kernel's own, else SIZE (up to 256M)\n"
+		"     fill=none|trace|all\n"
+		"                      a remote image's background fill: "
+		"none (default),\n"
+		"                      the published trace's ranges, or "
+		"those and then\n"
+		"                      the whole image (readers go first)\n"
+		"     fill_rate=SIZE   the fill's bytes per second at most "
+		"(K/M/G)\n"
 		"     ro               accepted (always read-only; rw is "
 		"refused)\n"
 		"     verity           a dm-verity tree is required (default: "
@@ -307,10 +320,17 @@ static int mount_options(struct ezfs_mount_params *p, struct kmount_opts *ko,
 
 int cmd_mount(int argc, char **argv)
 {
-	enum { OPT_LOG = 0x100, OPT_REQUIRE, OPT_KERNEL, OPT_UNVERIFIED };
+	enum {
+		OPT_LOG = 0x100,
+		OPT_REQUIRE,
+		OPT_KERNEL,
+		OPT_UNVERIFIED,
+		OPT_TRACE
+	};
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "log", required_argument, NULL, OPT_LOG },
+		{ "record-trace", required_argument, NULL, OPT_TRACE },
 		{ "require-verified", no_argument, NULL, OPT_REQUIRE },
 		{ "kernel", no_argument, NULL, OPT_KERNEL },
 		{ "unverified", no_argument, NULL, OPT_UNVERIFIED },
@@ -320,6 +340,8 @@ int cmd_mount(int argc, char **argv)
 	struct ezfs_mount_params p;
 	const char *log_path = NULL;
 	ezfs_mount *m;
+	static char trace_path[4096];
+	char cwd[4096];
 	int c, ret, require = 0, kernel = 0, unverified = 0;
 	size_t rn;
 	struct kmount_opts ko = {
@@ -367,6 +389,25 @@ int cmd_mount(int argc, char **argv)
 			break;
 		case OPT_UNVERIFIED:
 			unverified = 1;
+			break;
+		case OPT_TRACE:
+			/* written by the daemon at umount: a path that does
+			 * not depend on its folder */
+			if (optarg[0] == '/')
+				snprintf(trace_path, sizeof(trace_path), "%s",
+					 optarg);
+			else if (!getcwd(cwd, sizeof(cwd)) ||
+				 (size_t)snprintf(trace_path,
+						  sizeof(trace_path), "%s/%s",
+						  cwd, optarg) >=
+					 sizeof(trace_path)) {
+				fprintf(stderr,
+					"ezfs mount: --record-trace %s: path "
+					"too long\n",
+					optarg);
+				return 2;
+			}
+			cli_remote_record_trace(trace_path);
 			break;
 		case 'h':
 			mount_usage(stdout);
@@ -471,6 +512,14 @@ int cmd_mount(int argc, char **argv)
 		ezfs_mount_destroy(m);
 		return 1;
 	}
+	/* the background fill: its threads in the process that serves */
+	if (p.io_ops && p.fill > 0)
+		(void)cli_remote_fill(p.io_arg, p.fill, p.fill_rate);
+	else if (!p.io_ops && p.fill > 0)
+		fprintf(stderr,
+			"ezfs mount: -o fill: %s is no remote image; "
+			"ignored\n",
+			p.image);
 	ret = ezfs_mount_run(m);
 	ezfs_mount_destroy(m);
 	return ret ? 1 : 0;

@@ -67,7 +67,12 @@ static void push_usage(FILE *f)
 		"announced by\n"
 		"                org.erofs.chunk-index.range): readers check "
 		"every block\n"
-		"                they fetch, also without a dm-verity tree\n");
+		"                they fetch, also without a dm-verity tree\n"
+		"  --prefetch FILE\n"
+		"                publish the trace FILE (ezfs mount "
+		"--record-trace) with the\n"
+		"                layer: a mount's fill fetches its ranges "
+		"first\n");
 }
 
 #ifdef EZFS_HAVE_REMOTE
@@ -111,7 +116,7 @@ static void push_log(void *arg, int level, const char *msg)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { OPT_OFFSET = 0x100, OPT_MEDIA_TYPE, OPT_CHUNK_INDEX };
+	enum { OPT_OFFSET = 0x100, OPT_MEDIA_TYPE, OPT_CHUNK_INDEX, OPT_PF };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "insecure", no_argument, NULL, 'k' },
@@ -119,9 +124,10 @@ int cmd_push(int argc, char **argv)
 		{ "offset", required_argument, NULL, OPT_OFFSET },
 		{ "media-type", required_argument, NULL, OPT_MEDIA_TYPE },
 		{ "chunk-index", optional_argument, NULL, OPT_CHUNK_INDEX },
+		{ "prefetch", required_argument, NULL, OPT_PF },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *mt = NULL;
+	const char *mt = NULL, *pf = NULL;
 	int c, insecure = 0, quiet = 0, chunk_index = 0;
 	uint64_t offset = 0;
 	char *end;
@@ -172,6 +178,9 @@ int cmd_push(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_PF:
+			pf = optarg;
+			break;
 		default:
 			return cli_opt_error("push", c, argv);
 		}
@@ -194,6 +203,7 @@ int cmd_push(int argc, char **argv)
 		p.offset = offset;
 		p.media_type = mt;
 		p.chunk_index = chunk_index;
+		p.prefetch_file = pf;
 		p.log = push_log;
 		p.log_arg = argv[optind + 1];
 		p.progress = push_progress;
@@ -228,6 +238,7 @@ int cmd_push(int argc, char **argv)
 	(void)insecure;
 	(void)mt;
 	(void)chunk_index;
+	(void)pf;
 	(void)quiet;
 	(void)offset;
 	fprintf(stderr, "ezfs push: this ezfs was built without libcurl\n");
