@@ -190,10 +190,10 @@ _ezfs()
 		mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_commands "$ezfs")" -- "$cur")
 		return 0
 	fi
-	# mkfs --incremental=, --clean= (data) and --gzinfo= (a file)
+	# mkfs --incremental=, --clean= (data, rvsp, 0) and --gzinfo= (a file)
 	case $cmd:$cur in
 	mkfs:--incremental=* | mkfs:--clean=*)
-		mapfile -t COMPREPLY < <(compgen -P "${cur%%=*}=" -W "data rvsp" -- "${cur#*=}")
+		mapfile -t COMPREPLY < <(compgen -P "${cur%%=*}=" -W "data rvsp 0" -- "${cur#*=}")
 		return 0
 		;;
 	mkfs:--gzinfo=*)

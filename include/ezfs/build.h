@@ -292,6 +292,13 @@ struct ezfs_build_params {
 	 * reserved for data written later; holes or compressed zeros here).
 	 * Not with tar_index (-EINVAL, logged). */
 	int tar_rvsp;
+	/* mkfs.erofs --async-queue-limit=N: at most N compression jobs (a
+	 * file, or a part of a large one; a segment of the packed inode)
+	 * handed to the workers ahead of the writer and not yet taken by it
+	 * (the writer waits instead): less memory held by results waiting,
+	 * less overlap. 0 = the default (4 per worker, more while those hold
+	 * under 64 MiB of input). The image does not depend on it. */
+	unsigned async_queue_limit;
 };
 
 struct ezfs_build_stats {
