@@ -109,6 +109,11 @@ struct ezfs_remote_params {
 	 * a reader of an image without a dm-verity tree checks each block
 	 * it fetches. */
 	int chunk_index;
+	/* oci:// credentials (mkfs --oci's username= and password=): sent
+	 * as Basic credentials where the registry asks for them, in place
+	 * of the docker config's; NULL: the docker config's. */
+	const char *username;
+	const char *password;
 };
 
 /* Defaults; size set. */
@@ -219,6 +224,26 @@ EZFS_API int ezfs_remote_verity_root(const ezfs_remote *r, uint8_t root[64],
  * *pinned as ezfs_remote_verity_root sets it, or -ENODATA (none).
  */
 EZFS_API int64_t ezfs_remote_chunk_index(const ezfs_remote *r, int *pinned);
+/* One layer of an image manifest (ezfs_remote_oci_layers). */
+struct ezfs_remote_layer {
+	char digest[72];      /* sha256:HEX */
+	char media_type[128]; /* "" when the manifest names none */
+	uint64_t size;	      /* as the manifest says */
+};
+/*
+ * The layers of the image manifest the reference ref names
+ * (oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]; an index: its manifest for
+ * p->platform, as ezfs_remote_open picks it), the lowest first: *layers
+ * (malloc'd: free it) gets *n of them. A layer is then read whole with
+ * ezfs_remote_open of ref and p->blob set to its digest. Returns 0,
+ * -EINVAL (bad ref or params), -ENOENT (no such tag or platform, no
+ * layers), -EACCES, -EIO (no answer), -ENOMEM, each with one line to p's
+ * log naming the registry and the reason.
+ */
+EZFS_API int ezfs_remote_oci_layers(const char *ref,
+				    const struct ezfs_remote_params *p,
+				    struct ezfs_remote_layer **layers,
+				    size_t *n);
 /* Write what is cached to disk, call on_close, free r (NULL is fine). */
 EZFS_API void ezfs_remote_close(ezfs_remote *r);
 

@@ -111,10 +111,18 @@ struct ezi_oci_sel {
 	int layer; /* -1: by media type */
 	const char *blob;
 	const char *platform; /* OS/ARCH[/VARIANT]; NULL: the host's */
+	/* set: ezi_oci_resolve calls it for every layer, lowest first, and
+	 * picks none (0, or its first nonzero return) */
+	int (*each)(void *arg, const char *digest, const char *media_type,
+		    uint64_t size);
+	void *each_arg;
 };
 void ezi_reg_init(struct ezi_reg *g, const struct ezi_oci_ref *ref,
 		  ezfs_log_fn log, void *log_arg, unsigned timeout_ms);
 void ezi_reg_destroy(struct ezi_reg *g);
+/* Basic credentials user:pass (ezfs_remote_params.username, .password)
+ * in place of the docker config's; NULL user: none. */
+void ezi_reg_basic(struct ezi_reg *g, const char *user, const char *pass);
 /* The Authorization header line to send now ("" for none). */
 void ezi_reg_auth(struct ezi_reg *g, char *dst, size_t size);
 /* After a 401 with this WWW-Authenticate value: get new credentials. */

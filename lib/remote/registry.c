@@ -164,6 +164,33 @@ void ezi_reg_init(struct ezi_reg *g, const struct ezi_oci_ref *ref,
 	}
 }
 
+void ezi_reg_basic(struct ezi_reg *g, const char *user, const char *pass)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		"0123456789+/";
+	char plain[700];
+	size_t n, i, o = 0;
+
+	if (!user)
+		return;
+	n = (size_t)snprintf(plain, sizeof(plain), "%.340s:%.340s", user,
+			     pass ? pass : "");
+	for (i = 0; i < n && o + 5 < sizeof(g->basic); i += 3) {
+		uint32_t v = (uint32_t)(uint8_t)plain[i] << 16;
+
+		if (i + 1 < n)
+			v |= (uint32_t)(uint8_t)plain[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (uint8_t)plain[i + 2];
+		g->basic[o++] = b64[v >> 18];
+		g->basic[o++] = b64[(v >> 12) & 63];
+		g->basic[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+		g->basic[o++] = i + 2 < n ? b64[v & 63] : '=';
+	}
+	g->basic[o] = '\0';
+}
+
 void ezi_reg_destroy(struct ezi_reg *g)
 {
 	pthread_mutex_destroy(&g->lock);
