@@ -244,6 +244,22 @@ EZFS_API int ezfs_remote_oci_layers(const char *ref,
 				    const struct ezfs_remote_params *p,
 				    struct ezfs_remote_layer **layers,
 				    size_t *n);
+/*
+ * The objects of an S3 bucket whose keys start with PREFIX, url
+ * s3://BUCKET[/PREFIX] (endpoint, region and credentials as for s3://
+ * objects, SigV4-signed the same way), listed with ListObjectsV2, page
+ * after page: fn(arg, key, size, mtime) once per object in the server's
+ * order (the whole key; mtime seconds since the epoch, -1 when the server
+ * gives none); a nonzero return of fn stops the listing and is returned.
+ * Returns 0, -EINVAL (bad url), -ENOENT (404: no such bucket), -EACCES
+ * (403), -EIO (no answer, another status, a malformed answer), -ENOMEM,
+ * each but fn's with one line to p's log naming the URL and the reason.
+ */
+EZFS_API int ezfs_remote_s3_list(const char *url,
+				 const struct ezfs_remote_params *p,
+				 int (*fn)(void *arg, const char *key,
+					   uint64_t size, int64_t mtime),
+				 void *arg);
 /* Write what is cached to disk, call on_close, free r (NULL is fine). */
 EZFS_API void ezfs_remote_close(ezfs_remote *r);
 

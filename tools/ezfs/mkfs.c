@@ -18,6 +18,7 @@
 #include "mkfs_extra.h"
 #include "mkfs_inc.h"
 #include "mkfs_oci.h"
+#include "mkfs_s3.h"
 #include "mkfs_verity.h"
 #include "mkfs_z.h"
 #include "mkfs_sig.h"
@@ -31,6 +32,7 @@ static const char usage_text[] =
 	"layers\n"
 	"       merged, the last uppermost, data left in them as devices)\n"
 	"       ezfs mkfs [OPTIONS] --oci[=...] IMAGE HOST[:PORT]/REPO[:TAG]\n"
+	"       ezfs mkfs [OPTIONS] --s3=ENDPOINT[,...] IMAGE BUCKET[/PREFIX]\n"
 	"Build an EROFS image of SOURCEDIR, or of a tar archive (plain, gzip,\n"
 	"xz, lzma or zstd; standard input when TARFILE is - or missing).\n"
 	"IMAGE is a regular file, replaced only once the new image is "
@@ -135,7 +137,7 @@ static const char usage_text[] =
 	"Containers:\n"
 	"  --aufs                .wh.NAME whiteouts become overlayfs ones\n"
 	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* "
-	"xattrs\n" MKFS_INC_HELP MKFS_OCI_HELP MKFS_VERITY_HELP;
+	"xattrs\n" MKFS_INC_HELP MKFS_OCI_HELP MKFS_S3_HELP MKFS_VERITY_HELP;
 
 struct mkfs_state {
 	int quiet;
@@ -1042,6 +1044,7 @@ int cmd_mkfs(int argc, char **argv)
 		MKFS_EXTRA_OPTS,
 		MKFS_INC_OPTS,
 		MKFS_OCI_OPTS,
+		MKFS_S3_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -1055,6 +1058,7 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_extra ex = { .vmdk = NULL };
 	struct mkfs_inc mi = { .incremental = 0 };
 	struct mkfs_oci mo = { .on = 0 };
+	struct mkfs_s3 ms = { .on = 0 };
 	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0, rebuild = 0;
 	unsigned max_kernel = 0; /* --max-kernel, EZFS_KVER; 0: any */
 	char *tmpdir = NULL, *target = NULL;
@@ -1210,6 +1214,8 @@ int cmd_mkfs(int argc, char **argv)
 			if (ret < 0)
 				ret = mkfs_oci_opt(c, optarg, &mo, &tar);
 			if (ret < 0)
+				ret = mkfs_s3_opt(c, optarg, &ms);
+			if (ret < 0)
 				ret = parse_compat(c, optarg, &p, &ig, &cp);
 			if (ret < 0)
 				ret = cli_opt_error(CMD, c, argv);
@@ -1316,6 +1322,8 @@ int cmd_mkfs(int argc, char **argv)
 	}
 	ret = mkfs_oci_check(&mo, &p, mi.incremental, mi.zerofill);
 	if (!ret)
+		ret = mkfs_s3_check(&ms, &p, tar, mi.incremental);
+	if (!ret)
 		ret = check_devices(&p, &cp, &ig, tar == 2, &hints, &pcluster);
 	if (!ret)
 		ret = check_options(&p, pcluster);
@@ -1352,10 +1360,11 @@ int cmd_mkfs(int argc, char **argv)
 	if (argc - optind != 2 && !(tar && !mo.on && argc - optind == 1) &&
 	    !rebuild) {
 		ret = cli_usage_error(
-			CMD, mo.on ? "need IMAGE and the image's "
-				     "HOST[:PORT]/REPO[:TAG|@DIGEST]"
-			     : tar ? "need IMAGE and at most one TARFILE"
-				   : "need IMAGE and SOURCEDIR");
+			CMD, ms.on   ? "need IMAGE and BUCKET[/PREFIX]"
+			     : mo.on ? "need IMAGE and the image's "
+				       "HOST[:PORT]/REPO[:TAG|@DIGEST]"
+			     : tar   ? "need IMAGE and at most one TARFILE"
+				     : "need IMAGE and SOURCEDIR");
 		goto out;
 	}
 	ret = mkfs_inc_check(&p, &mi, argv[optind], tar, rebuild, cp.blksz,
@@ -1439,7 +1448,7 @@ int cmd_mkfs(int argc, char **argv)
 	if (check_image(argv[optind], &target, &device) ||
 	    mkfs_extra_ready(&ex))
 		goto out;
-	if (tar) {
+	if (tar || ms.on) {
 		/* a spool file for streamed data goes beside the image (or
 		 * to $TMPDIR when the image is a device) */
 		const char *sl = strrchr(target, '/'), *td = getenv("TMPDIR");
@@ -1476,6 +1485,13 @@ int cmd_mkfs(int argc, char **argv)
 			(size_t)(argc - optind - 1));
 	else if (!err && mo.on) {
 		err = mkfs_oci_scan(&mo, b, argv[optind + 1], tmpdir, s.quiet);
+		if (err > 0) { /* said */
+			err = -EIO;
+			s.logged_error = 1;
+		}
+	} else if (!err && ms.on) {
+		err = mkfs_s3_scan(&ms, b, argv[optind + 1], tmpdir,
+				   mi.zerofill, s.quiet);
 		if (err > 0) { /* said */
 			err = -EIO;
 			s.logged_error = 1;
@@ -1532,6 +1548,7 @@ out:
 	free(target);
 	mkfs_z_free(&zs);
 	mkfs_oci_free(&mo);
+	mkfs_s3_free(&ms);
 	free(cp.mount_point);
 	return ret;
 }
