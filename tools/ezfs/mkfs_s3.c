@@ -84,6 +84,12 @@ int mkfs_s3_check(const struct mkfs_s3 *ms, const struct ezfs_build_params *p,
 {
 	if (!ms->on)
 		return 0;
+	/* virtual hosts are AWS's own; a custom endpoint is asked
+	 * path-style, as the s3:// reader asks it */
+	if (ms->vhost && ms->endpoint && !strstr(ms->endpoint, "amazonaws.com"))
+		return cli_usage_error(CMD, "--s3: urlstyle=vhost: ezfs asks a "
+					    "custom endpoint path-style "
+					    "(urlstyle=path)");
 	if (tar || incremental || p->tar_rvsp || p->gzinfo_file)
 		return cli_usage_error(CMD, "--s3: not with %s",
 				       tar	     ? "--tar or --oci"
@@ -334,15 +340,8 @@ int mkfs_s3_scan(struct mkfs_s3 *ms, ezfs_builder *b, const char *src,
 	size_t bl = strcspn(src, "/");
 	int err;
 
-	/* virtual hosts are AWS's own: no endpoint, the reader's default */
+	/* AWS's virtual hosts: no endpoint, the reader's default */
 	if (ms->vhost) {
-		if (!strstr(ep, "amazonaws.com")) {
-			cli_error(CMD,
-				  "%s: urlstyle=vhost: ezfs asks a custom "
-				  "endpoint path-style (urlstyle=path)",
-				  ep);
-			return 1;
-		}
 		unsetenv("AWS_ENDPOINT_URL_S3");
 		unsetenv("AWS_ENDPOINT_URL");
 	} else {
