@@ -134,6 +134,9 @@ struct ezi_rbuf {
 	size_t n, cap;
 	size_t max;
 };
+/* libcurl's write callback into an ezi_rbuf (arg): its bytes kept, NUL
+ * terminated; 0 (the transfer ends) past max bytes or without memory. */
+size_t ezi_rbuf_write(char *b, size_t sz, size_t n, void *arg);
 struct ezi_rhdrs {
 	char www[1024];
 	char location[4096];
@@ -206,6 +209,10 @@ struct curl_slist;
 /* libcurl, loaded on first use (curl_dl.c): 0, or -ELIBACC with why
  * logged to p's log. */
 int ezi_curl_ready(const struct ezfs_remote_params *p);
+/* A listing's params: *p, or the defaults in d when *p is NULL (*p then
+ * points at d); libcurl loaded: 0 or -ELIBACC, as ezi_curl_ready. */
+int ezi_remote_begin(const struct ezfs_remote_params **p,
+		     struct ezfs_remote_params *d);
 
 /* ------------------------------------------------------------------ */
 /* A source                                                            */

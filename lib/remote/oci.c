@@ -522,11 +522,7 @@ int ezfs_remote_oci_layers(const char *ref, const struct ezfs_remote_params *p,
 
 	*layers = NULL;
 	*n = 0;
-	if (!p) {
-		ezfs_remote_params_init(&d);
-		p = &d;
-	}
-	err = ezi_curl_ready(p);
+	err = ezi_remote_begin(&p, &d);
 	if (err)
 		return err;
 	if (ezi_oci_parse(ref, p->insecure, &o, why, sizeof(why))) {

@@ -75,7 +75,7 @@ int ezi_www_auth_parse(const char *v, struct ezi_challenge *c)
 	return c->bearer && !c->realm[0] ? -1 : 0;
 }
 
-static size_t rbuf_write(char *b, size_t sz, size_t n, void *arg)
+size_t ezi_rbuf_write(char *b, size_t sz, size_t n, void *arg)
 {
 	struct ezi_rbuf *r = arg;
 	size_t len = sz * n;
@@ -223,7 +223,7 @@ static int fetch_token(struct ezi_reg *g, const struct ezi_challenge *c)
 	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rbuf_write);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, ezi_rbuf_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &out);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
@@ -408,7 +408,8 @@ int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
 		curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_hdr);
 		curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
 		if (out) {
-			curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rbuf_write);
+			curl_easy_setopt(e, CURLOPT_WRITEFUNCTION,
+					 ezi_rbuf_write);
 			curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
 		}
 		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

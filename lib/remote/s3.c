@@ -312,31 +312,6 @@ static void s3_release(struct ezfs_remote *r)
 /* ------------------------------------------------------------------ */
 /* ListObjectsV2 (ezfs_remote_s3_list)                                 */
 
-struct lbuf {
-	char *p;
-	size_t n, cap;
-};
-
-static size_t lbuf_write(char *b, size_t sz, size_t n, void *arg)
-{
-	struct lbuf *l = arg;
-	size_t len = sz * n;
-
-	if (l->n + len + 1 > l->cap) {
-		size_t cap = (l->n + len + 1) * 2;
-		char *p;
-
-		if (cap > (64u << 20) || !(p = realloc(l->p, cap)))
-			return 0;
-		l->p = p;
-		l->cap = cap;
-	}
-	memcpy(l->p + l->n, b, len);
-	l->n += len;
-	l->p[l->n] = '\0';
-	return len;
-}
-
 /* The text of the first <tag>...</tag> in [p, end) into out (XML's five
  * entities and numeric references decoded): the byte after it, or NULL. */
 static const char *xml_text(const char *p, const char *end, const char *tag,
@@ -436,11 +411,7 @@ int ezfs_remote_s3_list(const char *url, const struct ezfs_remote_params *p,
 	const char *slash, *pfx;
 	int err;
 
-	if (!p) {
-		ezfs_remote_params_init(&d);
-		p = &d;
-	}
-	err = ezi_curl_ready(p);
+	err = ezi_remote_begin(&p, &d);
 	if (err)
 		return err;
 	err = s3_open(url, 1, &s, &base, why, sizeof(why));
@@ -448,7 +419,7 @@ int ezfs_remote_s3_list(const char *url, const struct ezfs_remote_params *p,
 	pfx = slash ? slash + 1 : "";
 	for (int page = 0; !err; page++) {
 		struct curl_slist *h = NULL;
-		struct lbuf body = { NULL, 0, 0 };
+		struct ezi_rbuf body = { .max = 64u << 20 };
 		char *q = NULL, *ep = NULL, *et = NULL;
 		const char *c, *end;
 		long st = 0;
@@ -476,7 +447,8 @@ int ezfs_remote_s3_list(const char *url, const struct ezfs_remote_params *p,
 		if (!err) {
 			curl_easy_setopt(e, CURLOPT_URL, q);
 			curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-			curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, lbuf_write);
+			curl_easy_setopt(e, CURLOPT_WRITEFUNCTION,
+					 ezi_rbuf_write);
 			curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
 			curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 			curl_easy_setopt(

@@ -20,14 +20,7 @@ t_need_shared
 if "$EZFS" mkfs --s3=http://127.0.0.1:1 "$TMP/probe.img" b 2>&1 | grep -q "without libcurl"; then
 	t_skip "ezfs was built without libcurl (--s3)"
 fi
-PY=
-for p in ${EZFS_TEST_PY:-} python3 /usr/bin/python3; do
-	if "$p" -c 'import botocore.auth' 2>/dev/null; then
-		PY=$p
-		break
-	fi
-done
-[ -n "$PY" ] || t_skip "no python3 with botocore (scripts/deps.sh installs python3-botocore)"
+t_need_botocore
 for v in $(env | sed -n 's/^\(AWS_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 export HOME=$TMP/home
 mkdir -p "$HOME"
@@ -49,11 +42,7 @@ find "$B" -type d -exec chmod 755 {} + && find "$B" -type f -exec chmod 644 {} +
 S3_PAGE=3 "$PY" "$SRC/tests/interop/s3_server.py" "$ROOT" "$TMP/port" AKIDEZFSTEST \
 	'wJalr/K7MDENG+bPxRfiCY' eu-west-1 2>>"$TMP/s3.log" &
 T_PIDS+=("$!")
-for i in $(seq 100); do
-	[ -s "$TMP/port" ] && break
-	sleep 0.1
-done
-PORT=$(cat "$TMP/port" 2>/dev/null || echo 0)
+PORT=$(t_portfile "$TMP/port")
 [ "$PORT" != 0 ] || { t_fail "s3_server.py did not start: $(tail -3 "$TMP/s3.log")"; t_done; }
 EP=http://127.0.0.1:$PORT
 printf 'AKIDEZFSTEST:wJalr/K7MDENG+bPxRfiCY\n' >"$TMP/passwd"

@@ -110,6 +110,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.do_GET()
 
+    def refused(self, bucket):
+        """True after the error answer: no such bucket, or a signature
+        missing (bucket "private") or wrong."""
+        if bucket not in ("private", "public"):
+            self.error(404, "NoSuchBucket")
+            return True
+        if bucket == "private" or self.headers.get("Authorization"):
+            why = verify(self)
+            if why:
+                self.error(403, why)
+                return True
+        return False
+
     def list_objects(self, bucket, query):
         """ListObjectsV2 of ROOT/bucket."""
         q = urllib.parse.parse_qs(query, keep_blank_values=True)
@@ -168,23 +181,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = path.lstrip("/").split("/", 1)
         if "list-type=2" in split.query.split("&") and (
                 len(parts) == 1 or not parts[1]):
-            bucket = parts[0]
-            if bucket not in ("private", "public"):
-                return self.error(404, "NoSuchBucket")
-            if bucket == "private" or self.headers.get("Authorization"):
-                why = verify(self)
-                if why:
-                    return self.error(403, why)
-            return self.list_objects(bucket, split.query)
+            if self.refused(parts[0]):
+                return None
+            return self.list_objects(parts[0], split.query)
         if len(parts) != 2 or not parts[1]:
             return self.error(400, "InvalidRequest")
         bucket, key = parts
-        if bucket not in ("private", "public"):
-            return self.error(404, "NoSuchBucket")
-        if bucket == "private" or self.headers.get("Authorization"):
-            why = verify(self)
-            if why:
-                return self.error(403, why)
+        if self.refused(bucket):
+            return None
         f = os.path.join(ROOT, bucket, key)
         if ".." in key.split("/") or not os.path.isfile(f):
             return self.error(404, "NoSuchKey")

@@ -4,11 +4,11 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "ezfs/ezfs.h"
+#include "mkfs_extra.h"
 #include "mkfs_inc.h"
 
 #define CMD "mkfs"
@@ -41,12 +41,9 @@ int mkfs_inc_opt(int c, const char *arg, struct ezfs_build_params *p,
 		mi->gzinfo_bare = !arg;
 		return 0;
 	case MKFS_OPT_ASYNC_QUEUE_LIMIT: {
-		char *end;
-		unsigned long v;
+		uint64_t v;
 
-		errno = 0;
-		v = strtoul(arg, &end, 0);
-		if (!*arg || *end || *arg == '-' || errno || v > UINT_MAX)
+		if (mkfs_number(arg, &v) || v > UINT_MAX)
 			return cli_usage_error(CMD,
 					       "--async-queue-limit=%s: not a "
 					       "number of jobs",

@@ -142,10 +142,6 @@ void mkfs_oci_free(struct mkfs_oci *mo)
 int mkfs_oci_scan(struct mkfs_oci *mo, ezfs_builder *b, const char *ref,
 		  const char *tmpdir, int quiet)
 {
-	(void)mo;
-	(void)b;
-	(void)tmpdir;
-	(void)quiet;
 	cli_error(CMD, "%s: --oci: this ezfs was built without libcurl", ref);
 	return 1;
 }
@@ -167,42 +163,13 @@ static void oci_log(void *arg, int level, const char *msg)
 	cli_error(CMD, "%s: %s", l->ref, msg);
 }
 
-/* Blob d of url fetched whole into a new file in tmpdir (its name into
- * *out), its digest checked: 0, or -1 after one line. */
-static int fetch(const char *url, const struct ezfs_remote_params *base,
-		 const struct ezfs_remote_layer *lay, const char *tmpdir,
-		 struct oci_log *lg, char **out)
+int mkfs_remote_copy(ezfs_remote *r, uint64_t size, int fd)
 {
-	struct ezfs_remote_params rp = *base;
 	const struct ezfs_io_ops *ops = ezfs_remote_io_ops();
-	ezfs_remote *r = NULL;
-	uint64_t off = 0, size;
-	char *path = NULL, *buf = NULL;
-	int fd = -1, err;
+	char *buf = malloc(1 << 20);
+	uint64_t off = 0;
+	int err = buf ? 0 : -ENOMEM;
 
-	rp.blob = lay->digest;
-	rp.layer = -1;
-	err = ezfs_remote_open(url, &rp, &r);
-	if (err) {
-		if (!lg->said)
-			cli_error(CMD, "%s: layer %s: %s", lg->ref, lay->digest,
-				  ezfs_strerror(err));
-		return -1;
-	}
-	size = ezfs_remote_size(r);
-	if (asprintf(&path, "%s/.ezfs-oci-%.12s.XXXXXX", tmpdir,
-		     lay->digest + 7) < 0) {
-		path = NULL;
-		err = -ENOMEM;
-	}
-	buf = malloc(1 << 20);
-	if (!err && !buf)
-		err = -ENOMEM;
-	if (!err) {
-		fd = mkostemp(path, O_CLOEXEC);
-		if (fd < 0)
-			err = -errno;
-	}
 	while (!err && off < size) {
 		size_t want = size - off < (1u << 20) ? (size_t)(size - off)
 						      : 1u << 20;
@@ -215,13 +182,48 @@ static int fetch(const char *url, const struct ezfs_remote_params *base,
 		else
 			off += (uint64_t)n;
 	}
+	free(buf);
+	return err;
+}
+
+/* Blob d of url fetched whole into a new file in tmpdir (its name into
+ * *out), its digest checked: 0, or -1 after one line. */
+static int fetch(const char *url, const struct ezfs_remote_params *base,
+		 const struct ezfs_remote_layer *lay, const char *tmpdir,
+		 struct oci_log *lg, char **out)
+{
+	struct ezfs_remote_params rp = *base;
+	ezfs_remote *r = NULL;
+	char *path = NULL;
+	int fd = -1, err;
+
+	rp.blob = lay->digest;
+	rp.layer = -1;
+	err = ezfs_remote_open(url, &rp, &r);
+	if (err) {
+		if (!lg->said)
+			cli_error(CMD, "%s: layer %s: %s", lg->ref, lay->digest,
+				  ezfs_strerror(err));
+		return -1;
+	}
+	if (asprintf(&path, "%s/.ezfs-oci-%.12s.XXXXXX", tmpdir,
+		     lay->digest + 7) < 0) {
+		path = NULL;
+		err = -ENOMEM;
+	}
+	if (!err) {
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			err = -errno;
+	}
+	if (!err)
+		err = mkfs_remote_copy(r, ezfs_remote_size(r), fd);
 	if (!err) {
 		int v = ezfs_remote_verify(r);
 
 		if (v < 0)
 			err = v;
 	}
-	free(buf);
 	ezfs_remote_close(r);
 	if (fd >= 0 && close(fd) && !err)
 		err = -errno;

@@ -61,6 +61,14 @@ int mkfs_oci_check(const struct mkfs_oci *mo, struct ezfs_build_params *p,
  * reason, or the scan's negative errno (said by the builder's log). */
 int mkfs_oci_scan(struct mkfs_oci *mo, ezfs_builder *b, const char *ref,
 		  const char *tmpdir, int quiet);
+#ifdef EZFS_HAVE_REMOTE
+#include <stdint.h>
+
+#include "ezfs/remote.h"
+/* The first size bytes of r written to fd in order (--oci, --s3): 0 or
+ * a negative errno (of the read, or of the write). */
+int mkfs_remote_copy(ezfs_remote *r, uint64_t size, int fd);
+#endif
 /* The fetched files removed, mo's strings freed. */
 void mkfs_oci_free(struct mkfs_oci *mo);
 

@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "ezfs/ezfs.h"
+#include "mkfs_oci.h"
 #include "mkfs_s3.h"
 #ifdef EZFS_HAVE_REMOTE
 #include "ezfs/remote.h"
@@ -126,11 +127,6 @@ void mkfs_s3_free(struct mkfs_s3 *ms)
 int mkfs_s3_scan(struct mkfs_s3 *ms, ezfs_builder *b, const char *src,
 		 const char *tmpdir, int zerofill, int quiet)
 {
-	(void)ms;
-	(void)b;
-	(void)tmpdir;
-	(void)zerofill;
-	(void)quiet;
 	cli_error(CMD, "%s: --s3: this ezfs was built without libcurl", src);
 	return 1;
 }
@@ -194,13 +190,11 @@ static int key_ok(const char *k)
 /* the object's bytes into fd */
 static int fetch(struct s3_walk *w, const char *key, uint64_t size, int fd)
 {
-	const struct ezfs_io_ops *ops = ezfs_remote_io_ops();
 	ezfs_remote *r = NULL;
-	char *url = NULL, *buf = malloc(1 << 20);
-	uint64_t off = 0;
-	int err = buf ? 0 : -ENOMEM;
+	char *url = NULL;
+	int err = 0;
 
-	if (!err && asprintf(&url, "%s%s", w->bucket, key) < 0) {
+	if (asprintf(&url, "%s%s", w->bucket, key) < 0) {
 		url = NULL;
 		err = -ENOMEM;
 	}
@@ -208,18 +202,8 @@ static int fetch(struct s3_walk *w, const char *key, uint64_t size, int fd)
 		err = ezfs_remote_open(url, &w->rp, &r);
 	if (!err && ezfs_remote_size(r) != size)
 		err = -ESTALE; /* changed since it was listed */
-	while (!err && off < size) {
-		size_t want = size - off < (1u << 20) ? (size_t)(size - off)
-						      : 1u << 20;
-		ssize_t n = ops->pread(r, buf, want, off);
-
-		if (n <= 0)
-			err = n < 0 ? (int)n : -EIO;
-		else if (write(fd, buf, (size_t)n) != n)
-			err = errno ? -errno : -ENOSPC;
-		else
-			off += (uint64_t)n;
-	}
+	if (!err)
+		err = mkfs_remote_copy(r, size, fd);
 	if (err && !w->said) {
 		w->said = 1;
 		cli_error(CMD, "%s: %s", url ? url : key,
@@ -228,7 +212,6 @@ static int fetch(struct s3_walk *w, const char *key, uint64_t size, int fd)
 	}
 	ezfs_remote_close(r);
 	free(url);
-	free(buf);
 	return err;
 }
 
