@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 # Bash completion for ezfs: subcommands, each command's options (read from
 # `ezfs COMMAND --help` the first time they are asked for), the values of
-# mkfs -z, -E, --incremental=, --clean= and --gzinfo=, mount -o, bench
+# mkfs -z, -E, --incremental=, --clean=, --oci=, --s3= and --gzinfo=, mount -o, bench
 # --goal, --storage, --reader and --dispatch, and, for ls, stat, cat,
 # extract and export, paths inside the image (`ezfs ls -l IMAGE DIR` of
 # the directory typed so far). Installed as
@@ -190,10 +190,19 @@ _ezfs()
 		mapfile -t COMPREPLY < <(compgen -W "$(_ezfs_commands "$ezfs")" -- "$cur")
 		return 0
 	fi
-	# mkfs --incremental=, --clean= (data) and --gzinfo= (a file)
+	# mkfs --incremental=, --clean= (data, rvsp, 0) and --gzinfo= (a file)
 	case $cmd:$cur in
 	mkfs:--incremental=* | mkfs:--clean=*)
-		mapfile -t COMPREPLY < <(compgen -P "${cur%%=*}=" -W "data rvsp" -- "${cur#*=}")
+		mapfile -t COMPREPLY < <(compgen -P "${cur%%=*}=" -W "data rvsp 0" -- "${cur#*=}")
+		return 0
+		;;
+	mkfs:--oci=*)
+		mapfile -t COMPREPLY < <(compgen -P "--oci=" -W "f i f,layer= f,blob= i,layer= i,blob=" -- "${cur#*=}")
+		return 0
+		;;
+	mkfs:--s3=*)
+		mapfile -t COMPREPLY < <(compgen -P "--s3=" -W "http:// https://" -- "${cur#*=}")
+		compopt -o nospace 2>/dev/null
 		return 0
 		;;
 	mkfs:--gzinfo=*)

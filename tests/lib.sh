@@ -417,6 +417,30 @@ t_kmount_ok() {
 	t_can_kmount && KMOUNT=1
 	[ "$KMOUNT" = 1 ] || echo "SKIP: kernel mounts (not root or no erofs): only ezfs fsck and extract"
 }
+# t_need_botocore: PY, a python3 (EZFS_TEST_PY first) that imports
+# botocore (tests/interop/s3_server.py checks signatures with it), else
+# skip.
+t_need_botocore() {
+	local p
+	PY=
+	for p in ${EZFS_TEST_PY:-} python3 /usr/bin/python3; do
+		if "$p" -c 'import botocore.auth' 2>/dev/null; then
+			PY=$p
+			return 0
+		fi
+	done
+	t_skip "no python3 with botocore (scripts/deps.sh installs python3-botocore)"
+}
+# t_portfile FILE: the port a server wrote to FILE once it listens (it
+# waits up to 10 s for it), or 0.
+t_portfile() {
+	local i
+	for i in $(seq 100); do
+		[ -s "$1" ] && break
+		sleep 0.1
+	done
+	cat "$1" 2>/dev/null || echo 0
+}
 # t_peer_mkfs: PEER=$MKFS_EROFS2 (mkfs.erofs 1.9.3 built beside ezfs) when
 # it is set and runs, else empty and the skip line of the comparisons.
 t_peer_mkfs() {

@@ -299,6 +299,13 @@ struct ezfs_build_params {
 	 * the rest follow in the usual order. NULL: none. A file that
 	 * cannot be read: -errno, logged. */
 	const char *order_file;
+	/* mkfs.erofs --async-queue-limit=N: at most N compression jobs (a
+	 * file, or a part of a large one; a segment of the packed inode)
+	 * handed to the workers ahead of the writer and not yet taken by it
+	 * (the writer waits instead): less memory held by results waiting,
+	 * less overlap. 0 = the default (4 per worker, more while those hold
+	 * under 64 MiB of input). The image does not depend on it. */
+	unsigned async_queue_limit;
 };
 
 struct ezfs_build_stats {
@@ -360,6 +367,25 @@ EZFS_API int ezfs_builder_scan(ezfs_builder *b, const char *srcdir);
  */
 EZFS_API int ezfs_builder_scan_tar(ezfs_builder *b, const char *path,
 				   const char *tmpdir);
+
+/*
+ * Instead of ezfs_builder_scan: the tree of an OCI image's layers, tar
+ * archives as ezfs_builder_scan_tar reads them (plain, gzip, xz...),
+ * paths[0] the lowest of n, with the OCI image spec's whiteouts: an entry
+ * ".wh.NAME" deletes NAME (and all below it) of the layers below its own,
+ * ".wh..wh..opq" hides what the layers below hold in its directory; the
+ * whiteout entries themselves are left out (what --ovlfs-strip would
+ * give). A later entry for a path replaces an earlier one; directories
+ * merge. Every layer's file data is copied into one unlinked temporary
+ * file in tmpdir (NULL: the current directory). The srcpath of every
+ * inode (--compress-hints) is under paths[0]. Once per builder, as
+ * ezfs_builder_scan (-EINVAL; also with tar_index, tar_rvsp,
+ * incremental_base, gzinfo_file or aufs, logged). Returns 0 or the
+ * errors of ezfs_builder_scan_tar, logged with the layer's path.
+ */
+EZFS_API int ezfs_builder_scan_tar_layers(ezfs_builder *b,
+					  const char *const *paths, size_t n,
+					  const char *tmpdir);
 
 /*
  * Instead of ezfs_builder_scan: rebuild mode (mkfs.erofs IMAGE LAYER...).

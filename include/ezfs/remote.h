@@ -124,6 +124,11 @@ struct ezfs_remote_params {
 	 * first (ezfs_remote_fill). A range outside the image: -EINVAL,
 	 * nothing sent. NULL: none. */
 	const char *prefetch_file;
+	/* oci:// credentials (mkfs --oci's username= and password=): sent
+	 * as Basic credentials where the registry asks for them, in place
+	 * of the docker config's; NULL: the docker config's. */
+	const char *username;
+	const char *password;
 };
 
 /* ezfs_remote_params.chunk_index */
@@ -331,6 +336,42 @@ EZFS_API void ezfs_remote_kfill_free(ezfs_remote_kfill *k);
  */
 EZFS_API int ezfs_remote_cache_pinned(const char *path);
 
+/* One layer of an image manifest (ezfs_remote_oci_layers). */
+struct ezfs_remote_layer {
+	char digest[72];      /* sha256:HEX */
+	char media_type[128]; /* "" when the manifest names none */
+	uint64_t size;	      /* as the manifest says */
+};
+/*
+ * The layers of the image manifest the reference ref names
+ * (oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]; an index: its manifest for
+ * p->platform, as ezfs_remote_open picks it), the lowest first: *layers
+ * (malloc'd: free it) gets *n of them. A layer is then read whole with
+ * ezfs_remote_open of ref and p->blob set to its digest. Returns 0,
+ * -EINVAL (bad ref or params), -ENOENT (no such tag or platform, no
+ * layers), -EACCES, -EIO (no answer), -ENOMEM, each with one line to p's
+ * log naming the registry and the reason.
+ */
+EZFS_API int ezfs_remote_oci_layers(const char *ref,
+				    const struct ezfs_remote_params *p,
+				    struct ezfs_remote_layer **layers,
+				    size_t *n);
+/*
+ * The objects of an S3 bucket whose keys start with PREFIX, url
+ * s3://BUCKET[/PREFIX] (endpoint, region and credentials as for s3://
+ * objects, SigV4-signed the same way), listed with ListObjectsV2, page
+ * after page: fn(arg, key, size, mtime) once per object in the server's
+ * order (the whole key; mtime seconds since the epoch, -1 when the server
+ * gives none); a nonzero return of fn stops the listing and is returned.
+ * Returns 0, -EINVAL (bad url), -ENOENT (404: no such bucket), -EACCES
+ * (403), -EIO (no answer, another status, a malformed answer), -ENOMEM,
+ * each but fn's with one line to p's log naming the URL and the reason.
+ */
+EZFS_API int ezfs_remote_s3_list(const char *url,
+				 const struct ezfs_remote_params *p,
+				 int (*fn)(void *arg, const char *key,
+					   uint64_t size, int64_t mtime),
+				 void *arg);
 /* Write what is cached to disk, call on_close, free r (NULL is fine). */
 EZFS_API void ezfs_remote_close(ezfs_remote *r);
 

@@ -116,10 +116,18 @@ struct ezi_oci_sel {
 	int layer; /* -1: by media type */
 	const char *blob;
 	const char *platform; /* OS/ARCH[/VARIANT]; NULL: the host's */
+	/* set: ezi_oci_resolve calls it for every layer, lowest first, and
+	 * picks none (0, or its first nonzero return) */
+	int (*each)(void *arg, const char *digest, const char *media_type,
+		    uint64_t size);
+	void *each_arg;
 };
 void ezi_reg_init(struct ezi_reg *g, const struct ezi_oci_ref *ref,
 		  ezfs_log_fn log, void *log_arg, unsigned timeout_ms);
 void ezi_reg_destroy(struct ezi_reg *g);
+/* Basic credentials user:pass (ezfs_remote_params.username, .password)
+ * in place of the docker config's; NULL user: none. */
+void ezi_reg_basic(struct ezi_reg *g, const char *user, const char *pass);
 /* The Authorization header line to send now ("" for none). */
 void ezi_reg_auth(struct ezi_reg *g, char *dst, size_t size);
 /* After a 401 with this WWW-Authenticate value: get new credentials. */
@@ -131,6 +139,9 @@ struct ezi_rbuf {
 	size_t n, cap;
 	size_t max;
 };
+/* libcurl's write callback into an ezi_rbuf (arg): its bytes kept, NUL
+ * terminated; 0 (the transfer ends) past max bytes or without memory. */
+size_t ezi_rbuf_write(char *b, size_t sz, size_t n, void *arg);
 struct ezi_rhdrs {
 	char www[1024];
 	char location[4096];
@@ -216,6 +227,10 @@ struct curl_slist;
 /* libcurl, loaded on first use (curl_dl.c): 0, or -ELIBACC with why
  * logged to p's log. */
 int ezi_curl_ready(const struct ezfs_remote_params *p);
+/* A listing's params: *p, or the defaults in d when *p is NULL (*p then
+ * points at d); libcurl loaded: 0 or -ELIBACC, as ezi_curl_ready. */
+int ezi_remote_begin(const struct ezfs_remote_params **p,
+		     struct ezfs_remote_params *d);
 
 /* ------------------------------------------------------------------ */
 /* A source                                                            */

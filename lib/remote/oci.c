@@ -635,6 +635,21 @@ int ezi_oci_resolve(struct ezi_reg *g, const struct ezi_oci_sel *sel,
 		err = -ENOENT;
 		goto out;
 	}
+	if (sel->each) {
+		for (size_t i = 0; i < layers->n && !err; i++) {
+			const struct ezi_json *sz =
+				ezi_json_get(layers->kids[i], "size");
+			const char *d = ezi_json_str(layers->kids[i], "digest");
+
+			err = sel->each(
+				sel->each_arg, d ? d : "",
+				ezi_json_str(layers->kids[i], "mediaType"),
+				sz && sz->type == EZI_JSON_NUMBER
+					? (uint64_t)sz->num
+					: 0);
+		}
+		goto out;
+	}
 	if (sel->blob && *sel->blob) {
 		for (size_t i = 0; i < layers->n && !pick; i++) {
 			const char *d = ezi_json_str(layers->kids[i], "digest");
@@ -726,6 +741,80 @@ out:
 	return err;
 }
 
+/* ezfs_remote_oci_layers: each layer appended to the list */
+struct layer_list {
+	struct ezfs_remote_layer *v;
+	size_t n;
+	struct ezi_reg *g;
+};
+
+static int add_layer(void *arg, const char *digest, const char *mt,
+		     uint64_t size)
+{
+	struct layer_list *l = arg;
+	struct ezfs_remote_layer *v;
+
+	if (strncmp(digest, "sha256:", 7) || strlen(digest) != 71) {
+		snprintf(l->g->err, sizeof(l->g->err),
+			 "layer %zu has no sha256 digest", l->n);
+		return -EIO;
+	}
+	v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	v += l->n++;
+	memset(v, 0, sizeof(*v));
+	snprintf(v->digest, sizeof(v->digest), "%s", digest);
+	snprintf(v->media_type, sizeof(v->media_type), "%s", mt ? mt : "");
+	v->size = size;
+	return 0;
+}
+
+int ezfs_remote_oci_layers(const char *ref, const struct ezfs_remote_params *p,
+			   struct ezfs_remote_layer **layers, size_t *n)
+{
+	struct ezfs_remote_params d;
+	struct layer_list l = { .v = NULL };
+	struct ezi_oci_sel sel = { .layer = -1, .each = add_layer };
+	struct ezi_oci_ref o;
+	struct ezi_reg g;
+	char url[16], digest[128], why[700];
+	uint64_t size;
+	int err;
+
+	*layers = NULL;
+	*n = 0;
+	err = ezi_remote_begin(&p, &d);
+	if (err)
+		return err;
+	if (ezi_oci_parse(ref, p->insecure, &o, why, sizeof(why))) {
+		if (p->log)
+			p->log(p->log_arg, EZFS_LOG_ERROR, why);
+		return -EINVAL;
+	}
+	sel.platform = p->platform;
+	sel.each_arg = &l;
+	ezi_reg_init(&g, &o, p->log, p->log_arg, p->timeout_ms);
+	ezi_reg_basic(&g, p->username, p->password);
+	l.g = &g;
+	err = ezi_oci_resolve(&g, &sel, url, sizeof(url), digest, &size, NULL);
+	if (!err && !l.n) {
+		snprintf(g.err, sizeof(g.err), "the manifest has no layers");
+		err = -ENOENT;
+	}
+	if (err) {
+		if (p->log)
+			p->log(p->log_arg, EZFS_LOG_ERROR, g.err);
+		free(l.v);
+	} else {
+		*layers = l.v;
+		*n = l.n;
+	}
+	ezi_reg_destroy(&g);
+	return err;
+}
+
 /* ------------------------------------------------------------------ */
 /* The scheme                                                          */
 
@@ -811,6 +900,7 @@ static int oci_resolve(struct ezfs_remote *r)
 		return -ENOMEM;
 	r->sd = g;
 	ezi_reg_init(g, &o, r->p.log, r->p.log_arg, r->p.timeout_ms);
+	ezi_reg_basic(g, r->p.username, r->p.password);
 	r->pinned = !strncmp(o.ref, "sha256:", 7);
 	/* what is fetched is kept, for the cache's record */
 	g->docs = cache ? calloc(1, sizeof(*g->docs)) : NULL;

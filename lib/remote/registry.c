@@ -75,7 +75,7 @@ int ezi_www_auth_parse(const char *v, struct ezi_challenge *c)
 	return c->bearer && !c->realm[0] ? -1 : 0;
 }
 
-static size_t rbuf_write(char *b, size_t sz, size_t n, void *arg)
+size_t ezi_rbuf_write(char *b, size_t sz, size_t n, void *arg)
 {
 	struct ezi_rbuf *r = arg;
 	size_t len = sz * n;
@@ -164,6 +164,33 @@ void ezi_reg_init(struct ezi_reg *g, const struct ezi_oci_ref *ref,
 	}
 }
 
+void ezi_reg_basic(struct ezi_reg *g, const char *user, const char *pass)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		"0123456789+/";
+	char plain[700];
+	size_t n, i, o = 0;
+
+	if (!user)
+		return;
+	n = (size_t)snprintf(plain, sizeof(plain), "%.340s:%.340s", user,
+			     pass ? pass : "");
+	for (i = 0; i < n && o + 5 < sizeof(g->basic); i += 3) {
+		uint32_t v = (uint32_t)(uint8_t)plain[i] << 16;
+
+		if (i + 1 < n)
+			v |= (uint32_t)(uint8_t)plain[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (uint8_t)plain[i + 2];
+		g->basic[o++] = b64[v >> 18];
+		g->basic[o++] = b64[(v >> 12) & 63];
+		g->basic[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+		g->basic[o++] = i + 2 < n ? b64[v & 63] : '=';
+	}
+	g->basic[o] = '\0';
+}
+
 void ezi_reg_destroy(struct ezi_reg *g)
 {
 	pthread_mutex_destroy(&g->lock);
@@ -196,7 +223,7 @@ static int fetch_token(struct ezi_reg *g, const struct ezi_challenge *c)
 	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rbuf_write);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, ezi_rbuf_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &out);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
@@ -383,7 +410,8 @@ int ezi_reg_req(struct ezi_reg *g, const char *method, const char *url,
 		curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_hdr);
 		curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
 		if (out) {
-			curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rbuf_write);
+			curl_easy_setopt(e, CURLOPT_WRITEFUNCTION,
+					 ezi_rbuf_write);
 			curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
 		}
 		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

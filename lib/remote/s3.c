@@ -19,7 +19,9 @@
  * (the SHA-256 of the empty body of a GET, which is also what libcurl
  * hashes) and x-amz-security-token.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <ctype.h>
+#include <stdint.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,8 +147,8 @@ static int bucket_ok(const char *b, size_t n)
 /* The object's http(s) URL (*http_url, malloc'd) and the signing state
  * (*out) from the AWS environment and files; 0, or a negative errno with
  * why set. */
-static int s3_open(const char *s3url, struct ezi_s3 **out, char **http_url,
-		   char *why, size_t whylen)
+static int s3_open(const char *s3url, int list, struct ezi_s3 **out,
+		   char **http_url, char *why, size_t whylen)
 {
 	char cfg[4096], cred[4096], region[128], section[300], key[4096];
 	char id[256] = "", secret[256] = "", ep[1024] = "";
@@ -158,15 +160,18 @@ static int s3_open(const char *s3url, struct ezi_s3 **out, char **http_url,
 
 	*out = NULL;
 	*http_url = NULL;
-	if (strncasecmp(s3url, "s3://", 5) || !slash || !slash[1] ||
+	if (list && !slash)
+		slash = b + strlen(b);
+	if (strncasecmp(s3url, "s3://", 5) || !slash || (!list && !slash[1]) ||
 	    !bucket_ok(b, (size_t)(slash - b))) {
-		snprintf(why, whylen,
-			 "not an object s3://BUCKET/KEY (bucket: 3 to 63 of "
-			 "a-z 0-9 . -)");
+		snprintf(why, whylen, "not %s (bucket: 3 to 63 of a-z 0-9 . -)",
+			 list ? "a bucket s3://BUCKET[/PREFIX]"
+			      : "an object s3://BUCKET/KEY");
 		return -EINVAL;
 	}
 	blen = (size_t)(slash - b);
-	if (encode_key(slash + 1, key, sizeof(key)) < 0) {
+	/* a listing: the bucket's URL, the prefix a query parameter */
+	if (encode_key(list ? "" : slash + 1, key, sizeof(key)) < 0) {
 		snprintf(why, whylen, "the key is too long");
 		return -EINVAL;
 	}
@@ -283,7 +288,7 @@ static int s3_resolve(struct ezfs_remote *r)
 {
 	struct ezi_s3 *s = NULL;
 	char why[256];
-	int err = s3_open(r->name, &s, &r->url, why, sizeof(why));
+	int err = s3_open(r->name, 0, &s, &r->url, why, sizeof(why));
 
 	if (err) {
 		ezi_rlog(r, EZFS_LOG_ERROR, "%s", why);
@@ -302,6 +307,238 @@ static void s3_release(struct ezfs_remote *r)
 {
 	s3_free(r->sd);
 	r->sd = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* ListObjectsV2 (ezfs_remote_s3_list)                                 */
+
+/* The text of the first <tag>...</tag> in [p, end) into out (XML's five
+ * entities and numeric references decoded): the byte after it, or NULL. */
+static const char *xml_text(const char *p, const char *end, const char *tag,
+			    char *out, size_t size)
+{
+	char open[64], close[64];
+	const char *a, *z;
+	size_t o = 0;
+
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	a = strstr(p, open);
+	if (!a || a >= end)
+		return NULL;
+	a += strlen(open);
+	z = strstr(a, close);
+	if (!z || z > end)
+		return NULL;
+	while (a < z && o + 5 < size) {
+		static const char *const ent[] = { "&amp;", "&lt;", "&gt;",
+						   "&quot;", "&apos;" };
+		static const char chr[] = "&<>\"'";
+		unsigned i;
+
+		if (*a != '&') {
+			out[o++] = *a++;
+			continue;
+		}
+		for (i = 0; i < 5; i++)
+			if (!strncmp(a, ent[i], strlen(ent[i])))
+				break;
+		if (i < 5) {
+			out[o++] = chr[i];
+			a += strlen(ent[i]);
+		} else if (a[1] == '#') {
+			char *e;
+			unsigned long c = a[2] == 'x' ? strtoul(a + 3, &e, 16)
+						      : strtoul(a + 2, &e, 10);
+
+			if (*e != ';' || !c || c > 0x10ffff)
+				return NULL;
+			if (c < 0x80) {
+				out[o++] = (char)c;
+			} else if (c < 0x800) {
+				out[o++] = (char)(0xc0 | (c >> 6));
+				out[o++] = (char)(0x80 | (c & 63));
+			} else if (c < 0x10000) {
+				out[o++] = (char)(0xe0 | (c >> 12));
+				out[o++] = (char)(0x80 | ((c >> 6) & 63));
+				out[o++] = (char)(0x80 | (c & 63));
+			} else {
+				out[o++] = (char)(0xf0 | (c >> 18));
+				out[o++] = (char)(0x80 | ((c >> 12) & 63));
+				out[o++] = (char)(0x80 | ((c >> 6) & 63));
+				out[o++] = (char)(0x80 | (c & 63));
+			}
+			a = e + 1;
+		} else {
+			return NULL;
+		}
+	}
+	if (a < z)
+		return NULL; /* longer than out */
+	out[o] = '\0';
+	return z + strlen(close);
+}
+
+/* An S3 time, 2024-01-02T03:04:05[.000]Z: seconds since the epoch, or -1 */
+static int64_t s3_time(const char *t)
+{
+	int y, mo, d, h, mi, sec;
+	int64_t days;
+
+	if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec) !=
+	    6)
+		return -1;
+	/* days from civil (Howard Hinnant's algorithm) */
+	y -= mo <= 2;
+	days = (int64_t)(y >= 0 ? y : y - 399) / 400 * 146097;
+	{
+		int64_t yoe = y - (y >= 0 ? y : y - 399) / 400 * 400;
+		int64_t doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+
+		days += yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+	}
+	return days * 86400 + h * 3600 + mi * 60 + sec;
+}
+
+int ezfs_remote_s3_list(const char *url, const struct ezfs_remote_params *p,
+			int (*fn)(void *arg, const char *key, uint64_t size,
+				  int64_t mtime),
+			void *arg)
+{
+	struct ezfs_remote_params d;
+	struct ezi_s3 *s = NULL;
+	char *base = NULL, *tok = NULL, why[512] = "";
+	const char *slash, *pfx;
+	int err;
+
+	err = ezi_remote_begin(&p, &d);
+	if (err)
+		return err;
+	err = s3_open(url, 1, &s, &base, why, sizeof(why));
+	slash = strchr(url + 5, '/');
+	pfx = slash ? slash + 1 : "";
+	for (int page = 0; !err; page++) {
+		struct curl_slist *h = NULL;
+		struct ezi_rbuf body = { .max = 64u << 20 };
+		char *q = NULL, *ep = NULL, *et = NULL;
+		const char *c, *end;
+		long st = 0;
+		CURL *e = curl_easy_init();
+		CURLcode rc;
+
+		if (!e) {
+			err = -ENOMEM;
+			break;
+		}
+		ep = curl_easy_escape(e, pfx, 0);
+		et = tok ? curl_easy_escape(e, tok, 0) : NULL;
+		/* the query's parameters in the order SigV4 sorts them */
+		if (!ep || (tok && !et) ||
+		    asprintf(&q, "%s?%s%s%slist-type=2&prefix=%s", base,
+			     et ? "continuation-token=" : "", et ? et : "",
+			     et ? "&" : "", ep) < 0) {
+			q = NULL;
+			err = -ENOMEM;
+		}
+		curl_free(ep);
+		curl_free(et);
+		if (!err)
+			err = s3_apply(s, e, &h);
+		if (!err) {
+			curl_easy_setopt(e, CURLOPT_URL, q);
+			curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+			curl_easy_setopt(e, CURLOPT_WRITEFUNCTION,
+					 ezi_rbuf_write);
+			curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
+			curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+			curl_easy_setopt(
+				e, CURLOPT_CONNECTTIMEOUT_MS,
+				(long)(p->timeout_ms ? p->timeout_ms : 10000));
+			curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+			curl_easy_setopt(
+				e, CURLOPT_LOW_SPEED_TIME,
+				(long)((p->timeout_ms ? p->timeout_ms : 10000) /
+				       1000));
+			rc = curl_easy_perform(e);
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+			if (rc != CURLE_OK) {
+				snprintf(why, sizeof(why), "%s: %s", base,
+					 curl_easy_strerror(rc));
+				err = -EIO;
+			} else if (st != 200) {
+				char code[128] = "";
+
+				if (body.p)
+					xml_text(body.p, body.p + body.n,
+						 "Code", code, sizeof(code));
+				snprintf(why, sizeof(why),
+					 "%s: ListObjectsV2: HTTP %ld%s%s",
+					 base, st, code[0] ? " " : "", code);
+				err = st == 404		       ? -ENOENT
+				      : st == 403 || st == 401 ? -EACCES
+							       : -EIO;
+			}
+		}
+		curl_slist_free_all(h);
+		curl_easy_cleanup(e);
+		free(q);
+		c = body.p;
+		end = c ? c + body.n : NULL;
+		if (!err && (!c || !strstr(c, "<ListBucketResult"))) {
+			snprintf(why, sizeof(why),
+				 "%s: ListObjectsV2: no ListBucketResult",
+				 base);
+			err = -EIO;
+		}
+		/* each <Contents>: Key, Size, LastModified */
+		while (!err && (c = strstr(c, "<Contents>")) != NULL) {
+			const char *ce = strstr(c, "</Contents>");
+			char key[4096], num[64], tm[64];
+
+			if (!ce || !xml_text(c, ce, "Key", key, sizeof(key)) ||
+			    !xml_text(c, ce, "Size", num, sizeof(num))) {
+				snprintf(why, sizeof(why),
+					 "%s: ListObjectsV2: a malformed "
+					 "Contents entry",
+					 base);
+				err = -EIO;
+				break;
+			}
+			if (!xml_text(c, ce, "LastModified", tm, sizeof(tm)))
+				tm[0] = '\0';
+			err = fn(arg, key, strtoull(num, NULL, 10),
+				 s3_time(tm));
+			c = ce;
+		}
+		if (!err) {
+			char more[16] = "", next[2048];
+
+			xml_text(body.p, end, "IsTruncated", more,
+				 sizeof(more));
+			free(tok);
+			tok = NULL;
+			if (strcmp(more, "true")) {
+				free(body.p);
+				break;
+			}
+			if (!xml_text(body.p, end, "NextContinuationToken",
+				      next, sizeof(next)) ||
+			    !(tok = strdup(next))) {
+				snprintf(why, sizeof(why),
+					 "%s: ListObjectsV2: truncated without "
+					 "a NextContinuationToken",
+					 base);
+				err = -EIO;
+			}
+		}
+		free(body.p);
+	}
+	if (err && why[0] && p->log)
+		p->log(p->log_arg, EZFS_LOG_ERROR, why);
+	free(tok);
+	free(base);
+	s3_free(s);
+	return err;
 }
 
 const struct ezi_scheme ezi_scheme_s3 = {

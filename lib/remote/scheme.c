@@ -51,3 +51,13 @@ int ezfs_remote_is_url(const char *s)
 {
 	return ezi_scheme_of(s) != NULL;
 }
+
+int ezi_remote_begin(const struct ezfs_remote_params **p,
+		     struct ezfs_remote_params *d)
+{
+	if (!*p) {
+		ezfs_remote_params_init(d);
+		*p = d;
+	}
+	return ezi_curl_ready(*p);
+}

@@ -304,6 +304,26 @@ int ezfs_builder_scan_tar(ezfs_builder *b, const char *path, const char *tmpdir)
 	return err ? err : scanned(b);
 }
 
+int ezfs_builder_scan_tar_layers(ezfs_builder *b, const char *const *paths,
+				 size_t n, const char *tmpdir)
+{
+	int err;
+
+	if (b->scanned || !paths || !n)
+		return -EINVAL;
+	if (b->p.tar_index || b->p.tar_rvsp || b->p.incremental_base ||
+	    b->p.gzinfo_file || b->p.aufs) {
+		ezi_bld_log(b, EZFS_LOG_ERROR,
+			    "image layers are merged with their data (no tar "
+			    "index, rvsp, incremental base, zinfo or aufs "
+			    "renaming)");
+		return -EINVAL;
+	}
+	b->scanned = true;
+	err = ezi_bld_scan_tar_layers(b, paths, n, tmpdir);
+	return err ? err : scanned(b);
+}
+
 void ezfs_builder_stats(const ezfs_builder *b, struct ezfs_build_stats *st)
 {
 	*st = b->st;

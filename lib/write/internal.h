@@ -646,6 +646,12 @@ void ezi_bld_xattrs_encode(const struct binode *in, uint8_t *out);
 /* tar/tar.c: a tar archive as the source */
 int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		     const char *tmpdir);
+/* OCI image layers, paths[0] the lowest, into one tree: later entries
+ * replace earlier ones, ".wh.NAME" deletes NAME of the layers below,
+ * ".wh..wh..opq" the lower contents of its directory, whiteouts dropped;
+ * every layer's data copied into one spool file in tmpdir. */
+int ezi_bld_scan_tar_layers(struct ezfs_builder *b, const char *const *paths,
+			    size_t n, const char *tmpdir);
 
 /* scan.c: a directory as the source */
 int ezi_bld_scan(struct ezfs_builder *b, const char *srcdir);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# mkfs --gzinfo and --incremental against mkfs.erofs 1.9.3
+# mkfs --gzinfo, --incremental, --clean=0 and --async-queue-limit against
+# mkfs.erofs 1.9.3
 # (../shared/fixtures/parity, README.md there gives each command):
 #  - --gzinfo=FILE with --tar=f of the gzip layer writes the SOCI zinfo
 #    byte for byte as 1.9.3 (layer.zinfo), from the file and from standard
@@ -11,6 +12,9 @@
 #    a missing image, an image of another block size (-b), a file that is
 #    no EROFS image and a full disk: one line, exit 1, the destination byte
 #    for byte as it was (and no file made for the missing one);
+#  - --async-queue-limit=1 leaves the image byte for byte the same, a bad
+#    N is a usage error; --clean=0 of a directory or a tar copies the data
+#    (the image of a plain build), of layers it is refused as 1.9.3 does;
 #    --incremental=rvsp of a tar: its files read as zeros, the image's stay;
 #  - with MKFS_EROFS2 (1.9.3's mkfs.erofs): fresh gzip archives (levels
 #    1 and 9, two concatenated members) give the same zinfo bytes, and
@@ -71,6 +75,59 @@ t_run gzdir "$EZFS" mkfs -q --tar=f --gzinfo="$TMP/no/such/z" "$TMP/gz.img" \
 	"$PAR/layer.tar.gz"
 t_expect "gzinfo into a missing folder: one line, exit 1, the image kept" \
 	eval 'one_line "no/such/z: No such file" 1 && cmp -s "$TMP/gz.img" "$TMP/gz.orig"'
+
+# ---- --async-queue-limit, --clean=0 -------------------------------------
+# the queue bound changes how far the workers run ahead, not the image;
+# --clean=0 (zeros for an S3 source's files) copies a directory's or a
+# tar's data, as 1.9.3 does
+mkdir -p "$TMP/q/src/d"
+for i in $(seq 40); do head -c $((i * 3000)) "$PAR/layer.tar.gz" >"$TMP/q/src/d/f$i"; done
+seq 100000 >"$TMP/q/src/text"
+tar -C "$TMP/q/src" -cf "$TMP/q/src.tar" .
+U=(-U 6ba7b810-9dad-11d1-80b4-00c04fd430c8)
+t_run q0 "$EZFS" mkfs -q "${T[@]}" "${U[@]}" -zlz4hc -j4 "$TMP/q/a.img" "$TMP/q/src"
+t_run q1 "$EZFS" mkfs -q "${T[@]}" "${U[@]}" -zlz4hc -j4 --async-queue-limit=1 \
+	"$TMP/q/b.img" "$TMP/q/src"
+t_expect "async-queue-limit=1: the image byte for byte the unbounded one's" \
+	eval '[ "$RC" = 0 ] && cmp -s "$TMP/q/a.img" "$TMP/q/b.img"'
+t_run qbad "$EZFS" mkfs -q --async-queue-limit=x "$TMP/q/c.img" "$TMP/q/src"
+t_expect "async-queue-limit=x: a usage error, no image" \
+	eval 'one_line "async-queue-limit=x: not a number" 2 && [ ! -e "$TMP/q/c.img" ]'
+for src in dir tar; do
+	a=("$TMP/q/src") o=()
+	[ $src = tar ] && a=("$TMP/q/src.tar") o=(--tar=f)
+	"$EZFS" mkfs -q "${T[@]}" "${U[@]}" -zlz4 "${o[@]}" "$TMP/q/p.img" "${a[@]}"
+	t_run "clean0-$src" "$EZFS" mkfs -q "${T[@]}" "${U[@]}" -zlz4 --clean=0 \
+		"${o[@]}" "$TMP/q/z.img" "${a[@]}"
+	t_expect "--clean=0 of a $src: its data copied (the image of --clean)" \
+		eval '[ "$RC" = 0 ] && cmp -s "$TMP/q/p.img" "$TMP/q/z.img"'
+done
+t_run clean0rb "$EZFS" mkfs -q --clean=0 "$TMP/q/r.img" "$TMP/q/p.img"
+t_expect "--clean=0 of layers (rebuild): refused as 1.9.3 does, no image" \
+	eval 'one_line "clean=0: not with layers" 2 && [ ! -e "$TMP/q/r.img" ]'
+if [ -n "${MKFS_EROFS2:-}" ] && [ -x "$MKFS_EROFS2" ]; then
+	for src in dir tar; do
+		a=("$TMP/q/src") o=()
+		[ $src = tar ] && a=("$TMP/q/src.tar") o=(--tar=f)
+		rm -rf "$TMP/q/pv" "$TMP/q/ev"
+		"$MKFS_EROFS2" --quiet "${T[@]}" -zlz4 --clean=0 --async-queue-limit=2 \
+			"${o[@]}" "$TMP/q/peer.img" "${a[@]}" >/dev/null 2>&1
+		"$EZFS" mkfs -q "${T[@]}" -zlz4 --clean=0 --async-queue-limit=2 \
+			"${o[@]}" "$TMP/q/e.img" "${a[@]}"
+		if "$EZFS" extract "$TMP/q/peer.img" "$TMP/q/pv" >/dev/null 2>&1 &&
+			"$EZFS" extract "$TMP/q/e.img" "$TMP/q/ev" >/dev/null 2>&1; then
+			t_manifest "$TMP/q/pv" >"$TMP/q/p.json"
+			t_manifest "$TMP/q/ev" >"$TMP/q/e.json"
+			t_same_manifest "--clean=0 --async-queue-limit=2 of a $src: 1.9.3's tree" \
+				"$TMP/q/p.json" "$TMP/q/e.json"
+		else
+			t_fail "--clean=0 --async-queue-limit=2 of a $src: a build failed"
+		fi
+	done
+else
+	echo "SKIP: --clean=0 and --async-queue-limit against 1.9.3: set MKFS_EROFS2"
+fi
+rm -rf "$TMP/q"
 
 # ---- --incremental ----------------------------------------------------
 if ! t_is_root; then

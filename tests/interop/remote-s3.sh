@@ -19,14 +19,7 @@ t_need_cmd zstd
 if "$EZFS" cache --cache-dir "$TMP/probe" ls 2>&1 | grep -q "without libcurl"; then
 	t_skip "ezfs was built without libcurl (remote images)"
 fi
-PY=
-for p in ${EZFS_TEST_PY:-} python3 /usr/bin/python3; do
-	if "$p" -c 'import botocore.auth' 2>/dev/null; then
-		PY=$p
-		break
-	fi
-done
-[ -n "$PY" ] || t_skip "no python3 with botocore (scripts/deps.sh installs python3-botocore)"
+t_need_botocore
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(lz4-4k zstd-256k)
 
@@ -40,17 +33,12 @@ stop_server() {
 trap 'stop_server; t_cleanup' EXIT
 # start_server [REGION [TOKEN]]: sets PORT; requests logged to $TMP/s3.log
 start_server() {
-	local i
 	stop_server
 	rm -f "$TMP/port"
 	"$PY" "$SRC/tests/interop/s3_server.py" "$ROOT" "$TMP/port" AKIDEZFSTEST \
 		'wJalr/K7MDENG+bPxRfiCY' "$@" 2>>"$TMP/s3.log" &
 	SRV_PID=$!
-	for i in $(seq 100); do
-		[ -s "$TMP/port" ] && break
-		sleep 0.1
-	done
-	PORT=$(cat "$TMP/port" 2>/dev/null || echo 0)
+	PORT=$(t_portfile "$TMP/port")
 	[ "$PORT" != 0 ] || { t_fail "s3_server.py did not start: $(tail -3 "$TMP/s3.log")"; t_done; }
 }
 

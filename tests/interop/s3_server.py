@@ -11,16 +11,25 @@ same for the access key and secret given, with x-amz-content-sha256 and
 x-amz-date among the signed headers, as S3 requires; otherwise 403 with
 S3's error XML. Bucket "public" also serves unsigned requests.
 
+ListObjectsV2 (GET /BUCKET?list-type=2[&prefix=P][&continuation-token=T]
+[&max-keys=N]) lists the files under ROOT/BUCKET as keys (their paths,
+sorted by their UTF-8 bytes), with Size, LastModified and ETag, at most
+max-keys (and at most S3_PAGE from the environment, default 1000) a page,
+IsTruncated and NextContinuationToken (an opaque token) for the next.
+
 usage: s3_server.py ROOT PORTFILE ACCESS_KEY SECRET [REGION] [TOKEN]
 (the port it listens on, on 127.0.0.1, is written to PORTFILE; each
 request is logged to stderr as METHOD PATH STATUS SIGNED)
 """
+import base64
 import hashlib
 import http.server
 import os
 import re
 import sys
+import time
 import urllib.parse
+from xml.sax.saxutils import escape
 
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -101,18 +110,85 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.do_GET()
 
-    def do_GET(self):
-        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
-        parts = path.lstrip("/").split("/", 1)
-        if len(parts) != 2 or not parts[1]:
-            return self.error(400, "InvalidRequest")
-        bucket, key = parts
+    def refused(self, bucket):
+        """True after the error answer: no such bucket, or a signature
+        missing (bucket "private") or wrong."""
         if bucket not in ("private", "public"):
-            return self.error(404, "NoSuchBucket")
+            self.error(404, "NoSuchBucket")
+            return True
         if bucket == "private" or self.headers.get("Authorization"):
             why = verify(self)
             if why:
-                return self.error(403, why)
+                self.error(403, why)
+                return True
+        return False
+
+    def list_objects(self, bucket, query):
+        """ListObjectsV2 of ROOT/bucket."""
+        q = urllib.parse.parse_qs(query, keep_blank_values=True)
+        prefix = q.get("prefix", [""])[0]
+        page = min(int(q.get("max-keys", ["1000"])[0]),
+                   int(os.environ.get("S3_PAGE", "1000")))
+        after = q.get("continuation-token", [None])[0]
+        if after is not None:
+            try:
+                after = base64.urlsafe_b64decode(after.encode()).decode()
+            except ValueError:
+                return self.error(400, "InvalidArgument: token")
+        top = os.path.join(ROOT, bucket)
+        keys = []
+        for d, _, files in os.walk(top):
+            for f in files:
+                k = os.path.relpath(os.path.join(d, f), top)
+                if k.startswith(prefix) and (after is None or
+                                             k.encode() > after.encode()):
+                    keys.append(k)
+        keys.sort(key=lambda k: k.encode())
+        more = len(keys) > page
+        keys = keys[:page]
+        out = ['<?xml version="1.0" encoding="UTF-8"?>',
+               '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/'
+               '2006-03-01/">', "<Name>%s</Name>" % bucket,
+               "<Prefix>%s</Prefix>" % escape(prefix),
+               "<KeyCount>%d</KeyCount>" % len(keys),
+               "<MaxKeys>%d</MaxKeys>" % page,
+               "<IsTruncated>%s</IsTruncated>" % ("true" if more else "false")]
+        for k in keys:
+            st = os.stat(os.path.join(top, k))
+            out.append("<Contents><Key>%s</Key><LastModified>%s"
+                       "</LastModified><ETag>&quot;%s&quot;</ETag><Size>%d"
+                       "</Size><StorageClass>STANDARD</StorageClass>"
+                       "</Contents>" % (
+                           escape(k), time.strftime(
+                               "%Y-%m-%dT%H:%M:%S.000Z",
+                               time.gmtime(st.st_mtime)),
+                           hashlib.md5(k.encode()).hexdigest(), st.st_size))
+        if more:
+            out.append("<NextContinuationToken>%s</NextContinuationToken>" %
+                       base64.urlsafe_b64encode(keys[-1].encode()).decode())
+        out.append("</ListBucketResult>")
+        body = "\n".join(out).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.note(200, "list %d%s" % (len(keys), " more" if more else ""))
+
+    def do_GET(self):
+        split = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(split.path)
+        parts = path.lstrip("/").split("/", 1)
+        if "list-type=2" in split.query.split("&") and (
+                len(parts) == 1 or not parts[1]):
+            if self.refused(parts[0]):
+                return None
+            return self.list_objects(parts[0], split.query)
+        if len(parts) != 2 or not parts[1]:
+            return self.error(400, "InvalidRequest")
+        bucket, key = parts
+        if self.refused(bucket):
+            return None
         f = os.path.join(ROOT, bucket, key)
         if ".." in key.split("/") or not os.path.isfile(f):
             return self.error(404, "NoSuchKey")

@@ -3,6 +3,9 @@
  * test_build_params.c - struct ezfs_build_params grows by its size field:
  * size 0 and a size from the future are -EINVAL, an older caller's size
  * gets the defaults past it, NULL params are the defaults.
+ * async_queue_limit (mkfs --async-queue-limit) bounds the compression
+ * jobs queued at once (the builder's debug line tells the most seen) and
+ * leaves the image as it was.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -40,6 +43,59 @@ static int build(const struct ezfs_build_params *p, const char *tree,
 		err = ezfs_builder_write(b, img);
 	ezfs_builder_free(b);
 	return err;
+}
+
+/* The debug line "... at most N queued at once": N, or -1. */
+static long queued_peak = -1;
+static void peak_log(void *arg, int level, const char *msg)
+{
+	const char *m = strstr(msg, "at most ");
+
+	(void)arg;
+	if (level == EZFS_LOG_DEBUG && strstr(msg, "queued at once") && m)
+		queued_peak = strtol(m + 8, NULL, 10);
+}
+
+/* Build tree compressed on 4 workers with a queue limit (0: none) into
+ * img; the most jobs queued at once, or -1. */
+static long build_queued(const char *tree, const char *img, unsigned limit)
+{
+	struct ezfs_build_params p;
+	int err;
+
+	ezfs_build_params_init(&p);
+	p.flags = EZFS_BUILD_NO_FSYNC;
+	p.has_timestamp = 1;
+	p.timestamp = 1700000000;
+	p.has_uuid = 1;
+	p.alg = EZFS_ALG_LZ4;
+	p.workers = 4;
+	p.async_queue_limit = limit;
+	p.log = peak_log;
+	p.verbose = EZFS_LOG_DEBUG;
+	queued_peak = -1;
+	err = build(&p, tree, img);
+	CHECK(!err, "build with queue limit %u: %d", limit, err);
+	return err ? -1 : queued_peak;
+}
+
+/* Files of the same text, for the queue bound (64 jobs). */
+static int queue_tree(const char *dir)
+{
+	char path[400], text[24000];
+	int i;
+
+	for (i = 0; i < (int)sizeof(text) - 1; i++)
+		text[i] = "queue limit "[i % 12];
+	text[sizeof(text) - 1] = '\0';
+	if (mkdir(dir, 0755))
+		return -1;
+	for (i = 0; i < 64; i++) {
+		snprintf(path, sizeof(path), "%s/f%02d", dir, i);
+		if (write_file(path, text))
+			return -1;
+	}
+	return 0;
 }
 
 /* The image reads back: 4096-byte blocks, the file, the volume name. */
@@ -136,6 +192,29 @@ int main(void)
 	CHECK(!err, "NULL params: %d", err);
 	if (!err)
 		check_image(img, "");
+
+	/* the queue bound: at most 2 queued with it, more without (the
+	 * default window is 16 jobs for 4 workers), the same image */
+	snprintf(path, sizeof(path), "%s/q", tmp);
+	if (queue_tree(path)) {
+		perror("queue tree");
+		return 1;
+	}
+	{
+		char qa[128], qb[128], qcmd[300];
+		long bounded, free_run;
+
+		snprintf(qa, sizeof(qa), "%s/qa.img", tmp);
+		snprintf(qb, sizeof(qb), "%s/qb.img", tmp);
+		bounded = build_queued(path, qa, 2);
+		free_run = build_queued(path, qb, 0);
+		CHECK(bounded >= 1 && bounded <= 2,
+		      "queue limit 2: %ld jobs queued at once", bounded);
+		CHECK(free_run > 2, "no queue limit: at most %ld queued",
+		      free_run);
+		snprintf(qcmd, sizeof(qcmd), "cmp -s '%s' '%s'", qa, qb);
+		CHECK(system(qcmd) == 0, "queue limit 2 changed the image");
+	}
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd))

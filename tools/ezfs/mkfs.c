@@ -17,6 +17,8 @@
 #include "ezfs/build.h"
 #include "mkfs_extra.h"
 #include "mkfs_inc.h"
+#include "mkfs_oci.h"
+#include "mkfs_s3.h"
 #include "mkfs_verity.h"
 #include "mkfs_z.h"
 #include "mkfs_sig.h"
@@ -29,6 +31,8 @@ static const char usage_text[] =
 	"       ezfs mkfs [OPTIONS] IMAGE LAYER.erofs... (rebuild: the "
 	"layers\n"
 	"       merged, the last uppermost, data left in them as devices)\n"
+	"       ezfs mkfs [OPTIONS] --oci[=...] IMAGE HOST[:PORT]/REPO[:TAG]\n"
+	"       ezfs mkfs [OPTIONS] --s3=ENDPOINT[,...] IMAGE BUCKET[/PREFIX]\n"
 	"Build an EROFS image of SOURCEDIR, or of a tar archive (plain, gzip,\n"
 	"xz, lzma or zstd; standard input when TARFILE is - or missing).\n"
 	"IMAGE is a regular file, replaced only once the new image is "
@@ -137,7 +141,7 @@ static const char usage_text[] =
 	"Containers:\n"
 	"  --aufs                .wh.NAME whiteouts become overlayfs ones\n"
 	"  --ovlfs-strip[=0|1]   drop whiteouts and trusted.overlay.* "
-	"xattrs\n" MKFS_INC_HELP MKFS_VERITY_HELP;
+	"xattrs\n" MKFS_INC_HELP MKFS_OCI_HELP MKFS_S3_HELP MKFS_VERITY_HELP;
 
 struct mkfs_state {
 	int quiet;
@@ -1048,6 +1052,8 @@ int cmd_mkfs(int argc, char **argv)
 		MKFS_VERITY_OPTS,
 		MKFS_EXTRA_OPTS,
 		MKFS_INC_OPTS,
+		MKFS_OCI_OPTS,
+		MKFS_S3_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ezfs_build_params p;
@@ -1060,6 +1066,8 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_verity mv = { .root_hash_file = NULL };
 	struct mkfs_extra ex = { .vmdk = NULL };
 	struct mkfs_inc mi = { .incremental = 0 };
+	struct mkfs_oci mo = { .on = 0 };
+	struct mkfs_s3 ms = { .on = 0 };
 	int c, err, ret = 1, mkfs_time = 0, tar = 0, device = 0, rebuild = 0;
 	unsigned max_kernel = 0; /* --max-kernel, EZFS_KVER; 0: any */
 	char *tmpdir = NULL, *target = NULL;
@@ -1213,6 +1221,10 @@ int cmd_mkfs(int argc, char **argv)
 			if (ret < 0)
 				ret = mkfs_inc_opt(c, optarg, &p, &mi);
 			if (ret < 0)
+				ret = mkfs_oci_opt(c, optarg, &mo, &tar);
+			if (ret < 0)
+				ret = mkfs_s3_opt(c, optarg, &ms);
+			if (ret < 0)
 				ret = parse_compat(c, optarg, &p, &ig, &cp);
 			if (ret < 0)
 				ret = cli_opt_error(CMD, c, argv);
@@ -1317,7 +1329,11 @@ int cmd_mkfs(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = check_devices(&p, &cp, &ig, tar == 2, &hints, &pcluster);
+	ret = mkfs_oci_check(&mo, &p, mi.incremental, mi.zerofill);
+	if (!ret)
+		ret = mkfs_s3_check(&ms, &p, tar, mi.incremental);
+	if (!ret)
+		ret = check_devices(&p, &cp, &ig, tar == 2, &hints, &pcluster);
 	if (!ret)
 		ret = check_options(&p, pcluster);
 	if (!ret && cp.mbox)
@@ -1350,10 +1366,14 @@ int cmd_mkfs(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	if (argc - optind != 2 && !(tar && argc - optind == 1) && !rebuild) {
-		ret = cli_usage_error(CMD,
-				      tar ? "need IMAGE and at most one TARFILE"
-					  : "need IMAGE and SOURCEDIR");
+	if (argc - optind != 2 && !(tar && !mo.on && argc - optind == 1) &&
+	    !rebuild) {
+		ret = cli_usage_error(
+			CMD, ms.on   ? "need IMAGE and BUCKET[/PREFIX]"
+			     : mo.on ? "need IMAGE and the image's "
+				       "HOST[:PORT]/REPO[:TAG|@DIGEST]"
+			     : tar   ? "need IMAGE and at most one TARFILE"
+				     : "need IMAGE and SOURCEDIR");
 		goto out;
 	}
 	ret = mkfs_inc_check(&p, &mi, argv[optind], tar, rebuild, cp.blksz,
@@ -1398,6 +1418,11 @@ int cmd_mkfs(int argc, char **argv)
 	} else if (cp.mtime == 2) {
 		p.time_mode = EZFS_TIME_SOURCE;
 	}
+	if (ex.vmdk && mo.on) {
+		ret = cli_usage_error(CMD, "--vmdk-desc: not with --oci (the "
+					   "layers are not kept)");
+		goto out;
+	}
 	if (ex.vmdk && tar == 2 && argc - optind < 2) {
 		ret = cli_usage_error(CMD, "--vmdk-desc: names the tar of "
 					   "--tar=i: not from standard input");
@@ -1432,7 +1457,7 @@ int cmd_mkfs(int argc, char **argv)
 	if (check_image(argv[optind], &target, &device) ||
 	    mkfs_extra_ready(&ex))
 		goto out;
-	if (tar) {
+	if (tar || ms.on) {
 		/* a spool file for streamed data goes beside the image (or
 		 * to $TMPDIR when the image is a device) */
 		const char *sl = strrchr(target, '/'), *td = getenv("TMPDIR");
@@ -1467,7 +1492,20 @@ int cmd_mkfs(int argc, char **argv)
 		err = ezfs_builder_scan_images(
 			b, (const char *const *)argv + optind + 1,
 			(size_t)(argc - optind - 1));
-	else if (!err && tar)
+	else if (!err && mo.on) {
+		err = mkfs_oci_scan(&mo, b, argv[optind + 1], tmpdir, s.quiet);
+		if (err > 0) { /* said */
+			err = -EIO;
+			s.logged_error = 1;
+		}
+	} else if (!err && ms.on) {
+		err = mkfs_s3_scan(&ms, b, argv[optind + 1], tmpdir,
+				   mi.zerofill, s.quiet);
+		if (err > 0) { /* said */
+			err = -EIO;
+			s.logged_error = 1;
+		}
+	} else if (!err && tar)
 		err = ezfs_builder_scan_tar(b, argv[optind + 1], tmpdir);
 	else if (!err)
 		err = ezfs_builder_scan(b, argv[optind + 1]);
@@ -1518,6 +1556,8 @@ out:
 	free(tmpdir);
 	free(target);
 	mkfs_z_free(&zs);
+	mkfs_oci_free(&mo);
+	mkfs_s3_free(&ms);
 	free(cp.mount_point);
 	return ret;
 }

@@ -19,7 +19,7 @@
 #define CMD "mkfs"
 
 /* A number as strtoull base 0 reads it (no sign): 0, or -EINVAL. */
-static int number(const char *s, uint64_t *v)
+int mkfs_number(const char *s, uint64_t *v)
 {
 	char *end;
 
@@ -74,7 +74,7 @@ int mkfs_extra_opt(int c, const char *arg, struct ezfs_build_params *p,
 
 	switch (c) {
 	case MKFS_OPT_ROOT_XATTR_ISIZE:
-		if (number(arg, &v) || (v && v < 16) || v > 65532)
+		if (mkfs_number(arg, &v) || (v && v < 16) || v > 65532)
 			return cli_usage_error(CMD,
 					       "--root-xattr-isize=%s: takes 0 "
 					       "or 16..65532 (bytes)",
@@ -82,7 +82,7 @@ int mkfs_extra_opt(int c, const char *arg, struct ezfs_build_params *p,
 		p->root_xattr_isize = (unsigned)v;
 		return 0;
 	case MKFS_OPT_FSALIGNBLKS:
-		if (number(arg, &v) || v > (1u << 30))
+		if (mkfs_number(arg, &v) || v > (1u << 30))
 			return cli_usage_error(
 				CMD,
 				"--fsalignblks=%s: takes a block "
@@ -91,7 +91,7 @@ int mkfs_extra_opt(int c, const char *arg, struct ezfs_build_params *p,
 		p->fsalign_blocks = (uint32_t)v;
 		return 0;
 	case MKFS_OPT_ZFEATURE_BITS:
-		if (number(arg, &v) || v > 255)
+		if (mkfs_number(arg, &v) || v > 255)
 			return cli_usage_error(
 				CMD,
 				"--zfeature-bits=%s: takes 0..255 "

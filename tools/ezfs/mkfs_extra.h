@@ -52,6 +52,9 @@ struct mkfs_extra {
 	const char *vmdk; /* --vmdk-desc FILE; NULL: none */
 };
 
+/* s as a number (strtoull's bases: 0x.., 0..): 0, or -EINVAL for
+ * anything else (a sign, a suffix, empty, out of range). */
+int mkfs_number(const char *s, uint64_t *v);
 /* One of these options into p and ex: 0, 2 after a usage error, -1 for an
  * option that is not one of them. */
 int mkfs_extra_opt(int c, const char *arg, struct ezfs_build_params *p,

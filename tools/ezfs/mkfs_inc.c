@@ -2,11 +2,13 @@
 /* mkfs_inc.c - `ezfs mkfs --incremental`, `--clean` and `--gzinfo`. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common.h"
 #include "ezfs/ezfs.h"
+#include "mkfs_extra.h"
 #include "mkfs_inc.h"
 
 #define CMD "mkfs"
@@ -19,12 +21,11 @@ int mkfs_inc_opt(int c, const char *arg, struct ezfs_build_params *p,
 	switch (c) {
 	case MKFS_OPT_INCREMENTAL:
 	case MKFS_OPT_CLEAN:
-		if (arg && !strcmp(arg, "0"))
-			return cli_usage_error(CMD,
-					       "--%s=0: not implemented (zeros "
-					       "for the data of an S3 source)",
-					       name);
-		if (arg && strcmp(arg, "data") && strcmp(arg, "rvsp"))
+		/* 0: an S3 source's files filled with zeros; a directory's
+		 * or a tar's data copied, as 1.9.3 does */
+		mi->zerofill = arg && !strcmp(arg, "0");
+		if (arg && strcmp(arg, "data") && strcmp(arg, "rvsp") &&
+		    !mi->zerofill)
 			return cli_usage_error(
 				CMD, "--%s=%s: not data, rvsp or 0", name, arg);
 		/* rvsp: a tar's file data left out (zeros); a directory's is
@@ -39,6 +40,17 @@ int mkfs_inc_opt(int c, const char *arg, struct ezfs_build_params *p,
 		p->gzinfo_file = arg;
 		mi->gzinfo_bare = !arg;
 		return 0;
+	case MKFS_OPT_ASYNC_QUEUE_LIMIT: {
+		uint64_t v;
+
+		if (mkfs_number(arg, &v) || v > UINT_MAX)
+			return cli_usage_error(CMD,
+					       "--async-queue-limit=%s: not a "
+					       "number of jobs",
+					       arg);
+		p->async_queue_limit = (unsigned)v;
+		return 0;
+	}
 	default:
 		return -1;
 	}
@@ -72,6 +84,12 @@ int mkfs_inc_check(struct ezfs_build_params *p, const struct mkfs_inc *mi,
 	if ((p->gzinfo_file || mi->gzinfo_bare) && (!tar || p->tar_index))
 		return cli_usage_error(CMD, "--gzinfo: only with --tar=f of a "
 					    "gzip archive");
+	if (mi->zerofill && rebuild)
+		return cli_usage_error(CMD,
+				       "--%s=0: not with layers (rebuild "
+				       "mode), as mkfs.erofs 1.9.3",
+				       mi->incremental ? "incremental"
+						       : "clean");
 	if (mi->gzinfo_bare && !quiet)
 		cli_error(CMD, "warning: --gzinfo without =FILE writes no "
 			       "zinfo (as mkfs.erofs 1.9.3)");

@@ -49,6 +49,8 @@ struct zjobs {
 	pthread_cond_t cond;  /* the slot the writer waits for is done */
 	struct zslot *slots;
 	size_t njobs, next, consumed, window; /* the writer's only */
+	size_t peak;			      /* most jobs queued at once */
+	bool bounded;			      /* --async-queue-limit */
 	uint64_t *upto;	       /* input bytes of the jobs before each */
 	bool waiting;	       /* the writer waits on cond */
 	struct ezi_pool *pool; /* NULL: synchronous mode */
@@ -141,7 +143,8 @@ static int run_job(struct ezfs_builder *b, struct zslot *sl, void **cctx,
 static bool may_take(const struct zjobs *j)
 {
 	return j->next < j->consumed + j->window ||
-	       j->upto[j->next] - j->upto[j->consumed] < ZJ_AHEAD;
+	       (!j->bounded &&
+		j->upto[j->next] - j->upto[j->consumed] < ZJ_AHEAD);
 }
 
 static void zjob(void *arg)
@@ -168,6 +171,8 @@ static void submit_more(struct zjobs *j)
 		if (ezi_pool_submit(j->pool, zjob, &j->slots[j->next]))
 			break; /* ENOMEM: take_slot runs it */
 		j->next++;
+		if (j->next - j->consumed > j->peak)
+			j->peak = j->next - j->consumed;
 	}
 }
 
@@ -237,7 +242,8 @@ int ezi_bld_zjobs_start(struct ezfs_builder *b)
 	b->zjobs = j;
 	if (want <= 1 || j->njobs <= 1)
 		return 0; /* synchronous */
-	j->window = 4 * (size_t)want;
+	j->bounded = b->p.async_queue_limit > 0;
+	j->window = j->bounded ? b->p.async_queue_limit : 4 * (size_t)want;
 	j->wcctx = calloc(want, sizeof(*j->wcctx));
 	if (!j->wcctx)
 		return 0;
@@ -342,6 +348,12 @@ void ezi_bld_zjobs_stop(struct ezfs_builder *b)
 
 	if (!j)
 		return;
+	if (j->pool)
+		ezi_bld_log(b, EZFS_LOG_DEBUG,
+			    "compression: %u workers, %zu jobs, at most %zu "
+			    "queued at once%s",
+			    ezi_pool_threads(j->pool), j->njobs, j->peak,
+			    j->bounded ? " (--async-queue-limit)" : "");
 	/* the jobs running finish, the queued ones are dropped */
 	n = ezi_pool_threads(j->pool);
 	ezi_pool_destroy(j->pool);

@@ -176,7 +176,7 @@ int ezi_bld_zsegs_start(struct ezfs_builder *b, const uint8_t *mem,
 	s->jobs = calloc(s->maxseg, sizeof(*s->jobs));
 	s->cctx = calloc(want, sizeof(*s->cctx));
 	if (s->jobs && s->cctx)
-		s->pool = ezi_pool_new(want, 0, NULL);
+		s->pool = ezi_pool_new(want, b->p.async_queue_limit, NULL);
 	return 0;
 }
 

@@ -271,6 +271,12 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 	if (n < 0)
 		return n;
 	skip = excluded(c, comp, n);
+	if (!skip) {
+		err = ezi_tar_whiteout(c, comp, n);
+		if (err < 0)
+			return err;
+		skip = err;
+	}
 	if ((skip || e->type != '0') && e->size) {
 		if (e->size > UINT64_MAX - 511)
 			return ezi_tar_err(c, -EFBIG, "size overflow");
@@ -294,6 +300,10 @@ static int add_entry(struct tctx *c, struct tentry *e, char *path)
 	if (err)
 		return err;
 	t = *ezi_tar_slot(c, dir, comp[n - 1]);
+	if (t && t->gone)
+		t = NULL;
+	if (t)
+		t->layer = c->layer;
 	if (e->type == '1') {
 		if (!e->link)
 			return ezi_tar_err(c, -EINVAL,
@@ -554,11 +564,40 @@ static int read_archive(struct tctx *c)
 	return err;
 }
 
+/* After the members: missing parents made, the tree handed to the
+ * builder, the data's file kept; c freed. Returns err, or the first
+ * error of these. */
+static int finish(struct tctx *c, int err)
+{
+	struct ezfs_builder *b = c->b;
+	size_t i;
+
+	/* missing parents: 0755, root, -T or the newest mtime */
+	for (i = 0; !err && i < c->nodes.n; i++) {
+		struct tnode *t = c->nodes.v[i];
+
+		if (t->implicit && !t->gone)
+			err = ezi_tar_meta(c, t->in, S_IFDIR | 0755, NULL);
+	}
+	if (!err)
+		err = ezi_tar_emit(c);
+	if (!err && !b->p.tar_index) {
+		b->datafd = c->spool >= 0 ? c->spool : dup(c->s.fd);
+		c->spool = -1;
+		if (b->datafd < 0)
+			err = -errno;
+	}
+	if (err == -ENOMEM)
+		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: out of memory",
+			    c->s.name ? c->s.name : "tar");
+	ezi_tar_free(c);
+	return err;
+}
+
 int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		     const char *tmpdir)
 {
 	struct tctx c = { .b = b, .spool = -1 };
-	size_t i;
 	int err;
 
 	b->tar_src = true;
@@ -604,23 +643,35 @@ int ezi_bld_scan_tar(struct ezfs_builder *b, const char *path,
 		b->zinfo = c.s.zi;
 		c.s.zi = NULL;
 	}
-	/* missing parents: 0755, root, -T or the newest mtime */
-	for (i = 0; !err && i < c.nodes.n; i++) {
-		struct tnode *t = c.nodes.v[i];
+	return finish(&c, err);
+}
 
-		if (t->implicit)
-			err = ezi_tar_meta(&c, t->in, S_IFDIR | 0755, NULL);
+int ezi_bld_scan_tar_layers(struct ezfs_builder *b, const char *const *paths,
+			    size_t n, const char *tmpdir)
+{
+	struct tctx c = { .b = b, .spool = -1, .oci = true };
+	int err = 0;
+
+	b->tar_src = true;
+	c.srcname = paths[0];
+	/* every layer's data into one spool file, whatever its kind */
+	for (size_t k = 0; !err && k < n; k++) {
+		ezi_tstream_close(&c.s);
+		memset(&c.s, 0, sizeof(c.s));
+		c.layer = (unsigned)k;
+		err = ezi_tstream_open(&c.s, paths[k]);
+		if (err) {
+			ezi_bld_log(b, EZFS_LOG_ERROR, "%s: %s",
+				    c.s.name ? c.s.name : paths[k],
+				    c.s.err ? c.s.err : strerror(-err));
+			break;
+		}
+		if (!k)
+			err = open_spool(&c, tmpdir);
+		if (!err && !k)
+			err = ezi_tar_tree_init(&c);
+		if (!err)
+			err = read_archive(&c);
 	}
-	if (!err)
-		err = ezi_tar_emit(&c);
-	if (!err && !b->p.tar_index) {
-		b->datafd = c.spool >= 0 ? c.spool : dup(c.s.fd);
-		c.spool = -1;
-		if (b->datafd < 0)
-			err = -errno;
-	}
-	if (err == -ENOMEM)
-		ezi_bld_log(b, EZFS_LOG_ERROR, "%s: out of memory", c.s.name);
-	ezi_tar_free(&c);
-	return err;
+	return finish(&c, err);
 }

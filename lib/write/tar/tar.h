@@ -148,7 +148,9 @@ struct tnode {
 	struct binode *in;
 	struct tnode **kids;
 	unsigned nkids, capkids;
-	bool implicit; /* a parent missing from the archive */
+	bool implicit;	/* a parent missing from the archive */
+	bool gone;	/* deleted by an OCI whiteout: no longer in the tree */
+	unsigned layer; /* the last layer that wrote or went through it */
 };
 
 struct vec {
@@ -168,6 +170,9 @@ struct tctx {
 	int64_t newest;		/* newest mtime in the archive */
 	const char *entry;	/* member being read, for messages */
 	uint64_t hdr_off;
+	bool oci;	     /* layers: OCI whiteouts applied */
+	const char *srcname; /* the inodes' source name; NULL: s.name */
+	unsigned layer;	     /* the layer being read, 0 the lowest */
 };
 
 /* One error line "INPUT: entry 'PATH' (offset N): reason"; returns err. */
@@ -189,6 +194,11 @@ int ezi_tar_split(struct tctx *c, char *path, char **comp, int max);
 /* The node of comp[0..n-1]; create: make missing directories. */
 int ezi_tar_walk(struct tctx *c, char **comp, int n, bool create,
 		 struct tnode **out);
+/* OCI layers: path's last component comp[n - 1] a whiteout (".wh.")?
+ * Then applied to the lower layers' tree (".wh.NAME" deletes NAME,
+ * ".wh..wh..opq" what lies below the directory) and the entry dropped:
+ * 1, or a negative errno; 0 for any other entry. */
+int ezi_tar_whiteout(struct tctx *c, char **comp, int n);
 /* Root node and table; then, once read: b->inodes in scan order. */
 int ezi_tar_tree_init(struct tctx *c);
 int ezi_tar_emit(struct tctx *c);

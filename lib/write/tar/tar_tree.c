@@ -104,7 +104,8 @@ static int tab_grow(struct tctx *c)
 struct binode *ezi_tar_binode(struct tctx *c, char *const *comp, int n)
 {
 	struct binode *in = calloc(1, sizeof(*in));
-	size_t len = strlen(c->s.name) + 3;
+	const char *src = c->srcname ? c->srcname : c->s.name;
+	size_t len = strlen(src) + 3;
 	char *p;
 	int i;
 
@@ -120,7 +121,7 @@ struct binode *ezi_tar_binode(struct tctx *c, char *const *comp, int n)
 		free(in);
 		return NULL;
 	}
-	p = in->srcpath + sprintf(in->srcpath, "%s:/", c->s.name);
+	p = in->srcpath + sprintf(in->srcpath, "%s:/", src);
 	for (i = 0; i < n; i++)
 		p += sprintf(p, i ? "/%s" : "%s", comp[i]);
 	return in;
@@ -132,6 +133,7 @@ struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent,
 {
 	struct tnode *t = calloc(1, sizeof(*t)), **slot;
 	unsigned i;
+	bool reuse;
 
 	if (!t || ezi_tar_push(&c->nodes, t) || tab_grow(c)) {
 		free(t);
@@ -142,8 +144,11 @@ struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent,
 		return NULL;
 	t->parent = parent;
 	t->in = in;
+	t->layer = c->layer;
 	slot = ezi_tar_slot(c, parent, name);
-	if (*slot) {
+	/* whited out: the slot is the new node's, its parent lists it anew */
+	reuse = *slot && (*slot)->gone;
+	if (*slot && !reuse) {
 		for (i = 0; i < parent->nkids; i++)
 			if (parent->kids[i] == *slot)
 				parent->kids[i] = t;
@@ -161,7 +166,8 @@ struct tnode *ezi_tar_put(struct tctx *c, struct tnode *parent,
 	}
 	parent->kids[parent->nkids++] = t;
 	*slot = t;
-	c->tabn++;
+	if (!reuse)
+		c->tabn++;
 	return t;
 }
 
@@ -240,6 +246,10 @@ int ezi_tar_walk(struct tctx *c, char **comp, int n, bool create,
 	for (i = 0; i < n; i++) {
 		struct tnode *k = *ezi_tar_slot(c, t, comp[i]);
 
+		if (k && k->gone)
+			k = NULL;
+		if (k && create)
+			k->layer = c->layer;
 		if (!k && !create)
 			return -ENOENT;
 		if (!k) {
@@ -259,6 +269,63 @@ int ezi_tar_walk(struct tctx *c, char **comp, int n, bool create,
 	}
 	*out = t;
 	return 0;
+}
+
+/* t and all below it out of the tree */
+static void drop(struct tnode *t)
+{
+	struct tnode *p = t->parent;
+	unsigned i;
+
+	t->gone = true;
+	for (i = 0; i < p->nkids; i++)
+		if (p->kids[i] == t) {
+			p->kids[i] = p->kids[--p->nkids];
+			break;
+		}
+}
+
+/* An opaque directory: what the layers below left in it goes (what this
+ * layer wrote stays, in directories this layer went through too). */
+static void opaque(struct tnode *dir, unsigned layer)
+{
+	unsigned i = 0;
+
+	while (i < dir->nkids) {
+		struct tnode *k = dir->kids[i];
+
+		if (k->layer < layer) {
+			drop(k); /* the last kid moved to i */
+			continue;
+		}
+		if (S_ISDIR(k->in->mode))
+			opaque(k, layer);
+		i++;
+	}
+}
+
+int ezi_tar_whiteout(struct tctx *c, char **comp, int n)
+{
+	const char *base = n ? comp[n - 1] : "";
+	struct tnode *dir, *t;
+	int err;
+
+	if (!c->oci || strncmp(base, ".wh.", 4))
+		return 0;
+	err = ezi_tar_walk(c, comp, n - 1, false, &dir);
+	if (err == -ENOENT)
+		return 1; /* nothing below to hide */
+	if (err)
+		return err;
+	if (!strcmp(base, ".wh..wh..opq"))
+		opaque(dir, c->layer);
+	else if (strncmp(base, ".wh..wh.", 8)) {
+		t = *ezi_tar_slot(c, dir, base + 4);
+		/* a name this layer wrote stays: whiteouts hide lower ones */
+		if (t && !t->gone && t->layer < c->layer)
+			drop(t);
+	}
+	return 1;
 }
 
 static int cmp_tnode(const void *a, const void *b)
