@@ -181,8 +181,15 @@ int ezi_async_decode(struct ezfs_estate *es, int e, struct ezi_aengine *ae,
 	if (rq->partial && !(ae->ops.flags & EZFS_CODEC_PARTIAL))
 		return -EOPNOTSUPP;
 	dev = ezi_aengine_dev(ae);
-	if (!dev)
-		return -EOPNOTSUPP; /* not usable: the next engine serves */
+	if (!dev) {
+		/* not usable: the next engine serves; said once per image */
+		if (!__atomic_exchange_n(&es->said[e], true, __ATOMIC_RELAXED))
+			ezi_logf(es->lg, EZFS_LOG_WARN,
+				 "engine %s: not usable: %s; the next engine "
+				 "decodes",
+				 ae->ops.name, ae->why);
+		return -EOPNOTSUPP;
+	}
 	copy = *keep;
 	if (!copy) {
 		copy = malloc(rq->inlen ? rq->inlen : 1);
@@ -219,13 +226,11 @@ int ezi_async_decode(struct ezfs_estate *es, int e, struct ezi_aengine *ae,
 			if (!ops->abandon(dev, &r, &oou)) {
 				timed_out = true;
 				if (oou) {
-					snprintf(
-						why, sizeof(why),
-						"a request took more than "
-						"%llu ms",
-						(unsigned long long)(ops->deadline_ns(
-									     dev) /
-								     1000000));
+					snprintf(why, sizeof(why),
+						 "a request took more than "
+						 "%.3f s",
+						 (double)ops->deadline_ns(dev) /
+							 1e9);
 					out_of_use(es, ae, why);
 				}
 				break;

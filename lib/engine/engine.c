@@ -542,12 +542,22 @@ static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq,
 	return err;
 }
 
+/* An async engine taken out of use for the process (its device did not
+ * start, or a request passed its deadline): skipped like a failed probe. */
+static bool out_of_use(int e)
+{
+	const struct ezi_aengine *ae = ezi_aengine_of(engine_at((unsigned)e));
+
+	return ae && __atomic_load_n(&ae->open_err, __ATOMIC_ACQUIRE) < 0;
+}
+
 /*
  * The first usable engine of the order serves the request. One that cannot
- * serve it (-EOPNOTSUPP) hands it to the next one; one that fails hands it
- * to the reference engine. A -EUCLEAN the reference engine confirms is a
- * corrupt stream, not an engine error: it counts neither as a fallback nor
- * as an error. strict: no hand-off at all.
+ * serve it (-EOPNOTSUPP) hands it to the next one; one that fails (also
+ * after its completion: an error, a short or long output, out of space, a
+ * passed deadline) hands it to the reference engine. A -EUCLEAN the reference
+ * engine confirms is a corrupt stream, not an engine error: it counts neither
+ * as a fallback nor as an error. strict: no hand-off at all.
  */
 static int engine_decode(struct ezfs_estate *es, int alg,
 			 struct ezfs_dreq *orig)
@@ -565,7 +575,7 @@ static int engine_decode(struct ezfs_estate *es, int alg,
 	for (k = 0; k < o->n[alg]; k++) {
 		int e = o->idx[alg][k];
 
-		if (es->probe[e])
+		if (es->probe[e] || out_of_use(e))
 			continue;
 		if (e == ref)
 			break;

@@ -227,6 +227,7 @@ struct ezfs_estate {
 		uint64_t queued_ns, service_ns;			 /* atomic */
 	} cnt[EZFS_MAX_ENGINES];
 	bool async_first; /* atomic: an async engine heads an order */
+	bool said[EZFS_MAX_ENGINES]; /* atomic: "not usable" logged */
 
 	pthread_rwlock_t dlock;	      /* read: using disp; write: swap */
 	struct ezfs_dispatcher *disp; /* NULL = inline */

@@ -15,7 +15,12 @@
 #     software's byte count;
 # and with one pcluster in the middle overwritten, fsck, cat and extract
 # give the software engines' verdict (exit status and problem count),
-# each within the time limit.
+# each within the time limit. With a DPDK engine also: a stream cut short
+# (its last 200 bytes gone: DPDK reports a success with a short output,
+# and the ISA-L driver never returns) gives software's verdict through
+# ENGINE and through dpdk:compress_isal with a 500 ms deadline, which
+# then takes the device out of use with one line; and a 1 ms deadline
+# on the good image still gives the file's bytes.
 # ENGINE=dpdk:compress_zlib runs the same through the DPDK plugin; it
 # skips where `ezfs accel list` shows that engine unusable.
 #
@@ -149,4 +154,31 @@ for m in $MODES; do
 	t_expect "$w: no partial big" [ ! -e "$TMP/x/big" ]
 	t_expect "$w: small extracted" cmp -s "$TMP/x/small" "$TMP/tree/small"
 done
+
+case $ENGINE in dpdk*) ;; *) t_done ;; esac
+# --- DPDK: a truncated stream, the watchdog -------------------------------
+cut=$TMP/cut.img
+cp "$img" "$cut"
+python3 - "$cut" "$pa" "$plen" <<'PY'
+import sys
+f = open(sys.argv[1], 'r+b')
+pa, plen = int(sys.argv[2]), int(sys.argv[3])
+f.seek(pa)
+s = f.read(plen).lstrip(b'\0')[:-200]
+f.seek(pa)
+f.write(bytes(plen - len(s)) + s) # right-aligned, as mkfs writes it
+PY
+t_run cf-ref "$EZFS" fsck "$cut"
+fcut=$(verdict)
+t_expect "truncated: software fsck fails ($fcut)" [ "${fcut%% *}" = rc=1 ]
+for e in "$ENGINE" dpdk:compress_isal; do
+	t_run "cf-$e" timeout $LIMIT env EZFS_DPDK_DEADLINE_MS=500 "$EZFS" fsck --accel "$e" "$cut"
+	got=$(verdict)
+	t_expect "truncated, $e: fsck verdict '$got' (software: '$fcut')" [ "$got" = "$fcut" ]
+done
+t_expect "truncated, dpdk:compress_isal: out of use after its deadline" \
+	grep -q "engine dpdk:compress_isal: a request took more than 0.500 s; out of use" "$ERR"
+t_run wd timeout $LIMIT env EZFS_DPDK_DEADLINE_MS=1 "$EZFS" cat --accel "$ENGINE" "$img" big
+t_check "1 ms deadline, $ENGINE: cat" 0
+t_expect "1 ms deadline, $ENGINE: the bytes of big" cmp -s "$OUT" "$TMP/tree/big"
 t_done
