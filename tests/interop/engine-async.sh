@@ -12,7 +12,9 @@
 #     async-test, fallbacks and errors were counted (its faults), and
 #     nothing is left in flight;
 #   - cat gives the file's bytes, extract the tree, fsck passes with the
-#     software's byte count;
+#     software's byte count; a mount (-o accel=ENGINE,dispatch=MODE; root
+#     and /dev/fuse, else left out with a line) gives the files' bytes
+#     and its counters show the engine;
 # and with one pcluster in the middle overwritten, fsck, cat and extract
 # give the software engines' verdict (exit status and problem count),
 # each within the time limit. With a DPDK engine also: a stream cut short
@@ -115,6 +117,28 @@ for pc in 4096 65536; do
 		t_expect "$w: fsck counts '$sum' (software: '$rsum')" [ -n "$sum" -a "$sum" = "$rsum" ]
 	done
 done
+
+# --- mount (root and a usable /dev/fuse) ------------------------------------
+if t_is_root && [ -c /dev/fuse ] && (exec 3<>/dev/fuse) 2>/dev/null &&
+	! "$EZFS" mount --help 2>&1 | grep -q "without FUSE"; then
+	for m in $MODES; do
+		w="mount, $ENGINE, dispatch $m"
+		MP=$TMP/mnt-${m%%:*}
+		if t_fuse_start "$TMP/d4096.img" "$TMP/mount-${m%%:*}.log" \
+			-o "accel=$ENGINE,dispatch=$m"; then
+			t_expect "$w: big" cmp -s "$MP/big" "$TMP/tree/big"
+			t_expect "$w: small" cmp -s "$MP/small" "$TMP/tree/small"
+			t_run "ms-${m%%:*}" "$EZFS" accel stats "$MP"
+			# (the mount's counters carry 15 characters of a name)
+			t_check "$w: accel stats of the mount" 0 stdout "${ENGINE:0:15} "
+			t_expect "$w: unmounted" t_fuse_stop
+		else
+			t_fail "$w: the mount did not start"
+		fi
+	done
+else
+	echo "(mount left out: it needs root and a usable /dev/fuse)"
+fi
 
 # --- a damaged pcluster in the middle of big (deflate 64K) ------------------
 img=$TMP/d65536.img
