@@ -146,7 +146,7 @@ bool ezi_async_help(struct ezfs_estate *es)
 	}
 	pthread_rwlock_rdlock(&es->dlock);
 	if (es->disp)
-		j = ezi_disp_take_any(es->disp);
+		j = ezi_disp_take_any(es->disp, ezi_engine_dlock_held > 0);
 	pthread_rwlock_unlock(&es->dlock);
 	if (j)
 		ezi_disp_run(es, j);
@@ -157,14 +157,21 @@ bool ezi_async_help(struct ezfs_estate *es)
 static void out_of_use(struct ezfs_estate *es, struct ezi_aengine *ae,
 		       const char *why)
 {
-	int none = 0;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	bool first = false;
 
-	if (__atomic_compare_exchange_n(&ae->open_err, &none, -ETIMEDOUT, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+	/* the reason is written before open_err says so (readers load
+	 * open_err first), by one thread */
+	pthread_mutex_lock(&lock);
+	if (!__atomic_load_n(&ae->open_err, __ATOMIC_ACQUIRE)) {
 		snprintf(ae->why, sizeof(ae->why), "%s", why);
+		__atomic_store_n(&ae->open_err, -ETIMEDOUT, __ATOMIC_RELEASE);
+		first = true;
+	}
+	pthread_mutex_unlock(&lock);
+	if (first)
 		ezi_logf(es->lg, EZFS_LOG_ERROR, "engine %s: %s; out of use",
 			 ae->ops.name, why);
-	}
 }
 
 int ezi_async_decode(struct ezfs_estate *es, int e, struct ezi_aengine *ae,
@@ -212,12 +219,14 @@ int ezi_async_decode(struct ezfs_estate *es, int e, struct ezi_aengine *ae,
 	}
 	deadline = r.t_submit + ops->deadline_ns(dev);
 	nest++;
+	/* keep the device fed first: more decodes queued means more in
+	 * flight; the deepest waiter polls, completing the others' too */
 	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) {
+		if (ezi_async_help(es))
+			continue;
 		if (ops->poll && ops->poll(dev, 8) &&
 		    __atomic_load_n(&r.done, __ATOMIC_ACQUIRE))
 			break;
-		if (ezi_async_help(es))
-			continue;
 		now = ezi_engine_now_ns();
 		if (now >= deadline && !timed_out) {
 			bool oou = false;

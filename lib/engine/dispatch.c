@@ -399,7 +399,7 @@ void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 		pthread_cond_signal(&d->w[wake[i]].wake);
 }
 
-struct ezfs_ejob *ezi_disp_take_any(struct ezfs_dispatcher *d)
+struct ezfs_ejob *ezi_disp_take_any(struct ezfs_dispatcher *d, bool no_ahead)
 {
 	struct ezfs_ejob *j;
 	unsigned i;
@@ -408,7 +408,7 @@ struct ezfs_ejob *ezi_disp_take_any(struct ezfs_dispatcher *d)
 	j = wq_pop(&d->shared);
 	for (i = 0; i < d->nw && !j; i++)
 		j = wq_pop(&d->w[i].q);
-	if (!j)
+	if (!j && !no_ahead)
 		j = wq_pop(&d->ahead);
 	if (j)
 		d->claimed++;

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 
 __thread bool ezi_engine_on_worker;
+__thread unsigned ezi_engine_dlock_held;
 
 /* ---- the test engine: proves the fallback path ---- */
 
@@ -439,10 +440,10 @@ struct ezfs_estate *ezi_estate_new(struct ezfs_codec_pool *codecs,
 	pthread_rwlock_init(&es->dlock, NULL);
 	/* an async engine is tried on first use (a device may take long to
 	 * start): never at open */
-	for (i = 0; i < EZFS_MAX_ENGINES && (e = engine_at(i)); i++)
-		es->probe[i] = ezi_aengine_of(e) ? 0
-			       : e->probe	 ? e->probe()
-						 : 0;
+	for (i = 0; i < EZFS_MAX_ENGINES && (e = engine_at(i)); i++) {
+		es->ae[i] = ezi_aengine_of(e);
+		es->probe[i] = es->ae[i] ? 0 : e->probe ? e->probe() : 0;
+	}
 	/* env validated at open; a bad one here leaves the default */
 	if (set_order(es, getenv("EZFS_ACCEL"), "EZFS_ACCEL") &&
 	    set_order(es, NULL, "default")) {
@@ -526,13 +527,13 @@ int ezi_es_get_strict(struct ezfs_estate *es)
 static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq,
 		      uint8_t **keep)
 {
-	const struct ezfs_codec_ops *ops = engine_at((unsigned)e);
-	struct ezi_aengine *ae = ezi_aengine_of(ops);
+	const struct ezfs_codec_ops *ops;
 	uint64_t t0;
 	int err;
 
-	if (ae)
-		return ezi_async_decode(es, e, ae, rq, keep);
+	if (es->ae[e])
+		return ezi_async_decode(es, e, es->ae[e], rq, keep);
+	ops = engine_at((unsigned)e);
 	ADD(es->cnt[e].requests, 1);
 	t0 = ezi_engine_now_ns();
 	err = ezi_codec_decompress_one(es->codecs, ops, rq);
@@ -544,9 +545,9 @@ static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq,
 
 /* An async engine taken out of use for the process (its device did not
  * start, or a request passed its deadline): skipped like a failed probe. */
-static bool out_of_use(int e)
+static bool out_of_use(const struct ezfs_estate *es, int e)
 {
-	const struct ezi_aengine *ae = ezi_aengine_of(engine_at((unsigned)e));
+	const struct ezi_aengine *ae = es->ae[e];
 
 	return ae && __atomic_load_n(&ae->open_err, __ATOMIC_ACQUIRE) < 0;
 }
@@ -575,7 +576,7 @@ static int engine_decode(struct ezfs_estate *es, int alg,
 	for (k = 0; k < o->n[alg]; k++) {
 		int e = o->idx[alg][k];
 
-		if (es->probe[e] || out_of_use(e))
+		if (es->probe[e] || out_of_use(es, e))
 			continue;
 		if (e == ref)
 			break;
@@ -728,7 +729,9 @@ int ezi_engine_decompress(struct ezfs_estate *es, int alg, struct ezfs_dreq *rq)
 	dj.alg = alg;
 	dj.rq = rq;
 	pthread_rwlock_rdlock(&es->dlock);
+	ezi_engine_dlock_held++;
 	err = run_jobs(es, &job, 1);
+	ezi_engine_dlock_held--;
 	pthread_rwlock_unlock(&es->dlock);
 	return err;
 }
@@ -757,7 +760,9 @@ int ezi_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 	pthread_rwlock_rdlock(&es->dlock);
 	if (es->disp && n > 1 && !ezi_engine_on_worker)
 		ADD(es->batches, 1);
+	ezi_engine_dlock_held++;
 	err = run_jobs(es, jobs, n);
+	ezi_engine_dlock_held--;
 	pthread_rwlock_unlock(&es->dlock);
 	return err;
 }
@@ -788,9 +793,12 @@ bool ezi_engine_claim(struct ezfs_estate *es, struct ezfs_ejob *j)
 	bool mine;
 
 	/* j->d is the dispatcher now in use, or one that is being drained
-	 * (a switch): leave it to that one's workers then */
+	 * (a switch): leave it to that one's workers then. ezi_disp_claim
+	 * compares it under the dispatcher's lock, which its submit holds
+	 * (another thread may be submitting j now: a decode ahead is in the
+	 * cache before it is queued) */
 	pthread_rwlock_rdlock(&es->dlock);
-	mine = es->disp && j->d == es->disp && ezi_disp_claim(es->disp, j);
+	mine = es->disp && ezi_disp_claim(es->disp, j);
 	pthread_rwlock_unlock(&es->dlock);
 	return mine;
 }

@@ -221,6 +221,7 @@ struct ezfs_estate {
 	pthread_mutex_t lock;		/* old list, set_accel */
 	int strict;			/* atomic */
 	int probe[EZFS_MAX_ENGINES];
+	struct ezi_aengine *ae[EZFS_MAX_ENGINES]; /* NULL: a software engine */
 	struct {
 		uint64_t requests, bytes_out, fallbacks, errors; /* atomic */
 		uint64_t in_flight, in_flight_max;		 /* atomic */
@@ -245,6 +246,10 @@ uint64_t ezi_engine_now_ns(void);
 void ezi_engine_lat_record(struct ezfs_estate *es, uint64_t ns);
 
 extern __thread bool ezi_engine_on_worker;
+/* This thread holds es->dlock for reading across a batch (run_jobs): the
+ * decodes it runs meanwhile must not be decodes ahead, whose completion
+ * takes the cache's lock, which is held around ezi_engine_claim. */
+extern __thread unsigned ezi_engine_dlock_held;
 
 struct ezfs_dispatcher *ezi_disp_new(struct ezfs_estate *es, int mode,
 				     unsigned nthreads, int *err);
@@ -254,9 +259,9 @@ void ezi_disp_free(struct ezfs_dispatcher *d);
  * complete asynchronously. ahead: behind every other job. */
 void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 		     bool ahead);
-/* Any queued job (a reader's first, then decodes ahead), unqueued;
- * NULL: none. */
-struct ezfs_ejob *ezi_disp_take_any(struct ezfs_dispatcher *d);
+/* Any queued job (a reader's first, then decodes ahead unless
+ * no_ahead), unqueued; NULL: none. */
+struct ezfs_ejob *ezi_disp_take_any(struct ezfs_dispatcher *d, bool no_ahead);
 /* The oldest queued job of ezi_disp_submit(ahead), unqueued; NULL: none. */
 struct ezfs_ejob *ezi_disp_take_ahead(struct ezfs_dispatcher *d);
 /* Unqueue j if it is still queued in d: true (the caller runs it). */

@@ -48,19 +48,17 @@ else:
 mkdir -p "$TMP/tree"
 python3 - "$TMP/tree" <<'PY'
 import random, sys
-d = sys.argv[1]
 r = random.Random(39)
-words = [''.join(r.choice('etaoinshrdlucmfwyp') for _ in range(r.randint(2, 9)))
+vocab = [bytes(r.choices(b'etaoinshrdlucmfwyp', k=r.randint(2, 9)))
          for _ in range(3000)]
-def text(n):
-    out, size = [], 0
-    while size < n:
-        line = ' '.join(r.choice(words) for _ in range(r.randint(4, 14))) + '\n'
-        out.append(line)
-        size += len(line)
-    return ''.join(out).encode()[:n]
-open(d + '/big', 'wb').write(text(12 << 20))
-open(d + '/small', 'wb').write(text(100000))
+def lines(n):
+    b = bytearray()
+    while len(b) < n:
+        b += b' '.join(r.choices(vocab, k=r.randint(4, 14))) + b'\n'
+    return bytes(b[:n])
+for name, n in (('big', 12 << 20), ('small', 100000)):
+    with open(sys.argv[1] + '/' + name, 'wb') as f:
+        f.write(lines(n))
 PY
 
 # digest bytes engine-requests in_flight_max fallbacks errors in_flight
