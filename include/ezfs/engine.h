@@ -46,9 +46,12 @@ struct ezfs_engine_info {
  * thread-safe. */
 EZFS_API unsigned ezfs_engine_count(void);
 /* Describe engine i (< ezfs_engine_count()); -EINVAL past the end (info
- * untouched). info->probe runs the engine's probe now. */
+ * untouched). info->probe runs the engine's probe now; for the DPDK
+ * engines only what loads nothing (the plugin installed, not out of use):
+ * ezfs_engine_why probes them fully. */
 EZFS_API int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info);
-/* Is engine i usable here: 0, else a negative errno with the reason in
+/* Is engine i usable here (the full probe): 0, else a negative errno with
+ * the reason in
  * why ("" when usable; cut to size; why may be NULL when size is 0):
  * e.g. the DPDK plugin or its driver missing, or a device taken out of
  * use after a request passed its deadline. -EINVAL past the end. Probing

@@ -92,7 +92,7 @@ void *ezi_aengine_dev(struct ezi_aengine *ae)
 	return ae->dev;
 }
 
-int ezi_aengine_probe(struct ezi_aengine *ae, char *why, size_t size)
+int ezi_aengine_probe(struct ezi_aengine *ae, char *why, size_t size, bool full)
 {
 	int err = __atomic_load_n(&ae->open_err, __ATOMIC_ACQUIRE);
 
@@ -103,6 +103,8 @@ int ezi_aengine_probe(struct ezi_aengine *ae, char *why, size_t size)
 	}
 	if (size)
 		why[0] = '\0';
+	if (!full)
+		return ae->aops->installed ? ae->aops->installed(why, size) : 0;
 	return ae->aops->probe ? ae->aops->probe(ae->arg, why, size) : 0;
 }
 

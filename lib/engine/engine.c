@@ -116,14 +116,17 @@ static int reference_of(int alg)
 	return last ? engine_index(last) : -1;
 }
 
-/* Is e usable here (0), else -errno, the reason in why (may be cut). */
-static int probe_now(const struct ezfs_codec_ops *e, char *why, size_t size)
+/* Is e usable here (0), else -errno, the reason in why (may be cut).
+ * full false: a plugin engine is not loaded (every command's open lists
+ * the engines: check_algs). */
+static int probe_now(const struct ezfs_codec_ops *e, char *why, size_t size,
+		     bool full)
 {
 	struct ezi_aengine *ae = ezi_aengine_of(e);
 	int err;
 
 	if (ae)
-		return ezi_aengine_probe(ae, why, size);
+		return ezi_aengine_probe(ae, why, size, full);
 	err = e->probe ? e->probe() : 0;
 	if (size)
 		snprintf(why, size, "%s",
@@ -140,7 +143,7 @@ int ezfs_engine_why(unsigned i, char *why, size_t size)
 		return -EINVAL;
 	if (size)
 		why[0] = '\0';
-	return probe_now(e, why, size);
+	return probe_now(e, why, size, true);
 }
 
 int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info)
@@ -158,7 +161,7 @@ int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info)
 	info->flags =
 		(e->flags & EZFS_CODEC_PARTIAL ? EZFS_ENGINE_PARTIAL : 0) |
 		(is_test_engine(e) ? EZFS_ENGINE_TEST : 0);
-	info->probe = probe_now(e, NULL, 0);
+	info->probe = probe_now(e, NULL, 0, false);
 	info->default_pos = -1;
 	for (l = ezi_codec_list(e->alg), pos = 0; l && *l; l++, pos++)
 		if (*l == e)
@@ -520,24 +523,21 @@ int ezi_es_get_strict(struct ezfs_estate *es)
 
 /*
  * Engine e serves rq. A software engine completes it at once, on this
- * thread (its time in service is the decode; it never queues); an async
- * one is submitted and waited for (async.c), *keep then holding the copy
- * of the input that rq->in points to, for a fallback.
+ * thread (no clock is read for it: the latency samples time its decodes);
+ * an async one is submitted and waited for (async.c), *keep then holding
+ * the copy of the input that rq->in points to, for a fallback.
  */
 static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq,
 		      uint8_t **keep)
 {
 	const struct ezfs_codec_ops *ops;
-	uint64_t t0;
 	int err;
 
 	if (es->ae[e])
 		return ezi_async_decode(es, e, es->ae[e], rq, keep);
 	ops = engine_at((unsigned)e);
 	ADD(es->cnt[e].requests, 1);
-	t0 = ezi_engine_now_ns();
 	err = ezi_codec_decompress_one(es->codecs, ops, rq);
-	ADD(es->cnt[e].service_ns, ezi_engine_now_ns() - t0);
 	if (!err)
 		ADD(es->cnt[e].bytes_out, rq->outlen);
 	return err;

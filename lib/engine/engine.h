@@ -149,6 +149,8 @@ struct ezi_async_ops {
 	/* Usable here? (no device started where avoidable) 0 or -errno,
 	 * the reason in why. */
 	int (*probe)(const char *arg, char *why, size_t size);
+	/* The same without loading anything (a file there); may be NULL. */
+	int (*installed)(char *why, size_t size);
 	/* A request's deadline, from its submit (dev: the open's). */
 	uint64_t (*deadline_ns)(void *dev);
 };
@@ -174,8 +176,10 @@ struct ezi_aengine *ezi_aengine_of(const struct ezfs_codec_ops *ops);
 /* Its device (opened on first use); NULL: not usable (why says). */
 void *ezi_aengine_dev(struct ezi_aengine *ae);
 /* 0 usable, else -errno with the reason in why (probe, or the open's
- * failure once it was tried). */
-int ezi_aengine_probe(struct ezi_aengine *ae, char *why, size_t size);
+ * failure once it was tried). full false: only what costs nothing (out
+ * of use, the plugin's file there: nothing loaded). */
+int ezi_aengine_probe(struct ezi_aengine *ae, char *why, size_t size,
+		      bool full);
 
 /* The test engine that plays a device (testdev.c) and the DPDK plugin's
  * engines (plugin.c). */

@@ -35,8 +35,9 @@ static bool privileged(void)
 	       getgid() != getegid();
 }
 
-/* Try dir/EZI_PLUGIN_FILE; true: loaded (or found but refused: why). */
-static bool try_dir(const char *dir)
+/* Try dir/EZI_PLUGIN_FILE; true: loaded (or found but refused: why; or
+ * found, when dry: nothing loaded). */
+static bool try_dir(const char *dir, bool dry)
 {
 	char path[4096];
 	ezi_plugin_entry_v1 entry;
@@ -47,6 +48,8 @@ static bool try_dir(const char *dir)
 		    (int)sizeof(path) ||
 	    access(path, F_OK))
 		return false;
+	if (dry)
+		return true;
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		snprintf(load_why, sizeof(load_why),
@@ -64,29 +67,35 @@ static bool try_dir(const char *dir)
 		dlclose(h);
 		return true;
 	}
-	plug = p; /* stays loaded for the process */
+	__atomic_store_n(&plug, p, __ATOMIC_RELEASE); /* loaded for good */
 	return true;
 }
 
-static void load(void)
+/* Where the plugin is (load: loaded from there); false: nowhere. */
+static bool find_plugin(bool dry)
 {
 	const char *env = getenv("EZFS_PLUGIN_DIR");
 	Dl_info info;
 	char here[4096], *slash;
 
-	if (env && *env && !privileged() && try_dir(env))
-		return;
-	if (dladdr((void *)load, &info) && info.dli_fname &&
+	if (env && *env && !privileged() && try_dir(env, dry))
+		return true;
+	if (dladdr((void *)find_plugin, &info) && info.dli_fname &&
 	    strlen(info.dli_fname) < sizeof(here) - 8) {
 		strcpy(here, info.dli_fname);
 		slash = strrchr(here, '/');
 		if (slash) {
 			strcpy(slash + 1, "ezfs");
-			if (try_dir(here))
-				return;
+			if (try_dir(here, dry))
+				return true;
 		}
 	}
-	if (try_dir(EZFS_PLUGIN_DIR))
+	return try_dir(EZFS_PLUGIN_DIR, dry);
+}
+
+static void load(void)
+{
+	if (find_plugin(false))
 		return;
 	snprintf(load_why, sizeof(load_why),
 		 "the DPDK plugin %s is not installed (package ezfs-dpdk; "
@@ -99,7 +108,22 @@ static const struct ezi_plugin_v1 *plugin(char *why, size_t size)
 	pthread_once(&load_once, load);
 	if (!plug && size)
 		snprintf(why, size, "%s", load_why);
-	return plug;
+	return plug; /* set (or not) by load, before pthread_once returns */
+}
+
+static int dpdk_installed(char *why, size_t size)
+{
+	bool found;
+
+	if (__atomic_load_n(&plug, __ATOMIC_ACQUIRE))
+		return 0;
+	found = find_plugin(true);
+	if (!found && size)
+		snprintf(why, size,
+			 "the DPDK plugin %s is not installed (package "
+			 "ezfs-dpdk)",
+			 EZI_PLUGIN_FILE);
+	return found ? 0 : -ENOENT;
 }
 
 static int dpdk_probe(const char *arg, char *why, size_t size)
@@ -141,5 +165,6 @@ const struct ezi_async_ops ezi_dpdk_ops = {
 	.abandon = dpdk_abandon,
 	.open = dpdk_open,
 	.probe = dpdk_probe,
+	.installed = dpdk_installed,
 	.deadline_ns = dpdk_deadline,
 };

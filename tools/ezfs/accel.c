@@ -43,6 +43,7 @@ static int accel_list_json(int all)
 	for (unsigned i = 0; i < ezfs_engine_count(); i++) {
 		if (ezfs_engine_get_info(i, &info))
 			continue;
+		info.probe = ezfs_engine_why(i, NULL, 0); /* the full probe */
 		if ((info.flags & EZFS_ENGINE_TEST) && !all)
 			continue;
 		cj_obj(&j, NULL);
@@ -78,6 +79,7 @@ static int accel_list(int all)
 
 		if (ezfs_engine_get_info(i, &info))
 			continue;
+		info.probe = ezfs_engine_why(i, NULL, 0); /* the full probe */
 		/* the forced-failure engine exists for the tests only */
 		if ((info.flags & EZFS_ENGINE_TEST) && !all)
 			continue;
