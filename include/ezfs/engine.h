@@ -136,7 +136,8 @@ struct ezfs_engine_stats {
 	 * engine; a software engine completes each within its submit) */
 	uint64_t in_flight, in_flight_max;
 	/* summed over requests: waiting for the engine (submit to the start
-	 * of service), and in service (to completion), nanoseconds */
+	 * of service), and in service (to completion), nanoseconds; an async
+	 * engine's (0 for a software engine) */
 	uint64_t queued_ns, service_ns;
 };
 /* Fill up to n entries (one per engine, ezfs_engine_get_info order; st
