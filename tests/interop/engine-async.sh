@@ -142,9 +142,7 @@ fi
 img=$TMP/d65536.img
 bad=$TMP/bad.img
 cp "$img" "$bad"
-t_run stat "$EZFS" stat -e "$img" big
-read -r la pa plen < <(awk -v o=$((6 << 20)) '$1 ~ /^[0-9]+\.\.[0-9]+$/ {
-	split($1, r, "\\.\\."); if (r[1] <= o && o < r[2]) { print r[1], $2, $3; exit } }' "$OUT")
+read -r la pa plen < <(t_extent_at "$img" big $((6 << 20)))
 t_expect "an extent at 6 MiB (la ${la:-?}, pa ${pa:-?})" [ -n "${pa:-}" ]
 # half of it garbage: a stream that decodes wrong or too short
 python3 - "$bad" "$pa" "$plen" <<'PY'
