@@ -79,7 +79,12 @@ struct dev {
 	bool sgl_out, sgl_in;
 	uint64_t deadline_ns;
 	pthread_t th;
+	struct dev *next_dev; /* devs */
 };
+
+/* Every device opened, for the release at exit. */
+static struct dev *devs;
+static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- probe ---- */
 
@@ -596,12 +601,39 @@ static void *plugin_open(const char *driver, const char *eal, char *why,
 		goto fail;
 	}
 	pthread_detach(d->th); /* lives as long as the process */
+	pthread_mutex_lock(&devs_lock);
+	d->next_dev = devs;
+	devs = d;
+	pthread_mutex_unlock(&devs_lock);
 	return d;
 fail:
 	*err = -ENODEV;
 	/* the pools stay: DPDK has no way to reuse their names otherwise */
 	free(d);
 	return NULL;
+}
+
+/*
+ * At exit: give back the decompression state of each idle device (the
+ * zlib driver's inflate state is malloc'ed and held only in DPDK's own
+ * memory, which leak checkers cannot see). A device with a request still
+ * in the driver (its thread may never come back) is left as it is.
+ */
+__attribute__((destructor)) static void release_devs(void)
+{
+	struct dev *d;
+
+	pthread_mutex_lock(&devs_lock);
+	for (d = devs; d; d = d->next_dev) {
+		pthread_mutex_lock(&d->lock);
+		if (!d->inflight && !d->head && d->xform) {
+			rte_compressdev_private_xform_free(d->id, d->xform);
+			d->xform = NULL;
+			d->dead = true; /* nothing more is taken */
+		}
+		pthread_mutex_unlock(&d->lock);
+	}
+	pthread_mutex_unlock(&devs_lock);
 }
 
 /* ---- requests ---- */

@@ -191,8 +191,12 @@ PY
 t_run cf-ref "$EZFS" fsck "$cut"
 fcut=$(verdict)
 t_expect "truncated: software fsck fails ($fcut)" [ "${fcut%% *}" = rc=1 ]
+# (ISA-L's driver keeps its state in the thread that never comes back: a
+# leak checker sees it lost)
+noleak="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 for e in "$ENGINE" dpdk:compress_isal; do
-	t_run "cf-$e" timeout $LIMIT env EZFS_DPDK_DEADLINE_MS=500 "$EZFS" fsck --accel "$e" "$cut"
+	t_run "cf-$e" timeout $LIMIT env EZFS_DPDK_DEADLINE_MS=500 ASAN_OPTIONS="$noleak" \
+		"$EZFS" fsck --accel "$e" "$cut"
 	got=$(verdict)
 	t_expect "truncated, $e: fsck verdict '$got' (software: '$fcut')" [ "$got" = "$fcut" ]
 done
