@@ -30,7 +30,7 @@ TSAN_BUILD := build-tsan
 # The tests whose code runs on several threads: extract -j and fsck -j over
 # every fixture, the engines' dispatch modes, the mount under 8 readers,
 # cat/extract/fsck of large files decoded ahead (dispatch-read).
-TSAN_TESTS := fixture\.|interop\.engines|unit\.engine|interop\.mount-stress|interop\.cli-edges|interop\.dispatch-read|interop\.remote|unit\.remote
+TSAN_TESTS := fixture\.|interop\.engines|interop\.engine-async|unit\.engine|interop\.mount-stress|interop\.cli-edges|interop\.dispatch-read|interop\.remote|unit\.remote
 CTEST := ctest --output-on-failure --timeout 1800 -j$(JOBS) -O ctest.log
 
 .PHONY: all build deps tools-present configure demo check test asan asan-test tsan install install-compat fuzz deb clean

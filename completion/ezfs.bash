@@ -132,7 +132,7 @@ _ezfs_list()
 _ezfs_takes_value()
 {
 	case $2 in
-	--jobs | --workers | --accel | --dispatch | --log | --goal | --load | \
+	--jobs | --workers | --accel | --dispatch | --qd | --log | --goal | --load | \
 		--algs | --levels | --engines | --clusters | --cluster | --bs | \
 		--size | --runtime | --repeat | --io-share | --window | --csv | \
 		--json | --plot | --path | --device | --offset | --skip | --length | \

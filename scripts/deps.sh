@@ -15,7 +15,9 @@
 #          python3-jsonschema for the --json schemas, python3-botocore to
 #          check the SigV4 signatures of s3:// requests, libssl-dev
 #          (libcrypto: dm-verity, fs-verity, signed roots) and the
-#          verity tests' oracles cryptsetup-bin (veritysetup) and fsverity)
+#          verity tests' oracles cryptsetup-bin (veritysetup) and fsverity,
+#          libdpdk-dev (DPDK 22.11 compressdev: the dpdk engine plugin and
+#          its tests on the compress_zlib / compress_isal software drivers))
 #   fuzz   clang and its libFuzzer runtime (make fuzz)
 #   bench  fio, squashfuse and the Linux source tarball (bench/)
 #   all    every group
@@ -28,7 +30,7 @@ core=(build-essential cmake ninja-build pkg-config liblz4-dev libdeflate-dev zli
       python3-selinux libcap2-bin android-sdk-libsparse-utils libarchive-dev libarchive-tools
       dpkg-dev debhelper fakeroot lintian scdoc man-db bash-completion libcurl4-openssl-dev
       nginx-light docker-registry python3-jsonschema python3-botocore libssl-dev
-      cryptsetup-bin fsverity)
+      cryptsetup-bin fsverity libdpdk-dev)
 fuzz=(clang libclang-rt-14-dev)
 bench=(fio linux-source-6.1 xz-utils squashfuse)
 

@@ -221,6 +221,14 @@ t_fuse_stop() {
 	return $rc
 }
 
+# t_extent_at IMG PATH OFF: "la pa plen" of the extent of file PATH in IMG
+# that holds byte OFF (from `ezfs stat -e`: "la..end  pa  plen  alg
+# flags"); nothing when none does.
+t_extent_at() {
+	"$EZFS" stat -e "$1" "$2" | awk -v o="$3" '$1 ~ /^[0-9]+\.\.[0-9]+$/ {
+		split($1, r, "\\.\\."); if (r[1] <= o && o < r[2]) { print r[1], $2, $3; exit } }'
+}
+
 # t_need_make_tree: what the tests building make_tree.py trees need: the
 # shared material, python3, root (devices, owners, trusted.* xattrs); sets
 # MKTREE, and KMOUNT=1 when the kernel can mount erofs here (else prints

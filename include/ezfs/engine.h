@@ -4,7 +4,9 @@
  * fallback counters and dispatch modes (see docs/engines.md).
  *
  * An engine is one decoder of one on-disk algorithm ("libdeflate", "isal",
- * "zlib" for deflate; "lz4"; "zstd"; "lzma"; the test engine "fail"). Each
+ * "zlib" for deflate; "lz4"; "zstd"; "lzma"; the test engines "fail" and
+ * "async-test"; the DPDK compressdev engines "dpdk", "dpdk:DRIVER", loaded
+ * as a plugin on first use, see docs/engines.md). Each
  * image keeps, per algorithm, an ordered engine list; the first usable engine
  * serves a request, and one that fails hands it to the algorithm's reference
  * engine (the last of its default list: zlib for deflate).
@@ -44,8 +46,17 @@ struct ezfs_engine_info {
  * thread-safe. */
 EZFS_API unsigned ezfs_engine_count(void);
 /* Describe engine i (< ezfs_engine_count()); -EINVAL past the end (info
- * untouched). info->probe runs the engine's probe now. */
+ * untouched). info->probe runs the engine's probe now; for the DPDK
+ * engines only what loads nothing (the plugin installed, not out of use):
+ * ezfs_engine_why probes them fully. */
 EZFS_API int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info);
+/* Is engine i usable here (the full probe): 0, else a negative errno with
+ * the reason in
+ * why ("" when usable; cut to size; why may be NULL when size is 0):
+ * e.g. the DPDK plugin or its driver missing, or a device taken out of
+ * use after a request passed its deadline. -EINVAL past the end. Probing
+ * the DPDK engines loads the plugin but starts no device. */
+EZFS_API int ezfs_engine_why(unsigned i, char *why, size_t size);
 
 /*
  * Change the engine order of a live image; thread-safe against concurrent
@@ -121,6 +132,13 @@ struct ezfs_engine_stats {
 	uint64_t bytes_out; /* bytes it decoded successfully */
 	uint64_t fallbacks; /* requests it handed on to another engine */
 	uint64_t errors;    /* failures other than "cannot serve" */
+	/* requests submitted and not completed, now and at most (an async
+	 * engine; a software engine completes each within its submit) */
+	uint64_t in_flight, in_flight_max;
+	/* summed over requests: waiting for the engine (submit to the start
+	 * of service), and in service (to completion), nanoseconds; an async
+	 * engine's (0 for a software engine) */
+	uint64_t queued_ns, service_ns;
 };
 /* Fill up to n entries (one per engine, ezfs_engine_get_info order; st
  * may be NULL when n is 0); returns the number of engines (more than n:

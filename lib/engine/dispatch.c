@@ -399,6 +399,23 @@ void ezi_disp_submit(struct ezfs_dispatcher *d, struct ezfs_ejob *jobs,
 		pthread_cond_signal(&d->w[wake[i]].wake);
 }
 
+struct ezfs_ejob *ezi_disp_take_any(struct ezfs_dispatcher *d, bool no_ahead)
+{
+	struct ezfs_ejob *j;
+	unsigned i;
+
+	pthread_mutex_lock(&d->lock);
+	j = wq_pop(&d->shared);
+	for (i = 0; i < d->nw && !j; i++)
+		j = wq_pop(&d->w[i].q);
+	if (!j && !no_ahead)
+		j = wq_pop(&d->ahead);
+	if (j)
+		d->claimed++;
+	pthread_mutex_unlock(&d->lock);
+	return j;
+}
+
 struct ezfs_ejob *ezi_disp_take_ahead(struct ezfs_dispatcher *d)
 {
 	struct ezfs_ejob *j;

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 
 __thread bool ezi_engine_on_worker;
+__thread unsigned ezi_engine_dlock_held;
 
 /* ---- the test engine: proves the fallback path ---- */
 
@@ -44,6 +45,7 @@ static const struct ezfs_codec_ops *const test_engines[] = {
 static const struct ezfs_codec_ops *engine_at(unsigned i)
 {
 	const struct ezfs_codec_ops *const *p;
+	struct ezi_aengine *const *a;
 
 	for (p = ezi_codec_all(); *p; p++) {
 		if (!(*p)->decompress)
@@ -54,6 +56,9 @@ static const struct ezfs_codec_ops *engine_at(unsigned i)
 	for (p = test_engines; *p; p++)
 		if (!i--)
 			return *p;
+	for (a = ezi_aengines; *a; a++)
+		if (!i--)
+			return &(*a)->ops;
 	return NULL;
 }
 
@@ -61,10 +66,12 @@ static bool is_test_engine(const struct ezfs_codec_ops *ops)
 {
 	const struct ezfs_codec_ops *const *p;
 
+	const struct ezi_aengine *ae = ezi_aengine_of(ops);
+
 	for (p = test_engines; *p; p++)
 		if (*p == ops)
 			return true;
-	return false;
+	return ae && ae->test;
 }
 
 unsigned ezfs_engine_count(void)
@@ -109,6 +116,36 @@ static int reference_of(int alg)
 	return last ? engine_index(last) : -1;
 }
 
+/* Is e usable here (0), else -errno, the reason in why (may be cut).
+ * full false: a plugin engine is not loaded (every command's open lists
+ * the engines: check_algs). */
+static int probe_now(const struct ezfs_codec_ops *e, char *why, size_t size,
+		     bool full)
+{
+	struct ezi_aengine *ae = ezi_aengine_of(e);
+	int err;
+
+	if (ae)
+		return ezi_aengine_probe(ae, why, size, full);
+	err = e->probe ? e->probe() : 0;
+	if (size)
+		snprintf(why, size, "%s",
+			 err ? "its library is not usable here" : "");
+	return err;
+}
+
+int ezfs_engine_why(unsigned i, char *why, size_t size)
+{
+	const struct ezfs_codec_ops *e =
+		i < EZFS_MAX_ENGINES ? engine_at(i) : NULL;
+
+	if (!e)
+		return -EINVAL;
+	if (size)
+		why[0] = '\0';
+	return probe_now(e, why, size, true);
+}
+
 int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info)
 {
 	const struct ezfs_codec_ops *e =
@@ -124,7 +161,7 @@ int ezfs_engine_get_info(unsigned i, struct ezfs_engine_info *info)
 	info->flags =
 		(e->flags & EZFS_CODEC_PARTIAL ? EZFS_ENGINE_PARTIAL : 0) |
 		(is_test_engine(e) ? EZFS_ENGINE_TEST : 0);
-	info->probe = e->probe ? e->probe() : 0;
+	info->probe = probe_now(e, NULL, 0, false);
 	info->default_pos = -1;
 	for (l = ezi_codec_list(e->alg), pos = 0; l && *l; l++, pos++)
 		if (*l == e)
@@ -303,6 +340,22 @@ int ezfs_accel_check(const char *spec)
 	return ezfs_accel_check_msg(spec, NULL, 0);
 }
 
+/* Does an async engine come before the reference engine in an order? */
+static bool order_async(const struct ezfs_order *o)
+{
+	unsigned k;
+	int alg;
+
+	for (alg = 0; alg < EZFS_ALG_MAX; alg++)
+		for (k = 0; k < o->n[alg]; k++) {
+			if (o->idx[alg][k] == reference_of(alg))
+				break;
+			if (ezi_aengine_of(engine_at(o->idx[alg][k])))
+				return true;
+		}
+	return false;
+}
+
 static int set_order(struct ezfs_estate *es, const char *spec, const char *from)
 {
 	struct ezfs_order *o = malloc(sizeof(*o));
@@ -327,6 +380,7 @@ static int set_order(struct ezfs_estate *es, const char *spec, const char *from)
 		es->old = prev;
 	}
 	__atomic_store_n(&es->order, o, __ATOMIC_RELEASE);
+	__atomic_store_n(&es->async_first, order_async(o), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&es->lock);
 	return 0;
 }
@@ -387,8 +441,12 @@ struct ezfs_estate *ezi_estate_new(struct ezfs_codec_pool *codecs,
 	pthread_mutex_init(&es->lock, NULL);
 	pthread_mutex_init(&es->lat_lock, NULL);
 	pthread_rwlock_init(&es->dlock, NULL);
-	for (i = 0; i < EZFS_MAX_ENGINES && (e = engine_at(i)); i++)
-		es->probe[i] = e->probe ? e->probe() : 0;
+	/* an async engine is tried on first use (a device may take long to
+	 * start): never at open */
+	for (i = 0; i < EZFS_MAX_ENGINES && (e = engine_at(i)); i++) {
+		es->ae[i] = ezi_aengine_of(e);
+		es->probe[i] = es->ae[i] ? 0 : e->probe ? e->probe() : 0;
+	}
 	/* env validated at open; a bad one here leaves the default */
 	if (set_order(es, getenv("EZFS_ACCEL"), "EZFS_ACCEL") &&
 	    set_order(es, NULL, "default")) {
@@ -463,30 +521,54 @@ int ezi_es_get_strict(struct ezfs_estate *es)
 
 #define ADD(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
 
-static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq)
+/*
+ * Engine e serves rq. A software engine completes it at once, on this
+ * thread (no clock is read for it: the latency samples time its decodes);
+ * an async one is submitted and waited for (async.c), *keep then holding
+ * the copy of the input that rq->in points to, for a fallback.
+ */
+static int run_engine(struct ezfs_estate *es, int e, struct ezfs_dreq *rq,
+		      uint8_t **keep)
 {
+	const struct ezfs_codec_ops *ops;
 	int err;
 
+	if (es->ae[e])
+		return ezi_async_decode(es, e, es->ae[e], rq, keep);
+	ops = engine_at((unsigned)e);
 	ADD(es->cnt[e].requests, 1);
-	err = ezi_codec_decompress_one(es->codecs, engine_at((unsigned)e), rq);
+	err = ezi_codec_decompress_one(es->codecs, ops, rq);
 	if (!err)
 		ADD(es->cnt[e].bytes_out, rq->outlen);
 	return err;
 }
 
+/* An async engine taken out of use for the process (its device did not
+ * start, or a request passed its deadline): skipped like a failed probe. */
+static bool out_of_use(const struct ezfs_estate *es, int e)
+{
+	const struct ezi_aengine *ae = es->ae[e];
+
+	return ae && __atomic_load_n(&ae->open_err, __ATOMIC_ACQUIRE) < 0;
+}
+
 /*
  * The first usable engine of the order serves the request. One that cannot
- * serve it (-EOPNOTSUPP) hands it to the next one; one that fails hands it
- * to the reference engine. A -EUCLEAN the reference engine confirms is a
- * corrupt stream, not an engine error: it counts neither as a fallback nor
- * as an error. strict: no hand-off at all.
+ * serve it (-EOPNOTSUPP) hands it to the next one; one that fails (also
+ * after its completion: an error, a short or long output, out of space, a
+ * passed deadline) hands it to the reference engine. A -EUCLEAN the reference
+ * engine confirms is a corrupt stream, not an engine error: it counts neither
+ * as a fallback nor as an error. strict: no hand-off at all.
  */
-static int engine_decode(struct ezfs_estate *es, int alg, struct ezfs_dreq *rq)
+static int engine_decode(struct ezfs_estate *es, int alg,
+			 struct ezfs_dreq *orig)
 {
 	const struct ezfs_order *o =
 		__atomic_load_n(&es->order, __ATOMIC_ACQUIRE);
 	bool strict = __atomic_load_n(&es->strict, __ATOMIC_RELAXED);
 	int ref = reference_of(alg), failed = -1, ferr = 0, err;
+	struct ezfs_dreq use = *orig, *rq = &use;
+	uint8_t *keep = NULL; /* an async engine's copy of the input */
 	unsigned k;
 
 	if (ref < 0)
@@ -494,16 +576,19 @@ static int engine_decode(struct ezfs_estate *es, int alg, struct ezfs_dreq *rq)
 	for (k = 0; k < o->n[alg]; k++) {
 		int e = o->idx[alg][k];
 
-		if (es->probe[e])
+		if (es->probe[e] || out_of_use(es, e))
 			continue;
 		if (e == ref)
 			break;
-		err = run_engine(es, e, rq);
-		if (!err)
+		err = run_engine(es, e, rq, &keep);
+		if (!err) {
+			free(keep);
 			return 0;
+		}
 		if (strict) {
 			if (err != -EOPNOTSUPP && err != -EUCLEAN)
 				ADD(es->cnt[e].errors, 1);
+			free(keep);
 			return err;
 		}
 		ADD(es->cnt[e].fallbacks, 1);
@@ -513,7 +598,8 @@ static int engine_decode(struct ezfs_estate *es, int alg, struct ezfs_dreq *rq)
 		ferr = err;
 		break;
 	}
-	err = run_engine(es, ref, rq);
+	err = run_engine(es, ref, rq, &keep);
+	free(keep);
 	if (failed >= 0) {
 		if (ferr == -EUCLEAN && err == -EUCLEAN)
 			__atomic_fetch_sub(&es->cnt[failed].fallbacks, 1,
@@ -556,6 +642,18 @@ static int decode_job_fn(void *arg)
 	return engine_decode(j->es, j->alg, j->rq);
 }
 
+void ezi_inline_run(struct ezfs_estate *es, struct ezfs_ejob *j)
+{
+	uint64_t t0 = ezi_engine_now_ns();
+	bool nested = ezi_engine_on_worker;
+
+	ezi_engine_on_worker = true;
+	j->err = j->fn(j->arg);
+	ezi_engine_on_worker = nested;
+	if (!nested)
+		ezi_engine_lat_record(es, ezi_engine_now_ns() - t0);
+}
+
 void ezi_ebatch_done(struct ezfs_ebatch *b)
 {
 	pthread_mutex_lock(&b->lock);
@@ -583,17 +681,13 @@ static int run_jobs(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 
 	if (!d || ezi_engine_on_worker ||
 	    (n == 1 && es->disp_mode == EZFS_DISPATCH_QUEUE)) {
-		for (i = 0; i < n; i++) {
-			uint64_t t0 = ezi_engine_now_ns();
-			bool nested = ezi_engine_on_worker;
+		/* a thread waiting for an async engine runs the next ones */
+		struct ezi_inline_batch ib = { jobs, n, 0, ezi_inline_cur };
 
-			ezi_engine_on_worker = true;
-			jobs[i].err = jobs[i].fn(jobs[i].arg);
-			ezi_engine_on_worker = nested;
-			if (!nested)
-				ezi_engine_lat_record(es,
-						      ezi_engine_now_ns() - t0);
-		}
+		ezi_inline_cur = &ib;
+		while (ib.next < n)
+			ezi_inline_run(es, &jobs[ib.next++]);
+		ezi_inline_cur = ib.up;
 	} else {
 		pthread_mutex_init(&b.lock, NULL);
 		pthread_cond_init(&b.cond, NULL);
@@ -635,7 +729,9 @@ int ezi_engine_decompress(struct ezfs_estate *es, int alg, struct ezfs_dreq *rq)
 	dj.alg = alg;
 	dj.rq = rq;
 	pthread_rwlock_rdlock(&es->dlock);
+	ezi_engine_dlock_held++;
 	err = run_jobs(es, &job, 1);
+	ezi_engine_dlock_held--;
 	pthread_rwlock_unlock(&es->dlock);
 	return err;
 }
@@ -647,6 +743,14 @@ bool ezi_engine_batching(struct ezfs_estate *es)
 	return __atomic_load_n(&es->disp, __ATOMIC_ACQUIRE);
 }
 
+bool ezi_engine_batches(struct ezfs_estate *es)
+{
+	if (ezi_engine_on_worker || !es)
+		return false;
+	return __atomic_load_n(&es->disp, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&es->async_first, __ATOMIC_ACQUIRE);
+}
+
 int ezi_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 {
 	int err;
@@ -656,7 +760,9 @@ int ezi_engine_run(struct ezfs_estate *es, struct ezfs_ejob *jobs, size_t n)
 	pthread_rwlock_rdlock(&es->dlock);
 	if (es->disp && n > 1 && !ezi_engine_on_worker)
 		ADD(es->batches, 1);
+	ezi_engine_dlock_held++;
 	err = run_jobs(es, jobs, n);
+	ezi_engine_dlock_held--;
 	pthread_rwlock_unlock(&es->dlock);
 	return err;
 }
@@ -687,9 +793,12 @@ bool ezi_engine_claim(struct ezfs_estate *es, struct ezfs_ejob *j)
 	bool mine;
 
 	/* j->d is the dispatcher now in use, or one that is being drained
-	 * (a switch): leave it to that one's workers then */
+	 * (a switch): leave it to that one's workers then. ezi_disp_claim
+	 * compares it under the dispatcher's lock, which its submit holds
+	 * (another thread may be submitting j now: a decode ahead is in the
+	 * cache before it is queued) */
 	pthread_rwlock_rdlock(&es->dlock);
-	mine = es->disp && j->d == es->disp && ezi_disp_claim(es->disp, j);
+	mine = es->disp && ezi_disp_claim(es->disp, j);
 	pthread_rwlock_unlock(&es->dlock);
 	return mine;
 }
@@ -804,6 +913,10 @@ int ezi_es_engine_stats(struct ezfs_estate *es, struct ezfs_engine_stats *st,
 		st[i].bytes_out = LOAD(es->cnt[i].bytes_out);
 		st[i].fallbacks = LOAD(es->cnt[i].fallbacks);
 		st[i].errors = LOAD(es->cnt[i].errors);
+		st[i].in_flight = LOAD(es->cnt[i].in_flight);
+		st[i].in_flight_max = LOAD(es->cnt[i].in_flight_max);
+		st[i].queued_ns = LOAD(es->cnt[i].queued_ns);
+		st[i].service_ns = LOAD(es->cnt[i].service_ns);
 	}
 	return (int)count;
 }
@@ -880,6 +993,11 @@ void ezi_es_reset(struct ezfs_estate *es)
 		__atomic_store_n(&es->cnt[i].bytes_out, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&es->cnt[i].fallbacks, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&es->cnt[i].errors, 0, __ATOMIC_RELAXED);
+		/* in_flight stays: requests still in flight complete */
+		__atomic_store_n(&es->cnt[i].in_flight_max, 0,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&es->cnt[i].queued_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&es->cnt[i].service_ns, 0, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&es->batches, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&es->ahead, 0, __ATOMIC_RELAXED);

@@ -431,9 +431,10 @@ ssize_t ezfs_pread(ezfs_inode *ino, void *buf, size_t len, uint64_t off)
 	end = ino->size - off < len ? ino->size : off + len;
 	pos = off;
 	ezi_hint_read(ino, off, (size_t)(end - off));
-	/* more than one pcluster's worth: worth batching (lib/engine) */
+	/* more than one pcluster's worth: worth batching (lib/engine: on
+	 * workers, or in flight on an async engine) */
 	if (is_compressed(ino) && end - off > ino->img->blksz &&
-	    ezi_engine_batching(ezi_image_engine(ino->img)))
+	    ezi_engine_batches(ezi_image_engine(ino->img)))
 		zb = malloc(sizeof(*zb));
 	if (zb)
 		zb->n = 0;

@@ -102,10 +102,7 @@ done
 img=$TMP/deflate.img
 bad=$TMP/bad.img
 cp "$img" "$bad"
-t_run stat "$EZFS" stat -e "$img" big
-# the extent holding byte 6 MiB: "la..end  pa  plen  alg  flags"
-read -r la pa plen < <(awk -v o=$((6 << 20)) '$1 ~ /^[0-9]+\.\.[0-9]+$/ {
-	split($1, r, "\\.\\."); if (r[1] <= o && o < r[2]) { print r[1], $2, $3; exit } }' "$OUT")
+read -r la pa plen < <(t_extent_at "$img" big $((6 << 20)))
 t_expect "an extent at 6 MiB (la ${la:-?}, pa ${pa:-?})" [ -n "${pa:-}" ]
 python3 - "$bad" "$pa" "$plen" <<'EOF'
 import sys

@@ -24,7 +24,7 @@ tmo=${EZFS_TEST_TIMEOUT:-120}
 
 # usable engines per algorithm, from `ezfs accel list`
 t_run list "$EZFS" accel list --all
-usable() { awk -v a="$1" '$2 == a && $3 == "yes" && $1 != "fail" {print $1}' "$OUT"; }
+usable() { awk -v a="$1" '$2 == a && $3 == "yes" && $1 != "fail" && $1 != "async-test" && $1 !~ /^dpdk/ {print $1}' "$OUT"; }
 declare -A engines
 for a in lz4 deflate zstd lzma; do
 	engines[$a]=$(usable $a)

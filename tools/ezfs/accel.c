@@ -20,6 +20,17 @@
 #include "common.h"
 #include "json.h"
 
+/* Why engine i (whose probe gave err) is not usable: its own reason
+ * where it has one, else the error's text. A static buffer. */
+static const char *why_not(unsigned i, int err)
+{
+	static char why[256];
+
+	if (ezfs_engine_why(i, why, sizeof(why)) && why[0])
+		return why;
+	return ezfs_strerror(err);
+}
+
 /* accel list --json (docs/schemas/accel-list.json) */
 static int accel_list_json(int all)
 {
@@ -32,6 +43,7 @@ static int accel_list_json(int all)
 	for (unsigned i = 0; i < ezfs_engine_count(); i++) {
 		if (ezfs_engine_get_info(i, &info))
 			continue;
+		info.probe = ezfs_engine_why(i, NULL, 0); /* the full probe */
 		if ((info.flags & EZFS_ENGINE_TEST) && !all)
 			continue;
 		cj_obj(&j, NULL);
@@ -39,8 +51,7 @@ static int accel_list_json(int all)
 		cj_str(&j, "alg", ezfs_alg_name(info.alg));
 		cj_bool(&j, "usable", !info.probe);
 		if (info.probe)
-			cj_str(&j, "unusable_reason",
-			       ezfs_strerror(info.probe));
+			cj_str(&j, "unusable_reason", why_not(i, info.probe));
 		if (info.default_pos >= 0)
 			cj_u64(&j, "default_pos",
 			       (unsigned)info.default_pos + 1);
@@ -61,13 +72,14 @@ static int accel_list(int all)
 	struct ezfs_engine_info info;
 	unsigned i;
 
-	printf("%-11s %-8s %-7s %-9s %-8s %s\n", "ENGINE", "ALG", "USABLE",
+	printf("%-18s %-8s %-7s %-9s %-8s %s\n", "ENGINE", "ALG", "USABLE",
 	       "DEFAULT", "PARTIAL", "NOTE");
 	for (i = 0; i < ezfs_engine_count(); i++) {
 		char pos[16];
 
 		if (ezfs_engine_get_info(i, &info))
 			continue;
+		info.probe = ezfs_engine_why(i, NULL, 0); /* the full probe */
 		/* the forced-failure engine exists for the tests only */
 		if ((info.flags & EZFS_ENGINE_TEST) && !all)
 			continue;
@@ -75,12 +87,15 @@ static int accel_list(int all)
 			snprintf(pos, sizeof(pos), "%d", info.default_pos + 1);
 		else
 			snprintf(pos, sizeof(pos), "off");
-		printf("%-11s %-8s %-7s %-9s %-8s %s\n", info.name,
+		printf("%-18s %-8s %-7s %-9s %-8s %s\n", info.name,
 		       ezfs_alg_name(info.alg), info.probe ? "no" : "yes", pos,
 		       info.flags & EZFS_ENGINE_PARTIAL ? "yes" : "no",
-		       info.flags & EZFS_ENGINE_TEST ? "test only: always fails"
-		       : info.reference		     ? "reference (fallback)"
-						     : "");
+		       info.probe		    ? why_not(i, info.probe)
+		       : !strcmp(info.name, "fail") ? "test only: always fails"
+		       : info.flags & EZFS_ENGINE_TEST
+			       ? "test only: a device with latency and faults"
+		       : info.reference ? "reference (fallback)"
+					: "");
 	}
 	printf("\nDEFAULT: place in the default order of its algorithm.\n"
 	       "PARTIAL: can decode only the start of a pcluster (a read "
@@ -234,7 +249,7 @@ static int accel_stats(int argc, char **argv)
 		cj_i64(&j, "nice", di.nice);
 		cj_u64(&j, "batches", di.batches);
 		cj_end(&j);
-		accel_json_counters(&j, est, n < 32 ? n : 32);
+		accel_json_counters(&j, est, n < 32 ? n : 32, true);
 		cj_obj(&j, "latency_us");
 		cj_u64(&j, "total", ls.total);
 		cj_u64(&j, "count", ls.count);
@@ -256,7 +271,7 @@ static int accel_stats(int argc, char **argv)
 	       di.policy ? "SCHED_FIFO" : "SCHED_OTHER", di.nice,
 	       (unsigned long long)di.batches);
 	printf("digest: %016llx\n", (unsigned long long)w.digest);
-	accel_print_counters(est, n < 32 ? n : 32);
+	accel_print_counters(est, n < 32 ? n : 32, true);
 	printf("latency (us, last %llu of %llu): avg %.1f median %.1f "
 	       "min %.1f max %.1f stddev %.1f\n",
 	       (unsigned long long)ls.count, (unsigned long long)ls.total,

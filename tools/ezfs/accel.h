@@ -6,18 +6,21 @@
 #ifndef EZFS_TOOL_ACCEL_H
 #define EZFS_TOOL_ACCEL_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <ezfs/engine.h>
 
 /* Shared (accel_util.c). Usage of every accel subcommand. */
 void accel_usage(FILE *f);
-/* The counter table of ezfs accel stats (engines that served requests). */
-void accel_print_counters(const struct ezfs_engine_stats *st, int n);
+/* The counter table of ezfs accel stats (engines that served requests);
+ * queue: with the in-flight and time columns (an image's, not a mount's). */
+void accel_print_counters(const struct ezfs_engine_stats *st, int n,
+			  bool queue);
 struct cj;
 /* The same as a JSON array "engines" (docs/schemas/accel-stats.json). */
 void accel_json_counters(struct cj *j, const struct ezfs_engine_stats *st,
-			 int n);
+			 int n, bool queue);
 /* Call fn(arg, nid) for each regular file of img; stops at non-zero. */
 int accel_for_each_file(ezfs_image *img, int (*fn)(void *arg, uint64_t nid),
 			void *arg);

@@ -195,6 +195,7 @@ int accel_mount_stats(const char *mnt, int json)
 	unsigned i;
 
 	memset(&s, 0, sizeof(s));
+	memset(st, 0, sizeof(st));
 	if (ctl_call(mnt, EZFS_IOC_STATS, &s))
 		return 1;
 	remote_get(mnt, &r);
@@ -223,7 +224,7 @@ int accel_mount_stats(const char *mnt, int json)
 		cj_u64(&j, "batches", s.batches);
 		cj_bool(&j, "strict", s.strict);
 		cj_end(&j);
-		accel_json_counters(&j, st, (int)s.nengines);
+		accel_json_counters(&j, st, (int)s.nengines, false);
 		cj_obj(&j, "latency_us");
 		cj_u64(&j, "total", s.lat_total);
 		cj_dbl(&j, "avg", s.lat_avg);
@@ -251,7 +252,7 @@ int accel_mount_stats(const char *mnt, int json)
 	printf("dispatch %s, %u workers, %llu batches, strict %s\n",
 	       ezfs_dispatch_name(s.dispatch), s.workers,
 	       (unsigned long long)s.batches, s.strict ? "yes" : "no");
-	accel_print_counters(st, (int)s.nengines);
+	accel_print_counters(st, (int)s.nengines, false);
 	printf("latency (us, recent): avg %.1f median %.1f max %.1f, %llu "
 	       "requests timed\n",
 	       s.lat_avg, s.lat_median, s.lat_max,

@@ -25,6 +25,8 @@ void accel_usage(FILE *f)
 		"       ezfs accel bench [-e ENGINE] [-n ITERS] [-s MIB] [-r "
 		"MIB] "
 		"[IMG]\n"
+		"       ezfs accel bench --qd N[,N..] [-e ENGINE] [-n ROUNDS] "
+		"IMG\n"
 		"  SPEC: ALG=ENG[,ENG..][;ALG=..] or ENG (first for its "
 		"algorithm),\n"
 		"        'default' for the default order (see 'ezfs accel "
@@ -34,7 +36,13 @@ void accel_usage(FILE *f)
 		"sample (4)\n"
 		"  (IMG's data or text) in -r MIB reads (4), per pcluster "
 		"size\n"
-		"  list --all also shows the test engine 'fail'\n"
+		"  --qd: IMG's files through each usable engine with N whole "
+		"extents\n"
+		"  per read (N requests in flight on an asynchronous engine): "
+		"MB/s,\n"
+		"  CPU s/GB, in_flight_max\n"
+		"  list --all also shows the test engines 'fail' and "
+		"'async-test'\n"
 		"  --json: list and stats as one JSON document "
 		"(docs/json.md)\n"
 		"  stats IMG reads every file and prints the engine counters;\n"
@@ -91,24 +99,37 @@ int accel_for_each_file(ezfs_image *img, int (*fn)(void *arg, uint64_t nid),
 	return files_dir(&fw, ezfs_root_nid(img));
 }
 
-void accel_print_counters(const struct ezfs_engine_stats *st, int n)
+void accel_print_counters(const struct ezfs_engine_stats *st, int n, bool queue)
 {
 	int i;
 
-	printf("%-11s %-8s %10s %14s %10s %8s\n", "ENGINE", "ALG", "REQUESTS",
+	printf("%-18s %-8s %10s %14s %10s %8s", "ENGINE", "ALG", "REQUESTS",
 	       "BYTES_OUT", "FALLBACKS", "ERRORS");
-	for (i = 0; i < n; i++)
-		if (st[i].requests)
-			printf("%-11s %-8s %10llu %14llu %10llu %8llu\n",
-			       st[i].name, ezfs_alg_name(st[i].alg),
-			       (unsigned long long)st[i].requests,
-			       (unsigned long long)st[i].bytes_out,
-			       (unsigned long long)st[i].fallbacks,
-			       (unsigned long long)st[i].errors);
+	if (queue)
+		printf(" %9s %13s %9s %9s", "IN_FLIGHT", "IN_FLIGHT_MAX",
+		       "QUEUED_S", "SERVICE_S");
+	printf("\n");
+	for (i = 0; i < n; i++) {
+		if (!st[i].requests)
+			continue;
+		printf("%-18s %-8s %10llu %14llu %10llu %8llu", st[i].name,
+		       ezfs_alg_name(st[i].alg),
+		       (unsigned long long)st[i].requests,
+		       (unsigned long long)st[i].bytes_out,
+		       (unsigned long long)st[i].fallbacks,
+		       (unsigned long long)st[i].errors);
+		if (queue)
+			printf(" %9llu %13llu %9.3f %9.3f",
+			       (unsigned long long)st[i].in_flight,
+			       (unsigned long long)st[i].in_flight_max,
+			       (double)st[i].queued_ns / 1e9,
+			       (double)st[i].service_ns / 1e9);
+		printf("\n");
+	}
 }
 
 void accel_json_counters(struct cj *j, const struct ezfs_engine_stats *st,
-			 int n)
+			 int n, bool queue)
 {
 	cj_arr(j, "engines");
 	for (int i = 0; i < n; i++) {
@@ -121,6 +142,12 @@ void accel_json_counters(struct cj *j, const struct ezfs_engine_stats *st,
 		cj_u64(j, "bytes_out", st[i].bytes_out);
 		cj_u64(j, "fallbacks", st[i].fallbacks);
 		cj_u64(j, "errors", st[i].errors);
+		if (queue) {
+			cj_u64(j, "in_flight", st[i].in_flight);
+			cj_u64(j, "in_flight_max", st[i].in_flight_max);
+			cj_dbl(j, "queued_s", (double)st[i].queued_ns / 1e9);
+			cj_dbl(j, "service_s", (double)st[i].service_ns / 1e9);
+		}
 		cj_end(j);
 	}
 	cj_end(j);
