@@ -155,6 +155,16 @@ t_kmount() {
 }
 t_kumount() { umount "$1"; }
 
+# t_fill_bytes FILE POS LEN BYTE: LEN bytes of value BYTE (0..255) written
+# over FILE at POS (a damaged extent, a flipped block).
+t_fill_bytes() {
+	python3 -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    f.write(bytes([int(sys.argv[4], 0)]) * int(sys.argv[3]))' "$@"
+}
+
 # t_sanitized: true in a sanitizer build (EZFS_SANITIZED).
 t_sanitized() { [ -n "${EZFS_SANITIZED:-}" ]; }
 

@@ -104,12 +104,7 @@ bad=$TMP/bad.img
 cp "$img" "$bad"
 read -r la pa plen < <(t_extent_at "$img" big $((6 << 20)))
 t_expect "an extent at 6 MiB (la ${la:-?}, pa ${pa:-?})" [ -n "${pa:-}" ]
-python3 - "$bad" "$pa" "$plen" <<'EOF'
-import sys
-f = open(sys.argv[1], 'r+b')
-f.seek(int(sys.argv[2]))
-f.write(b'\xff' * int(sys.argv[3]))
-EOF
+t_fill_bytes "$bad" "$pa" "$plen" 0xff
 for m in $MODES; do
 	w="damaged, --dispatch $m"
 	t_run "bf-$m" "$EZFS" fsck --dispatch "$m" "$bad"

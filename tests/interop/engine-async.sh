@@ -145,12 +145,7 @@ cp "$img" "$bad"
 read -r la pa plen < <(t_extent_at "$img" big $((6 << 20)))
 t_expect "an extent at 6 MiB (la ${la:-?}, pa ${pa:-?})" [ -n "${pa:-}" ]
 # half of it garbage: a stream that decodes wrong or too short
-python3 - "$bad" "$pa" "$plen" <<'PY'
-import sys
-f = open(sys.argv[1], 'r+b')
-f.seek(int(sys.argv[2]) + int(sys.argv[3]) // 2)
-f.write(b'\xa5' * (int(sys.argv[3]) // 2))
-PY
+t_fill_bytes "$bad" $((pa + plen / 2)) $((plen / 2)) 0xa5
 verdict() { # exit status and problem lines of a command's run
 	echo "rc=$RC $(grep -c 'reading data at\|read at\|reading from the image' "$ERR" || true)"
 }
